@@ -1,0 +1,136 @@
+//! Why a request was refused.
+//!
+//! Each variant has a stable snake_case [`code`](ValidationError::code) that clients may match
+//! on, and a message that names the field (as a path such as `questions[1].options`) and the
+//! limit, for the person or model that has to fix the input.
+
+/// A create-request body that cannot become a [`crate::NewRequest`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValidationError {
+    #[error("the request must be a JSON object, got {got}")]
+    NotAnObject { got: &'static str },
+    #[error("{field}: expected {expected}, got {got}")]
+    InvalidType {
+        field: String,
+        expected: &'static str,
+        got: &'static str,
+    },
+    #[error("{field}: is required")]
+    Missing { field: String },
+    #[error("{field}: must not be empty")]
+    Empty { field: String },
+    #[error("{field}: at most {max} characters are allowed, got {got}")]
+    TooLong {
+        field: String,
+        max: usize,
+        got: usize,
+    },
+    #[error(
+        "both `questions` and the one-question shorthand `{shorthand}` were given; send one of them"
+    )]
+    AmbiguousShape { shorthand: &'static str },
+    #[error("questions: at least 1 question is required")]
+    NoQuestions,
+    #[error("questions: at most {max} questions are allowed, got {got}")]
+    TooManyQuestions { max: usize, got: usize },
+    #[error("{field}: unknown kind {got:?}; use open, single, multi or approval")]
+    UnknownKind { field: String, got: String },
+    #[error("{field}: a {kind} question needs at least 1 option")]
+    NoOptions { field: String, kind: &'static str },
+    #[error(
+        "{field}: none of the {given} options has a usable label (label, description, text or title); give each option a label"
+    )]
+    AllOptionsDropped { field: String, given: usize },
+    #[error("{field}: at most {max} options are allowed, got {got}")]
+    TooManyOptions {
+        field: String,
+        max: usize,
+        got: usize,
+    },
+    #[error("{field}: {kind} questions take no options; use kind single or multi")]
+    OptionsNotAllowed { field: String, kind: &'static str },
+    #[error("{field}: the label {label:?} appears twice (labels must differ ignoring case)")]
+    DuplicateLabel { field: String, label: String },
+    #[error("{field}: the id {id:?} appears twice")]
+    DuplicateId { field: String, id: String },
+    #[error("{field}: {id:?} is not a valid id; use 1 to 64 letters, digits, '-', '_' or '.'")]
+    InvalidId { field: String, id: String },
+    #[error("{field}: {got:?} is neither the id nor the label of an option")]
+    UnknownRecommended { field: String, got: String },
+    #[error("{field}: an approval question needs an action with a name")]
+    MissingAction { field: String },
+    #[error("{field}: unknown scope {got:?}; use once, session or always")]
+    UnknownScope { field: String, got: String },
+    #[error("{field}: at most {max} tags are allowed, got {got}")]
+    TooManyTags {
+        field: String,
+        max: usize,
+        got: usize,
+    },
+    #[error("{field}: at most {max} responders are allowed, got {got}")]
+    TooManyResponders {
+        field: String,
+        max: usize,
+        got: usize,
+    },
+    #[error("{field}: at most {max} bytes of JSON are allowed, got {got}")]
+    JsonTooLarge {
+        field: String,
+        max: usize,
+        got: usize,
+    },
+    #[error(
+        "{field}: must be a whole number of seconds from 0 (never expires) to {max}, got {got}"
+    )]
+    TimeoutOutOfRange {
+        field: String,
+        max: u64,
+        got: String,
+    },
+    #[error("{field}: {reason}")]
+    InvalidUrl { field: String, reason: String },
+}
+
+impl ValidationError {
+    /// A stable snake_case code for clients to match on.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NotAnObject { .. } => "not_an_object",
+            Self::InvalidType { .. } => "invalid_type",
+            Self::Missing { .. } => "missing_field",
+            Self::Empty { .. } => "empty_field",
+            Self::TooLong { .. } => "too_long",
+            Self::AmbiguousShape { .. } => "ambiguous_shape",
+            Self::NoQuestions => "no_questions",
+            Self::TooManyQuestions { .. } => "too_many_questions",
+            Self::UnknownKind { .. } => "unknown_kind",
+            Self::NoOptions { .. } => "no_options",
+            Self::AllOptionsDropped { .. } => "all_options_dropped",
+            Self::TooManyOptions { .. } => "too_many_options",
+            Self::OptionsNotAllowed { .. } => "options_not_allowed",
+            Self::DuplicateLabel { .. } => "duplicate_label",
+            Self::DuplicateId { .. } => "duplicate_id",
+            Self::InvalidId { .. } => "invalid_id",
+            Self::UnknownRecommended { .. } => "unknown_recommended",
+            Self::MissingAction { .. } => "missing_action",
+            Self::UnknownScope { .. } => "unknown_scope",
+            Self::TooManyTags { .. } => "too_many_tags",
+            Self::TooManyResponders { .. } => "too_many_responders",
+            Self::JsonTooLarge { .. } => "json_too_large",
+            Self::TimeoutOutOfRange { .. } => "invalid_timeout",
+            Self::InvalidUrl { .. } => "invalid_url",
+        }
+    }
+}
+
+/// The JSON type of a value, for messages.
+pub(crate) fn json_type(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
