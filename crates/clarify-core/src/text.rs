@@ -60,18 +60,18 @@ pub fn humanize_seconds(seconds: u64) -> String {
     parts.join(" ")
 }
 
-/// `"Postgres (recommended)"` → `"Postgres"`, ignoring case; other text unchanged.
+/// `"Postgres (recommended)"` → `"Postgres"`, ignoring case; other text unchanged. A repeated
+/// suffix is removed entirely, so no label keeps a "(recommended)" mark.
 pub(crate) fn strip_recommended_suffix(s: &str) -> &str {
-    let t = s.trim();
     const SUFFIX: &str = "(recommended)";
-    if t.len() >= SUFFIX.len()
+    let mut t = s.trim();
+    while t.len() >= SUFFIX.len()
         && t.is_char_boundary(t.len() - SUFFIX.len())
         && t[t.len() - SUFFIX.len()..].eq_ignore_ascii_case(SUFFIX)
     {
-        t[..t.len() - SUFFIX.len()].trim_end()
-    } else {
-        t
+        t = t[..t.len() - SUFFIX.len()].trim_end();
     }
+    t
 }
 
 /// Character count, which is what the contract's length limits count.

@@ -1,0 +1,10 @@
+//! Integration tests of the core model, one module per topic, compiled into one binary.
+
+mod answers;
+mod coercion;
+mod outcomes;
+mod policy;
+mod properties;
+mod replies;
+mod tools;
+mod validation;
