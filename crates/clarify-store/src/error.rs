@@ -1,0 +1,71 @@
+//! Store errors.
+
+use clarify_core::AnswerError;
+
+use crate::record::RequestRecord;
+
+/// The store could not do what was asked. Nothing was half-written.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    #[error("invalid store URL {url:?}: {reason}; use sqlite://PATH, postgres://... or memory:")]
+    InvalidUrl { url: String, reason: String },
+    #[error("{path} is not a clarify database: {detail}")]
+    NotADatabase { path: String, detail: String },
+    #[error(
+        "the database schema is version {found}, newer than this clarify supports ({supported}); upgrade clarify"
+    )]
+    SchemaTooNew { found: i64, supported: i64 },
+    #[error("cannot reach the database: {0}")]
+    Unavailable(String),
+    #[error("the database failed: {0}")]
+    Backend(String),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    #[error("invalid cursor; pass the next_cursor of the previous page")]
+    InvalidCursor,
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Backend(e.to_string())
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        match e {
+            sqlx::Error::Io(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Tls(_) => Self::Unavailable(e.to_string()),
+            other => Self::Backend(other.to_string()),
+        }
+    }
+}
+
+/// Why a request could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error("no such request")]
+    NotFound,
+    /// The first resolution won; this one changed nothing.
+    #[error("the request is already {}", .0.status)]
+    AlreadyResolved(Box<RequestRecord>),
+    #[error("{responder:?} is not among the responders allowed to answer this request")]
+    NotAllowed { responder: String },
+    /// The answer does not fit the request, which stays pending.
+    #[error(transparent)]
+    Invalid(#[from] AnswerError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Why a request could not be asked.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// The request does not validate; nothing was stored.
+    #[error(transparent)]
+    Invalid(#[from] clarify_core::ValidationError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

@@ -1,0 +1,460 @@
+//! Durable clarify requests, and waiting for them.
+//!
+//! A [`Store`] persists requests in one of three backends, chosen by URL: `memory:` (in-process,
+//! nothing persists), `sqlite://PATH` (the embedded default) or `postgres://...` (shared by
+//! several instances). All three pass one conformance suite.
+//!
+//! What the store guarantees:
+//! - a created request is stored before `create` returns, and survives a restart (SQLite,
+//!   PostgreSQL);
+//! - a request is resolved at most once: resolution is one conditional update, so of many
+//!   concurrent answers exactly one wins and the others get [`ResolveError::AlreadyResolved`];
+//! - an answer that does not fit the request changes nothing;
+//! - [`Store::wait`] returns as soon as the request resolves: at once for a resolution in this
+//!   process; through LISTEN/NOTIFY (with a polling backstop) on PostgreSQL; through polling of
+//!   the event log every [`StoreOptions::poll_interval`] (100 ms by default) for another process
+//!   sharing a SQLite file;
+//! - overdue requests are expired by a reaper (safe on several instances at once) and when the
+//!   store opens;
+//! - every creation and resolution appends to an event log with a monotonic sequence.
+//!
+//! [`Clarify`] is the API agents use on top: ask and await an outcome, or submit and come back
+//! later.
+
+mod agent;
+mod backend;
+mod clock;
+mod codec;
+mod error;
+mod memory;
+mod postgres;
+mod record;
+mod sqlite;
+mod waiters;
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use clarify_core::policy::{Grant, canonical_json};
+use clarify_core::{NewRequest, Resolution, Status, Submission, parse_submission};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+pub use agent::{Asked, Clarify};
+pub use clock::{Clock, IdGenerator, ManualClock, RandomIds, SequentialIds, SystemClock};
+pub use error::{AskError, ResolveError, StoreError};
+pub use record::{
+    Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution,
+};
+
+use backend::{Backend, NewRow, Resolved};
+use waiters::Waiters;
+
+/// How a store behaves beyond its URL.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    pub clock: Arc<dyn Clock>,
+    pub ids: Arc<dyn IdGenerator>,
+    /// How often the event log is polled for resolutions made by other processes. `None` picks
+    /// the backend's default: 100 ms on SQLite, 1 s on PostgreSQL (a backstop to LISTEN/NOTIFY),
+    /// never for memory.
+    pub poll_interval: Option<Duration>,
+    /// How often overdue requests are expired; `None` disables the reaper (tests drive expiry
+    /// through [`Store::expire_due`]).
+    pub reaper_interval: Option<Duration>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            clock: Arc::new(SystemClock),
+            ids: Arc::new(RandomIds),
+            poll_interval: None,
+            reaper_interval: Some(Duration::from_millis(500)),
+        }
+    }
+}
+
+/// A handle to a store; cheap to clone. Background tasks stop when the last handle is dropped.
+#[derive(Debug, Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    backend: Backend,
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGenerator>,
+    waiters: Arc<Waiters>,
+}
+
+/// How many overdue requests one reaper pass expires.
+const EXPIRE_BATCH: usize = 1_000;
+
+impl Store {
+    /// Opens (creating or migrating as needed) the store at `url`.
+    pub async fn open(url: &str, options: StoreOptions) -> Result<Self, StoreError> {
+        let waiters = Arc::new(Waiters::default());
+        let trimmed = url.trim();
+        let backend = if trimmed == "memory:" || trimmed == "memory://" {
+            Backend::Memory(memory::MemoryBackend::new())
+        } else if let Some(path) = trimmed
+            .strip_prefix("sqlite://")
+            .or_else(|| trimmed.strip_prefix("sqlite:"))
+        {
+            if path.is_empty() {
+                return Err(StoreError::InvalidUrl {
+                    url: url.to_owned(),
+                    reason: "the path is empty".to_owned(),
+                });
+            }
+            Backend::Sqlite(sqlite::SqliteBackend::open(path).await?)
+        } else if trimmed.starts_with("postgres://") || trimmed.starts_with("postgresql://") {
+            Backend::Postgres(postgres::PgBackend::open(trimmed, Arc::clone(&waiters)).await?)
+        } else {
+            return Err(StoreError::InvalidUrl {
+                url: url.to_owned(),
+                reason: "unknown scheme".to_owned(),
+            });
+        };
+        let poll_interval = options.poll_interval.or(match backend {
+            Backend::Memory(_) => None,
+            Backend::Sqlite(_) => Some(Duration::from_millis(100)),
+            Backend::Postgres(_) => Some(Duration::from_secs(1)),
+        });
+        let store = Store {
+            inner: Arc::new(Inner {
+                backend,
+                clock: options.clock,
+                ids: options.ids,
+                waiters,
+            }),
+        };
+        // Requests that fell due while no process was running are expired now.
+        while store.expire_due().await? == EXPIRE_BATCH {}
+        if tokio::runtime::Handle::try_current().is_ok() {
+            if let Some(every) = options.reaper_interval {
+                tokio::spawn(reaper(Arc::downgrade(&store.inner), every));
+            }
+            if let Some(every) = poll_interval {
+                let from = store.inner.backend.last_event_seq().await?;
+                tokio::spawn(poller(Arc::downgrade(&store.inner), every, from));
+            }
+        }
+        Ok(store)
+    }
+
+    /// The backend's name: `memory`, `sqlite` or `postgres`.
+    pub fn backend_name(&self) -> &'static str {
+        self.inner.backend.name()
+    }
+
+    /// Now, at the millisecond precision the SQL backends store, so a record read back equals
+    /// the one returned when it was written.
+    pub fn now(&self) -> DateTime<Utc> {
+        let now = self.inner.clock.now();
+        DateTime::from_timestamp_millis(now.timestamp_millis()).unwrap_or(now)
+    }
+
+    /// Stores a new request for `tenant`. A repeated idempotency key returns the original request
+    /// whatever its status; with `dedupe`, an identical pending request of the same session is
+    /// returned instead of a new one.
+    pub async fn create(&self, tenant: &str, request: NewRequest) -> Result<Created, StoreError> {
+        let created_at = self.now();
+        let expires_at = request
+            .timeout()
+            .and_then(|s| i64::try_from(s).ok())
+            .map(|s| created_at + TimeDelta::seconds(s));
+        let dedupe_key = request.dedupe.then(|| dedupe_key(&request));
+        self.inner
+            .backend
+            .create(NewRow {
+                id: self.inner.ids.request_id(),
+                tenant: tenant.to_owned(),
+                request,
+                created_at,
+                expires_at,
+                dedupe_key,
+            })
+            .await
+    }
+
+    /// The request, if it exists in `tenant`.
+    pub async fn get(&self, tenant: &str, id: &str) -> Result<Option<RequestRecord>, StoreError> {
+        Ok(self
+            .inner
+            .backend
+            .get(id)
+            .await?
+            .filter(|r| r.tenant == tenant))
+    }
+
+    /// A page of `tenant`'s requests, newest first.
+    pub async fn list(&self, tenant: &str, query: &ListQuery) -> Result<Page, StoreError> {
+        let before = match &query.cursor {
+            None => None,
+            Some(c) => Some(record::decode_cursor(c).ok_or(StoreError::InvalidCursor)?),
+        };
+        self.inner.backend.list(tenant, query, before).await
+    }
+
+    /// Answers (or skips) the request with a raw answer body, checked against the live request.
+    pub async fn answer(
+        &self,
+        tenant: &str,
+        id: &str,
+        body: &Value,
+        actor: &Actor,
+    ) -> Result<RequestRecord, ResolveError> {
+        let record = self.pending(tenant, id, actor).await?;
+        let submission = parse_submission(&record.request, body)?;
+        self.resolve(id, resolution_of(submission), actor).await
+    }
+
+    /// Resolves the request with an already-checked submission.
+    pub async fn submit(
+        &self,
+        tenant: &str,
+        id: &str,
+        submission: Submission,
+        actor: &Actor,
+    ) -> Result<RequestRecord, ResolveError> {
+        self.pending(tenant, id, actor).await?;
+        self.resolve(id, resolution_of(submission), actor).await
+    }
+
+    /// Skips the request, when it allows skipping.
+    pub async fn skip(
+        &self,
+        tenant: &str,
+        id: &str,
+        actor: &Actor,
+    ) -> Result<RequestRecord, ResolveError> {
+        let record = self.pending(tenant, id, actor).await?;
+        if !record.request.allow_skip {
+            return Err(ResolveError::Invalid(
+                clarify_core::AnswerError::SkipNotAllowed,
+            ));
+        }
+        self.resolve(id, Resolution::Skipped, actor).await
+    }
+
+    /// Cancels the request: nobody answers it any more.
+    pub async fn cancel(
+        &self,
+        tenant: &str,
+        id: &str,
+        actor: &Actor,
+    ) -> Result<RequestRecord, ResolveError> {
+        match self.get(tenant, id).await? {
+            None => Err(ResolveError::NotFound),
+            Some(r) if r.status.is_resolved() => Err(ResolveError::AlreadyResolved(Box::new(r))),
+            Some(_) => self.resolve(id, Resolution::Cancelled, actor).await,
+        }
+    }
+
+    /// Expires every pending request past its deadline; returns how many (at most one batch).
+    pub async fn expire_due(&self) -> Result<usize, StoreError> {
+        let ids = self
+            .inner
+            .backend
+            .expire_due(self.now(), EXPIRE_BATCH)
+            .await?;
+        for id in &ids {
+            self.inner.waiters.notify(id);
+        }
+        Ok(ids.len())
+    }
+
+    /// Waits up to `timeout` for the request to resolve and returns it: resolved, or still
+    /// pending when the time ran out.
+    pub async fn wait(
+        &self,
+        tenant: &str,
+        id: &str,
+        timeout: Duration,
+    ) -> Result<RequestRecord, ResolveError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        // Registered before the first read, so a resolution in between still wakes us.
+        let guard = self.inner.waiters.register(id);
+        loop {
+            let notified = guard.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let record = self.get(tenant, id).await?.ok_or(ResolveError::NotFound)?;
+            if record.status.is_resolved() {
+                return Ok(record);
+            }
+            if record.expires_at.is_some_and(|at| at <= self.now()) {
+                self.expire_one(id).await?;
+                continue;
+            }
+            tokio::select! {
+                () = &mut notified => {}
+                () = tokio::time::sleep_until(deadline) => return Ok(record),
+            }
+        }
+    }
+
+    /// Events of `tenant` (or of every tenant) after sequence `after`, oldest first.
+    pub async fn events_after(
+        &self,
+        tenant: Option<&str>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        self.inner.backend.events_after(tenant, after, limit).await
+    }
+
+    /// The sequence of the newest event (0 when there is none).
+    pub async fn last_event_seq(&self) -> Result<u64, StoreError> {
+        self.inner.backend.last_event_seq().await
+    }
+
+    /// Remembers an approval given with scope `session` or `always`.
+    pub async fn add_grant(&self, tenant: &str, grant: &Grant) -> Result<(), StoreError> {
+        self.inner
+            .backend
+            .add_grant(tenant, grant, self.now())
+            .await
+    }
+
+    /// The remembered grants of `tenant` for `tool`.
+    pub async fn grants(&self, tenant: &str, tool: &str) -> Result<Vec<Grant>, StoreError> {
+        self.inner
+            .backend
+            .grants(tenant, &tool.trim().to_lowercase())
+            .await
+    }
+
+    /// Whether the store answers.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.inner.backend.ping().await
+    }
+
+    /// How many requests have waiters in this process.
+    pub fn waiting_requests(&self) -> usize {
+        self.inner.waiters.len()
+    }
+
+    /// The pending request, checked for tenant and responder.
+    async fn pending(
+        &self,
+        tenant: &str,
+        id: &str,
+        actor: &Actor,
+    ) -> Result<RequestRecord, ResolveError> {
+        let record = self.get(tenant, id).await?.ok_or(ResolveError::NotFound)?;
+        if record.status.is_resolved() {
+            return Err(ResolveError::AlreadyResolved(Box::new(record)));
+        }
+        if let Some(name) = &actor.name {
+            if !record.request.allows_responder(name) {
+                return Err(ResolveError::NotAllowed {
+                    responder: name.clone(),
+                });
+            }
+        }
+        Ok(record)
+    }
+
+    async fn resolve(
+        &self,
+        id: &str,
+        resolution: Resolution,
+        actor: &Actor,
+    ) -> Result<RequestRecord, ResolveError> {
+        let stored = StoredResolution {
+            resolution,
+            actor: actor.clone(),
+            resolved_at: self.now(),
+        };
+        match self.inner.backend.resolve(id, stored).await? {
+            Resolved::Won(record) => {
+                self.inner.waiters.notify(id);
+                Ok(record)
+            }
+            Resolved::Lost(record) if record.status == Status::Pending => {
+                // Past its deadline: it expires rather than accept a late resolution.
+                let record = self.expire_one(id).await?.unwrap_or(record);
+                Err(ResolveError::AlreadyResolved(Box::new(record)))
+            }
+            Resolved::Lost(record) => Err(ResolveError::AlreadyResolved(Box::new(record))),
+            Resolved::NotFound => Err(ResolveError::NotFound),
+        }
+    }
+
+    /// Expires one overdue request; returns its final record.
+    async fn expire_one(&self, id: &str) -> Result<Option<RequestRecord>, StoreError> {
+        let stored = StoredResolution {
+            resolution: Resolution::Expired,
+            actor: Actor::system(),
+            resolved_at: self.now(),
+        };
+        Ok(match self.inner.backend.resolve(id, stored).await? {
+            Resolved::Won(record) => {
+                self.inner.waiters.notify(id);
+                Some(record)
+            }
+            Resolved::Lost(record) => Some(record),
+            Resolved::NotFound => None,
+        })
+    }
+}
+
+fn resolution_of(submission: Submission) -> Resolution {
+    match submission {
+        Submission::Answered(answers) => Resolution::Answered(answers),
+        Submission::Skipped => Resolution::Skipped,
+    }
+}
+
+/// What makes two requests "identical" for `dedupe`: everything the human is shown.
+fn dedupe_key(request: &NewRequest) -> String {
+    let shown = serde_json::json!({
+        "questions": request.questions,
+        "context": request.context,
+        "agent": request.agent,
+        "tags": request.tags,
+        "allow_skip": request.allow_skip,
+    });
+    let digest = Sha256::digest(canonical_json(&shown).as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Expires overdue requests every `every`, until the store is dropped.
+async fn reaper(inner: Weak<Inner>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(inner) = inner.upgrade() else { return };
+        let store = Store { inner };
+        if let Err(e) = store.expire_due().await {
+            tracing::warn!(error = %e, "expiring overdue requests failed; retrying");
+        }
+    }
+}
+
+/// Watches the event log for resolutions made by other processes and wakes local waiters.
+async fn poller(inner: Weak<Inner>, every: Duration, mut after: u64) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(inner) = inner.upgrade() else { return };
+        match inner.backend.events_after(None, after, 1_000).await {
+            Ok(events) => {
+                for event in &events {
+                    if event.kind != EventKind::Created {
+                        inner.waiters.notify(&event.request_id);
+                    }
+                    after = after.max(event.seq);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "polling the event log failed; retrying"),
+        }
+    }
+}

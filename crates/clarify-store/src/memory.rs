@@ -1,0 +1,317 @@
+//! The in-memory backend: the in-process gateway. Nothing persists.
+//!
+//! To keep a long-running process bounded, it keeps at most [`MAX_RESOLVED`] resolved requests
+//! (the oldest resolved are forgotten first) and the newest [`MAX_EVENTS`] events; pending
+//! requests are never dropped.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::Mutex;
+
+use chrono::{DateTime, Utc};
+use clarify_core::Status;
+use clarify_core::policy::Grant;
+
+use crate::backend::{NewRow, Resolved};
+use crate::error::StoreError;
+use crate::record::{
+    Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution, encode_cursor,
+};
+
+pub(crate) const MAX_RESOLVED: usize = 100_000;
+pub(crate) const MAX_EVENTS: usize = 100_000;
+
+#[derive(Debug, Default)]
+pub(crate) struct MemoryBackend {
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    next_seq: u64,
+    rows: HashMap<String, Row>,
+    /// Insertion sequence → id, for newest-first listing.
+    order: BTreeMap<u64, String>,
+    /// (tenant, idempotency key) → id.
+    idempotency: HashMap<(String, String), String>,
+    /// (tenant, session, dedupe key) → id, pending requests only.
+    dedupe: HashMap<(String, Option<String>, String), String>,
+    /// (deadline, seq) of pending requests that expire.
+    deadlines: BTreeSet<(DateTime<Utc>, u64)>,
+    resolved_order: VecDeque<String>,
+    events: VecDeque<Event>,
+    next_event: u64,
+    grants: Vec<(String, Grant)>,
+}
+
+#[derive(Debug)]
+struct Row {
+    seq: u64,
+    record: RequestRecord,
+    dedupe_key: Option<String>,
+}
+
+impl MemoryBackend {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) async fn create(&self, row: NewRow) -> Result<Created, StoreError> {
+        let mut s = self.state();
+        if let Some(key) = &row.request.idempotency_key {
+            let k = (row.tenant.clone(), key.clone());
+            if let Some(existing) = s.idempotency.get(&k).and_then(|id| s.rows.get(id)) {
+                return Ok(Created {
+                    record: existing.record.clone(),
+                    created: false,
+                });
+            }
+        }
+        let dedupe = row
+            .dedupe_key
+            .as_ref()
+            .map(|k| (row.tenant.clone(), row.request.session.clone(), k.clone()));
+        if let Some(existing) = dedupe
+            .as_ref()
+            .and_then(|k| s.dedupe.get(k))
+            .and_then(|id| s.rows.get(id))
+        {
+            return Ok(Created {
+                record: existing.record.clone(),
+                created: false,
+            });
+        }
+
+        s.next_seq += 1;
+        let seq = s.next_seq;
+        let record = row.into_record();
+        if let Some(key) = &record.request.idempotency_key {
+            s.idempotency
+                .insert((record.tenant.clone(), key.clone()), record.id.clone());
+        }
+        if let Some(k) = dedupe.clone() {
+            s.dedupe.insert(k, record.id.clone());
+        }
+        if let Some(at) = record.expires_at {
+            s.deadlines.insert((at, seq));
+        }
+        s.order.insert(seq, record.id.clone());
+        s.push_event(&record, EventKind::Created, None, None, record.created_at);
+        s.rows.insert(
+            record.id.clone(),
+            Row {
+                seq,
+                record: record.clone(),
+                dedupe_key: dedupe.map(|(_, _, k)| k),
+            },
+        );
+        Ok(Created {
+            record,
+            created: true,
+        })
+    }
+
+    pub(crate) async fn get(&self, id: &str) -> Result<Option<RequestRecord>, StoreError> {
+        Ok(self.state().rows.get(id).map(|r| r.record.clone()))
+    }
+
+    pub(crate) async fn list(
+        &self,
+        tenant: &str,
+        q: &ListQuery,
+        before: Option<u64>,
+    ) -> Result<Page, StoreError> {
+        let s = self.state();
+        let limit = q.effective_limit();
+        let mut records = Vec::new();
+        let mut last_seq = None;
+        let upper = before.unwrap_or(u64::MAX);
+        for (&seq, id) in s.order.range(..upper).rev() {
+            let Some(row) = s.rows.get(id) else { continue };
+            let r = &row.record;
+            let matches = r.tenant == tenant
+                && q.status.is_none_or(|st| r.status == st)
+                && q.session
+                    .as_ref()
+                    .is_none_or(|x| r.request.session.as_ref() == Some(x))
+                && q.agent
+                    .as_ref()
+                    .is_none_or(|x| r.request.agent.as_ref() == Some(x))
+                && q.tag.as_ref().is_none_or(|t| r.request.tags.contains(t));
+            if !matches {
+                continue;
+            }
+            if records.len() == limit {
+                return Ok(Page {
+                    records,
+                    next_cursor: last_seq.map(encode_cursor),
+                });
+            }
+            records.push(r.clone());
+            last_seq = Some(seq);
+        }
+        Ok(Page {
+            records,
+            next_cursor: None,
+        })
+    }
+
+    pub(crate) async fn resolve(
+        &self,
+        id: &str,
+        res: StoredResolution,
+    ) -> Result<Resolved, StoreError> {
+        let mut s = self.state();
+        let Some(row) = s.rows.get(id) else {
+            return Ok(Resolved::NotFound);
+        };
+        let r = &row.record;
+        let expiring = res.resolution.status() == Status::Expired;
+        let overdue = r.expires_at.is_some_and(|at| at <= res.resolved_at);
+        if r.status.is_resolved() || expiring != overdue {
+            return Ok(Resolved::Lost(r.clone()));
+        }
+        Ok(s.resolve_row(id, res)
+            .map_or(Resolved::NotFound, Resolved::Won))
+    }
+
+    pub(crate) async fn expire_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut s = self.state();
+        let due: Vec<u64> = s
+            .deadlines
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .take(limit)
+            .map(|&(_, seq)| seq)
+            .collect();
+        let mut ids = Vec::with_capacity(due.len());
+        for seq in due {
+            let Some(id) = s.order.get(&seq).cloned() else {
+                continue;
+            };
+            let expired = StoredResolution {
+                resolution: clarify_core::Resolution::Expired,
+                actor: crate::Actor::system(),
+                resolved_at: now,
+            };
+            if s.resolve_row(&id, expired).is_some() {
+                ids.push(id);
+            }
+        }
+        Ok(ids)
+    }
+
+    pub(crate) async fn events_after(
+        &self,
+        tenant: Option<&str>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        let s = self.state();
+        let start = s.events.partition_point(|e| e.seq <= after);
+        Ok(s.events
+            .range(start..)
+            .filter(|e| tenant.is_none_or(|t| e.tenant == t))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    pub(crate) async fn last_event_seq(&self) -> Result<u64, StoreError> {
+        Ok(self.state().next_event)
+    }
+
+    pub(crate) async fn add_grant(
+        &self,
+        tenant: &str,
+        grant: &Grant,
+        _at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let mut s = self.state();
+        let entry = (tenant.to_owned(), grant.clone());
+        if !s.grants.contains(&entry) {
+            s.grants.push(entry);
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn grants(&self, tenant: &str, tool: &str) -> Result<Vec<Grant>, StoreError> {
+        Ok(self
+            .state()
+            .grants
+            .iter()
+            .filter(|(t, g)| t == tenant && g.tool == tool)
+            .map(|(_, g)| g.clone())
+            .collect())
+    }
+
+    pub(crate) async fn ping(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+impl State {
+    /// Applies a resolution the caller has checked; returns the new record.
+    fn resolve_row(&mut self, id: &str, res: StoredResolution) -> Option<RequestRecord> {
+        let row = self.rows.get_mut(id)?;
+        let seq = row.seq;
+        let status = res.resolution.status();
+        let kind = EventKind::for_status(status);
+        let at = res.resolved_at;
+        let (actor, channel) = (res.actor.name.clone(), res.actor.channel.clone());
+        row.record.status = status;
+        row.record.resolution = Some(res);
+        let record = row.record.clone();
+        if let Some(key) = row.dedupe_key.take() {
+            self.dedupe
+                .remove(&(record.tenant.clone(), record.request.session.clone(), key));
+        }
+        if let Some(deadline) = record.expires_at {
+            self.deadlines.remove(&(deadline, seq));
+        }
+        self.push_event(&record, kind, actor, Some(channel), at);
+        self.resolved_order.push_back(record.id.clone());
+        while self.resolved_order.len() > MAX_RESOLVED {
+            if let Some(old) = self.resolved_order.pop_front() {
+                if let Some(row) = self.rows.remove(&old) {
+                    self.order.remove(&row.seq);
+                    if let Some(key) = &row.record.request.idempotency_key {
+                        self.idempotency
+                            .remove(&(row.record.tenant.clone(), key.clone()));
+                    }
+                }
+            }
+        }
+        Some(record)
+    }
+
+    fn push_event(
+        &mut self,
+        record: &RequestRecord,
+        kind: EventKind,
+        actor: Option<String>,
+        channel: Option<String>,
+        at: DateTime<Utc>,
+    ) {
+        self.next_event += 1;
+        self.events.push_back(Event {
+            seq: self.next_event,
+            tenant: record.tenant.clone(),
+            request_id: record.id.clone(),
+            kind,
+            actor,
+            channel,
+            at,
+        });
+        while self.events.len() > MAX_EVENTS {
+            self.events.pop_front();
+        }
+    }
+}

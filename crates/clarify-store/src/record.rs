@@ -1,0 +1,182 @@
+//! What the store keeps: request records, resolutions, events, list queries and pages.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use clarify_core::{NewRequest, Outcome, Resolution, Status};
+use serde::Serialize;
+
+/// A stored request with its state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestRecord {
+    pub id: String,
+    pub tenant: String,
+    /// The validated request; immutable once stored, so records share it.
+    pub request: Arc<NewRequest>,
+    pub status: Status,
+    pub created_at: DateTime<Utc>,
+    /// `None` when the request never expires.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Present once the request is resolved.
+    pub resolution: Option<StoredResolution>,
+}
+
+impl RequestRecord {
+    /// The outcome, once resolved.
+    pub fn outcome(&self) -> Option<Outcome> {
+        let r = self.resolution.as_ref()?;
+        Some(Outcome::new(
+            &self.id,
+            &self.request,
+            &r.resolution,
+            r.actor.name.as_deref(),
+            r.resolved_at,
+        ))
+    }
+
+    pub fn resolved_at(&self) -> Option<DateTime<Utc>> {
+        self.resolution.as_ref().map(|r| r.resolved_at)
+    }
+}
+
+/// How and by whom a request was resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredResolution {
+    pub resolution: Resolution,
+    pub actor: Actor,
+    pub resolved_at: DateTime<Utc>,
+}
+
+/// Who did something, and through which channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Actor {
+    /// The key or responder name; `None` for the system (expiry).
+    pub name: Option<String>,
+    /// `api`, `inbox`, `link`, `cli`, `mcp`, `rust`, `system`, ...
+    pub channel: String,
+}
+
+impl Actor {
+    pub fn new(name: impl Into<String>, channel: impl Into<String>) -> Self {
+        Self {
+            name: Some(name.into()),
+            channel: channel.into(),
+        }
+    }
+
+    /// The store itself, e.g. the expiry reaper.
+    pub fn system() -> Self {
+        Self {
+            name: None,
+            channel: "system".to_owned(),
+        }
+    }
+}
+
+/// One entry of the append-only event log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Event {
+    /// Monotonic: a reader that has seen `seq` has seen every event before it.
+    pub seq: u64,
+    pub tenant: String,
+    pub request_id: String,
+    pub kind: EventKind,
+    pub actor: Option<String>,
+    pub channel: Option<String>,
+    pub at: DateTime<Utc>,
+}
+
+/// What happened to a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    Created,
+    Answered,
+    Skipped,
+    Expired,
+    Cancelled,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 5] = [
+        EventKind::Created,
+        EventKind::Answered,
+        EventKind::Skipped,
+        EventKind::Expired,
+        EventKind::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Answered => "answered",
+            Self::Skipped => "skipped",
+            Self::Expired => "expired",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// The event a resolution to `status` appends.
+    pub fn for_status(status: Status) -> Self {
+        match status {
+            Status::Pending => Self::Created,
+            Status::Answered => Self::Answered,
+            Status::Skipped => Self::Skipped,
+            Status::Expired => Self::Expired,
+            Status::Cancelled => Self::Cancelled,
+        }
+    }
+}
+
+/// Filters and position of a list call. Results are newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListQuery {
+    pub status: Option<Status>,
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    pub tag: Option<String>,
+    /// At most this many records (clamped to 1..=500; default 50).
+    pub limit: Option<usize>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+impl ListQuery {
+    pub const DEFAULT_LIMIT: usize = 50;
+    pub const MAX_LIMIT: usize = 500;
+
+    pub(crate) fn effective_limit(&self) -> usize {
+        self.limit
+            .unwrap_or(Self::DEFAULT_LIMIT)
+            .clamp(1, Self::MAX_LIMIT)
+    }
+}
+
+/// One page of a list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    pub records: Vec<RequestRecord>,
+    /// Pass back as `cursor` for the next page; `None` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Cursors are opaque to clients; inside they are the insertion sequence of the last record.
+pub(crate) fn encode_cursor(seq: u64) -> String {
+    format!("c{seq}")
+}
+
+pub(crate) fn decode_cursor(cursor: &str) -> Option<u64> {
+    cursor.strip_prefix('c')?.parse().ok()
+}
+
+/// The result of creating a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Created {
+    pub record: RequestRecord,
+    /// False when an idempotency key or `dedupe` returned an existing request.
+    pub created: bool,
+}
