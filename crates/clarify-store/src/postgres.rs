@@ -1,0 +1,897 @@
+//! The PostgreSQL backend: state shared by several clarify instances.
+//!
+//! Every instance talks to the same tables (all named `clarify_*`, so the database can be shared
+//! with other software), so everything that must happen once happens inside PostgreSQL:
+//! - a resolution is one conditional `UPDATE ... WHERE status = 'pending'`, so of concurrent
+//!   resolutions from any number of instances exactly one changes the row;
+//! - idempotency keys and `dedupe` are unique indexes, so two instances creating the same request
+//!   at once still store it once;
+//! - the reaper claims overdue rows with `FOR UPDATE SKIP LOCKED`, so instances expiring at the
+//!   same moment neither block each other nor expire a request twice;
+//! - event sequence numbers become visible in commit order (see [`EVENT_LOG_LOCK`]), so a reader
+//!   resuming after sequence `n` never misses an event.
+//!
+//! Waiters in other instances are woken through `LISTEN`/`NOTIFY`: each resolving transaction
+//! notifies [`WAKE_CHANNEL`] with the request id, and every instance runs one listener task that
+//! turns notifications into local wake-ups. Notifications are only hints (a waiter re-reads the
+//! row), and the store's event-log poller backs them up.
+//!
+//! The schema is created and migrated at open by a small embedded runner: `clarify_schema` holds
+//! the applied versions, and a database newer than this binary is refused.
+
+use std::str::FromStr;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use clarify_core::policy::Grant;
+use clarify_core::{Scope, Status};
+use sha2::{Digest, Sha256};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolOptions, PgRow};
+use sqlx::{ConnectOptions, Connection, Executor, Row};
+use tokio::sync::oneshot;
+
+use crate::backend::{NewRow, Resolved};
+use crate::codec::{
+    COLUMNS, RowParts, SCHEMA_VERSION, answers_json, from_millis, millis, spec_json,
+};
+use crate::error::StoreError;
+use crate::record::{
+    Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution,
+    encode_cursor,
+};
+use crate::waiters::Waiters;
+
+/// Connections per instance. Every operation is a few short statements, so a small pool serves
+/// many concurrent agents, and several instances stay well under the server's connection limit.
+const MAX_CONNECTIONS: u32 = 16;
+/// How long to wait for a connection before reporting the database unavailable. Short, so a
+/// readiness probe or a CLI command fails fast instead of hanging.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The channel resolving transactions notify, with the request id as payload.
+const WAKE_CHANNEL: &str = "clarify_resolved";
+/// Advisory lock serializing migrations of concurrently starting instances.
+const MIGRATION_LOCK: i64 = 0x636c_6172_6966_7901;
+/// Advisory lock taken by every transaction that appends to `clarify_events`, just before it
+/// inserts. A `bigserial` hands out numbers at insert time, not at commit: without the lock,
+/// transaction A could take seq 10, transaction B seq 11, and B commit first; a reader that saw
+/// 11 and resumes "after 11" would never see 10. Holding one lock from the insert until commit
+/// (transaction-level advisory locks are released only after the commit is visible) makes
+/// sequence order equal visibility order. It is taken as the last step of each transaction, after
+/// all row locks, so it is held only for the event insert and the commit, and cannot deadlock.
+const EVENT_LOG_LOCK: i64 = 0x636c_6172_6966_7902;
+/// How often `create` retries after losing a unique-index race whose winner then vanished from
+/// view (resolved, so no longer a dedupe match); more means something else is wrong.
+const CREATE_ATTEMPTS: usize = 5;
+/// Listener reconnection backoff bounds.
+const LISTEN_BACKOFF_MIN: Duration = Duration::from_millis(100);
+const LISTEN_BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
+const MIGRATIONS: &[&str] = &[SCHEMA_V1];
+const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
+
+/// The layout of `codec` (see there), plus indexes for every lookup the store makes.
+const SCHEMA_V1: &str = "
+CREATE TABLE clarify_requests (
+    seq bigserial PRIMARY KEY,
+    id text NOT NULL UNIQUE,
+    tenant text NOT NULL,
+    status text NOT NULL,
+    session text,
+    agent text,
+    spec text NOT NULL,
+    created_at bigint NOT NULL,
+    expires_at bigint,
+    resolved_at bigint,
+    answered_by text,
+    channel text,
+    answers text,
+    idempotency_key text,
+    dedupe_key text
+);
+CREATE UNIQUE INDEX clarify_requests_idempotency ON clarify_requests (tenant, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+-- One pending request per (tenant, session, dedupe key); a NULL session is its own value,
+-- distinct from every named session, including ''.
+CREATE UNIQUE INDEX clarify_requests_dedupe
+    ON clarify_requests (tenant, dedupe_key, (session IS NULL), (coalesce(session, '')))
+    WHERE status = 'pending' AND dedupe_key IS NOT NULL;
+CREATE INDEX clarify_requests_tenant ON clarify_requests (tenant, seq);
+CREATE INDEX clarify_requests_status ON clarify_requests (tenant, status, seq);
+CREATE INDEX clarify_requests_session ON clarify_requests (tenant, session, seq)
+    WHERE session IS NOT NULL;
+CREATE INDEX clarify_requests_agent ON clarify_requests (tenant, agent, seq)
+    WHERE agent IS NOT NULL;
+CREATE INDEX clarify_requests_due ON clarify_requests (expires_at)
+    WHERE status = 'pending' AND expires_at IS NOT NULL;
+CREATE TABLE clarify_request_tags (
+    tenant text NOT NULL,
+    tag text NOT NULL,
+    seq bigint NOT NULL REFERENCES clarify_requests (seq) ON DELETE CASCADE,
+    PRIMARY KEY (tenant, tag, seq)
+);
+CREATE INDEX clarify_request_tags_seq ON clarify_request_tags (seq);
+CREATE TABLE clarify_events (
+    seq bigserial PRIMARY KEY,
+    tenant text NOT NULL,
+    request_id text NOT NULL,
+    kind text NOT NULL,
+    actor text,
+    channel text,
+    at bigint NOT NULL
+);
+CREATE INDEX clarify_events_tenant ON clarify_events (tenant, seq);
+-- Arguments may be up to 64 KiB, too long for a btree key, so uniqueness uses their digest.
+CREATE TABLE clarify_grants (
+    seq bigserial PRIMARY KEY,
+    tenant text NOT NULL,
+    tool text NOT NULL,
+    arguments text NOT NULL,
+    arguments_sha256 text NOT NULL,
+    scope text NOT NULL,
+    session text NOT NULL DEFAULT '',
+    created_at bigint NOT NULL,
+    UNIQUE (tenant, tool, arguments_sha256, scope, session)
+);
+";
+
+#[derive(Debug)]
+pub(crate) struct PgBackend {
+    pool: PgPool,
+    /// Dropping the backend drops this sender, which stops the listener task.
+    _stop_listener: oneshot::Sender<()>,
+}
+
+impl PgBackend {
+    pub(crate) async fn open(url: &str, waiters: Arc<Waiters>) -> Result<Self, StoreError> {
+        let mut options = PgConnectOptions::from_str(url).map_err(|e| StoreError::InvalidUrl {
+            url: redact(url),
+            reason: e.to_string(),
+        })?;
+        // Named, so an operator can tell clarify's connections apart; a URL's own name wins.
+        if options.get_application_name().is_none() {
+            options = options.application_name("clarify");
+        }
+        let target = describe(&options);
+
+        // One direct connection first: the pool retries a refused connection until its timeout
+        // and then reports only "timed out", while this says what is wrong, at once.
+        let mut conn = tokio::time::timeout(CONNECT_TIMEOUT, options.connect())
+            .await
+            .map_err(|_| {
+                StoreError::Unavailable(format!(
+                    "PostgreSQL at {target} did not answer within {} s",
+                    CONNECT_TIMEOUT.as_secs()
+                ))
+            })?
+            .map_err(|e| {
+                StoreError::Unavailable(format!(
+                    "PostgreSQL at {target}: {e}; check that the server runs and the URL is right"
+                ))
+            })?;
+        let migrated = migrate(&mut conn).await;
+        // Closing is a courtesy to the server; the connection is finished either way.
+        let _ = conn.close().await;
+        migrated?;
+
+        let pool = PgPoolOptions::new()
+            .max_connections(MAX_CONNECTIONS)
+            .acquire_timeout(CONNECT_TIMEOUT)
+            .connect_lazy_with(options.clone());
+
+        // Listening before `open` returns means no resolution made after it is missed.
+        let listener = listen(&options).await.map_err(|e| {
+            StoreError::Unavailable(format!("PostgreSQL at {target}: cannot LISTEN: {e}"))
+        })?;
+        let (stop, stopped) = oneshot::channel();
+        tokio::spawn(run_listener(
+            options,
+            listener,
+            Arc::downgrade(&waiters),
+            stopped,
+        ));
+        Ok(Self {
+            pool,
+            _stop_listener: stop,
+        })
+    }
+
+    pub(crate) async fn create(&self, row: NewRow) -> Result<Created, StoreError> {
+        let spec = spec_json(&row.request)?;
+        let expires_at = row.expires_at.map(millis);
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        for _ in 0..CREATE_ATTEMPTS {
+            if let Some(record) = existing(&mut tx, &row).await? {
+                tx.commit().await.map_err(db_err)?;
+                return Ok(Created {
+                    record,
+                    created: false,
+                });
+            }
+            // A conflict on either unique index means a concurrent create won the race; the
+            // next round reads what it stored.
+            let seq: Option<i64> = sqlx::query_scalar(
+                "INSERT INTO clarify_requests (id, tenant, status, session, agent, spec, \
+                 created_at, expires_at, idempotency_key, dedupe_key) \
+                 VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9) \
+                 ON CONFLICT DO NOTHING RETURNING seq",
+            )
+            .bind(&row.id)
+            .bind(&row.tenant)
+            .bind(&row.request.session)
+            .bind(&row.request.agent)
+            .bind(&spec)
+            .bind(millis(row.created_at))
+            .bind(expires_at)
+            .bind(&row.request.idempotency_key)
+            .bind(&row.dedupe_key)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            let Some(seq) = seq else { continue };
+            if !row.request.tags.is_empty() {
+                sqlx::query(
+                    "INSERT INTO clarify_request_tags (tenant, tag, seq) \
+                     SELECT $1, tag, $2 FROM unnest($3::text[]) AS tag \
+                     ON CONFLICT DO NOTHING",
+                )
+                .bind(&row.tenant)
+                .bind(seq)
+                .bind(&row.request.tags)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+            append_events(
+                &mut tx,
+                EventKind::Created,
+                &[(row.tenant.clone(), row.id.clone())],
+                None,
+                None,
+                millis(row.created_at),
+            )
+            .await?;
+            tx.commit().await.map_err(db_err)?;
+            return Ok(Created {
+                record: row.into_record(),
+                created: true,
+            });
+        }
+        Err(StoreError::Backend(format!(
+            "could not store request {}: it kept conflicting with concurrent writes",
+            row.id
+        )))
+    }
+
+    pub(crate) async fn get(&self, id: &str) -> Result<Option<RequestRecord>, StoreError> {
+        sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM clarify_requests WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?
+        .map(|r| parts(&r)?.decode())
+        .transpose()
+    }
+
+    pub(crate) async fn list(
+        &self,
+        tenant: &str,
+        q: &ListQuery,
+        before: Option<u64>,
+    ) -> Result<Page, StoreError> {
+        let limit = q.effective_limit();
+        // Only the filters in use appear in the statement, so each shape gets a plan that uses
+        // its index rather than one generic plan full of `$n IS NULL OR ...`.
+        let mut sql = format!("SELECT seq, {COLUMNS} FROM clarify_requests r WHERE tenant = $1");
+        let mut n = 1;
+        let mut param = || {
+            n += 1;
+            n
+        };
+        if q.status.is_some() {
+            sql += &format!(" AND status = ${}", param());
+        }
+        if q.session.is_some() {
+            sql += &format!(" AND session = ${}", param());
+        }
+        if q.agent.is_some() {
+            sql += &format!(" AND agent = ${}", param());
+        }
+        if q.tag.is_some() {
+            sql += &format!(
+                " AND EXISTS (SELECT 1 FROM clarify_request_tags t \
+                 WHERE t.tenant = $1 AND t.tag = ${} AND t.seq = r.seq)",
+                param()
+            );
+        }
+        if before.is_some() {
+            sql += &format!(" AND seq < ${}", param());
+        }
+        sql += &format!(" ORDER BY seq DESC LIMIT ${}", param());
+
+        let mut query = sqlx::query(&sql).bind(tenant);
+        if let Some(status) = q.status {
+            query = query.bind(status.as_str());
+        }
+        if let Some(session) = &q.session {
+            query = query.bind(session);
+        }
+        if let Some(agent) = &q.agent {
+            query = query.bind(agent);
+        }
+        if let Some(tag) = &q.tag {
+            query = query.bind(tag);
+        }
+        if let Some(before) = before {
+            query = query.bind(i64::try_from(before).unwrap_or(i64::MAX));
+        }
+        // One more than a page tells whether another page follows.
+        let rows = query
+            .bind(i64::try_from(limit + 1).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        let more = rows.len() > limit;
+        let mut records = Vec::with_capacity(limit.min(rows.len()));
+        let mut last_seq = None;
+        for row in rows.iter().take(limit) {
+            let seq: i64 = row.try_get("seq").map_err(corrupt_row)?;
+            last_seq = Some(seq);
+            records.push(parts(row)?.decode()?);
+        }
+        let next_cursor = match last_seq {
+            Some(seq) if more => Some(encode_cursor(to_u64(seq)?)),
+            _ => None,
+        };
+        Ok(Page {
+            records,
+            next_cursor,
+        })
+    }
+
+    pub(crate) async fn resolve(
+        &self,
+        id: &str,
+        res: StoredResolution,
+    ) -> Result<Resolved, StoreError> {
+        let status = res.resolution.status();
+        let expiring = status == Status::Expired;
+        let answers = answers_json(&res.resolution)?;
+        let at = millis(res.resolved_at);
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        // The deadline condition mirrors the memory backend: an answer, skip or cancellation only
+        // while the request is not overdue at `resolved_at`, an expiry only once it is.
+        let row = sqlx::query(&format!(
+            "UPDATE clarify_requests \
+             SET status = $2, resolved_at = $3, answered_by = $4, channel = $5, answers = $6 \
+             WHERE id = $1 AND status = 'pending' AND CASE WHEN $7::boolean \
+                 THEN expires_at IS NOT NULL AND expires_at <= $3 \
+                 ELSE expires_at IS NULL OR expires_at > $3 END \
+             RETURNING {COLUMNS}"
+        ))
+        .bind(id)
+        .bind(status.as_str())
+        .bind(at)
+        .bind(&res.actor.name)
+        .bind(&res.actor.channel)
+        .bind(&answers)
+        .bind(expiring)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let Some(row) = row else {
+            tx.rollback().await.map_err(db_err)?;
+            return Ok(match self.get(id).await? {
+                Some(record) => Resolved::Lost(record),
+                None => Resolved::NotFound,
+            });
+        };
+        let record = parts(&row)?.decode()?;
+        append_events(
+            &mut tx,
+            EventKind::for_status(status),
+            &[(record.tenant.clone(), record.id.clone())],
+            res.actor.name.as_deref(),
+            Some(&res.actor.channel),
+            at,
+        )
+        .await?;
+        notify(&mut tx, std::slice::from_ref(&record.id)).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(Resolved::Won(record))
+    }
+
+    pub(crate) async fn expire_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let at = millis(now);
+        let system = Actor::system();
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        // Rows another instance is resolving or expiring right now are skipped, not waited for:
+        // that instance settles them, and a later pass picks up whatever is still due.
+        let rows = sqlx::query(
+            "WITH due AS ( \
+                 SELECT seq FROM clarify_requests \
+                 WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= $1 \
+                 ORDER BY expires_at, seq LIMIT $2 \
+                 FOR UPDATE SKIP LOCKED) \
+             UPDATE clarify_requests r \
+             SET status = 'expired', resolved_at = $1, answered_by = $3, channel = $4, \
+                 answers = NULL \
+             FROM due WHERE r.seq = due.seq AND r.status = 'pending' \
+             RETURNING r.id, r.tenant, r.expires_at, r.seq",
+        )
+        .bind(at)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .bind(&system.name)
+        .bind(&system.channel)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if rows.is_empty() {
+            tx.rollback().await.map_err(db_err)?;
+            return Ok(Vec::new());
+        }
+        let mut due = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let id: String = row.try_get("id").map_err(corrupt_row)?;
+            let tenant: String = row.try_get("tenant").map_err(corrupt_row)?;
+            let deadline: Option<i64> = row.try_get("expires_at").map_err(corrupt_row)?;
+            let seq: i64 = row.try_get("seq").map_err(corrupt_row)?;
+            due.push((deadline, seq, tenant, id));
+        }
+        // Oldest deadline first, as the memory backend expires them.
+        due.sort_unstable();
+        let targets: Vec<(String, String)> = due.into_iter().map(|(_, _, t, id)| (t, id)).collect();
+        let ids: Vec<String> = targets.iter().map(|(_, id)| id.clone()).collect();
+        append_events(
+            &mut tx,
+            EventKind::Expired,
+            &targets,
+            system.name.as_deref(),
+            Some(&system.channel),
+            at,
+        )
+        .await?;
+        notify(&mut tx, &ids).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(ids)
+    }
+
+    pub(crate) async fn events_after(
+        &self,
+        tenant: Option<&str>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let columns = "seq, tenant, request_id, kind, actor, channel, at";
+        let rows = match tenant {
+            Some(tenant) => {
+                sqlx::query(&format!(
+                    "SELECT {columns} FROM clarify_events WHERE tenant = $1 AND seq > $2 \
+                     ORDER BY seq LIMIT $3"
+                ))
+                .bind(tenant)
+                .bind(after)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await
+            }
+            None => {
+                sqlx::query(&format!(
+                    "SELECT {columns} FROM clarify_events WHERE seq > $1 ORDER BY seq LIMIT $2"
+                ))
+                .bind(after)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await
+            }
+        }
+        .map_err(db_err)?;
+        rows.iter().map(event).collect()
+    }
+
+    pub(crate) async fn last_event_seq(&self) -> Result<u64, StoreError> {
+        let seq: i64 = sqlx::query_scalar("SELECT coalesce(max(seq), 0) FROM clarify_events")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)?;
+        to_u64(seq)
+    }
+
+    pub(crate) async fn add_grant(
+        &self,
+        tenant: &str,
+        grant: &Grant,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let digest: String = Sha256::digest(grant.arguments.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        sqlx::query(
+            "INSERT INTO clarify_grants \
+             (tenant, tool, arguments, arguments_sha256, scope, session, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+        )
+        .bind(tenant)
+        .bind(&grant.tool)
+        .bind(&grant.arguments)
+        .bind(digest)
+        .bind(grant.scope.as_str())
+        .bind(grant.session.as_deref().unwrap_or(""))
+        .bind(millis(at))
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    pub(crate) async fn grants(&self, tenant: &str, tool: &str) -> Result<Vec<Grant>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT tool, arguments, scope, session FROM clarify_grants \
+             WHERE tenant = $1 AND tool = $2 ORDER BY seq",
+        )
+        .bind(tenant)
+        .bind(tool)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|row| {
+                let scope: String = row.try_get("scope").map_err(corrupt_row)?;
+                let session: String = row.try_get("session").map_err(corrupt_row)?;
+                Ok(Grant {
+                    tool: row.try_get("tool").map_err(corrupt_row)?,
+                    arguments: row.try_get("arguments").map_err(corrupt_row)?,
+                    scope: Scope::parse(&scope).ok_or_else(|| {
+                        StoreError::Corrupt(format!("grant scope {scope:?} is not a scope"))
+                    })?,
+                    session: (!session.is_empty()).then_some(session),
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+}
+
+/// The request `row` must not be stored beside: the one with its idempotency key (whatever its
+/// status), else an identical pending one of the same tenant and session.
+async fn existing(
+    conn: &mut PgConnection,
+    row: &NewRow,
+) -> Result<Option<RequestRecord>, StoreError> {
+    if let Some(key) = &row.request.idempotency_key {
+        let found = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM clarify_requests WHERE tenant = $1 AND idempotency_key = $2"
+        ))
+        .bind(&row.tenant)
+        .bind(key)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        if let Some(found) = found {
+            return parts(&found)?.decode().map(Some);
+        }
+    }
+    if let Some(key) = &row.dedupe_key {
+        // Spelled as the unique index `clarify_requests_dedupe` is, so it is a single probe.
+        let found = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM clarify_requests \
+             WHERE tenant = $1 AND dedupe_key = $2 AND status = 'pending' \
+             AND (session IS NULL) = ($3::text IS NULL) \
+             AND coalesce(session, '') = coalesce($3::text, '')"
+        ))
+        .bind(&row.tenant)
+        .bind(key)
+        .bind(&row.request.session)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        if let Some(found) = found {
+            return parts(&found)?.decode().map(Some);
+        }
+    }
+    Ok(None)
+}
+
+/// Appends one event per `(tenant, request id)` target, in order. Must be the last write of its
+/// transaction: it takes [`EVENT_LOG_LOCK`], held until commit.
+async fn append_events(
+    conn: &mut PgConnection,
+    kind: EventKind,
+    targets: &[(String, String)],
+    actor: Option<&str>,
+    channel: Option<&str>,
+    at: i64,
+) -> Result<(), StoreError> {
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(EVENT_LOG_LOCK)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    let (tenants, ids): (Vec<&str>, Vec<&str>) = targets
+        .iter()
+        .map(|(t, id)| (t.as_str(), id.as_str()))
+        .unzip();
+    sqlx::query(
+        "INSERT INTO clarify_events (tenant, request_id, kind, actor, channel, at) \
+         SELECT t, id, $3, $4, $5, $6 \
+         FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(t, id, n) ORDER BY n",
+    )
+    .bind(tenants)
+    .bind(ids)
+    .bind(kind.as_str())
+    .bind(actor)
+    .bind(channel)
+    .bind(at)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
+/// Queues a wake-up for every instance's waiters of `ids`; PostgreSQL delivers it at commit.
+async fn notify(conn: &mut PgConnection, ids: &[String]) -> Result<(), StoreError> {
+    sqlx::query("SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id")
+        .bind(WAKE_CHANNEL)
+        .bind(ids)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    Ok(())
+}
+
+/// Creates the schema, or brings it up to [`SCHEMA_VERSION`], in one transaction.
+async fn migrate(conn: &mut PgConnection) -> Result<(), StoreError> {
+    let mut tx = conn.begin().await.map_err(db_err)?;
+    // A transaction-level lock is released by commit or rollback, so a failed migration can
+    // never leave it held on a connection.
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(MIGRATION_LOCK)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    // Checked before creating: `CREATE ... IF NOT EXISTS` needs the CREATE privilege even when
+    // the table exists, and a role that only uses a migrated database may lack it.
+    let exists: bool = sqlx::query_scalar("SELECT to_regclass('clarify_schema') IS NOT NULL")
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    if !exists {
+        tx.execute(
+            "CREATE TABLE clarify_schema (
+                 version bigint PRIMARY KEY,
+                 applied_at timestamptz NOT NULL DEFAULT now()
+             )",
+        )
+        .await
+        .map_err(db_err)?;
+    }
+    let found: i64 = sqlx::query_scalar("SELECT coalesce(max(version), 0) FROM clarify_schema")
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for (version, sql) in (1_i64..).zip(MIGRATIONS) {
+        if version <= found {
+            continue;
+        }
+        // A plain string runs through the simple query protocol, which takes many statements.
+        tx.execute(*sql)
+            .await
+            .map_err(|e| StoreError::Backend(format!("migrating to schema {version}: {e}")))?;
+        sqlx::query("INSERT INTO clarify_schema (version) VALUES ($1)")
+            .bind(version)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+    }
+    tx.commit().await.map_err(db_err)?;
+    Ok(())
+}
+
+/// A listener connection subscribed to [`WAKE_CHANNEL`].
+async fn listen(options: &PgConnectOptions) -> Result<PgListener, sqlx::Error> {
+    // A pool of its own, one connection, never recycled: the listener is meant to stay. A fresh
+    // pool per (re)connection means a dead old connection can never hold the only slot.
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(CONNECT_TIMEOUT)
+        .max_lifetime(None)
+        .idle_timeout(None)
+        .connect_lazy_with(options.clone());
+    let mut listener = PgListener::connect_with(&pool).await?;
+    listener.listen(WAKE_CHANNEL).await?;
+    Ok(listener)
+}
+
+/// Turns notifications into local wake-ups until the backend is dropped. While the connection is
+/// down notifications are lost, so every (re)connection wakes every waiter to re-read its request.
+async fn run_listener(
+    options: PgConnectOptions,
+    first: PgListener,
+    waiters: Weak<Waiters>,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let mut listener = Some(first);
+    let mut backoff = LISTEN_BACKOFF_MIN;
+    loop {
+        let mut current = match listener.take() {
+            Some(l) => l,
+            None => {
+                let connected = tokio::select! {
+                    _ = &mut stop => return,
+                    connected = listen(&options) => connected,
+                };
+                match connected {
+                    Ok(l) => {
+                        backoff = LISTEN_BACKOFF_MIN;
+                        let Some(waiters) = waiters.upgrade() else {
+                            return;
+                        };
+                        waiters.notify_all();
+                        l
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot LISTEN for wake-ups; retrying");
+                        tokio::select! {
+                            _ = &mut stop => return,
+                            () = tokio::time::sleep(backoff) => {}
+                        }
+                        backoff = (backoff * 2).min(LISTEN_BACKOFF_MAX);
+                        continue;
+                    }
+                }
+            }
+        };
+        loop {
+            let received = tokio::select! {
+                _ = &mut stop => return,
+                received = current.try_recv() => received,
+            };
+            let Some(waiters) = waiters.upgrade() else {
+                return;
+            };
+            match received {
+                Ok(Some(notification)) => waiters.notify(notification.payload()),
+                // The connection dropped and sqlx has already reconnected and listens again.
+                Ok(None) => waiters.notify_all(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "lost the LISTEN connection; reconnecting");
+                    waiters.notify_all();
+                    break;
+                }
+            }
+        }
+        tokio::select! {
+            _ = &mut stop => return,
+            () = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(LISTEN_BACKOFF_MAX);
+    }
+}
+
+/// Connection-level failures (the server went away, is starting or shutting down, refuses more
+/// connections) are "unavailable"; everything else is a failure of the statement.
+fn db_err(e: sqlx::Error) -> StoreError {
+    if let sqlx::Error::Database(db) = &e {
+        let unavailable = db.code().is_some_and(|code| {
+            code.starts_with("08") || matches!(code.as_ref(), "57P01" | "57P02" | "57P03" | "53300")
+        });
+        if unavailable {
+            return StoreError::Unavailable(e.to_string());
+        }
+    }
+    StoreError::from(e)
+}
+
+fn corrupt_row(e: sqlx::Error) -> StoreError {
+    StoreError::Corrupt(format!("unexpected column: {e}"))
+}
+
+fn to_u64(seq: i64) -> Result<u64, StoreError> {
+    u64::try_from(seq).map_err(|_| StoreError::Corrupt(format!("negative sequence {seq}")))
+}
+
+fn parts(row: &PgRow) -> Result<RowParts, StoreError> {
+    Ok(RowParts {
+        id: row.try_get("id").map_err(corrupt_row)?,
+        tenant: row.try_get("tenant").map_err(corrupt_row)?,
+        status: row.try_get("status").map_err(corrupt_row)?,
+        spec: row.try_get("spec").map_err(corrupt_row)?,
+        created_at: row.try_get("created_at").map_err(corrupt_row)?,
+        expires_at: row.try_get("expires_at").map_err(corrupt_row)?,
+        resolved_at: row.try_get("resolved_at").map_err(corrupt_row)?,
+        answered_by: row.try_get("answered_by").map_err(corrupt_row)?,
+        channel: row.try_get("channel").map_err(corrupt_row)?,
+        answers: row.try_get("answers").map_err(corrupt_row)?,
+    })
+}
+
+fn event(row: &PgRow) -> Result<Event, StoreError> {
+    let seq: i64 = row.try_get("seq").map_err(corrupt_row)?;
+    let kind: String = row.try_get("kind").map_err(corrupt_row)?;
+    let at: i64 = row.try_get("at").map_err(corrupt_row)?;
+    Ok(Event {
+        seq: to_u64(seq)?,
+        tenant: row.try_get("tenant").map_err(corrupt_row)?,
+        request_id: row.try_get("request_id").map_err(corrupt_row)?,
+        kind: EventKind::parse(&kind).ok_or_else(|| {
+            StoreError::Corrupt(format!("event {seq}: {kind:?} is not an event kind"))
+        })?,
+        actor: row.try_get("actor").map_err(corrupt_row)?,
+        channel: row.try_get("channel").map_err(corrupt_row)?,
+        at: from_millis(at)
+            .ok_or_else(|| StoreError::Corrupt(format!("event {seq}: time {at} out of range")))?,
+    })
+}
+
+/// `host:port/database` for messages; never the password.
+fn describe(options: &PgConnectOptions) -> String {
+    let host = match options.get_socket() {
+        Some(socket) => socket.display().to_string(),
+        None => format!("{}:{}", options.get_host(), options.get_port()),
+    };
+    match options.get_database() {
+        Some(db) => format!("{host}/{db}"),
+        None => host,
+    }
+}
+
+/// The URL with any password replaced, for error messages.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn is_send<T: Send>(_: T) {}
+
+    /// Servers open stores inside spawned tasks, so opening must be `Send`.
+    #[allow(dead_code)]
+    fn open_is_send(waiters: Arc<Waiters>) {
+        is_send(PgBackend::open("postgres://localhost/x", waiters));
+    }
+
+    #[test]
+    fn redact_hides_passwords() {
+        assert_eq!(
+            redact("postgres://u:secret@host:5432/db?x=1"),
+            "postgres://u:***@host:5432/db?x=1"
+        );
+        assert_eq!(redact("postgres://u@host/db"), "postgres://u@host/db");
+    }
+}
