@@ -1,0 +1,315 @@
+//! Store benchmarks that print figures: `cargo bench -p clarify-store --bench store [-- NAME...]`.
+//!
+//! - `memory`: ask, answer and wake round trips in-process on the memory store (one agent);
+//! - `sqlite-1`, `sqlite-64`: the same, durable on SQLite, with 1 and 64 concurrent agents;
+//! - `latency`: answer-to-wake latency percentiles, in-process on SQLite;
+//! - `waiters`: memory per pending waiter (memory store, 100,000 waiters);
+//! - `million`: with 1,000,000 pending requests in SQLite, the time to open the store and to read
+//!   the first page of the pending list (builds the file once under the target dir).
+//!
+//! A round trip is: an agent creates a request and waits; a responder task answers it; the
+//! agent's wait returns the outcome. Figures vary with the machine; compare ratios within a run.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clarify_core::{Limits, NewRequest, parse_request};
+use clarify_store::{Actor, ListQuery, Store, StoreOptions};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+const TENANT: &str = "bench";
+
+fn request() -> NewRequest {
+    let raw = json!({"question": "Deploy to production?", "choices": ["yes", "no"]});
+    parse_request(&raw, &Limits::default()).unwrap_or_else(|e| panic!("bench request: {e}"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target"))
+        .join("clarify-bench");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+    dir.join(name)
+}
+
+fn fresh_sqlite(name: &str) -> String {
+    let path = scratch(name);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    format!("sqlite://{}", path.display())
+}
+
+async fn open(url: &str) -> Store {
+    let options = StoreOptions {
+        reaper_interval: None,
+        ..StoreOptions::default()
+    };
+    Store::open(url, options)
+        .await
+        .unwrap_or_else(|e| panic!("open {url}: {e}"))
+}
+
+/// `agents` agents each doing round trips for `duration`; returns round trips per second.
+async fn round_trips(store: &Store, agents: usize, duration: Duration) -> f64 {
+    let (ids_tx, mut ids_rx) = mpsc::unbounded_channel::<String>();
+    let responder = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let actor = Actor::new("responder", "bench");
+            let answer = json!({"option": "yes"});
+            while let Some(id) = ids_rx.recv().await {
+                let store = store.clone();
+                let actor = actor.clone();
+                let answer = answer.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = store.answer(TENANT, &id, &answer, &actor).await {
+                        panic!("answer: {e}");
+                    }
+                });
+            }
+        })
+    };
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..agents {
+        let store = store.clone();
+        let ids_tx = ids_tx.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut done = 0u64;
+            let spec = request();
+            while started.elapsed() < duration {
+                let created = store
+                    .create(TENANT, spec.clone())
+                    .await
+                    .unwrap_or_else(|e| panic!("create: {e}"));
+                let _ = ids_tx.send(created.record.id.clone());
+                let record = store
+                    .wait(TENANT, &created.record.id, Duration::from_secs(30))
+                    .await
+                    .unwrap_or_else(|e| panic!("wait: {e}"));
+                assert!(record.status.is_resolved(), "wait timed out");
+                done += 1;
+            }
+            done
+        }));
+    }
+    drop(ids_tx);
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.unwrap_or(0);
+    }
+    let elapsed = started.elapsed();
+    responder.abort();
+    total as f64 / elapsed.as_secs_f64()
+}
+
+async fn latency(store: &Store, samples: usize) -> Vec<Duration> {
+    let actor = Actor::new("responder", "bench");
+    let mut out = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let created = store
+            .create(TENANT, request())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let id = created.record.id.clone();
+        let waiter = {
+            let store = store.clone();
+            let id = id.clone();
+            tokio::spawn(async move {
+                let r = store.wait(TENANT, &id, Duration::from_secs(10)).await;
+                (Instant::now(), r.map(|r| r.status))
+            })
+        };
+        // Let the waiter register and go to sleep before answering.
+        tokio::time::sleep(Duration::from_micros(300)).await;
+        let answered_at = Instant::now();
+        store
+            .answer(TENANT, &id, &json!({"option": "no"}), &actor)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (woke_at, status) = waiter.await.unwrap_or_else(|e| panic!("{e}"));
+        assert!(status.is_ok_and(|s| s.is_resolved()));
+        out.push(woke_at.saturating_duration_since(answered_at));
+    }
+    out.sort();
+    out
+}
+
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+async fn waiters_memory(n: usize) {
+    let store = open("memory:").await;
+    let spec = request();
+    let text_bytes: usize = spec.questions.iter().map(|q| q.text.len()).sum();
+    let mut ids = Vec::with_capacity(n);
+    for _ in 0..n {
+        ids.push(
+            store
+                .create(TENANT, spec.clone())
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .record
+                .id,
+        );
+    }
+    let before = rss_bytes();
+    let mut handles = Vec::with_capacity(n);
+    for id in &ids {
+        let store = store.clone();
+        let id = id.clone();
+        handles.push(tokio::spawn(async move {
+            let _ = store.wait(TENANT, &id, Duration::from_secs(3600)).await;
+        }));
+    }
+    while store.waiting_requests() < n {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let after = rss_bytes();
+    let per = (after.saturating_sub(before)) as f64 / n as f64;
+    println!(
+        "waiters: {n} pending waiters add {:.0} bytes each ({:.2} KiB; question text {text_bytes} bytes, target <= 2 KiB beyond it)",
+        per,
+        per / 1024.0
+    );
+    for h in handles {
+        h.abort();
+    }
+}
+
+async fn million() {
+    const N: usize = 1_000_000;
+    let path = scratch("million.db");
+    let url = format!("sqlite://{}", path.display());
+    let marker = scratch("million.done");
+    if !marker.exists() {
+        let url = fresh_sqlite("million.db");
+        let store = open(&url).await;
+        let started = Instant::now();
+        let mut spec = request();
+        spec.timeout_seconds = 0;
+        let per_task = N / 64;
+        let mut tasks = Vec::new();
+        for _ in 0..64 {
+            let store = store.clone();
+            let spec = spec.clone();
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..per_task {
+                    store
+                        .create(TENANT, spec.clone())
+                        .await
+                        .unwrap_or_else(|e| panic!("{e}"));
+                }
+            }));
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+        println!(
+            "million: built {N} pending requests in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        let _ = std::fs::write(&marker, b"");
+    }
+    let started = Instant::now();
+    let store = open(&url).await;
+    let opened = started.elapsed();
+    let query = ListQuery {
+        status: Some(clarify_core::Status::Pending),
+        ..ListQuery::default()
+    };
+    let mut times = Vec::new();
+    for _ in 0..50 {
+        let t = Instant::now();
+        let page = store
+            .list(TENANT, &query)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        times.push(t.elapsed());
+        assert_eq!(page.records.len(), ListQuery::DEFAULT_LIMIT);
+    }
+    times.sort();
+    println!(
+        "million: open {:.1} ms (target <= 5 s); first page of pending (50 records): p50 {:.2} ms, max {:.2} ms (target <= 5 ms)",
+        opened.as_secs_f64() * 1e3,
+        pct(&times, 0.5).as_secs_f64() * 1e3,
+        times[times.len() - 1].as_secs_f64() * 1e3
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wanted = |name: &str| args.is_empty() || args.iter().any(|a| a == name);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    if wanted("memory") {
+        // The in-process gateway inside a single-threaded runtime: no cross-thread wake-ups.
+        let local = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("runtime: {e}"));
+        local.block_on(async {
+            let store = open("memory:").await;
+            let rate = round_trips(&store, 1, Duration::from_secs(3)).await;
+            println!("memory: {rate:.0} round trips/s, 1 agent, current-thread runtime (target >= 500,000)");
+            let rate = round_trips(&store, 64, Duration::from_secs(3)).await;
+            println!("memory: {rate:.0} round trips/s, 64 agents, current-thread runtime");
+        });
+    }
+    runtime.block_on(async {
+        let secs = Duration::from_secs(3);
+        if wanted("memory") {
+            let store = open("memory:").await;
+            let rate = round_trips(&store, 1, secs).await;
+            println!("memory: {rate:.0} round trips/s, 1 agent, 2 worker threads");
+            let rate = round_trips(&store, 64, secs).await;
+            println!("memory: {rate:.0} round trips/s, 64 agents, 2 worker threads");
+        }
+        if wanted("sqlite-1") {
+            let store = open(&fresh_sqlite("rt1.db")).await;
+            let rate = round_trips(&store, 1, secs).await;
+            println!("sqlite: {rate:.0} round trips/s, 1 agent (target >= 20,000)");
+        }
+        if wanted("sqlite-64") {
+            let store = open(&fresh_sqlite("rt64.db")).await;
+            let rate = round_trips(&store, 64, secs).await;
+            println!("sqlite: {rate:.0} round trips/s, 64 agents (target >= 60,000)");
+        }
+        if wanted("latency") {
+            let store = open(&fresh_sqlite("latency.db")).await;
+            let l = latency(&store, 2_000).await;
+            println!(
+                "latency: answer-to-wake in-process on SQLite: p50 {:.0} us, p99 {:.0} us, max {:.0} us (target p99 <= 1 ms)",
+                pct(&l, 0.5).as_secs_f64() * 1e6,
+                pct(&l, 0.99).as_secs_f64() * 1e6,
+                l[l.len() - 1].as_secs_f64() * 1e6
+            );
+        }
+        if wanted("waiters") {
+            waiters_memory(100_000).await;
+        }
+        if wanted("million") {
+            million().await;
+        }
+    });
+}
