@@ -168,6 +168,10 @@ async fn waiters_memory(n: usize) {
                 .id,
         );
     }
+    println!(
+        "waiters: one wait future is {} bytes",
+        std::mem::size_of_val(&store.wait(TENANT, &ids[0], Duration::from_secs(1)))
+    );
     let before = rss_bytes();
     let mut handles = Vec::with_capacity(n);
     for id in &ids {

@@ -283,12 +283,16 @@ impl Store {
             let notified = guard.notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let record = self.get(tenant, id).await?.ok_or(ResolveError::NotFound)?;
+            // Reads are boxed: inlined, the largest backend's read future would sit in every
+            // sleeping waiter (over 2 KiB each); boxed, it exists only while a read runs.
+            let record = Box::pin(self.get(tenant, id))
+                .await?
+                .ok_or(ResolveError::NotFound)?;
             if record.status.is_resolved() {
                 return Ok(record);
             }
             if record.expires_at.is_some_and(|at| at <= self.now()) {
-                self.expire_one(id).await?;
+                Box::pin(self.expire_one(id)).await?;
                 continue;
             }
             tokio::select! {
