@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use clarify_core::{NewRequest, Resolution, Status, Submission, parse_submission};
 
 use crate::error::StoreError;
-use crate::record::{Actor, RequestRecord, StoredResolution};
+use crate::record::{Actor, Event, EventKind, RequestRecord, StoredResolution};
 
 /// A request row as read from SQL.
 #[derive(Debug)]
@@ -82,6 +82,39 @@ impl RowParts {
             created_at,
             expires_at,
             resolution,
+        })
+    }
+}
+
+/// An event row as read from SQL.
+#[derive(Debug)]
+pub(crate) struct EventParts {
+    pub seq: i64,
+    pub tenant: String,
+    pub request_id: String,
+    pub kind: String,
+    pub actor: Option<String>,
+    pub channel: Option<String>,
+    pub at: i64,
+}
+
+/// The columns of [`EventParts`], in order, for SELECT lists.
+pub(crate) const EVENT_COLUMNS: &str = "seq, tenant, request_id, kind, actor, channel, at";
+
+impl EventParts {
+    pub(crate) fn decode(self) -> Result<Event, StoreError> {
+        let seq = self.seq;
+        let corrupt = |what: String| StoreError::Corrupt(format!("event {seq}: {what}"));
+        Ok(Event {
+            seq: u64::try_from(seq).map_err(|_| corrupt("negative sequence".to_owned()))?,
+            kind: EventKind::parse(&self.kind)
+                .ok_or_else(|| corrupt(format!("{:?} is not an event kind", self.kind)))?,
+            at: from_millis(self.at)
+                .ok_or_else(|| corrupt(format!("time {} out of range", self.at)))?,
+            tenant: self.tenant,
+            request_id: self.request_id,
+            actor: self.actor,
+            channel: self.channel,
         })
     }
 }

@@ -392,12 +392,8 @@ impl Store {
 
     /// Expires one overdue request; returns its final record.
     async fn expire_one(&self, id: &str) -> Result<Option<RequestRecord>, StoreError> {
-        let stored = StoredResolution {
-            resolution: Resolution::Expired,
-            actor: Actor::system(),
-            resolved_at: self.now(),
-        };
-        Ok(match self.inner.backend.resolve(id, stored).await? {
+        let expired = StoredResolution::expired(self.now());
+        Ok(match self.inner.backend.resolve(id, expired).await? {
             Resolved::Won(record) => {
                 self.inner.waiters.notify(id);
                 Some(record)
@@ -460,5 +456,30 @@ async fn poller(inner: Weak<Inner>, every: Duration, mut after: u64) {
             }
             Err(e) => tracing::warn!(error = %e, "polling the event log failed; retrying"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ids come from the injected generator, so tests and embedders can predict them.
+    #[tokio::test]
+    async fn ids_come_from_the_injected_generator() {
+        let options = StoreOptions {
+            ids: Arc::new(SequentialIds::default()),
+            reaper_interval: None,
+            ..StoreOptions::default()
+        };
+        let store = Store::open("memory:", options)
+            .await
+            .expect("memory store opens");
+        let raw = serde_json::json!({"question": "Proceed?"});
+        let request = clarify_core::parse_request(&raw, &clarify_core::Limits::default())
+            .expect("valid request");
+        let first = store.create("t", request.clone()).await.expect("created");
+        let second = store.create("t", request).await.expect("created");
+        assert_eq!(first.record.id, "r000001");
+        assert_eq!(second.record.id, "r000002");
     }
 }

@@ -196,12 +196,7 @@ impl MemoryBackend {
             let Some(id) = s.order.get(&seq).cloned() else {
                 continue;
             };
-            let expired = StoredResolution {
-                resolution: clarify_core::Resolution::Expired,
-                actor: crate::Actor::system(),
-                resolved_at: now,
-            };
-            if s.resolve_row(&id, expired).is_some() {
+            if s.resolve_row(&id, StoredResolution::expired(now)).is_some() {
                 ids.push(id);
             }
         }

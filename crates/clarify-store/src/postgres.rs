@@ -33,7 +33,7 @@ use tokio::sync::oneshot;
 
 use crate::backend::{NewRow, Resolved};
 use crate::codec::{
-    COLUMNS, RowParts, SCHEMA_VERSION, answers_json, from_millis, millis, spec_json,
+    COLUMNS, EVENT_COLUMNS, EventParts, RowParts, SCHEMA_VERSION, answers_json, millis, spec_json,
 };
 use crate::error::StoreError;
 use crate::record::{
@@ -471,7 +471,7 @@ impl PgBackend {
     ) -> Result<Vec<Event>, StoreError> {
         let after = i64::try_from(after).unwrap_or(i64::MAX);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let columns = "seq, tenant, request_id, kind, actor, channel, at";
+        let columns = EVENT_COLUMNS;
         let rows = match tenant {
             Some(tenant) => {
                 sqlx::query(&format!(
@@ -829,21 +829,16 @@ fn parts(row: &PgRow) -> Result<RowParts, StoreError> {
 }
 
 fn event(row: &PgRow) -> Result<Event, StoreError> {
-    let seq: i64 = row.try_get("seq").map_err(corrupt_row)?;
-    let kind: String = row.try_get("kind").map_err(corrupt_row)?;
-    let at: i64 = row.try_get("at").map_err(corrupt_row)?;
-    Ok(Event {
-        seq: to_u64(seq)?,
+    EventParts {
+        seq: row.try_get("seq").map_err(corrupt_row)?,
         tenant: row.try_get("tenant").map_err(corrupt_row)?,
         request_id: row.try_get("request_id").map_err(corrupt_row)?,
-        kind: EventKind::parse(&kind).ok_or_else(|| {
-            StoreError::Corrupt(format!("event {seq}: {kind:?} is not an event kind"))
-        })?,
+        kind: row.try_get("kind").map_err(corrupt_row)?,
         actor: row.try_get("actor").map_err(corrupt_row)?,
         channel: row.try_get("channel").map_err(corrupt_row)?,
-        at: from_millis(at)
-            .ok_or_else(|| StoreError::Corrupt(format!("event {seq}: time {at} out of range")))?,
-    })
+        at: row.try_get("at").map_err(corrupt_row)?,
+    }
+    .decode()
 }
 
 /// `host:port/database` for messages; never the password.

@@ -47,6 +47,17 @@ pub struct StoredResolution {
     pub resolved_at: DateTime<Utc>,
 }
 
+impl StoredResolution {
+    /// Expiry, done by the store itself at `at`.
+    pub fn expired(at: DateTime<Utc>) -> Self {
+        Self {
+            resolution: Resolution::Expired,
+            actor: Actor::system(),
+            resolved_at: at,
+        }
+    }
+}
+
 /// Who did something, and through which channel.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Actor {

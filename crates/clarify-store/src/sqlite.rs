@@ -27,7 +27,7 @@ use tokio::sync::oneshot;
 
 use crate::backend::{NewRow, Resolved};
 use crate::codec::{
-    COLUMNS, RowParts, SCHEMA_VERSION, answers_json, from_millis, millis, spec_json,
+    COLUMNS, EVENT_COLUMNS, EventParts, RowParts, SCHEMA_VERSION, answers_json, millis, spec_json,
 };
 use crate::error::StoreError;
 use crate::record::{
@@ -323,36 +323,22 @@ impl SqliteBackend {
     ) -> Result<Vec<Event>, StoreError> {
         let after = i64::try_from(after).unwrap_or(i64::MAX);
         self.read(|conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT seq, tenant, request_id, kind, actor, channel, at FROM events \
-                 WHERE seq > ?1 AND (?2 IS NULL OR tenant = ?2) ORDER BY seq LIMIT ?3",
-            )?;
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {EVENT_COLUMNS} FROM events \
+                 WHERE seq > ?1 AND (?2 IS NULL OR tenant = ?2) ORDER BY seq LIMIT ?3"
+            ))?;
             let rows = stmt.query_map(params![after, tenant, limit as i64], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, Option<String>>(4)?,
-                    r.get::<_, Option<String>>(5)?,
-                    r.get::<_, i64>(6)?,
-                ))
+                Ok(EventParts {
+                    seq: r.get(0)?,
+                    tenant: r.get(1)?,
+                    request_id: r.get(2)?,
+                    kind: r.get(3)?,
+                    actor: r.get(4)?,
+                    channel: r.get(5)?,
+                    at: r.get(6)?,
+                })
             })?;
-            let mut events = Vec::new();
-            for row in rows {
-                let (seq, tenant, request_id, kind, actor, channel, at) = row?;
-                let corrupt = || StoreError::Corrupt(format!("event {seq}"));
-                events.push(Event {
-                    seq: u64::try_from(seq).map_err(|_| corrupt())?,
-                    tenant,
-                    request_id,
-                    kind: EventKind::parse(&kind).ok_or_else(corrupt)?,
-                    actor,
-                    channel,
-                    at: from_millis(at).ok_or_else(corrupt)?,
-                });
-            }
-            Ok(events)
+            rows.map(|row| row?.decode()).collect()
         })
     }
 
