@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use clarify_core::NewRequest;
 use clarify_core::policy::Grant;
 
+use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, TokenKind};
 use crate::error::StoreError;
 use crate::memory::MemoryBackend;
 use crate::postgres::PgBackend;
@@ -146,5 +147,94 @@ impl Backend {
 
     pub(crate) async fn ping(&self) -> Result<(), StoreError> {
         dispatch!(self, b => b.ping().await)
+    }
+
+    /// Inserts a key; false when an active key already has its name.
+    pub(crate) async fn insert_key(&self, row: KeyRow) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.insert_key(row).await)
+    }
+
+    /// The key with this id, revoked or not.
+    pub(crate) async fn key(&self, id: &str) -> Result<Option<KeyRow>, StoreError> {
+        dispatch!(self, b => b.key(id).await)
+    }
+
+    pub(crate) async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
+        dispatch!(self, b => b.keys().await)
+    }
+
+    /// Revokes the active key named `name`; `None` when there is none.
+    pub(crate) async fn revoke_key(
+        &self,
+        name: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Option<ApiKey>, StoreError> {
+        dispatch!(self, b => b.revoke_key(name, at).await)
+    }
+
+    /// How many keys were ever created.
+    pub(crate) async fn key_count(&self) -> Result<u64, StoreError> {
+        dispatch!(self, b => b.key_count().await)
+    }
+
+    pub(crate) async fn insert_token(
+        &self,
+        kind: TokenKind,
+        digest: &str,
+        key_id: &str,
+        expires_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        dispatch!(self, b => b.insert_token(kind, digest, key_id, expires_at, now).await)
+    }
+
+    /// The key id of an unexpired token of `kind`; a login token is used up by this call, in one
+    /// conditional update, so of two concurrent redemptions one wins.
+    pub(crate) async fn redeem_token(
+        &self,
+        kind: TokenKind,
+        digest: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<String>, StoreError> {
+        dispatch!(self, b => b.redeem_token(kind, digest, now).await)
+    }
+
+    pub(crate) async fn delete_token(&self, digest: &str) -> Result<(), StoreError> {
+        dispatch!(self, b => b.delete_token(digest).await)
+    }
+
+    /// The secret `name`; stores `candidate` first when there is none yet. Of two instances
+    /// racing to create it, both get the one stored first.
+    pub(crate) async fn secret(
+        &self,
+        name: &str,
+        candidate: Vec<u8>,
+    ) -> Result<Vec<u8>, StoreError> {
+        dispatch!(self, b => b.secret(name, candidate).await)
+    }
+
+    /// Pending deliveries due at `now` (oldest first), leased until `lease_until`.
+    pub(crate) async fn claim_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        dispatch!(self, b => b.claim_deliveries(now, lease_until, limit).await)
+    }
+
+    /// Appends the attempt and moves the delivery on: delivered, due again, or failed.
+    pub(crate) async fn finish_attempt(
+        &self,
+        id: u64,
+        attempt: Attempt,
+        after: AfterAttempt,
+    ) -> Result<(), StoreError> {
+        dispatch!(self, b => b.finish_attempt(id, attempt, after).await)
+    }
+
+    /// The deliveries of a request, oldest first, with their attempts.
+    pub(crate) async fn deliveries(&self, request_id: &str) -> Result<Vec<Delivery>, StoreError> {
+        dispatch!(self, b => b.deliveries(request_id).await)
     }
 }

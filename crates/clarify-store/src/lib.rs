@@ -21,6 +21,7 @@
 //! [`Clarify`] is the API agents use on top: ask and await an outcome, or submit and come back
 //! later.
 
+mod access;
 mod agent;
 mod backend;
 mod clock;
@@ -41,6 +42,10 @@ use clarify_core::{NewRequest, Resolution, Status, Submission, parse_submission}
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+pub use access::{
+    AfterAttempt, ApiKey, Attempt, Delivery, DeliveryStatus, KeyError, LOGIN_TTL, NewKey, Role,
+    TokenKind,
+};
 pub use agent::{Asked, Clarify};
 pub use clock::{Clock, IdGenerator, ManualClock, RandomIds, SequentialIds, SystemClock};
 pub use error::{AskError, ResolveError, StoreError};

@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use clarify_core::Status;
 use clarify_core::policy::Grant;
 
+use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, DeliveryStatus, KeyRow, TokenKind};
 use crate::backend::{NewRow, Resolved};
 use crate::error::StoreError;
 use crate::record::{
@@ -41,6 +42,12 @@ struct State {
     events: VecDeque<Event>,
     next_event: u64,
     grants: Vec<(String, Grant)>,
+    keys: Vec<KeyRow>,
+    /// Token digest → (kind, key id, expires at).
+    tokens: HashMap<String, (TokenKind, String, DateTime<Utc>)>,
+    secrets: HashMap<String, Vec<u8>>,
+    deliveries: BTreeMap<u64, Delivery>,
+    next_delivery: u64,
 }
 
 #[derive(Debug)]
@@ -250,6 +257,150 @@ impl MemoryBackend {
     pub(crate) async fn ping(&self) -> Result<(), StoreError> {
         Ok(())
     }
+
+    pub(crate) async fn insert_key(&self, row: KeyRow) -> Result<bool, StoreError> {
+        let mut s = self.state();
+        let taken = s
+            .keys
+            .iter()
+            .any(|k| k.key.name == row.key.name && k.key.revoked_at.is_none());
+        if !taken {
+            s.keys.push(row);
+        }
+        Ok(!taken)
+    }
+
+    pub(crate) async fn key(&self, id: &str) -> Result<Option<KeyRow>, StoreError> {
+        Ok(self.state().keys.iter().find(|k| k.key.id == id).cloned())
+    }
+
+    pub(crate) async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
+        Ok(self.state().keys.iter().map(|k| k.key.clone()).collect())
+    }
+
+    pub(crate) async fn revoke_key(
+        &self,
+        name: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Option<ApiKey>, StoreError> {
+        let mut s = self.state();
+        let Some(row) = s
+            .keys
+            .iter_mut()
+            .find(|k| k.key.name == name && k.key.revoked_at.is_none())
+        else {
+            return Ok(None);
+        };
+        row.key.revoked_at = Some(at);
+        let key = row.key.clone();
+        s.tokens.retain(|_, (_, key_id, _)| *key_id != key.id);
+        Ok(Some(key))
+    }
+
+    pub(crate) async fn key_count(&self) -> Result<u64, StoreError> {
+        Ok(self.state().keys.len() as u64)
+    }
+
+    pub(crate) async fn insert_token(
+        &self,
+        kind: TokenKind,
+        digest: &str,
+        key_id: &str,
+        expires_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let mut s = self.state();
+        s.tokens.retain(|_, (_, _, at)| *at > now);
+        s.tokens
+            .insert(digest.to_owned(), (kind, key_id.to_owned(), expires_at));
+        Ok(())
+    }
+
+    pub(crate) async fn redeem_token(
+        &self,
+        kind: TokenKind,
+        digest: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<String>, StoreError> {
+        let mut s = self.state();
+        let Some((k, key_id, expires_at)) = s.tokens.get(digest).cloned() else {
+            return Ok(None);
+        };
+        if k != kind || expires_at <= now {
+            return Ok(None);
+        }
+        if kind == TokenKind::Login {
+            s.tokens.remove(digest);
+        }
+        Ok(Some(key_id))
+    }
+
+    pub(crate) async fn delete_token(&self, digest: &str) -> Result<(), StoreError> {
+        self.state().tokens.remove(digest);
+        Ok(())
+    }
+
+    pub(crate) async fn secret(
+        &self,
+        name: &str,
+        candidate: Vec<u8>,
+    ) -> Result<Vec<u8>, StoreError> {
+        Ok(self
+            .state()
+            .secrets
+            .entry(name.to_owned())
+            .or_insert(candidate)
+            .clone())
+    }
+
+    pub(crate) async fn claim_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let mut s = self.state();
+        let mut claimed = Vec::new();
+        for d in s.deliveries.values_mut() {
+            if claimed.len() == limit {
+                break;
+            }
+            if d.status == DeliveryStatus::Pending && d.next_attempt_at.is_some_and(|at| at <= now)
+            {
+                d.next_attempt_at = Some(lease_until);
+                claimed.push(d.clone());
+            }
+        }
+        Ok(claimed)
+    }
+
+    pub(crate) async fn finish_attempt(
+        &self,
+        id: u64,
+        attempt: Attempt,
+        after: AfterAttempt,
+    ) -> Result<(), StoreError> {
+        let mut s = self.state();
+        if let Some(d) = s.deliveries.get_mut(&id) {
+            d.attempts.push(attempt);
+            (d.status, d.next_attempt_at) = match after {
+                AfterAttempt::Delivered => (DeliveryStatus::Delivered, None),
+                AfterAttempt::RetryAt(at) => (DeliveryStatus::Pending, Some(at)),
+                AfterAttempt::GiveUp => (DeliveryStatus::Failed, None),
+            };
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn deliveries(&self, request_id: &str) -> Result<Vec<Delivery>, StoreError> {
+        Ok(self
+            .state()
+            .deliveries
+            .values()
+            .filter(|d| d.request_id == request_id)
+            .cloned()
+            .collect())
+    }
 }
 
 impl State {
@@ -272,6 +423,32 @@ impl State {
             self.deadlines.remove(&(deadline, seq));
         }
         self.push_event(&record, kind, actor, Some(channel), at);
+        if let Some(url) = &record.request.callback_url {
+            self.next_delivery += 1;
+            let id = self.next_delivery;
+            self.deliveries.insert(
+                id,
+                Delivery {
+                    id,
+                    request_id: record.id.clone(),
+                    tenant: record.tenant.clone(),
+                    url: url.clone(),
+                    status: DeliveryStatus::Pending,
+                    created_at: at,
+                    next_attempt_at: Some(at),
+                    attempts: Vec::new(),
+                },
+            );
+            // Finished deliveries are forgotten first, like resolved requests.
+            while self.deliveries.len() > MAX_RESOLVED
+                && self
+                    .deliveries
+                    .first_key_value()
+                    .is_some_and(|(_, d)| d.status != DeliveryStatus::Pending)
+            {
+                self.deliveries.pop_first();
+            }
+        }
         self.resolved_order.push_back(record.id.clone());
         while self.resolved_order.len() > MAX_RESOLVED {
             if let Some(old) = self.resolved_order.pop_front() {

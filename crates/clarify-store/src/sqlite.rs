@@ -405,6 +405,77 @@ impl SqliteBackend {
         })
     }
 
+    // STUB-BEGIN (access methods, to be implemented)
+    pub(crate) async fn insert_key(&self, _row: crate::access::KeyRow) -> Result<bool, StoreError> {
+        Err(StoreError::Backend("unimplemented".into()))
+    }
+    pub(crate) async fn key(&self, _id: &str) -> Result<Option<crate::access::KeyRow>, StoreError> {
+        Err(StoreError::Backend("unimplemented".into()))
+    }
+    pub(crate) async fn keys(&self) -> Result<Vec<crate::access::ApiKey>, StoreError> {
+        Err(StoreError::Backend("unimplemented".into()))
+    }
+    pub(crate) async fn revoke_key(
+        &self,
+        _name: &str,
+        _at: DateTime<Utc>,
+    ) -> Result<Option<crate::access::ApiKey>, StoreError> {
+        Err(StoreError::Backend("unimplemented".into()))
+    }
+    pub(crate) async fn key_count(&self) -> Result<u64, StoreError> {
+        Err(StoreError::Backend("unimplemented".into()))
+    }
+    pub(crate) async fn insert_token(
+        &self,
+        _kind: crate::access::TokenKind,
+        _digest: &str,
+        _key_id: &str,
+        _expires_at: DateTime<Utc>,
+        _now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        Err(StoreError::Backend("unimplemented".into()))
+    }
+    pub(crate) async fn redeem_token(
+        &self,
+        _kind: crate::access::TokenKind,
+        _digest: &str,
+        _now: DateTime<Utc>,
+    ) -> Result<Option<String>, StoreError> {
+        Err(StoreError::Backend("unimplemented".into()))
+    }
+    pub(crate) async fn delete_token(&self, _digest: &str) -> Result<(), StoreError> {
+        Err(StoreError::Backend("unimplemented".into()))
+    }
+    pub(crate) async fn secret(
+        &self,
+        _name: &str,
+        _candidate: Vec<u8>,
+    ) -> Result<Vec<u8>, StoreError> {
+        Err(StoreError::Backend("unimplemented".into()))
+    }
+    pub(crate) async fn claim_deliveries(
+        &self,
+        _now: DateTime<Utc>,
+        _lease_until: DateTime<Utc>,
+        _limit: usize,
+    ) -> Result<Vec<crate::access::Delivery>, StoreError> {
+        Err(StoreError::Backend("unimplemented".into()))
+    }
+    pub(crate) async fn finish_attempt(
+        &self,
+        _id: u64,
+        _attempt: crate::access::Attempt,
+        _after: crate::access::AfterAttempt,
+    ) -> Result<(), StoreError> {
+        Err(StoreError::Backend("unimplemented".into()))
+    }
+    pub(crate) async fn deliveries(
+        &self,
+        _request_id: &str,
+    ) -> Result<Vec<crate::access::Delivery>, StoreError> {
+        Err(StoreError::Backend("unimplemented".into()))
+    }
+    // STUB-END
     pub(crate) async fn ping(&self) -> Result<(), StoreError> {
         self.read(|conn| {
             conn.query_row("SELECT 1", [], |_| Ok(()))?;

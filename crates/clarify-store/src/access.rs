@@ -1,0 +1,443 @@
+//! Who may use a store, and what it owes the outside world: API keys, login and session tokens,
+//! server secrets, and webhook deliveries.
+//!
+//! Secrets never rest in the store in the clear: keys and tokens are kept as SHA-256 digests
+//! (they are long random strings, so a fast digest suffices) and compared in constant time.
+//! Server secrets (for signing answer links and webhooks) are random bytes created on first use;
+//! every instance sharing the store reads the same ones.
+//!
+//! A webhook delivery is queued in the same transaction that resolves its request, so a crash
+//! between the two cannot lose it; a worker claims due deliveries with a lease, so several
+//! instances can run workers at once.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use rand::RngCore;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::Store;
+use crate::error::StoreError;
+
+/// What a key may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Create, read, wait for and cancel requests.
+    Agent,
+    /// Read and answer requests.
+    Responder,
+    /// Everything, including key management.
+    Admin,
+}
+
+impl Role {
+    pub const ALL: [Role; 3] = [Role::Agent, Role::Responder, Role::Admin];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Agent => "agent",
+            Self::Responder => "responder",
+            Self::Admin => "admin",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
+    /// Whether this role may create, wait for and cancel requests.
+    pub fn may_ask(self) -> bool {
+        matches!(self, Self::Agent | Self::Admin)
+    }
+
+    /// Whether this role may answer requests.
+    pub fn may_answer(self) -> bool {
+        matches!(self, Self::Responder | Self::Admin)
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An API key as stored: everything but the secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ApiKey {
+    /// Public part of the key, also its primary key in the store.
+    pub id: String,
+    /// Unique among active keys; recorded as `answered_by`.
+    pub name: String,
+    pub role: Role,
+    pub tenant: String,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+/// A key just created: the only time its secret is known.
+#[derive(Debug, Clone)]
+pub struct NewKey {
+    pub key: ApiKey,
+    /// `ck_<id>_<secret>`: what a client sends as `Authorization: Bearer ...`.
+    pub token: String,
+}
+
+/// Why a key could not be created or revoked.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("{what} {value:?} is not allowed: use 1 to 64 letters, digits, '.', '_', '-' or '@'")]
+    InvalidName { what: &'static str, value: String },
+    #[error("an active key named {0:?} already exists; revoke it first or pick another name")]
+    NameTaken(String),
+    #[error("no active key is named {0:?}")]
+    NotFound(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a token stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TokenKind {
+    /// A one-time inbox login link: redeemed once, then dead.
+    Login,
+    /// An inbox session (the cookie): valid until it expires or is revoked.
+    Session,
+}
+
+impl TokenKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Login => "login",
+            Self::Session => "session",
+        }
+    }
+}
+
+/// Whether a webhook delivery is still being tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryStatus {
+    /// Not delivered yet; tried again at `next_attempt_at`.
+    Pending,
+    /// The receiver answered 2xx.
+    Delivered,
+    /// Every attempt failed and the retry window is over.
+    Failed,
+}
+
+impl DeliveryStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Delivered => "delivered",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Pending, Self::Delivered, Self::Failed]
+            .into_iter()
+            .find(|d| d.as_str() == s)
+    }
+}
+
+/// The outcome of a resolved request on its way to the request's `callback_url`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Delivery {
+    pub id: u64,
+    pub request_id: String,
+    pub tenant: String,
+    pub url: String,
+    pub status: DeliveryStatus,
+    /// When the request was resolved and the delivery queued.
+    pub created_at: DateTime<Utc>,
+    /// When the next attempt is due (while pending).
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    /// Every attempt so far, oldest first.
+    pub attempts: Vec<Attempt>,
+}
+
+/// One try at delivering a webhook.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Attempt {
+    /// 1 for the first attempt.
+    pub number: u32,
+    pub at: DateTime<Utc>,
+    /// The receiver's HTTP status, when it answered.
+    pub status_code: Option<u16>,
+    /// What went wrong, when the attempt failed.
+    pub error: Option<String>,
+    pub duration_ms: u64,
+}
+
+/// What happens to a delivery after an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterAttempt {
+    Delivered,
+    RetryAt(DateTime<Utc>),
+    GiveUp,
+}
+
+/// How long a login link stays valid.
+pub const LOGIN_TTL: chrono::TimeDelta = chrono::TimeDelta::hours(24);
+
+impl Store {
+    /// Creates a key. The returned token is the only copy of its secret.
+    pub async fn create_key(
+        &self,
+        name: &str,
+        role: Role,
+        tenant: &str,
+    ) -> Result<NewKey, KeyError> {
+        check_name("key name", name)?;
+        check_name("tenant", tenant)?;
+        let (id, token) = new_key_token();
+        let key = ApiKey {
+            id,
+            name: name.to_owned(),
+            role,
+            tenant: tenant.to_owned(),
+            created_at: self.now(),
+            revoked_at: None,
+        };
+        let row = KeyRow {
+            key: key.clone(),
+            digest: digest(&token),
+        };
+        if !self.inner.backend.insert_key(row).await? {
+            return Err(KeyError::NameTaken(name.to_owned()));
+        }
+        Ok(NewKey { key, token })
+    }
+
+    /// The active key `token` belongs to, if any.
+    pub async fn authenticate(&self, token: &str) -> Result<Option<ApiKey>, StoreError> {
+        let Some(id) = key_id_of(token) else {
+            return Ok(None);
+        };
+        let Some(row) = self.inner.backend.key(id).await? else {
+            return Ok(None);
+        };
+        let matches = digests_match(&row.digest, &digest(token));
+        Ok((matches && row.key.revoked_at.is_none()).then_some(row.key))
+    }
+
+    /// The active key with this id.
+    pub async fn key(&self, id: &str) -> Result<Option<ApiKey>, StoreError> {
+        Ok(self
+            .inner
+            .backend
+            .key(id)
+            .await?
+            .map(|row| row.key)
+            .filter(|k| k.revoked_at.is_none()))
+    }
+
+    /// Every key, revoked ones included, oldest first.
+    pub async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
+        self.inner.backend.keys().await
+    }
+
+    /// Revokes the active key named `name`: it stops working at once, on every instance.
+    pub async fn revoke_key(&self, name: &str) -> Result<ApiKey, KeyError> {
+        self.inner
+            .backend
+            .revoke_key(name, self.now())
+            .await?
+            .ok_or_else(|| KeyError::NotFound(name.to_owned()))
+    }
+
+    /// Whether any key, even a revoked one, was ever created.
+    pub async fn has_keys(&self) -> Result<bool, StoreError> {
+        Ok(self.inner.backend.key_count().await? > 0)
+    }
+
+    /// Issues a login or session token for the key `key_id`, valid for `ttl`.
+    pub async fn issue_token(
+        &self,
+        kind: TokenKind,
+        key_id: &str,
+        ttl: chrono::TimeDelta,
+    ) -> Result<String, StoreError> {
+        let token = new_token();
+        let now = self.now();
+        self.inner
+            .backend
+            .insert_token(kind, &digest(&token), key_id, now + ttl, now)
+            .await?;
+        Ok(token)
+    }
+
+    /// The active key a token stands for. A login token works once; a session token until it
+    /// expires or is revoked.
+    pub async fn redeem_token(
+        &self,
+        kind: TokenKind,
+        token: &str,
+    ) -> Result<Option<ApiKey>, StoreError> {
+        if !token.starts_with("ct_") {
+            return Ok(None);
+        }
+        let key_id = self
+            .inner
+            .backend
+            .redeem_token(kind, &digest(token), self.now())
+            .await?;
+        match key_id {
+            Some(id) => self.key(&id).await,
+            None => Ok(None),
+        }
+    }
+
+    /// Ends a session (logout). Unknown tokens are ignored.
+    pub async fn revoke_token(&self, token: &str) -> Result<(), StoreError> {
+        self.inner.backend.delete_token(&digest(token)).await
+    }
+
+    /// The server secret called `name`, created on first use and shared by every instance.
+    pub async fn secret(&self, name: &str) -> Result<Vec<u8>, StoreError> {
+        self.inner.backend.secret(name, random_secret()).await
+    }
+
+    /// Claims up to `limit` deliveries due now: each is leased until `lease_until`, so another
+    /// worker does not try it meanwhile.
+    pub async fn claim_deliveries(
+        &self,
+        lease_until: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        self.inner
+            .backend
+            .claim_deliveries(self.now(), lease_until, limit)
+            .await
+    }
+
+    /// Records an attempt at delivery `id` and what happens next.
+    pub async fn finish_attempt(
+        &self,
+        id: u64,
+        attempt: Attempt,
+        after: AfterAttempt,
+    ) -> Result<(), StoreError> {
+        self.inner.backend.finish_attempt(id, attempt, after).await
+    }
+
+    /// The webhook deliveries of a request of `tenant`, with their attempts.
+    pub async fn deliveries(
+        &self,
+        tenant: &str,
+        request_id: &str,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let mut all = self.inner.backend.deliveries(request_id).await?;
+        all.retain(|d| d.tenant == tenant);
+        Ok(all)
+    }
+}
+
+/// A key or tenant name: 1 to 64 of `[A-Za-z0-9._@-]`.
+pub(crate) fn check_name(what: &'static str, value: &str) -> Result<(), KeyError> {
+    let ok = (1..=64).contains(&value.len())
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'@'));
+    if ok {
+        Ok(())
+    } else {
+        Err(KeyError::InvalidName {
+            what,
+            value: value.to_owned(),
+        })
+    }
+}
+
+/// `chars` random lowercase base32 characters (5 random bits each).
+pub(crate) fn random_string(chars: usize) -> String {
+    const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
+    let mut bytes = vec![0u8; chars];
+    rand::rng().fill_bytes(&mut bytes);
+    bytes
+        .iter()
+        .map(|b| ALPHABET[usize::from(b & 31)] as char)
+        .collect()
+}
+
+/// 32 random bytes, for a new server secret.
+pub(crate) fn random_secret() -> Vec<u8> {
+    let mut bytes = vec![0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    bytes
+}
+
+/// The stored form of a key or token secret.
+pub(crate) fn digest(secret: &str) -> String {
+    Sha256::digest(secret.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Constant-time equality of two digests.
+pub(crate) fn digests_match(a: &str, b: &str) -> bool {
+    a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
+
+/// A new key's id and full token. The id is public (it names the key in logs and lookups);
+/// the secret part carries 160 random bits.
+pub(crate) fn new_key_token() -> (String, String) {
+    let id = random_string(16);
+    let token = format!("ck_{id}_{}", random_string(32));
+    (id, token)
+}
+
+/// The id part of a key token, if it has the key shape.
+pub(crate) fn key_id_of(token: &str) -> Option<&str> {
+    let rest = token.strip_prefix("ck_")?;
+    let (id, secret) = rest.split_once('_')?;
+    (id.len() == 16 && !secret.is_empty()).then_some(id)
+}
+
+/// A new login or session token (160 random bits).
+pub(crate) fn new_token() -> String {
+    format!("ct_{}", random_string(32))
+}
+
+/// A key row as the backends keep it.
+#[derive(Debug, Clone)]
+pub(crate) struct KeyRow {
+    pub key: ApiKey,
+    pub digest: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_tokens_carry_their_id() {
+        let (id, token) = new_key_token();
+        assert_eq!(key_id_of(&token), Some(id.as_str()));
+        assert_eq!(key_id_of("ck_short_x"), None);
+        assert_eq!(key_id_of("Bearer whatever"), None);
+        assert_ne!(new_key_token().1, token);
+    }
+
+    #[test]
+    fn names_are_checked() {
+        assert!(check_name("name", "ci-bot@example.com").is_ok());
+        assert!(check_name("name", "").is_err());
+        assert!(check_name("name", "has space").is_err());
+        assert!(check_name("name", &"x".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn digests_compare_exactly() {
+        let d = digest("ck_a");
+        assert!(digests_match(&d, &digest("ck_a")));
+        assert!(!digests_match(&d, &digest("ck_b")));
+        assert!(!digests_match(&d, "short"));
+    }
+}
