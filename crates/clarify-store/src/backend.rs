@@ -55,7 +55,7 @@ pub(crate) enum Resolved {
 
 #[derive(Debug)]
 pub(crate) enum Backend {
-    Memory(MemoryBackend),
+    Memory(Box<MemoryBackend>),
     Sqlite(SqliteBackend),
     Postgres(PgBackend),
 }
@@ -143,6 +143,10 @@ impl Backend {
 
     pub(crate) async fn grants(&self, tenant: &str, tool: &str) -> Result<Vec<Grant>, StoreError> {
         dispatch!(self, b => b.grants(tenant, tool).await)
+    }
+
+    pub(crate) async fn count_pending(&self) -> Result<u64, StoreError> {
+        dispatch!(self, b => b.count_pending().await)
     }
 
     pub(crate) async fn ping(&self) -> Result<(), StoreError> {

@@ -104,7 +104,7 @@ impl Store {
         let waiters = Arc::new(Waiters::default());
         let trimmed = url.trim();
         let backend = if trimmed == "memory:" || trimmed == "memory://" {
-            Backend::Memory(memory::MemoryBackend::new())
+            Backend::Memory(Box::new(memory::MemoryBackend::new()))
         } else if let Some(path) = trimmed
             .strip_prefix("sqlite://")
             .or_else(|| trimmed.strip_prefix("sqlite:"))
@@ -194,6 +194,17 @@ impl Store {
             .get(id)
             .await?
             .filter(|r| r.tenant == tenant))
+    }
+
+    /// The request with this id, whatever its tenant: only for callers that already hold a
+    /// capability for it (a signed answer link).
+    pub async fn get_by_id(&self, id: &str) -> Result<Option<RequestRecord>, StoreError> {
+        self.inner.backend.get(id).await
+    }
+
+    /// How many requests are pending in the whole store, every tenant together.
+    pub async fn count_pending(&self) -> Result<u64, StoreError> {
+        self.inner.backend.count_pending().await
     }
 
     /// A page of `tenant`'s requests, newest first.

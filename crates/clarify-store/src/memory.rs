@@ -254,6 +254,11 @@ impl MemoryBackend {
             .collect())
     }
 
+    pub(crate) async fn count_pending(&self) -> Result<u64, StoreError> {
+        let s = self.state();
+        Ok((s.rows.len() - s.resolved_order.len()) as u64)
+    }
+
     pub(crate) async fn ping(&self) -> Result<(), StoreError> {
         Ok(())
     }

@@ -638,6 +638,15 @@ impl PgBackend {
             .map_err(db_err)?;
         Ok(())
     }
+
+    pub(crate) async fn count_pending(&self) -> Result<u64, StoreError> {
+        let n: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM clarify_requests WHERE status = 'pending'")
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db_err)?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
 }
 
 /// The request `row` must not be stored beside: the one with its idempotency key (whatever its

@@ -482,6 +482,17 @@ impl SqliteBackend {
             Ok(())
         })
     }
+
+    pub(crate) async fn count_pending(&self) -> Result<u64, StoreError> {
+        self.read(|conn| {
+            let n: i64 = conn.query_row(
+                "SELECT count(*) FROM requests WHERE status = 'pending'",
+                [],
+                |r| r.get(0),
+            )?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
+    }
 }
 
 fn create(conn: &Connection, row: NewRow, spec: &str) -> Result<Created, StoreError> {

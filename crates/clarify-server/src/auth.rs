@@ -1,0 +1,318 @@
+//! Who is calling: API keys, inbox sessions, and CSRF protection.
+//!
+//! Agents and scripts send `Authorization: Bearer <key>`. People in the inbox log in through a
+//! one-time link (`/login/<token>`) or by pasting a key (`POST /v1/login`) and then carry a
+//! session cookie (`HttpOnly`, `SameSite=Strict`). A request authenticated by the cookie that
+//! changes something must also carry `X-CSRF-Token` (from `GET /v1/session`), which a cross-site
+//! form cannot send, and an `Origin`, when present, must be this server's.
+//!
+//! A key belongs to one tenant; every handler reads and writes only the caller's tenant, so
+//! another tenant's request is indistinguishable from a missing one (`404`).
+
+use axum::Json;
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use clarify_store::{ApiKey, Role, TokenKind};
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+use utoipa::ToSchema;
+
+use crate::AppState;
+use crate::api::JsonBody;
+use crate::error::ApiError;
+
+/// The session cookie's name.
+pub const SESSION_COOKIE: &str = "clarify_session";
+/// The header carrying the CSRF token on cookie-authenticated writes.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+/// An authenticated caller.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub key: ApiKey,
+    /// `api` for a bearer key, `inbox` for a session cookie.
+    pub channel: &'static str,
+}
+
+impl Caller {
+    pub fn tenant(&self) -> &str {
+        &self.key.tenant
+    }
+
+    /// Refuses the call unless the caller's role may create, wait for and cancel requests.
+    pub fn must_ask(&self) -> Result<(), ApiError> {
+        if self.key.role.may_ask() {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(
+                "forbidden",
+                format!(
+                    "a {} key cannot create, wait for or cancel requests; use an agent key",
+                    self.key.role
+                ),
+            ))
+        }
+    }
+
+    /// Refuses the call unless the caller's role may answer requests.
+    pub fn must_answer(&self) -> Result<(), ApiError> {
+        if self.key.role.may_answer() {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(
+                "forbidden",
+                format!(
+                    "a {} key cannot answer requests; use a responder key",
+                    self.key.role
+                ),
+            ))
+        }
+    }
+
+    pub fn must_admin(&self) -> Result<(), ApiError> {
+        if self.key.role == Role::Admin {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(
+                "forbidden",
+                "only an admin key may do this",
+            ))
+        }
+    }
+
+    /// Whether the caller sees answer links (the creator's role, and admins).
+    pub fn sees_links(&self) -> bool {
+        self.key.role.may_ask()
+    }
+
+    pub fn actor(&self) -> clarify_store::Actor {
+        clarify_store::Actor::new(self.key.name.clone(), self.channel)
+    }
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
+            let token = value
+                .to_str()
+                .ok()
+                .and_then(|v| {
+                    v.strip_prefix("Bearer ")
+                        .or_else(|| v.strip_prefix("bearer "))
+                })
+                .map(str::trim)
+                .ok_or_else(|| {
+                    ApiError::unauthorized("the Authorization header must be `Bearer <key>`")
+                })?;
+            let key = state.store.authenticate(token).await?.ok_or_else(|| {
+                ApiError::unauthorized("this API key is unknown or revoked; ask an admin for a key")
+            })?;
+            return Ok(Caller {
+                key,
+                channel: "api",
+            });
+        }
+        if let Some(session) = cookie(&parts.headers, SESSION_COOKIE) {
+            let key = state
+                .store
+                .redeem_token(TokenKind::Session, session)
+                .await?
+                .ok_or_else(|| {
+                    ApiError::unauthorized("the inbox session has ended; log in again")
+                })?;
+            if !matches!(parts.method, Method::GET | Method::HEAD) {
+                check_csrf(&parts.headers, state, session)?;
+            }
+            return Ok(Caller {
+                key,
+                channel: "inbox",
+            });
+        }
+        Err(ApiError::unauthorized(
+            "no credentials: send `Authorization: Bearer <key>` (create one with `clarify keys create`)",
+        ))
+    }
+}
+
+/// The value of cookie `name`, if the request carries it.
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// The CSRF token of a session: derived from it, so nothing more is stored.
+pub fn csrf_token(state: &AppState, session: &str) -> String {
+    hex(&mac(&state.secrets.csrf, session.as_bytes()))
+}
+
+fn check_csrf(headers: &HeaderMap, state: &AppState, session: &str) -> Result<(), ApiError> {
+    let refused = || {
+        ApiError::forbidden(
+            "csrf_failed",
+            "this form post did not come from the inbox; reload the inbox and try again",
+        )
+    };
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+        let origin_host = origin
+            .to_str()
+            .ok()
+            .and_then(|o| o.split_once("://"))
+            .map(|(_, rest)| rest);
+        if host.is_none() || origin_host != host {
+            return Err(refused());
+        }
+    }
+    let sent = headers
+        .get(CSRF_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(refused)?;
+    let expected = csrf_token(state, session);
+    if crate::links::equal(sent.as_bytes(), expected.as_bytes()) {
+        Ok(())
+    } else {
+        Err(refused())
+    }
+}
+
+/// HMAC-SHA256 of `message` under `secret`.
+pub fn mac(secret: &[u8], message: &[u8]) -> Vec<u8> {
+    // HMAC takes keys of any length; `new_from_slice` cannot fail for it.
+    let mut m = match Hmac::<Sha256>::new_from_slice(secret) {
+        Ok(m) => m,
+        Err(_) => return Vec::new(),
+    };
+    m.update(message);
+    m.finalize().into_bytes().to_vec()
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub(crate) fn routes() -> axum::Router<AppState> {
+    axum::Router::new()
+        .route("/login/{token}", get(login_link))
+        .route("/v1/login", post(login))
+        .route("/v1/logout", post(logout))
+        .route("/v1/session", get(session))
+}
+
+/// The body of `POST /v1/login`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct LoginBody {
+    /// An API key to open an inbox session with.
+    pub key: String,
+}
+
+/// Who the caller is, and the CSRF token the inbox sends with its writes.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionBody {
+    pub name: String,
+    pub role: String,
+    pub tenant: String,
+    /// Send as `X-CSRF-Token` on writes authenticated by the session cookie; `null` for keys.
+    pub csrf_token: Option<String>,
+}
+
+/// Redeems a one-time login link: sets the session cookie and opens the inbox.
+async fn login_link(State(state): State<AppState>, Path(token): Path<String>) -> Response {
+    match state.store.redeem_token(TokenKind::Login, &token).await {
+        Ok(Some(key)) => start_session(&state, &key, Redirect::to("/").into_response()).await,
+        Ok(None) => crate::html::message_page(
+            StatusCode::NOT_FOUND,
+            "This login link is not valid",
+            "It was already used, has expired, or its key was revoked. Ask an admin for a new link, or log in with an API key.",
+        ),
+        Err(e) => ApiError::store(&e).into_response(),
+    }
+}
+
+/// Opens an inbox session with an API key.
+#[utoipa::path(post, path = "/v1/login", tag = "inbox", request_body = LoginBody, responses(
+    (status = 200, description = "Session cookie set", body = SessionBody),
+    (status = 401, description = "Unknown or revoked key", body = crate::error::ErrorBody)))]
+pub async fn login(State(state): State<AppState>, JsonBody(body): JsonBody<LoginBody>) -> Response {
+    match state.store.authenticate(body.key.trim()).await {
+        Ok(Some(key)) => {
+            let body = SessionBody {
+                name: key.name.clone(),
+                role: key.role.as_str().to_owned(),
+                tenant: key.tenant.clone(),
+                csrf_token: None,
+            };
+            start_session(&state, &key, Json(body).into_response()).await
+        }
+        Ok(None) => ApiError::unauthorized("this API key is unknown or revoked").into_response(),
+        Err(e) => ApiError::store(&e).into_response(),
+    }
+}
+
+async fn start_session(state: &AppState, key: &ApiKey, mut response: Response) -> Response {
+    let token = match state
+        .store
+        .issue_token(TokenKind::Session, &key.id, state.config.session_ttl)
+        .await
+    {
+        Ok(t) => t,
+        Err(e) => return ApiError::store(&e).into_response(),
+    };
+    let cookie = format!(
+        "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
+        state.config.session_ttl.num_seconds()
+    );
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().append(header::SET_COOKIE, value);
+    }
+    response
+}
+
+/// Ends the inbox session.
+#[utoipa::path(post, path = "/v1/logout", tag = "inbox", responses(
+    (status = 204, description = "Session ended and cookie cleared")))]
+pub async fn logout(State(state): State<AppState>, caller: Caller, headers: HeaderMap) -> Response {
+    let _ = caller;
+    if let Some(session) = cookie(&headers, SESSION_COOKIE) {
+        if let Err(e) = state.store.revoke_token(session).await {
+            return ApiError::store(&e).into_response();
+        }
+    }
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        HeaderValue::from_static("clarify_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+    );
+    response
+}
+
+/// Who the caller is; for a session, the CSRF token its writes need.
+#[utoipa::path(get, path = "/v1/session", tag = "inbox", responses(
+    (status = 200, description = "The caller", body = SessionBody),
+    (status = 401, description = "Not logged in", body = crate::error::ErrorBody)))]
+pub async fn session(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+) -> Json<SessionBody> {
+    let csrf = (caller.channel == "inbox")
+        .then(|| cookie(&headers, SESSION_COOKIE).map(|s| csrf_token(&state, s)))
+        .flatten();
+    Json(SessionBody {
+        name: caller.key.name.clone(),
+        role: caller.key.role.as_str().to_owned(),
+        tenant: caller.key.tenant.clone(),
+        csrf_token: csrf,
+    })
+}

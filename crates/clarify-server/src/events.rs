@@ -1,0 +1,203 @@
+//! `/v1/events`: the caller's tenant's request events as Server-Sent Events.
+//!
+//! The store's event log is the only source: each SSE `id` is an event-log sequence, so a client
+//! that reconnects with `Last-Event-ID` is replayed exactly what came after, with no gap and no
+//! repeat, whichever instance it reconnects to. A stream reads the log in small batches only
+//! when its client is ready for more, so a slow client holds one batch at most and delays nobody
+//! else. The [`EventHub`] only says "the log has grown" (a `watch` of the newest sequence):
+//! this instance pokes it after its own writes, and a tailer polls the log for the writes of
+//! other instances and of the reaper.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use clarify_store::EventKind;
+use futures_util::stream::{self, Stream};
+use tokio::sync::watch;
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::ApiError;
+
+/// How many events one read of the log returns.
+const BATCH: usize = 100;
+
+/// Tells streams that the event log has grown.
+#[derive(Debug)]
+pub struct EventHub {
+    newest: watch::Sender<u64>,
+    poke: tokio::sync::Notify,
+}
+
+impl EventHub {
+    pub fn new(newest: u64) -> Self {
+        Self {
+            newest: watch::Sender::new(newest),
+            poke: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Asks the tailer to look at the log now (this instance just wrote to it).
+    pub fn poke(&self) {
+        self.poke.notify_one();
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.newest.subscribe()
+    }
+}
+
+/// Watches the newest event-log sequence until shutdown.
+pub(crate) async fn tail(state: AppState) {
+    let every = state.config.event_poll;
+    loop {
+        tokio::select! {
+            () = state.shutdown.cancelled() => return,
+            () = state.hub.poke.notified() => {}
+            () = tokio::time::sleep(every) => {}
+        }
+        match state.store.last_event_seq().await {
+            Ok(seq) => {
+                state.hub.newest.send_if_modified(|newest| {
+                    let grew = seq > *newest;
+                    *newest = (*newest).max(seq);
+                    grew
+                });
+            }
+            Err(e) => tracing::warn!(error = %e, "reading the event log failed; retrying"),
+        }
+    }
+}
+
+/// The SSE `event` name of an event kind.
+pub fn event_name(kind: EventKind) -> &'static str {
+    match kind {
+        EventKind::Created => "request.created",
+        EventKind::Answered => "request.answered",
+        EventKind::Skipped => "request.skipped",
+        EventKind::Expired => "request.expired",
+        EventKind::Cancelled => "request.cancelled",
+    }
+}
+
+/// Request events of the caller's tenant. Without `Last-Event-ID` the stream starts with events
+/// written from now on; with it, it replays every later event first. Each event's data is the
+/// request's record as it is when the event is sent.
+#[utoipa::path(get, path = "/v1/events", tag = "events",
+    params(("Last-Event-ID" = Option<u64>, Header, description = "Resume after this event id")),
+    responses(
+        (status = 200, description = "`text/event-stream` of `request.created`, `request.answered`, `request.skipped`, `request.expired`, `request.cancelled`; data is the record", content_type = "text/event-stream"),
+        (status = 400, description = "Last-Event-ID is not an event id", body = crate::error::ErrorBody),
+        (status = 503, description = "Too many open streams", body = crate::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn stream(State(state): State<AppState>, caller: Caller, headers: HeaderMap) -> Response {
+    let resume = match headers.get("last-event-id") {
+        None => None,
+        Some(v) => match v.to_str().ok().and_then(|s| s.trim().parse::<u64>().ok()) {
+            Some(seq) => Some(seq),
+            None => {
+                return ApiError::bad_request(
+                    "invalid_last_event_id",
+                    "Last-Event-ID must be the id of an event this server sent",
+                )
+                .into_response();
+            }
+        },
+    };
+    let Ok(permit) = state.streams.clone().try_acquire_owned() else {
+        return ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "too_many_streams",
+            "too many event streams are open on this server; retry in a moment",
+        )
+        .into_response();
+    };
+    let after = match resume {
+        Some(seq) => seq,
+        None => match state.store.last_event_seq().await {
+            Ok(seq) => seq,
+            Err(e) => return ApiError::store(&e).into_response(),
+        },
+    };
+    let cursor = Cursor {
+        state,
+        caller,
+        after,
+        pending: Vec::new().into_iter(),
+        newest: None,
+        _permit: permit,
+    };
+    Sse::new(events(cursor))
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+struct Cursor {
+    state: AppState,
+    caller: Caller,
+    /// The last sequence sent (or skipped).
+    after: u64,
+    pending: std::vec::IntoIter<clarify_store::Event>,
+    newest: Option<watch::Receiver<u64>>,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+fn events(cursor: Cursor) -> impl Stream<Item = Result<Event, Infallible>> {
+    stream::unfold(cursor, |mut c| async move {
+        loop {
+            if let Some(event) = c.pending.next() {
+                c.after = event.seq;
+                let record = match c
+                    .state
+                    .store
+                    .get(c.caller.tenant(), &event.request_id)
+                    .await
+                {
+                    Ok(Some(record)) => record,
+                    // Forgotten by a memory store; nothing to show.
+                    Ok(None) => continue,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reading a record for the event stream failed");
+                        return None;
+                    }
+                };
+                let body = crate::api::render(&c.state, &c.caller, &record);
+                let sse = Event::default()
+                    .id(event.seq.to_string())
+                    .event(event_name(event.kind))
+                    .json_data(&body)
+                    .unwrap_or_else(|_| Event::default().comment("unrenderable record"));
+                return Some((Ok(sse), c));
+            }
+            // Subscribe before reading, so growth during the read is not missed.
+            let newest = c.newest.get_or_insert_with(|| c.state.hub.subscribe());
+            newest.borrow_and_update();
+            match c
+                .state
+                .store
+                .events_after(Some(c.caller.tenant()), c.after, BATCH)
+                .await
+            {
+                Ok(batch) if !batch.is_empty() => {
+                    c.pending = batch.into_iter();
+                    continue;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading the event log for a stream failed");
+                    return None;
+                }
+            }
+            let shutdown = c.state.shutdown.clone();
+            let newest = c.newest.as_mut()?;
+            tokio::select! {
+                changed = newest.changed() => if changed.is_err() { return None },
+                () = shutdown.cancelled() => return None,
+            }
+        }
+    })
+}

@@ -1,0 +1,293 @@
+//! The clarify HTTP server.
+//!
+//! [`app`] builds the axum router for an [`AppState`]; [`serve`] runs it on a bound listener
+//! until a shutdown future completes, then lets in-flight requests finish and ends event streams
+//! and long-polls cleanly. The `clarify` binary only parses flags and calls these.
+//!
+//! What lives where:
+//! - [`api`]: the `/v1` routes over the store: requests, answers, long-poll, keys;
+//! - [`auth`]: API keys, inbox sessions and CSRF; roles and tenants;
+//! - [`events`]: the `/v1/events` stream, fed from the store's event log;
+//! - [`links`]: signed single-use answer links `/a/<token>`;
+//! - [`webhooks`]: the delivery worker and its signatures;
+//! - [`metrics`], [`openapi`], [`wire`] (the JSON types), [`error`] (every error response).
+//!
+//! This is the only crate that knows HTTP status codes.
+
+pub mod api;
+pub mod auth;
+pub mod error;
+pub mod events;
+mod html;
+pub mod links;
+pub mod metrics;
+pub mod openapi;
+pub mod webhooks;
+pub mod wire;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use clarify_core::Limits;
+use clarify_store::{LOGIN_TTL, NewKey, Role, Store, TokenKind};
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
+
+use crate::error::ApiError;
+
+/// How the server behaves.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The base URL people reach this server at, for answer and login links.
+    pub public_url: String,
+    pub limits: Limits,
+    /// The largest request body accepted (then `413`).
+    pub body_limit: usize,
+    /// The most concurrent `/v1/events` streams (then `503`).
+    pub max_streams: usize,
+    /// How often the event log is checked for events written by other instances.
+    pub event_poll: Duration,
+    pub webhooks: webhooks::WebhookConfig,
+    /// How long an inbox session lasts.
+    pub session_ttl: chrono::TimeDelta,
+}
+
+impl Config {
+    pub fn new(public_url: impl Into<String>) -> Self {
+        Self {
+            public_url: public_url.into().trim_end_matches('/').to_owned(),
+            limits: Limits::default(),
+            body_limit: 256 * 1024,
+            max_streams: 1024,
+            event_poll: Duration::from_millis(100),
+            webhooks: webhooks::WebhookConfig::default(),
+            session_ttl: chrono::TimeDelta::days(7),
+        }
+    }
+}
+
+/// Everything a handler needs; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct AppState(Arc<Shared>);
+
+#[derive(Debug)]
+pub struct Shared {
+    pub store: Store,
+    pub config: Config,
+    pub secrets: Secrets,
+    pub hub: events::EventHub,
+    pub metrics: metrics::Metrics,
+    /// Wakes the webhook worker when this instance resolves a request.
+    pub webhooks_due: Notify,
+    /// Cancelled when the server begins to shut down.
+    pub shutdown: CancellationToken,
+    /// One permit per open event stream.
+    pub streams: Arc<Semaphore>,
+}
+
+/// Server secrets, read from the store at start so every instance shares them.
+#[derive(Clone)]
+pub struct Secrets {
+    pub link: Vec<u8>,
+    pub csrf: Vec<u8>,
+    pub webhook: Vec<u8>,
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secrets(..)")
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+impl AppState {
+    /// Reads the server secrets from the store (creating them on first start).
+    pub async fn new(store: Store, config: Config) -> Result<Self, clarify_store::StoreError> {
+        let secrets = Secrets {
+            link: store.secret("link").await?,
+            csrf: store.secret("csrf").await?,
+            webhook: store.secret("webhook").await?,
+        };
+        let hub = events::EventHub::new(store.last_event_seq().await?);
+        let streams = Arc::new(Semaphore::new(config.max_streams));
+        Ok(Self(Arc::new(Shared {
+            store,
+            secrets,
+            hub,
+            metrics: metrics::Metrics::new(),
+            webhooks_due: Notify::new(),
+            shutdown: CancellationToken::new(),
+            streams,
+            config,
+        })))
+    }
+
+    /// Tells this instance's event streams and webhook worker that the store changed.
+    pub(crate) fn changed(&self) {
+        self.hub.poke();
+        self.webhooks_due.notify_one();
+    }
+}
+
+/// The router: API, event stream, answer links, inbox, OpenAPI, health and metrics.
+pub fn app(state: AppState) -> Router {
+    let security_headers = [
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+    ];
+    let mut router = Router::new()
+        .merge(api::routes())
+        .merge(auth::routes())
+        .merge(links::routes())
+        .route("/v1/events", get(events::stream))
+        .route("/openapi.json", get(openapi::document))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics::render))
+        .route("/", get(html::inbox))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track,
+        ))
+        .layer(DefaultBodyLimit::max(state.config.body_limit))
+        .layer(CatchPanicLayer::custom(panicked));
+    for (name, value) in security_headers {
+        router = router.layer(SetResponseHeaderLayer::if_not_present(
+            name,
+            HeaderValue::from_static(value),
+        ));
+    }
+    router.with_state(state)
+}
+
+/// Serves `state` on `listener` until `shutdown` completes; then stops accepting, ends event
+/// streams and long-polls, and waits for in-flight requests. The webhook worker runs meanwhile.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let token = state.shutdown.clone();
+    let tailer = tokio::spawn(events::tail(state.clone()));
+    let worker = tokio::spawn(webhooks::run(state.clone()));
+    let signal = {
+        let token = token.clone();
+        async move {
+            tokio::select! {
+                () = shutdown => {}
+                () = token.cancelled() => {}
+            }
+            token.cancel();
+        }
+    };
+    let result = axum::serve(listener, app(state))
+        .with_graceful_shutdown(signal)
+        .await;
+    token.cancel();
+    let _ = tailer.await;
+    let _ = worker.await;
+    result
+}
+
+/// On first start with an empty store: creates an admin key and a one-time inbox login link.
+/// Returns `None` when the store already has keys (or another instance won the race).
+pub async fn bootstrap(
+    store: &Store,
+    public_url: &str,
+) -> Result<Option<(NewKey, String)>, clarify_store::KeyError> {
+    if store.has_keys().await? {
+        return Ok(None);
+    }
+    let key = match store.create_key("admin", Role::Admin, "default").await {
+        Ok(key) => key,
+        Err(clarify_store::KeyError::NameTaken(_)) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let login = login_link(store, public_url, &key.key.id).await?;
+    Ok(Some((key, login)))
+}
+
+/// A one-time inbox login link for the key `key_id`, valid for a day.
+pub async fn login_link(
+    store: &Store,
+    public_url: &str,
+    key_id: &str,
+) -> Result<String, clarify_store::StoreError> {
+    let token = store
+        .issue_token(TokenKind::Login, key_id, LOGIN_TTL)
+        .await?;
+    Ok(format!(
+        "{}/login/{token}",
+        public_url.trim_end_matches('/')
+    ))
+}
+
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/healthz", tag = "health",
+    responses((status = 200, description = "The process is alive")))]
+pub async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+/// Readiness: the store answers.
+#[utoipa::path(get, path = "/readyz", tag = "health", responses(
+    (status = 200, description = "The store answers"),
+    (status = 503, description = "The store is unreachable", body = error::ErrorBody)))]
+pub async fn readyz(axum::extract::State(state): axum::extract::State<AppState>) -> Response {
+    if state.shutdown.is_cancelled() {
+        return ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            "this instance is shutting down",
+        )
+        .into_response();
+    }
+    match state.store.ping().await {
+        Ok(()) => "ready\n".into_response(),
+        Err(e) => ApiError::store(&e).into_response(),
+    }
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "no such route; see /openapi.json",
+    )
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not take that method; see /openapi.json",
+    )
+}
+
+fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("a request handler panicked");
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        "the server failed on this request; it has been logged",
+    )
+    .into_response()
+}

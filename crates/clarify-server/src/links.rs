@@ -1,0 +1,206 @@
+//! Signed answer links: `/a/<token>` answers one request without an API key.
+//!
+//! A token is `<request id>.<signature>`, the signature an HMAC-SHA256 of the id under the
+//! server's link secret (kept in the store, shared by every instance). A token whose signature
+//! does not match is `404`, like an unknown id. The link needs no state of its own: it works
+//! while its request is pending, and once the request is resolved (answered through the link or
+//! otherwise, or expired) it only says so, so it works once and dies with its request.
+//!
+//! `GET` shows a plain HTML form; `POST` takes either that form or the JSON answer body of
+//! `POST /v1/requests/{id}/answer`, and answers the same way.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use clarify_store::{Actor, RequestRecord};
+use serde_json::{Map, Value, json};
+
+use crate::AppState;
+use crate::api::{parse_json, resolved};
+use crate::error::{ApiError, resolve_error};
+use crate::wire::RecordBody;
+
+pub(crate) fn routes() -> axum::Router<AppState> {
+    axum::Router::new().route("/a/{token}", get(page).post(answer))
+}
+
+/// The signed link that answers request `id`.
+pub fn answer_url(state: &AppState, id: &str) -> String {
+    format!("{}/a/{}", state.config.public_url, token(state, id))
+}
+
+fn token(state: &AppState, id: &str) -> String {
+    let signature = crate::auth::mac(&state.secrets.link, format!("link:{id}").as_bytes());
+    format!("{id}.{}", URL_SAFE_NO_PAD.encode(signature))
+}
+
+/// The request id of a genuine token.
+fn verify(state: &AppState, token: &str) -> Option<String> {
+    let (id, _) = token.split_once('.')?;
+    let expected = self::token(state, id);
+    equal(token.as_bytes(), expected.as_bytes()).then(|| id.to_owned())
+}
+
+/// Constant-time equality.
+pub fn equal(a: &[u8], b: &[u8]) -> bool {
+    use subtle::ConstantTimeEq;
+    a.len() == b.len() && bool::from(a.ct_eq(b))
+}
+
+/// Who answers through a link: whoever holds it; no key name.
+fn link_actor() -> Actor {
+    Actor {
+        name: None,
+        channel: "link".to_owned(),
+    }
+}
+
+async fn record_of(state: &AppState, token: &str) -> Result<RequestRecord, ApiError> {
+    let id = verify(state, token).ok_or_else(link_not_found)?;
+    state.store.get_by_id(&id).await?.ok_or_else(link_not_found)
+}
+
+fn link_not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "this answer link is not valid; check that it was copied whole",
+    )
+}
+
+/// The answer page of a signed link.
+async fn page(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let record = match record_of(&state, &token).await {
+        Ok(r) => r,
+        Err(e) if wants_json(&headers) => return e.into_response(),
+        Err(e) => return crate::html::message_page(e.status, "Link not valid", &e.message),
+    };
+    if wants_json(&headers) {
+        return Json(RecordBody::new(&record, None)).into_response();
+    }
+    crate::html::link_page(&record, None)
+}
+
+/// Answers through a signed link: a JSON answer body, or the page's form.
+async fn answer(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let is_form = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    let record = match record_of(&state, &token).await {
+        Ok(r) => r,
+        Err(e) if is_form => {
+            return crate::html::message_page(e.status, "Link not valid", &e.message);
+        }
+        Err(e) => return e.into_response(),
+    };
+    let raw = if is_form {
+        form_answer(&record, &body)
+    } else {
+        match parse_json::<Value>(&body) {
+            Ok(v) => v,
+            Err(e) => return e.into_response(),
+        }
+    };
+    let result = state
+        .store
+        .answer(&record.tenant, &record.id, &raw, &link_actor())
+        .await;
+    match result {
+        Ok(done) => {
+            let outcome = resolved(&state, &done);
+            if is_form {
+                Redirect::to(&format!("/a/{token}")).into_response()
+            } else {
+                Json(outcome).into_response()
+            }
+        }
+        Err(e) => {
+            let e = resolve_error(e, |r| RecordBody::new(r, None));
+            if !is_form {
+                return e.into_response();
+            }
+            match e.status {
+                StatusCode::CONFLICT => Redirect::to(&format!("/a/{token}")).into_response(),
+                _ => crate::html::link_page(&record, Some(&e.message)),
+            }
+        }
+    }
+}
+
+fn wants_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("application/json") && !v.contains("text/html"))
+}
+
+/// Builds an answer body from the page's form fields `<question id>.<field>`:
+/// `option`, `options` (repeated), `other`, `text`, `decision`, `scope`, `reason`,
+/// `edited_arguments` (JSON text); or `skip`. Blank fields count as absent.
+fn form_answer(record: &RequestRecord, body: &[u8]) -> Value {
+    let mut answers: Map<String, Value> = Map::new();
+    let mut skip = false;
+    for (name, value) in url_pairs(body) {
+        let value = value.trim().to_owned();
+        if name == "skip" {
+            skip = true;
+            continue;
+        }
+        if value.is_empty() {
+            continue;
+        }
+        let Some((question, field)) = name.rsplit_once('.') else {
+            continue;
+        };
+        if record.request.question(question).is_none() {
+            continue;
+        }
+        let entry = answers
+            .entry(question.to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+        let Some(obj) = entry.as_object_mut() else {
+            continue;
+        };
+        match field {
+            "options" => {
+                let list = obj.entry("options").or_insert_with(|| json!([]));
+                if let Some(list) = list.as_array_mut() {
+                    list.push(Value::String(value));
+                }
+            }
+            "edited_arguments" => {
+                let parsed = serde_json::from_str(&value).unwrap_or(Value::String(value));
+                obj.insert(field.to_owned(), parsed);
+            }
+            "option" | "other" | "text" | "decision" | "scope" | "reason" => {
+                obj.insert(field.to_owned(), Value::String(value));
+            }
+            _ => {}
+        }
+    }
+    if skip {
+        json!({"skip": true})
+    } else {
+        json!({ "answers": answers })
+    }
+}
+
+/// Decodes `application/x-www-form-urlencoded`.
+fn url_pairs(body: &[u8]) -> Vec<(String, String)> {
+    url::form_urlencoded::parse(body).into_owned().collect()
+}

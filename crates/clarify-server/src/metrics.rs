@@ -1,0 +1,221 @@
+//! Prometheus metrics at `/metrics`.
+//!
+//! - `clarify_http_requests_total{route,status}` and `clarify_http_request_duration_seconds{route}`:
+//!   every HTTP request, by matched route (never the raw path, so ids do not explode the series);
+//! - `clarify_requests_created_total`, `clarify_requests_resolved_total{status}`: what this
+//!   instance created and resolved;
+//! - `clarify_requests_pending`: pending requests in the whole store (all instances), read at
+//!   scrape time;
+//! - `clarify_wait_seconds{result}`: how long long-polls waited, `resolved` or `timeout`;
+//! - `clarify_time_to_answer_seconds`: from creation to resolution, for resolutions made here;
+//! - `clarify_webhook_failures_total`: failed delivery attempts.
+
+use std::time::{Duration, Instant};
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use clarify_store::RequestRecord;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteStatus {
+    route: String,
+    status: u16,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabel {
+    route: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabel {
+    status: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    result: &'static str,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// The server's metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    http_requests: Family<RouteStatus, Counter>,
+    http_duration: HistogramFamily<RouteLabel>,
+    created: Counter,
+    resolved: Family<StatusLabel, Counter>,
+    pending: Gauge,
+    waits: HistogramFamily<ResultLabel>,
+    time_to_answer: Histogram,
+    webhook_failures: Counter,
+}
+
+fn latency_histogram() -> Histogram {
+    // 0.5 ms to about 65 s.
+    Histogram::new(exponential_buckets(0.0005, 2.0, 18))
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let http_requests = Family::<RouteStatus, Counter>::default();
+        let http_duration: HistogramFamily<RouteLabel> =
+            Family::new_with_constructor(latency_histogram);
+        let created = Counter::default();
+        let resolved = Family::<StatusLabel, Counter>::default();
+        let pending = Gauge::default();
+        let waits: HistogramFamily<ResultLabel> = Family::new_with_constructor(latency_histogram);
+        let time_to_answer = Histogram::new(exponential_buckets(0.01, 2.0, 24));
+        let webhook_failures = Counter::default();
+        registry.register(
+            "clarify_http_requests",
+            "HTTP requests by route and status code",
+            http_requests.clone(),
+        );
+        registry.register(
+            "clarify_http_request_duration_seconds",
+            "HTTP request handling time by route",
+            http_duration.clone(),
+        );
+        registry.register(
+            "clarify_requests_created",
+            "Requests created through this instance",
+            created.clone(),
+        );
+        registry.register(
+            "clarify_requests_resolved",
+            "Requests resolved through this instance, by status",
+            resolved.clone(),
+        );
+        registry.register(
+            "clarify_requests_pending",
+            "Pending requests in the store",
+            pending.clone(),
+        );
+        registry.register(
+            "clarify_wait_seconds",
+            "How long long-polls waited, by result",
+            waits.clone(),
+        );
+        registry.register(
+            "clarify_time_to_answer_seconds",
+            "From creation to resolution, for resolutions made here",
+            time_to_answer.clone(),
+        );
+        registry.register(
+            "clarify_webhook_failures",
+            "Failed webhook delivery attempts",
+            webhook_failures.clone(),
+        );
+        Self {
+            registry,
+            http_requests,
+            http_duration,
+            created,
+            resolved,
+            pending,
+            waits,
+            time_to_answer,
+            webhook_failures,
+        }
+    }
+
+    pub fn created(&self) {
+        self.created.inc();
+    }
+
+    pub fn resolved(&self, record: &RequestRecord) {
+        self.resolved
+            .get_or_create(&StatusLabel {
+                status: record.status.to_string(),
+            })
+            .inc();
+        if let Some(at) = record.resolved_at() {
+            let secs = (at - record.created_at).num_milliseconds().max(0) as f64 / 1000.0;
+            self.time_to_answer.observe(secs);
+        }
+    }
+
+    pub fn waited(&self, took: Duration, resolved: bool) {
+        let result = if resolved { "resolved" } else { "timeout" };
+        self.waits
+            .get_or_create(&ResultLabel { result })
+            .observe(took.as_secs_f64());
+    }
+
+    pub fn webhook_failed(&self) {
+        self.webhook_failures.inc();
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Counts and times every request by its matched route.
+pub(crate) async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let m = &state.metrics;
+    m.http_requests
+        .get_or_create(&RouteStatus {
+            route: route.clone(),
+            status: response.status().as_u16(),
+        })
+        .inc();
+    m.http_duration
+        .get_or_create(&RouteLabel { route })
+        .observe(started.elapsed().as_secs_f64());
+    response
+}
+
+/// The metrics in Prometheus text format.
+#[utoipa::path(get, path = "/metrics", tag = "health",
+    responses((status = 200, description = "Prometheus text exposition", content_type = "text/plain")))]
+pub async fn render(State(state): State<AppState>) -> Response {
+    match state.store.count_pending().await {
+        Ok(n) => {
+            state
+                .metrics
+                .pending
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        Err(e) => return ApiError::store(&e).into_response(),
+    }
+    let mut text = String::new();
+    if prometheus_client::encoding::text::encode(&mut text, &state.metrics.registry).is_err() {
+        return ApiError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the metrics could not be rendered",
+        )
+        .into_response();
+    }
+    let mut response = text.into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    response
+}

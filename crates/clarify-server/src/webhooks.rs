@@ -1,0 +1,230 @@
+//! Webhook deliveries: the outcome of a resolved request is POSTed to its `callback_url`.
+//!
+//! The store queues a delivery in the same transaction that resolves the request, so a crash
+//! cannot lose one. This worker claims due deliveries with a lease (so instances sharing a store
+//! do not send the same delivery at once, and a delivery whose worker died is retried when the
+//! lease runs out), POSTs the outcome, and records the attempt. A non-2xx answer or a network
+//! error is retried with exponential backoff (10 s doubling, at most an hour apart) until
+//! [`WebhookConfig::retry_for`] (25 hours) after the resolution; then the delivery is `failed`.
+//! Delivery is at least once: receivers deduplicate by the `Clarify-Delivery` header.
+//!
+//! Each POST is signed: `Clarify-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>` over
+//! `"<t>." + body`, with the tenant's webhook secret (`GET /v1/webhook-secret`).
+
+use std::time::{Duration, Instant};
+
+use chrono::TimeDelta;
+use clarify_store::{AfterAttempt, Attempt, Delivery};
+
+use crate::AppState;
+use crate::wire::OutcomeBody;
+
+/// How deliveries are tried.
+#[derive(Debug, Clone)]
+pub struct WebhookConfig {
+    /// How often due deliveries are looked for, besides wake-ups after local resolutions.
+    pub poll: Duration,
+    /// How long one POST may take.
+    pub timeout: Duration,
+    /// The wait before the second attempt; it doubles after each failure.
+    pub first_backoff: TimeDelta,
+    pub max_backoff: TimeDelta,
+    /// How long after the resolution attempts continue.
+    pub retry_for: TimeDelta,
+    /// How long a claimed delivery is reserved for the worker that claimed it.
+    pub lease: TimeDelta,
+}
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        Self {
+            poll: Duration::from_secs(1),
+            timeout: Duration::from_secs(10),
+            first_backoff: TimeDelta::seconds(10),
+            max_backoff: TimeDelta::hours(1),
+            retry_for: TimeDelta::hours(25),
+            lease: TimeDelta::seconds(60),
+        }
+    }
+}
+
+/// The webhook secret of a tenant, derived from the server's webhook secret.
+pub fn tenant_secret(state: &AppState, tenant: &str) -> String {
+    let raw = crate::auth::mac(
+        &state.secrets.webhook,
+        format!("webhook:{tenant}").as_bytes(),
+    );
+    format!("whsec_{}", crate::auth::hex(&raw))
+}
+
+/// The `Clarify-Signature` header value for `body` sent at unix time `t`.
+pub fn signature(secret: &str, t: i64, body: &[u8]) -> String {
+    let mut message = format!("{t}.").into_bytes();
+    message.extend_from_slice(body);
+    format!(
+        "t={t},v1={}",
+        crate::auth::hex(&crate::auth::mac(secret.as_bytes(), &message))
+    )
+}
+
+/// The wait after `failures` failed attempts.
+pub fn backoff(config: &WebhookConfig, failures: u32) -> TimeDelta {
+    let exp = failures.saturating_sub(1).min(20);
+    let wait = config.first_backoff * 2i32.pow(exp);
+    wait.min(config.max_backoff)
+}
+
+/// Delivers webhooks until shutdown.
+pub(crate) async fn run(state: AppState) {
+    let client = match reqwest::Client::builder()
+        .timeout(state.config.webhooks.timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION")))
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot build the webhook client; webhooks are not delivered");
+            return;
+        }
+    };
+    loop {
+        let lease_until = state.store.now() + state.config.webhooks.lease;
+        match state.store.claim_deliveries(lease_until, 16).await {
+            Ok(batch) if !batch.is_empty() => {
+                let sends = batch.into_iter().map(|d| deliver(&state, &client, d));
+                futures_util::future::join_all(sends).await;
+                continue;
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "claiming webhook deliveries failed; retrying"),
+        }
+        tokio::select! {
+            () = state.shutdown.cancelled() => return,
+            () = state.webhooks_due.notified() => {}
+            () = tokio::time::sleep(state.config.webhooks.poll) => {}
+        }
+    }
+}
+
+async fn deliver(state: &AppState, client: &reqwest::Client, delivery: Delivery) {
+    let number = u32::try_from(delivery.attempts.len())
+        .unwrap_or(u32::MAX)
+        .saturating_add(1);
+    let record = match state
+        .store
+        .get(&delivery.tenant, &delivery.request_id)
+        .await
+    {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            // The request is gone (a memory store forgot it): nothing left to send.
+            finish(
+                state,
+                &delivery,
+                number,
+                None,
+                Some("the request no longer exists".to_owned()),
+                0,
+                AfterAttempt::GiveUp,
+            )
+            .await;
+            return;
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "reading a request for its webhook failed; retrying later");
+            return;
+        }
+    };
+    let Some(outcome) = record.outcome() else {
+        return;
+    };
+    let body = match serde_json::to_vec(&OutcomeBody::from(&outcome)) {
+        Ok(b) => b,
+        Err(_) => return,
+    };
+    let now = state.store.now();
+    let secret = tenant_secret(state, &delivery.tenant);
+    let started = Instant::now();
+    let sent = client
+        .post(&delivery.url)
+        .header("content-type", "application/json")
+        .header("clarify-delivery", delivery.id.to_string())
+        .header(
+            "clarify-event",
+            crate::events::event_name(clarify_store::EventKind::for_status(record.status)),
+        )
+        .header(
+            "clarify-signature",
+            signature(&secret, now.timestamp(), &body),
+        )
+        .body(body)
+        .send()
+        .await;
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let (status_code, error) = match &sent {
+        Ok(r) if r.status().is_success() => (Some(r.status().as_u16()), None),
+        Ok(r) => (
+            Some(r.status().as_u16()),
+            Some(format!("the receiver answered {}", r.status())),
+        ),
+        Err(e) => (None, Some(describe(e))),
+    };
+    let after = if error.is_none() {
+        AfterAttempt::Delivered
+    } else {
+        state.metrics.webhook_failed();
+        let next = now + backoff(&state.config.webhooks, number);
+        if next > delivery.created_at + state.config.webhooks.retry_for {
+            AfterAttempt::GiveUp
+        } else {
+            AfterAttempt::RetryAt(next)
+        }
+    };
+    finish(
+        state,
+        &delivery,
+        number,
+        status_code,
+        error,
+        duration_ms,
+        after,
+    )
+    .await;
+}
+
+async fn finish(
+    state: &AppState,
+    delivery: &Delivery,
+    number: u32,
+    status_code: Option<u16>,
+    error: Option<String>,
+    duration_ms: u64,
+    after: AfterAttempt,
+) {
+    let attempt = Attempt {
+        number,
+        at: state.store.now(),
+        status_code,
+        error,
+        duration_ms,
+    };
+    if let Err(e) = state
+        .store
+        .finish_attempt(delivery.id, attempt, after)
+        .await
+    {
+        // The lease runs out and the delivery is tried again: at least once.
+        tracing::warn!(error = %e, delivery = delivery.id, "recording a webhook attempt failed");
+    }
+}
+
+fn describe(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        "the receiver did not answer in time".to_owned()
+    } else if e.is_connect() {
+        "could not connect to the receiver".to_owned()
+    } else {
+        format!("the request failed: {e}")
+    }
+}

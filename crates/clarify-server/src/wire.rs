@@ -1,0 +1,385 @@
+//! The JSON the API speaks, apart from the domain types.
+//!
+//! Each response type here is converted explicitly from the store's and core's types, so the
+//! domain can change without silently changing the wire, and each carries the OpenAPI schema the
+//! document at `/openapi.json` is generated from. Request bodies are parsed by core (the
+//! LLM-shaped coercion), so their types here only document the canonical shape.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use clarify_core::{Context, Outcome, Question, QuestionKind};
+use clarify_store::{ApiKey, Attempt, Delivery, RequestRecord};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+/// An RFC 3339 UTC time with milliseconds, as every time in the API is written.
+pub fn time(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// A request as the API returns it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RecordBody {
+    pub id: String,
+    /// `pending`, `answered`, `skipped`, `expired` or `cancelled`.
+    pub status: String,
+    /// The questions as validated: ids filled in, options with ids.
+    pub questions: Vec<QuestionBody>,
+    /// Shown to the human: text, or a JSON object.
+    pub context: Option<Value>,
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    pub tags: Vec<String>,
+    pub tool_call_id: Option<String>,
+    pub allow_skip: bool,
+    pub responders: Option<Vec<String>>,
+    pub callback_url: Option<String>,
+    pub timeout_seconds: u64,
+    pub created_at: String,
+    /// `null` when the request never expires.
+    pub expires_at: Option<String>,
+    pub resolved_at: Option<String>,
+    /// The name of the key (or `link`) that resolved it.
+    pub answered_by: Option<String>,
+    /// The signed single-use answer link; shown to agents and admins only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_url: Option<String>,
+    /// Present once resolved.
+    pub outcome: Option<OutcomeBody>,
+}
+
+impl RecordBody {
+    pub fn new(record: &RequestRecord, answer_url: Option<String>) -> Self {
+        let request = &record.request;
+        let resolution = record.resolution.as_ref();
+        Self {
+            id: record.id.clone(),
+            status: record.status.to_string(),
+            questions: request.questions.iter().map(QuestionBody::from).collect(),
+            context: request.context.as_ref().map(|c| match c {
+                Context::Text(t) => Value::String(t.clone()),
+                Context::Json(m) => Value::Object(m.clone()),
+            }),
+            session: request.session.clone(),
+            agent: request.agent.clone(),
+            tags: request.tags.clone(),
+            tool_call_id: request.tool_call_id.clone(),
+            allow_skip: request.allow_skip,
+            responders: request.responders.clone(),
+            callback_url: request.callback_url.clone(),
+            timeout_seconds: request.timeout_seconds,
+            created_at: time(record.created_at),
+            expires_at: record.expires_at.map(time),
+            resolved_at: resolution.map(|r| time(r.resolved_at)),
+            answered_by: resolution.and_then(|r| r.actor.name.clone()),
+            answer_url,
+            outcome: record.outcome().as_ref().map(OutcomeBody::from),
+        }
+    }
+}
+
+/// One question of a request.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct QuestionBody {
+    pub id: String,
+    pub header: Option<String>,
+    pub text: String,
+    /// `open`, `single`, `multi` or `approval`.
+    pub kind: String,
+    /// single and multi only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<OptionBody>>,
+    /// single and multi only: whether free text is accepted instead of an option.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_other: Option<bool>,
+    /// single and multi only: the id of the recommended option.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recommended: Option<String>,
+    /// approval only: what the agent wants to do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<ActionBody>,
+    /// approval only: the scopes the human may grant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
+    /// approval only: whether the human may edit the arguments.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_edit: Option<bool>,
+}
+
+impl From<&Question> for QuestionBody {
+    fn from(q: &Question) -> Self {
+        let mut body = Self {
+            id: q.id.clone(),
+            header: q.header.clone(),
+            text: q.text.clone(),
+            kind: q.kind.name().to_owned(),
+            options: None,
+            allow_other: None,
+            recommended: None,
+            action: None,
+            scopes: None,
+            allow_edit: None,
+        };
+        match &q.kind {
+            QuestionKind::Open => {}
+            QuestionKind::Single(c) | QuestionKind::Multi(c) => {
+                body.options = Some(
+                    c.options
+                        .iter()
+                        .map(|o| OptionBody {
+                            id: o.id.clone(),
+                            label: o.label.clone(),
+                            description: o.description.clone(),
+                        })
+                        .collect(),
+                );
+                body.allow_other = Some(c.allow_other);
+                body.recommended = c.recommended.clone();
+            }
+            QuestionKind::Approval(a) => {
+                body.action = Some(ActionBody {
+                    name: a.action.name.clone(),
+                    arguments: a.action.arguments.clone(),
+                });
+                body.scopes = Some(a.scopes.iter().map(|s| s.as_str().to_owned()).collect());
+                body.allow_edit = Some(a.allow_edit);
+            }
+        }
+        body
+    }
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OptionBody {
+    pub id: String,
+    pub label: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ActionBody {
+    pub name: String,
+    #[schema(value_type = Object)]
+    pub arguments: Value,
+}
+
+/// What an agent and its model receive once a request is resolved.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OutcomeBody {
+    pub request_id: String,
+    pub status: String,
+    pub questions: Vec<QuestionOutcomeBody>,
+    pub answered_by: Option<String>,
+    pub resolved_at: String,
+    /// For statuses other than `answered`: what happened, for the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl From<&Outcome> for OutcomeBody {
+    fn from(o: &Outcome) -> Self {
+        Self {
+            request_id: o.request_id.clone(),
+            status: o.status.to_string(),
+            questions: o
+                .questions
+                .iter()
+                .map(|q| QuestionOutcomeBody {
+                    id: q.id.clone(),
+                    question: q.question.clone(),
+                    kind: q.kind.to_owned(),
+                    choices_offered: q.choices_offered.clone(),
+                    answer: q.answer.clone(),
+                    mode: q.mode.map(|m| enum_str(&m)),
+                    decision: q.decision.map(|d| d.as_str().to_owned()),
+                    scope: q.scope.map(|s| s.as_str().to_owned()),
+                    edited_arguments: q.edited_arguments.clone(),
+                    reason: q.reason.clone(),
+                })
+                .collect(),
+            answered_by: o.answered_by.clone(),
+            resolved_at: time(o.resolved_at),
+            note: o.note.clone(),
+        }
+    }
+}
+
+/// The snake_case name serde gives a unit enum variant.
+fn enum_str<T: Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+/// One question of an outcome.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct QuestionOutcomeBody {
+    pub id: String,
+    pub question: String,
+    pub kind: String,
+    /// The labels offered (`approve` and `deny` for an approval; empty for open text).
+    pub choices_offered: Vec<String>,
+    /// The chosen label, the labels (multi), the text, or the decision; `null` when unanswered.
+    pub answer: Value,
+    /// `option`, `other`, `text` or `decision`; `null` when unanswered.
+    pub mode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub edited_arguments: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A page of requests, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PageBody {
+    pub requests: Vec<RecordBody>,
+    /// Pass as `cursor` for the next page; `null` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// A webhook delivery and its attempts.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeliveryBody {
+    pub id: u64,
+    pub url: String,
+    /// `pending`, `delivered` or `failed`.
+    pub status: String,
+    pub created_at: String,
+    pub next_attempt_at: Option<String>,
+    pub attempts: Vec<AttemptBody>,
+}
+
+impl From<&Delivery> for DeliveryBody {
+    fn from(d: &Delivery) -> Self {
+        Self {
+            id: d.id,
+            url: d.url.clone(),
+            status: d.status.as_str().to_owned(),
+            created_at: time(d.created_at),
+            next_attempt_at: d.next_attempt_at.map(time),
+            attempts: d.attempts.iter().map(AttemptBody::from).collect(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AttemptBody {
+    pub number: u32,
+    pub at: String,
+    /// The receiver's HTTP status, when it answered.
+    pub status_code: Option<u16>,
+    pub error: Option<String>,
+    pub duration_ms: u64,
+}
+
+impl From<&Attempt> for AttemptBody {
+    fn from(a: &Attempt) -> Self {
+        Self {
+            number: a.number,
+            at: time(a.at),
+            status_code: a.status_code,
+            error: a.error.clone(),
+            duration_ms: a.duration_ms,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeliveriesBody {
+    pub deliveries: Vec<DeliveryBody>,
+}
+
+/// An API key, without its secret.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyBody {
+    pub id: String,
+    pub name: String,
+    /// `agent`, `responder` or `admin`.
+    pub role: String,
+    pub tenant: String,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
+impl From<&ApiKey> for KeyBody {
+    fn from(k: &ApiKey) -> Self {
+        Self {
+            id: k.id.clone(),
+            name: k.name.clone(),
+            role: k.role.as_str().to_owned(),
+            tenant: k.tenant.clone(),
+            created_at: time(k.created_at),
+            revoked_at: k.revoked_at.map(time),
+        }
+    }
+}
+
+/// The body of `POST /v1/requests`, in its canonical shape. LLM-shaped variants (`question` with
+/// `choices`, `prompt` with `options`, option objects with `title`, ...) are accepted too and
+/// coerced before validation.
+#[derive(Debug, Serialize, ToSchema)]
+#[allow(dead_code)]
+pub struct CreateRequestBody {
+    /// 1 to 5 questions answered together.
+    pub questions: Vec<NewQuestionBody>,
+    /// Text, or a JSON object, shown to the human.
+    pub context: Option<Value>,
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    /// At most 10.
+    pub tags: Option<Vec<String>>,
+    /// The LLM's id for the tool call that raised this request.
+    pub tool_call_id: Option<String>,
+    /// Absent: the server default (3600); `0`: never expires.
+    pub timeout_seconds: Option<u64>,
+    /// Default true.
+    pub allow_skip: Option<bool>,
+    /// Names of the responders allowed to answer; absent lets every responder answer.
+    pub responders: Option<Vec<String>>,
+    /// Where the outcome is POSTed once resolved (signed; see `GET /v1/webhook-secret`).
+    pub callback_url: Option<String>,
+    /// Or the `Idempotency-Key` header: a repeated key returns the original request.
+    pub idempotency_key: Option<String>,
+    /// Return an identical pending request of the same session instead of asking again.
+    pub dedupe: Option<bool>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[allow(dead_code)]
+pub struct NewQuestionBody {
+    /// Default `q1`, `q2`, ... by position.
+    pub id: Option<String>,
+    /// At most 32 characters.
+    pub header: Option<String>,
+    /// Required; at most 4,000 characters.
+    pub text: String,
+    /// `open`, `single`, `multi` or `approval`.
+    pub kind: Option<String>,
+    /// single and multi: `{id?, label, description?}` objects or bare label strings.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub options: Option<Vec<Value>>,
+    pub allow_other: Option<bool>,
+    pub recommended: Option<String>,
+    pub action: Option<ActionBody>,
+    pub scopes: Option<Vec<String>>,
+    pub allow_edit: Option<bool>,
+}
+
+/// The body of an answer: per-question answers, `{"skip": true}`, or (for a one-question
+/// request) the answer object itself.
+#[derive(Debug, Serialize, ToSchema)]
+#[allow(dead_code)]
+pub struct AnswerRequestBody {
+    /// Question id → `{"option": id}` | `{"other": text}` | `{"options": [ids], "other"?}` |
+    /// `{"text": text}` | `{"decision": "approve"|"deny", "scope"?, "edited_arguments"?, "reason"?}`.
+    #[schema(value_type = Option<Object>)]
+    pub answers: Option<Value>,
+    pub skip: Option<bool>,
+}

@@ -1,0 +1,5 @@
+//! Integration tests of the HTTP server on a real socket.
+
+mod openapi;
+mod requests;
+mod support;

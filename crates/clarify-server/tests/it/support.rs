@@ -1,0 +1,159 @@
+//! A server on a real socket for each test, and a small client.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use clarify_server::{AppState, Config};
+use clarify_store::{ManualClock, Role, Store, StoreOptions};
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// A running server bound to 127.0.0.1 on a free port.
+pub struct TestServer {
+    pub url: String,
+    pub state: AppState,
+    pub store: Store,
+    /// An admin key of tenant `default`.
+    pub admin: String,
+    pub client: reqwest::Client,
+    stop: CancellationToken,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl TestServer {
+    /// A server on a fresh memory store with default settings.
+    pub async fn start() -> Self {
+        Self::build("memory:", StoreOptions::default(), |_| {}).await
+    }
+
+    /// A server whose store uses `clock`; the reaper is off (tests expire through the store).
+    pub async fn with_clock(clock: Arc<ManualClock>) -> Self {
+        let options = StoreOptions {
+            clock,
+            reaper_interval: None,
+            ..StoreOptions::default()
+        };
+        Self::build("memory:", options, |_| {}).await
+    }
+
+    pub async fn build(
+        url: &str,
+        options: StoreOptions,
+        configure: impl FnOnce(&mut Config),
+    ) -> Self {
+        let store = Store::open(url, options).await.expect("store opens");
+        Self::on_store(store, configure).await
+    }
+
+    pub async fn on_store(store: Store, configure: impl FnOnce(&mut Config)) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a free port");
+        let url = format!("http://{}", listener.local_addr().expect("local addr"));
+        let mut config = Config::new(url.clone());
+        configure(&mut config);
+        let admin = match store
+            .create_key(&format!("admin-{}", suffix()), Role::Admin, "default")
+            .await
+        {
+            Ok(k) => k.token,
+            Err(e) => panic!("admin key: {e}"),
+        };
+        let state = AppState::new(store.clone(), config).await.expect("state");
+        let stop = CancellationToken::new();
+        let signal = stop.clone();
+        let task = tokio::spawn(clarify_server::serve(listener, state.clone(), async move {
+            signal.cancelled().await
+        }));
+        Self {
+            url,
+            state,
+            store,
+            admin,
+            client: reqwest::Client::new(),
+            stop,
+            task: Some(task),
+        }
+    }
+
+    /// A new key of `role` in `tenant`.
+    pub async fn key(&self, role: Role, name: &str, tenant: &str) -> String {
+        self.store
+            .create_key(name, role, tenant)
+            .await
+            .expect("key created")
+            .token
+    }
+
+    /// Sends a JSON request; returns the status and the parsed body (`Null` when empty).
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut req = self.client.request(method, format!("{}{path}", self.url));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let response = req.send().await.expect("request sent");
+        let status = response.status();
+        let text = response.text().await.expect("body read");
+        let value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        (status, value)
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> (StatusCode, Value) {
+        self.call(Method::GET, path, Some(token), None).await
+    }
+
+    pub async fn post(&self, path: &str, token: &str, body: Value) -> (StatusCode, Value) {
+        self.call(Method::POST, path, Some(token), Some(body)).await
+    }
+
+    /// Creates a request as `token`; returns its record.
+    pub async fn ask(&self, token: &str, body: Value) -> Value {
+        let (status, record) = self.post("/v1/requests", token, body).await;
+        assert_eq!(status, StatusCode::CREATED, "{record}");
+        record
+    }
+
+    /// Stops the server gracefully and waits for it.
+    pub async fn stop(mut self) {
+        self.stop.cancel();
+        if let Some(task) = self.task.take() {
+            task.await
+                .expect("server task")
+                .expect("server stopped cleanly");
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// A short random suffix for names that must not collide in a shared database.
+pub fn suffix() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    format!("{}{n}", std::process::id())
+}
+
+/// The error code of an error body.
+pub fn code(body: &Value) -> &str {
+    body["error"]["code"].as_str().unwrap_or("<no error code>")
+}
