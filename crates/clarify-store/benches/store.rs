@@ -5,7 +5,10 @@
 //! - `latency`: answer-to-wake latency percentiles, in-process on SQLite;
 //! - `waiters`: memory per pending waiter (memory store, 100,000 waiters);
 //! - `million`: with 1,000,000 pending requests in SQLite, the time to open the store and to read
-//!   the first page of the pending list (builds the file once under the target dir).
+//!   the first page of the pending list (builds the file once under the target dir);
+//! - `pg-2proc`: answer-to-wake latency across two processes sharing PostgreSQL
+//!   (`CLARIFY_TEST_POSTGRES`, default `postgres://postgres@127.0.0.1:5432/test`): this process
+//!   waits, a child process (this binary again) answers.
 //!
 //! A round trip is: an agent creates a request and waits; a responder task answers it; the
 //! agent's wait returns the outcome. Figures vary with the machine; compare ratios within a run.
@@ -256,7 +259,112 @@ async fn million() {
     );
 }
 
+/// Wall-clock nanoseconds, comparable between the two processes of `pg-2proc`.
+fn unix_nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+fn pg_url() -> String {
+    std::env::var("CLARIFY_TEST_POSTGRES")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// The child of `pg-2proc`: answers each request id read from stdin, then prints the wall-clock
+/// time the answer was committed.
+async fn pg_responder(tenant: &str) {
+    use std::io::{BufRead, Write};
+    let store = open(&pg_url()).await;
+    let actor = Actor::new("responder", "bench");
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines().map_while(Result::ok) {
+        let id = line.trim();
+        store
+            .answer(tenant, id, &json!({"option": "yes"}), &actor)
+            .await
+            .unwrap_or_else(|e| panic!("answer: {e}"));
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", unix_nanos());
+        let _ = out.flush();
+    }
+}
+
+async fn pg_two_processes(samples: usize) {
+    use std::io::{BufRead, BufReader, Write};
+    let tenant = format!("bench-2proc-{}", std::process::id());
+    let store = open(&pg_url()).await;
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("current exe: {e}"));
+    let mut child = std::process::Command::new(exe)
+        .env("CLARIFY_BENCH_RESPONDER", &tenant)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn responder: {e}"));
+    let mut to_child = child.stdin.take().unwrap_or_else(|| panic!("child stdin"));
+    let mut from_child = BufReader::new(
+        child
+            .stdout
+            .take()
+            .unwrap_or_else(|| panic!("child stdout")),
+    );
+    let mut out = Vec::with_capacity(samples);
+    for i in 0..samples + 20 {
+        let id = store
+            .create(&tenant, request())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .record
+            .id;
+        let waiter = {
+            let (store, tenant, id) = (store.clone(), tenant.clone(), id.clone());
+            tokio::spawn(async move {
+                let r = store.wait(&tenant, &id, Duration::from_secs(10)).await;
+                (unix_nanos(), r.map(|r| r.status))
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        writeln!(to_child, "{id}").unwrap_or_else(|e| panic!("to responder: {e}"));
+        let mut line = String::new();
+        from_child
+            .read_line(&mut line)
+            .unwrap_or_else(|e| panic!("from responder: {e}"));
+        let answered: u128 = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("responder said {line:?}: {e}"));
+        let (woke, status) = waiter.await.unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            status.is_ok_and(|s| s.is_resolved()),
+            "the waiter saw the answer"
+        );
+        if i >= 20 {
+            out.push(Duration::from_nanos(
+                u64::try_from(woke.saturating_sub(answered)).unwrap_or(u64::MAX),
+            ));
+        }
+    }
+    drop(to_child);
+    let _ = child.wait();
+    out.sort();
+    println!(
+        "pg-2proc: answer-to-wake across two processes on PostgreSQL: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over {samples} (target p99 <= 20 ms)",
+        pct(&out, 0.5).as_secs_f64() * 1e3,
+        pct(&out, 0.99).as_secs_f64() * 1e3,
+        out[out.len() - 1].as_secs_f64() * 1e3
+    );
+}
+
 fn main() {
+    if let Ok(tenant) = std::env::var("CLARIFY_BENCH_RESPONDER") {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("runtime: {e}"));
+        runtime.block_on(pg_responder(&tenant));
+        return;
+    }
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -314,6 +422,9 @@ fn main() {
         }
         if wanted("million") {
             million().await;
+        }
+        if wanted("pg-2proc") {
+            pg_two_processes(500).await;
         }
     });
 }

@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -62,6 +63,33 @@ struct ServeArgs {
     /// The most options a question may have (1 to 24).
     #[arg(long, default_value_t = 4)]
     max_options: usize,
+    /// The wait before a failed webhook is retried; it doubles after each failure, up to an
+    /// hour, for 25 hours.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    webhook_first_retry: Duration,
+}
+
+/// Parses `500ms`, `10s`, `5m`, `2h` or a bare number of seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration; write e.g. 30s, 10m or 2h"))?;
+    let unit_ms: u64 = match unit.trim() {
+        "ms" => 1,
+        "" | "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        other => return Err(format!("unknown unit {other:?}; use ms, s, m, h or d")),
+    };
+    n.checked_mul(unit_ms)
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("{text:?} is too long"))
 }
 
 #[derive(Debug, Subcommand)]
@@ -141,6 +169,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut config = Config::new(public_url.clone());
     config.limits = clarify_core::Limits::new(args.max_options, 3600)
         .map_err(|e| anyhow::anyhow!("--max-options: {e}"))?;
+    config.webhooks.first_backoff = chrono::TimeDelta::from_std(args.webhook_first_retry)
+        .context("--webhook-first-retry is too long")?;
     if let Some((key, login)) = clarify_server::bootstrap(&store, &public_url).await? {
         eprintln!("clarify: created the first admin key (shown once; keep it):");
         eprintln!("  {}", key.token);

@@ -1,0 +1,273 @@
+//! HTTP benchmarks against real `clarify serve` processes, with the load generator in this
+//! process on the same machine.
+//!
+//! `cargo bench -p clarify --bench http -- [roundtrip] [wake] [pg-wake]`
+//!
+//! - `roundtrip`: 32 clients with keep-alive, each creating a request and answering it, on
+//!   SQLite; prints round trips per second and latency percentiles.
+//! - `wake`: a long-poll waits on a request, then the request is answered; prints the time from
+//!   sending the answer to the waiter's response (p50, p99), on SQLite.
+//! - `pg-wake`: the same across two server processes sharing PostgreSQL
+//!   (`CLARIFY_TEST_POSTGRES`, default `postgres://postgres@127.0.0.1:5432/test`).
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_clarify");
+
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    async fn start(db: &str) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("free port");
+        let child = Command::new(BIN)
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--db",
+                db,
+            ])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("clarify serve starts");
+        let url = format!("http://127.0.0.1:{port}");
+        let client = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while client.get(format!("{url}/healthz")).send().await.is_err() {
+            assert!(Instant::now() < deadline, "server did not start");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Self { child, url }
+    }
+
+    /// Peak resident memory of the server process.
+    fn peak_rss_kib(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmHWM:"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|n| n.parse().ok())
+            })
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn key(db: &str, role: &str, tenant: &str) -> String {
+    let name = format!("bench-{role}-{}", std::process::id());
+    let out = Command::new(BIN)
+        .args([
+            "keys", "create", "--db", db, "--role", role, "--name", &name, "--tenant", tenant,
+        ])
+        .output()
+        .expect("keys create runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+async fn post(client: &reqwest::Client, url: String, key: &str, body: Value) -> Value {
+    let r = client
+        .post(url)
+        .bearer_auth(key)
+        .json(&body)
+        .send()
+        .await
+        .expect("sent");
+    assert!(r.status().is_success(), "{}", r.status());
+    r.json().await.expect("json")
+}
+
+async fn roundtrip(dir: &std::path::Path) {
+    let db = format!("sqlite://{}", dir.join("rt.db").display());
+    let admin = key(&db, "admin", "default");
+    let server = Server::start(&db).await;
+    let clients = 32;
+    let run_for = Duration::from_secs(10);
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let (stop, done, url, admin) = (
+            stop.clone(),
+            done.clone(),
+            server.url.clone(),
+            admin.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            let mut latencies = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let started = Instant::now();
+                let record = post(
+                    &client,
+                    format!("{url}/v1/requests"),
+                    &admin,
+                    json!({"question": "Deploy?", "choices": ["yes", "no"]}),
+                )
+                .await;
+                let id = record["id"].as_str().unwrap_or_default();
+                post(
+                    &client,
+                    format!("{url}/v1/requests/{id}/answer"),
+                    &admin,
+                    json!({"option": "yes"}),
+                )
+                .await;
+                latencies.push(started.elapsed());
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            latencies
+        }));
+    }
+    // Warm up, then measure a fixed window.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = done.load(Ordering::Relaxed);
+    let started = Instant::now();
+    tokio::time::sleep(run_for).await;
+    let count = done.load(Ordering::Relaxed) - before;
+    let elapsed = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap_or_default());
+    }
+    all.sort();
+    println!(
+        "roundtrip sqlite, {clients} clients: {:.0} ask+answer round trips/s over {:.1} s; round trip p50 {:.2} ms, p99 {:.2} ms; server peak RSS {} KiB",
+        count as f64 / elapsed.as_secs_f64(),
+        elapsed.as_secs_f64(),
+        ms(percentile(&all, 0.5)),
+        ms(percentile(&all, 0.99)),
+        server.peak_rss_kib()
+    );
+}
+
+/// Answer-to-wake latencies: asks on `asker`, long-polls on `waiter`, answers on `asker`.
+async fn wake_samples(asker: &str, waiter: &str, key: &str, samples: usize) -> Vec<Duration> {
+    let client = reqwest::Client::new();
+    let mut out = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let record = post(
+            &client,
+            format!("{asker}/v1/requests"),
+            key,
+            json!({"question": "Go?"}),
+        )
+        .await;
+        let id = record["id"].as_str().unwrap_or_default().to_owned();
+        let poll = {
+            let client = client.clone();
+            let url = format!("{waiter}/v1/requests/{id}/wait?timeout_seconds=30");
+            let key = key.to_owned();
+            tokio::spawn(async move {
+                let r = client.get(url).bearer_auth(key).send().await.expect("sent");
+                let _ = r.bytes().await;
+                Instant::now()
+            })
+        };
+        // Let the long-poll reach the server and start waiting.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let sent = Instant::now();
+        post(
+            &client,
+            format!("{asker}/v1/requests/{id}/answer"),
+            key,
+            json!({"text": "yes"}),
+        )
+        .await;
+        let woke = poll.await.expect("poll");
+        out.push(woke.saturating_duration_since(sent));
+    }
+    out.sort();
+    out
+}
+
+fn report(name: &str, samples: &[Duration]) {
+    println!(
+        "{name}: answer-to-wake over {} samples: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        samples.len(),
+        ms(percentile(samples, 0.5)),
+        ms(percentile(samples, 0.99)),
+        ms(percentile(samples, 1.0))
+    );
+}
+
+async fn wake(dir: &std::path::Path) {
+    let db = format!("sqlite://{}", dir.join("wake.db").display());
+    let admin = key(&db, "admin", "default");
+    let server = Server::start(&db).await;
+    let _ = wake_samples(&server.url, &server.url, &admin, 20).await;
+    let samples = wake_samples(&server.url, &server.url, &admin, 500).await;
+    report("wake sqlite, one process", &samples);
+}
+
+async fn pg_wake() {
+    let db = std::env::var("CLARIFY_TEST_POSTGRES")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let tenant = format!("bench-{}", std::process::id());
+    let admin = key(&db, "admin", &tenant);
+    let a = Server::start(&db).await;
+    let b = Server::start(&db).await;
+    let _ = wake_samples(&a.url, &b.url, &admin, 20).await;
+    let samples = wake_samples(&a.url, &b.url, &admin, 500).await;
+    report("wake postgres, two processes", &samples);
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let all = args.is_empty();
+    let want = |name: &str| all || args.iter().any(|a| a == name);
+    let dir = std::env::temp_dir().join(format!("clarify-bench-http-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    if want("roundtrip") {
+        roundtrip(&dir).await;
+    }
+    if want("wake") {
+        wake(&dir).await;
+    }
+    if want("pg-wake") {
+        pg_wake().await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,4 @@
+//! Tests of the `clarify` binary as people run it: real processes, real sockets, real stores.
+
+mod serve;
+mod support;

@@ -1,0 +1,257 @@
+//! Spawning `clarify serve` processes and talking to them.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_clarify");
+
+/// A `clarify serve` process.
+pub struct Server {
+    child: Child,
+    pub url: String,
+    pub port: u16,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Server {
+    /// Starts `clarify serve` on a free port and waits until it answers `/healthz`.
+    pub async fn start(db: &str, extra: &[&str]) -> Self {
+        Self::start_on(free_port(), db, extra).await
+    }
+
+    pub async fn start_on(port: u16, db: &str, extra: &[&str]) -> Self {
+        let mut child = Command::new(BIN)
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--db",
+                db,
+            ])
+            .args(extra)
+            .env("NO_COLOR", "1")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("clarify serve starts");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        if let Some(pipe) = child.stderr.take() {
+            let sink = Arc::clone(&stderr);
+            std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                    let mut s = sink.lock().unwrap_or_else(|p| p.into_inner());
+                    s.push_str(&line);
+                    s.push('\n');
+                }
+            });
+        }
+        let url = format!("http://127.0.0.1:{port}");
+        let mut server = Self {
+            child,
+            url,
+            port,
+            stderr,
+        };
+        server.wait_healthy().await;
+        server
+    }
+
+    async fn wait_healthy(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let client = reqwest::Client::new();
+        loop {
+            if let Ok(r) = client.get(format!("{}/healthz", self.url)).send().await {
+                if r.status().is_success() {
+                    return;
+                }
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("clarify serve exited with {status}: {}", self.stderr());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "clarify serve did not start: {}",
+                self.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Everything the process wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL: no chance to clean up.
+    pub fn kill(&mut self) {
+        self.child.kill().expect("SIGKILL sent");
+        self.child.wait().expect("reaped");
+    }
+
+    /// SIGTERM: a graceful shutdown.
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+    }
+
+    /// Waits for the process to exit; its exit code.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<i32> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port nothing listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Runs `clarify ARGS`; returns (exit code, stdout, stderr).
+pub fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("clarify runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Creates a key with `clarify keys create`; returns the key.
+pub fn create_key(db: &str, role: &str, name: &str, tenant: &str) -> String {
+    let (code, stdout, stderr) = run(&[
+        "keys", "create", "--db", db, "--role", role, "--name", name, "--tenant", tenant,
+    ]);
+    assert_eq!(code, 0, "keys create failed: {stderr}");
+    let key = stdout.trim().to_owned();
+    assert!(
+        key.starts_with("ck_") && !key.contains('\n'),
+        "the key alone on stdout: {stdout:?}"
+    );
+    key
+}
+
+/// A fresh directory for one test's database.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "clarify-it-{name}-{}-{}",
+        std::process::id(),
+        unique()
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+pub fn sqlite_url(dir: &Path) -> String {
+    format!("sqlite://{}", dir.join("clarify.db").display())
+}
+
+pub fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    u64::from(nanos) * 1000 + N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The PostgreSQL URL to test against, or `None` (with the reason printed) to skip.
+pub fn postgres() -> Option<String> {
+    match std::env::var("CLARIFY_TEST_POSTGRES") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var_os("CLARIFY_REQUIRE_SERVICES").is_none(),
+                "CLARIFY_REQUIRE_SERVICES is set but CLARIFY_TEST_POSTGRES is not"
+            );
+            eprintln!(
+                "skipped: PostgreSQL tests need CLARIFY_TEST_POSTGRES (./scripts/test sets it)"
+            );
+            None
+        }
+    }
+}
+
+/// A small HTTP client bound to one server and key.
+#[derive(Clone)]
+pub struct Api {
+    pub url: String,
+    pub key: String,
+    pub client: reqwest::Client,
+}
+
+impl Api {
+    pub fn new(url: &str, key: &str) -> Self {
+        Self {
+            url: url.to_owned(),
+            key: key.to_owned(),
+            client: reqwest::Client::new(),
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let r = self
+            .client
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(&self.key)
+            .send()
+            .await
+            .expect("sent");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let r = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(&self.key)
+            .json(&body)
+            .send()
+            .await
+            .expect("sent");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+}
