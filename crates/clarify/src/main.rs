@@ -1,18 +1,28 @@
 //! The `clarify` command: parses flags and calls into the library crates.
+//!
+//! Server commands (`serve`, `keys`) work on a store; client commands (`ask`, `inbox`, `answer`,
+//! `list`, `show`, `cancel`) talk HTTP to a running server at `CLARIFY_URL` with the key in
+//! `CLARIFY_TOKEN`. Errors are one line on stderr saying what went wrong and what to do.
+
+mod client;
+mod duration;
+mod inbox;
+mod keys;
+mod render;
+mod serve;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context as _;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use clarify_core::tool::{Format, definition_text};
-use clarify_server::{AppState, Config};
-use clarify_store::{Role, Store, StoreOptions};
+
+use crate::duration::parse_duration;
 
 /// Ask a human and wait for the answer.
 #[derive(Debug, Parser)]
-#[command(name = "clarify", version, about)]
+#[command(name = "clarify", version, about, max_term_width = 100)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -21,15 +31,43 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the server and the web inbox.
-    ///
-    /// Example: clarify serve --listen 127.0.0.1:7420 --db sqlite://clarify.db
+    #[command(
+        after_help = "Example:\n  clarify serve --listen 127.0.0.1:7420 --db sqlite://clarify.db"
+    )]
     Serve(ServeArgs),
+    /// Ask a question and wait for the answer; prints it (exit 0), or exits 3 skipped, 4 expired,
+    /// 5 cancelled.
+    #[command(
+        after_help = "Examples:\n  clarify ask 'Deploy to prod?' -c yes -c no\n  if [ \"$(clarify ask 'Deploy to prod?' -c yes -c no)\" = yes ]; then ./deploy; fi\n  clarify ask 'Which regions?' -c eu -c us -c asia --multi --timeout 10m --json"
+    )]
+    Ask(client::AskArgs),
+    /// Answer pending requests one after another, by typed replies; works with piped input.
+    #[command(
+        after_help = "Replies: 2 or b picks the second option; a label picks it by name; 1,3 picks several\non a multi question; other text is a free-text answer where allowed; s skips;\napprovals take approve or deny, optionally with a scope (approve session) or a\nreason (deny not on Fridays).\n\nExample:\n  printf '1\\n' | clarify inbox"
+    )]
+    Inbox(client::Connection),
+    /// Answer one request.
+    #[command(
+        after_help = "Examples:\n  clarify answer 01j9... --option yes\n  clarify answer 01j9... --approve --scope session\n  clarify answer 01j9... --body '{\"answers\": {\"q1\": {\"text\": \"Friday\"}, \"q2\": {\"option\": \"eu\"}}}'"
+    )]
+    Answer(client::AnswerArgs),
+    /// List requests, newest first.
+    #[command(after_help = "Example:\n  clarify list --status pending --json")]
+    List(client::ListArgs),
+    /// Show one request and, once resolved, its outcome.
+    #[command(after_help = "Example:\n  clarify show 01j9...")]
+    Show(client::ShowArgs),
+    /// Cancel a pending request.
+    #[command(after_help = "Example:\n  clarify cancel 01j9...")]
+    Cancel(client::CancelArgs),
     /// Manage API keys, directly on the store (also while a server runs).
-    ///
-    /// Example: clarify keys create --role agent --name ci-bot
+    #[command(
+        after_help = "Examples:\n  clarify keys create --role agent --name ci-bot\n  clarify keys list\n  clarify keys revoke ci-bot"
+    )]
     Keys {
         #[command(subcommand)]
         command: KeysCommand,
+        /// The store: sqlite://PATH or postgres://...
         #[arg(
             long,
             env = "CLARIFY_DB",
@@ -39,15 +77,14 @@ enum Command {
         db: String,
     },
     /// Print the LLM tool definition of `ask_human`.
-    ///
-    /// Example: clarify tools --format anthropic
+    #[command(after_help = "Example:\n  clarify tools --format anthropic")]
     Tools {
         #[arg(long, default_value = "openai", value_parser = ["openai", "anthropic", "mcp"])]
         format: String,
     },
 }
 
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Args)]
 struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "CLARIFY_LISTEN", default_value = "127.0.0.1:7420")]
@@ -69,34 +106,9 @@ struct ServeArgs {
     webhook_first_retry: Duration,
 }
 
-/// Parses `500ms`, `10s`, `5m`, `2h` or a bare number of seconds.
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration; write e.g. 30s, 10m or 2h"))?;
-    let unit_ms: u64 = match unit.trim() {
-        "ms" => 1,
-        "" | "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        other => return Err(format!("unknown unit {other:?}; use ms, s, m, h or d")),
-    };
-    n.checked_mul(unit_ms)
-        .map(Duration::from_millis)
-        .ok_or_else(|| format!("{text:?} is too long"))
-}
-
 #[derive(Debug, Subcommand)]
 enum KeysCommand {
     /// Create a key; prints the key alone on stdout.
-    ///
-    /// Example: clarify keys create --role responder --name alice
     Create {
         /// agent, responder or admin.
         #[arg(long, value_parser = ["agent", "responder", "admin"])]
@@ -135,118 +147,19 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Serve(args) => serve(args).await,
-        Command::Keys { command, db } => keys(command, &db).await,
+        Command::Serve(args) => serve::run(args).await,
+        Command::Keys { command, db } => keys::run(command, &db).await,
         Command::Tools { format } => {
-            let format = Format::parse(&format).context("unknown format")?;
+            let format = Format::parse(&format)
+                .ok_or_else(|| anyhow::anyhow!("unknown format; use openai, anthropic or mcp"))?;
             print!("{}", definition_text(format));
             Ok(ExitCode::SUCCESS)
         }
+        Command::Ask(args) => client::ask(args).await,
+        Command::Inbox(conn) => inbox::run(conn).await,
+        Command::Answer(args) => client::answer(args).await,
+        Command::List(args) => client::list(args).await,
+        Command::Show(args) => client::show(args).await,
+        Command::Cancel(args) => client::cancel(args).await,
     }
-}
-
-async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_ansi(std::env::var_os("NO_COLOR").is_none())
-        .init();
-    let store = Store::open(&args.db, StoreOptions::default())
-        .await
-        .with_context(|| format!("cannot open the store {}", args.db))?;
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| {
-            format!(
-                "cannot listen on {}; is another server running there?",
-                args.listen
-            )
-        })?;
-    let local = listener.local_addr()?;
-    let public_url = args.public_url.unwrap_or_else(|| format!("http://{local}"));
-    let mut config = Config::new(public_url.clone());
-    config.limits = clarify_core::Limits::new(args.max_options, 3600)
-        .map_err(|e| anyhow::anyhow!("--max-options: {e}"))?;
-    config.webhooks.first_backoff = chrono::TimeDelta::from_std(args.webhook_first_retry)
-        .context("--webhook-first-retry is too long")?;
-    if let Some((key, login)) = clarify_server::bootstrap(&store, &public_url).await? {
-        eprintln!("clarify: created the first admin key (shown once; keep it):");
-        eprintln!("  {}", key.token);
-        eprintln!("clarify: open the inbox with this one-time login link (valid 24 hours):");
-        eprintln!("  {login}");
-    }
-    let state = AppState::new(store, config).await?;
-    tracing::info!(%local, backend = state.store.backend_name(), "clarify is serving; the inbox is at {public_url}/");
-    clarify_server::serve(listener, state, shutdown_signal()).await?;
-    tracing::info!("clarify stopped");
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Completes on SIGTERM or Ctrl-C.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = terminate => {}
-    }
-    tracing::info!("shutting down: finishing in-flight requests");
-}
-
-async fn keys(command: KeysCommand, db: &str) -> anyhow::Result<ExitCode> {
-    let options = StoreOptions {
-        reaper_interval: None,
-        ..StoreOptions::default()
-    };
-    let store = Store::open(db, options)
-        .await
-        .with_context(|| format!("cannot open the store {db}"))?;
-    match command {
-        KeysCommand::Create { role, name, tenant } => {
-            let role = Role::parse(&role).context("unknown role; use agent, responder or admin")?;
-            let key = store.create_key(&name, role, &tenant).await?;
-            println!("{}", key.token);
-        }
-        KeysCommand::List => {
-            println!(
-                "{:<24} {:<10} {:<16} {:<26} STATUS",
-                "NAME", "ROLE", "TENANT", "CREATED"
-            );
-            for k in store.keys().await? {
-                let status = match k.revoked_at {
-                    Some(at) => format!("revoked {}", at.format("%Y-%m-%d %H:%M")),
-                    None => "active".to_owned(),
-                };
-                println!(
-                    "{:<24} {:<10} {:<16} {:<26} {status}",
-                    k.name,
-                    k.role,
-                    k.tenant,
-                    k.created_at.format("%Y-%m-%d %H:%M:%S UTC").to_string()
-                );
-            }
-        }
-        KeysCommand::Revoke { name } => {
-            let key = store.revoke_key(&name).await?;
-            eprintln!(
-                "clarify: revoked key {:?} (tenant {})",
-                key.name, key.tenant
-            );
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }

@@ -1,4 +1,5 @@
 //! Tests of the `clarify` binary as people run it: real processes, real sockets, real stores.
 
+mod faults;
 mod serve;
 mod support;

@@ -1,0 +1,341 @@
+//! A typed HTTP client for a clarify server.
+//!
+//! Used by the `clarify` command's client commands, by the MCP server's remote mode, and by Rust
+//! agents that talk to a server rather than opening a store. Records and outcomes are kept as the
+//! JSON the server sent (`serde_json::Value`) plus typed accessors, so a newer server's extra
+//! fields pass through untouched.
+//!
+//! [`Client::wait_resolved`] long-polls until the request is resolved, reconnecting with backoff
+//! when the server is briefly unreachable (a restart, another instance taking over).
+
+use std::time::Duration;
+
+use clarify_core::{Limits, NewRequest};
+use serde_json::Value;
+
+/// What went wrong talking to the server.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("invalid server URL {url:?}: {reason}")]
+    InvalidUrl { url: String, reason: String },
+    #[error(
+        "nothing answers at {url} ({detail}); is `clarify serve` running there? Set CLARIFY_URL to its address"
+    )]
+    Unreachable { url: String, detail: String },
+    /// The server refused the call; `code` is its stable error code.
+    #[error("{message}")]
+    Api {
+        status: u16,
+        code: String,
+        message: String,
+        /// On `409 already_resolved`: the request as resolved first.
+        record: Option<Box<Record>>,
+    },
+    #[error("the server sent something unexpected: {0}")]
+    Protocol(String),
+}
+
+impl ClientError {
+    /// The API error code, when the server refused the call.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            Self::Api { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+}
+
+/// A request as the server returns it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record(pub Value);
+
+impl Record {
+    pub fn id(&self) -> &str {
+        self.0["id"].as_str().unwrap_or_default()
+    }
+
+    pub fn status(&self) -> &str {
+        self.0["status"].as_str().unwrap_or_default()
+    }
+
+    pub fn is_resolved(&self) -> bool {
+        !matches!(self.status(), "pending" | "")
+    }
+
+    /// The outcome, once resolved.
+    pub fn outcome(&self) -> Option<&Value> {
+        self.0.get("outcome").filter(|o| !o.is_null())
+    }
+
+    /// Who resolved it, when someone did.
+    pub fn answered_by(&self) -> Option<&str> {
+        self.0["answered_by"].as_str()
+    }
+
+    /// The request as core validates it, for typed replies and answer checks on the client
+    /// side. Records are in canonical form, which parses back to the same request.
+    pub fn request(&self) -> Result<NewRequest, ClientError> {
+        let mut canonical = serde_json::Map::new();
+        for field in [
+            "questions",
+            "context",
+            "session",
+            "agent",
+            "tags",
+            "tool_call_id",
+            "allow_skip",
+            "responders",
+        ] {
+            if let Some(v) = self.0.get(field).filter(|v| !v.is_null()) {
+                canonical.insert(field.to_owned(), v.clone());
+            }
+        }
+        canonical.insert("timeout_seconds".to_owned(), Value::from(0));
+        let limits = Limits::new(Limits::MAX_OPTIONS_CEILING, 3600).unwrap_or_default();
+        clarify_core::parse_request(&Value::Object(canonical), &limits).map_err(|e| {
+            ClientError::Protocol(format!(
+                "the server sent a request this client cannot read: {e}"
+            ))
+        })
+    }
+}
+
+/// Filters of a list call.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    pub status: Option<String>,
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    pub tag: Option<String>,
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
+}
+
+/// One page of requests, newest first.
+#[derive(Debug, Clone)]
+pub struct Page {
+    pub requests: Vec<Record>,
+    pub next_cursor: Option<String>,
+}
+
+/// A client of one server, with one key.
+#[derive(Debug, Clone)]
+pub struct Client {
+    base: String,
+    token: Option<String>,
+    http: reqwest::Client,
+}
+
+impl Client {
+    /// A client of the server at `base_url` (e.g. `http://127.0.0.1:7420`).
+    pub fn new(base_url: &str, token: Option<String>) -> Result<Self, ClientError> {
+        let parsed = url::Url::parse(base_url).map_err(|e| ClientError::InvalidUrl {
+            url: base_url.to_owned(),
+            reason: e.to_string(),
+        })?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(ClientError::InvalidUrl {
+                url: base_url.to_owned(),
+                reason: "use an http:// or https:// URL".to_owned(),
+            });
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .user_agent(concat!("clarify-client/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        Ok(Self {
+            base: base_url.trim_end_matches('/').to_owned(),
+            token: token.filter(|t| !t.is_empty()),
+            http,
+        })
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    /// Creates a request from any accepted body shape; returns the record and whether it is new
+    /// (false when an idempotency key or `dedupe` returned an existing one).
+    pub async fn create(&self, body: &Value) -> Result<(Record, bool), ClientError> {
+        let (status, value) = self
+            .send(reqwest::Method::POST, "/v1/requests", &[], Some(body), None)
+            .await?;
+        Ok((Record(value), status == 201))
+    }
+
+    pub async fn get(&self, id: &str) -> Result<Record, ClientError> {
+        let path = format!("/v1/requests/{}", segment(id));
+        Ok(Record(
+            self.send(reqwest::Method::GET, &path, &[], None, None)
+                .await?
+                .1,
+        ))
+    }
+
+    pub async fn list(&self, filter: &ListFilter) -> Result<Page, ClientError> {
+        let mut query = Vec::new();
+        for (name, value) in [
+            ("status", &filter.status),
+            ("session", &filter.session),
+            ("agent", &filter.agent),
+            ("tag", &filter.tag),
+            ("cursor", &filter.cursor),
+        ] {
+            if let Some(v) = value {
+                query.push((name, v.clone()));
+            }
+        }
+        if let Some(limit) = filter.limit {
+            query.push(("limit", limit.to_string()));
+        }
+        let (_, value) = self
+            .send(reqwest::Method::GET, "/v1/requests", &query, None, None)
+            .await?;
+        let requests = value["requests"]
+            .as_array()
+            .ok_or_else(|| ClientError::Protocol("a list without `requests`".to_owned()))?
+            .iter()
+            .cloned()
+            .map(Record)
+            .collect();
+        Ok(Page {
+            requests,
+            next_cursor: value["next_cursor"].as_str().map(str::to_owned),
+        })
+    }
+
+    /// Answers (or skips, with `{"skip": true}`) a request; returns the outcome.
+    pub async fn answer(&self, id: &str, body: &Value) -> Result<Value, ClientError> {
+        let path = format!("/v1/requests/{}/answer", segment(id));
+        Ok(self
+            .send(reqwest::Method::POST, &path, &[], Some(body), None)
+            .await?
+            .1)
+    }
+
+    pub async fn cancel(&self, id: &str) -> Result<Record, ClientError> {
+        let path = format!("/v1/requests/{}/cancel", segment(id));
+        let empty = Value::Object(serde_json::Map::new());
+        Ok(Record(
+            self.send(reqwest::Method::POST, &path, &[], Some(&empty), None)
+                .await?
+                .1,
+        ))
+    }
+
+    /// One long-poll: the record once resolved, or still pending after `seconds` (at most 60).
+    pub async fn wait(&self, id: &str, seconds: u64) -> Result<Record, ClientError> {
+        let path = format!("/v1/requests/{}/wait", segment(id));
+        let seconds = seconds.min(60);
+        let query = [("timeout_seconds", seconds.to_string())];
+        let timeout = Duration::from_secs(seconds + 15);
+        Ok(Record(
+            self.send(reqwest::Method::GET, &path, &query, None, Some(timeout))
+                .await?
+                .1,
+        ))
+    }
+
+    /// Long-polls until the request is resolved, reconnecting with backoff (up to 5 s apart)
+    /// while the server is unreachable. `on_retry` hears about each reconnection.
+    pub async fn wait_resolved(
+        &self,
+        id: &str,
+        mut on_retry: impl FnMut(&ClientError),
+    ) -> Result<Record, ClientError> {
+        let mut backoff = Duration::from_millis(200);
+        loop {
+            match self.wait(id, 60).await {
+                Ok(record) if record.is_resolved() => return Ok(record),
+                Ok(_) => backoff = Duration::from_millis(200),
+                Err(e @ (ClientError::Unreachable { .. } | ClientError::Protocol(_))) => {
+                    on_retry(&e);
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+                Err(ClientError::Api { status, .. })
+                    if status == 503 || status == 502 || status == 504 =>
+                {
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&Value>,
+        timeout: Option<Duration>,
+    ) -> Result<(u16, Value), ClientError> {
+        let url = format!("{}{path}", self.base);
+        let mut request = self.http.request(method, &url).query(query);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        request = request.timeout(timeout.unwrap_or(Duration::from_secs(30)));
+        let response = request.send().await.map_err(|e| self.unreachable(&e))?;
+        let status = response.status().as_u16();
+        let text = response.text().await.map_err(|e| self.unreachable(&e))?;
+        let value: Value = serde_json::from_str(&text).map_err(|_| {
+            ClientError::Protocol(format!(
+                "HTTP {status} with a body that is not JSON; is {} a clarify server?",
+                self.base
+            ))
+        })?;
+        if (200..300).contains(&status) {
+            return Ok((status, value));
+        }
+        let code = value["error"]["code"]
+            .as_str()
+            .unwrap_or("unknown")
+            .to_owned();
+        let mut message = value["error"]["message"]
+            .as_str()
+            .unwrap_or("the server refused the call")
+            .to_owned();
+        if status == 401 {
+            message.push_str(
+                "; set CLARIFY_TOKEN to an API key (create one with `clarify keys create`)",
+            );
+        }
+        let record = value
+            .get("record")
+            .filter(|r| r.is_object())
+            .cloned()
+            .map(|r| Box::new(Record(r)));
+        Err(ClientError::Api {
+            status,
+            code,
+            message,
+            record,
+        })
+    }
+
+    fn unreachable(&self, e: &reqwest::Error) -> ClientError {
+        let detail = if e.is_timeout() {
+            "timed out".to_owned()
+        } else if e.is_connect() {
+            "connection refused".to_owned()
+        } else {
+            e.to_string()
+        };
+        ClientError::Unreachable {
+            url: self.base.clone(),
+            detail,
+        }
+    }
+}
+
+/// A request id as one URL path segment.
+fn segment(id: &str) -> String {
+    url::form_urlencoded::byte_serialize(id.as_bytes()).collect()
+}

@@ -1,0 +1,211 @@
+//! `clarify inbox`: answer pending requests one after another by typed replies.
+//!
+//! Requests come oldest first. Each reply goes through core's `parse_reply`, the same function
+//! every typed channel uses, so `2`, `b`, a label or `1,3` mean the same everywhere. A reply that
+//! does not fit is explained and asked again; a request someone else resolved meanwhile is
+//! reported with who did it, and the inbox moves on. Input is read line by line, so the inbox
+//! works the same when stdin is a pipe.
+
+use std::collections::HashSet;
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+
+use clarify_client::{Client, ClientError, ListFilter, Record};
+use clarify_core::reply::{Reply, parse_reply};
+use clarify_core::{Answer, QuestionKind};
+use serde_json::{Map, Value, json};
+
+use crate::client::Connection;
+use crate::render;
+
+/// Lines from stdin; `None` at the end of input.
+struct Input {
+    lines: std::io::Lines<std::io::StdinLock<'static>>,
+}
+
+impl Input {
+    fn next(&mut self, prompt: &str) -> Option<String> {
+        let mut out = std::io::stdout().lock();
+        let _ = write!(out, "{prompt}");
+        let _ = out.flush();
+        drop(out);
+        tokio::task::block_in_place(|| self.lines.next()).and_then(Result::ok)
+    }
+}
+
+/// What became of one request.
+enum Done {
+    Answered,
+    Moved,
+    EndOfInput,
+}
+
+pub async fn run(conn: Connection) -> anyhow::Result<ExitCode> {
+    let client = conn.client()?;
+    let mut input = Input {
+        lines: std::io::stdin().lock().lines(),
+    };
+    let mut seen = HashSet::new();
+    let mut answered = 0usize;
+    loop {
+        let pending = oldest_pending(&client).await?;
+        let fresh: Vec<Record> = pending
+            .into_iter()
+            .filter(|r| !seen.contains(r.id()))
+            .collect();
+        if fresh.is_empty() {
+            break;
+        }
+        for record in fresh {
+            seen.insert(record.id().to_owned());
+            match handle(&client, &mut input, record).await? {
+                Done::Answered => answered += 1,
+                Done::Moved => {}
+                Done::EndOfInput => {
+                    eprintln!("clarify: end of input; {answered} answered");
+                    return Ok(ExitCode::SUCCESS);
+                }
+            }
+        }
+    }
+    println!("No pending requests. {answered} answered.");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn oldest_pending(client: &Client) -> anyhow::Result<Vec<Record>> {
+    let mut all = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = client
+            .list(&ListFilter {
+                status: Some("pending".to_owned()),
+                limit: Some(500),
+                cursor,
+                ..ListFilter::default()
+            })
+            .await?;
+        all.extend(page.requests);
+        match page.next_cursor {
+            Some(c) if all.len() < 5_000 => cursor = Some(c),
+            _ => break,
+        }
+    }
+    all.reverse();
+    Ok(all)
+}
+
+async fn handle(client: &Client, input: &mut Input, record: Record) -> anyhow::Result<Done> {
+    let id = record.id().to_owned();
+    loop {
+        let record = match client.get(&id).await {
+            Ok(r) => r,
+            Err(ClientError::Api { status: 404, .. }) => return Ok(Done::Moved),
+            Err(e) => return Err(e.into()),
+        };
+        if record.is_resolved() {
+            println!(
+                "{id}: {} meanwhile; moving on.\n",
+                render::status_sentence(&record)
+            );
+            return Ok(Done::Moved);
+        }
+        let request = record.request()?;
+        println!("── {} ──", render::dim(&id));
+        if let Some(ctx) = match &record.0["context"] {
+            Value::String(s) => Some(s.clone()),
+            Value::Object(_) => serde_json::to_string_pretty(&record.0["context"]).ok(),
+            _ => None,
+        } {
+            println!("{}\n", render::dim(&ctx));
+        }
+        let mut answers = Map::new();
+        let mut skip = false;
+        for (q, shown) in request
+            .questions
+            .iter()
+            .zip(record.0["questions"].as_array().into_iter().flatten())
+        {
+            print!("{}", render::question(shown));
+            let answer = loop {
+                let Some(line) = input.next("> ") else {
+                    return Ok(Done::EndOfInput);
+                };
+                match parse_reply(q, request.allow_skip, &line) {
+                    Ok(Reply::Skip) => break None,
+                    Ok(Reply::Answer(a)) => break Some(a),
+                    Err(e) => eprintln!("  {e}; try again"),
+                }
+            };
+            let Some(mut answer) = answer else {
+                skip = true;
+                break;
+            };
+            if let (QuestionKind::Approval(approval), Answer::Approval(a)) = (&q.kind, &mut answer)
+            {
+                if approval.allow_edit && a.decision == clarify_core::Decision::Approve {
+                    match edited_arguments(input) {
+                        Some(edited) => a.edited_arguments = edited,
+                        None => return Ok(Done::EndOfInput),
+                    }
+                }
+            }
+            answers.insert(q.id.clone(), serde_json::to_value(&answer)?);
+        }
+        let body = if skip {
+            json!({"skip": true})
+        } else {
+            json!({ "answers": answers })
+        };
+        match client.answer(&id, &body).await {
+            Ok(outcome) => {
+                let status = outcome["status"].as_str().unwrap_or("answered");
+                println!("✓ {status}\n");
+                return Ok(Done::Answered);
+            }
+            Err(ClientError::Api {
+                code,
+                record: Some(winner),
+                ..
+            }) if code == "already_resolved" => {
+                println!(
+                    "{id}: {} meanwhile; your answer was not used. Moving on.\n",
+                    render::status_sentence(&winner)
+                );
+                return Ok(Done::Moved);
+            }
+            Err(ClientError::Api {
+                status: 422,
+                message,
+                ..
+            }) => {
+                eprintln!("  the server refused the answer: {message}; answer again");
+            }
+            Err(ClientError::Api {
+                status: 403 | 404,
+                message,
+                ..
+            }) => {
+                eprintln!("  {message}; moving on");
+                return Ok(Done::Moved);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Asks for replacement arguments as JSON; an empty line keeps the proposed ones. `None` at the
+/// end of input.
+fn edited_arguments(input: &mut Input) -> Option<Option<Value>> {
+    loop {
+        let line = input.next("edited arguments as JSON (empty keeps them)> ")?;
+        let line = line.trim();
+        if line.is_empty() {
+            return Some(None);
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(v @ Value::Object(_)) => return Some(Some(v)),
+            Ok(_) => eprintln!("  the arguments must be a JSON object; try again"),
+            Err(e) => eprintln!("  that is not JSON ({e}); try again"),
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! `clarify keys`: key management directly on the store, also while a server runs.
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clarify_store::{Role, Store, StoreOptions};
+
+use crate::KeysCommand;
+
+pub async fn run(command: KeysCommand, db: &str) -> anyhow::Result<ExitCode> {
+    let options = StoreOptions {
+        reaper_interval: None,
+        ..StoreOptions::default()
+    };
+    let store = Store::open(db, options)
+        .await
+        .with_context(|| format!("cannot open the store {db}"))?;
+    match command {
+        KeysCommand::Create { role, name, tenant } => {
+            let role = Role::parse(&role).context("unknown role; use agent, responder or admin")?;
+            let key = store.create_key(&name, role, &tenant).await?;
+            println!("{}", key.token);
+        }
+        KeysCommand::List => {
+            println!(
+                "{:<24} {:<10} {:<16} {:<26} STATUS",
+                "NAME", "ROLE", "TENANT", "CREATED"
+            );
+            for k in store.keys().await? {
+                let status = match k.revoked_at {
+                    Some(at) => format!("revoked {}", at.format("%Y-%m-%d %H:%M")),
+                    None => "active".to_owned(),
+                };
+                println!(
+                    "{:<24} {:<10} {:<16} {:<26} {status}",
+                    k.name,
+                    k.role,
+                    k.tenant,
+                    k.created_at.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+                );
+            }
+        }
+        KeysCommand::Revoke { name } => {
+            let key = store.revoke_key(&name).await?;
+            eprintln!(
+                "clarify: revoked key {:?} (tenant {})",
+                key.name, key.tenant
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

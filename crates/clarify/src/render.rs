@@ -1,0 +1,266 @@
+//! How requests and outcomes look in a terminal.
+//!
+//! Styling (bold questions, dim hints) is used only when stdout is a terminal and `NO_COLOR` is
+//! not set; piped output is plain text.
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+
+use clarify_client::Record;
+use serde_json::Value;
+
+/// Whether to style output.
+pub fn styled() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+}
+
+pub fn bold(text: &str) -> String {
+    if styled() {
+        format!("\x1b[1m{text}\x1b[0m")
+    } else {
+        text.to_owned()
+    }
+}
+
+pub fn dim(text: &str) -> String {
+    if styled() {
+        format!("\x1b[2m{text}\x1b[0m")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// `h:mm:ss` or `m:ss`.
+pub fn clock(seconds: i64) -> String {
+    let (h, m, s) = (seconds / 3600, (seconds % 3600) / 60, seconds % 60);
+    if h > 0 {
+        format!("{h}:{m:02}:{s:02}")
+    } else {
+        format!("{m}:{s:02}")
+    }
+}
+
+/// One line per question of an answered outcome: the label(s) or text.
+pub fn answer_lines(outcome: &Value) -> Vec<String> {
+    outcome["questions"]
+        .as_array()
+        .map(|qs| qs.iter().map(|q| answer_text(&q["answer"])).collect())
+        .unwrap_or_default()
+}
+
+fn answer_text(answer: &Value) -> String {
+    match answer {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(answer_text).collect::<Vec<_>>().join(", "),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// "skipped by alice", "expired: nobody answered in time", ...
+pub fn status_sentence(record: &Record) -> String {
+    let by = record
+        .answered_by()
+        .map(|n| format!(" by {n}"))
+        .unwrap_or_default();
+    match record.status() {
+        "answered" => format!("answered{by}"),
+        "skipped" => format!("the question was skipped{by}"),
+        "expired" => "nobody answered in time; the request expired".to_owned(),
+        "cancelled" => format!("the request was cancelled{by}"),
+        other => other.to_owned(),
+    }
+}
+
+/// The first question's text, on one line, at most `max` characters.
+fn summary(record: &Record, max: usize) -> String {
+    let q = &record.0["questions"][0];
+    let text = q["header"]
+        .as_str()
+        .map(|h| format!("[{h}] "))
+        .unwrap_or_default()
+        + q["text"].as_str().unwrap_or("");
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() > max {
+        let cut: String = one_line.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    } else {
+        one_line
+    }
+}
+
+/// The `list` table.
+pub fn table(records: &[Record]) -> String {
+    let mut out = format!(
+        "{:<26}  {:<9}  {:<20}  QUESTION\n",
+        "ID", "STATUS", "CREATED"
+    );
+    for r in records {
+        let created = r.0["created_at"].as_str().unwrap_or("");
+        let created = created.get(..19).unwrap_or(created).replace('T', " ");
+        let _ = writeln!(
+            out,
+            "{:<26}  {:<9}  {:<20}  {}",
+            r.id(),
+            r.status(),
+            created,
+            summary(r, 60)
+        );
+    }
+    out
+}
+
+/// The context, each question with its numbered options, for `show` and `inbox`.
+pub fn request(record: &Record) -> String {
+    let mut out = String::new();
+    let v = &record.0;
+    match &v["context"] {
+        Value::String(s) => {
+            let _ = writeln!(out, "{}\n", dim(s));
+        }
+        Value::Object(_) => {
+            let pretty = serde_json::to_string_pretty(&v["context"]).unwrap_or_default();
+            let _ = writeln!(out, "{}\n", dim(&pretty));
+        }
+        _ => {}
+    }
+    for q in v["questions"].as_array().into_iter().flatten() {
+        out.push_str(&question(q));
+    }
+    out
+}
+
+/// One question: header, text, and what may be replied.
+pub fn question(q: &Value) -> String {
+    let mut out = String::new();
+    if let Some(h) = q["header"].as_str() {
+        let _ = writeln!(out, "{}", dim(&format!("[{h}]")));
+    }
+    let _ = writeln!(out, "{}", bold(q["text"].as_str().unwrap_or("")));
+    let recommended = q["recommended"].as_str();
+    match q["kind"].as_str() {
+        Some("single" | "multi") => {
+            for (i, o) in q["options"].as_array().into_iter().flatten().enumerate() {
+                let mark = if o["id"].as_str() == recommended && recommended.is_some() {
+                    " (recommended)"
+                } else {
+                    ""
+                };
+                let desc = o["description"]
+                    .as_str()
+                    .map(|d| dim(&format!(" — {d}")))
+                    .unwrap_or_default();
+                let letter = char::from(b'a' + u8::try_from(i % 26).unwrap_or(0));
+                let _ = writeln!(
+                    out,
+                    "  {}. {letter}) {}{mark}{desc}",
+                    i + 1,
+                    o["label"].as_str().unwrap_or("")
+                );
+            }
+            let several = if q["kind"] == "multi" {
+                "; several like 1,3"
+            } else {
+                ""
+            };
+            let other = if q["allow_other"] == Value::Bool(true) {
+                ", or type your own answer"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "{}",
+                dim(&format!(
+                    "  reply with a number, letter or label{several}{other}"
+                ))
+            );
+        }
+        Some("approval") => {
+            let action = &q["action"];
+            let args = serde_json::to_string_pretty(&action["arguments"]).unwrap_or_default();
+            let _ = writeln!(out, "  action: {}", action["name"].as_str().unwrap_or(""));
+            for line in args.lines() {
+                let _ = writeln!(out, "    {line}");
+            }
+            let scopes: Vec<&str> = q["scopes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let _ = writeln!(
+                out,
+                "{}",
+                dim(&format!(
+                    "  reply approve or deny (scopes: {}; deny may add a reason)",
+                    scopes.join(", ")
+                ))
+            );
+        }
+        _ => {
+            let _ = writeln!(out, "{}", dim("  type your answer"));
+        }
+    }
+    out
+}
+
+/// The `show` view.
+pub fn detail(record: &Record) -> String {
+    let v = &record.0;
+    let mut out = String::new();
+    let _ = writeln!(out, "{}  {}", bold(record.id()), record.status());
+    let _ = writeln!(out, "created {}", v["created_at"].as_str().unwrap_or(""));
+    if let Some(at) = v["expires_at"].as_str() {
+        let _ = writeln!(out, "expires {at}");
+    }
+    for (field, name) in [
+        ("session", "session"),
+        ("agent", "agent"),
+        ("tool_call_id", "tool call"),
+    ] {
+        if let Some(s) = v[field].as_str() {
+            let _ = writeln!(out, "{name} {s}");
+        }
+    }
+    out.push('\n');
+    out.push_str(&request(record));
+    if let Some(outcome) = record.outcome() {
+        let _ = writeln!(
+            out,
+            "\n{} at {}",
+            status_sentence(record),
+            v["resolved_at"].as_str().unwrap_or("")
+        );
+        for (q, line) in outcome["questions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .zip(answer_lines(outcome))
+        {
+            let _ = writeln!(out, "  {}: {line}", q["id"].as_str().unwrap_or(""));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn answers_print_one_line_per_question() {
+        let outcome = json!({"questions": [
+            {"answer": "yes"}, {"answer": ["EU", "US"]}, {"answer": "approve"}, {"answer": null}
+        ]});
+        assert_eq!(answer_lines(&outcome), ["yes", "EU, US", "approve", ""]);
+    }
+
+    #[test]
+    fn clocks_read_naturally() {
+        assert_eq!(clock(59), "0:59");
+        assert_eq!(clock(600), "10:00");
+        assert_eq!(clock(3661), "1:01:01");
+    }
+}

@@ -1,0 +1,71 @@
+//! `clarify serve`: the server and inbox on a store.
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clarify_server::{AppState, Config};
+use clarify_store::{Store, StoreOptions};
+
+use crate::ServeArgs;
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_ansi(std::env::var_os("NO_COLOR").is_none())
+        .init();
+    let store = Store::open(&args.db, StoreOptions::default())
+        .await
+        .with_context(|| format!("cannot open the store {}", args.db))?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot listen on {}; is another server running there?",
+                args.listen
+            )
+        })?;
+    let local = listener.local_addr()?;
+    let public_url = args.public_url.unwrap_or_else(|| format!("http://{local}"));
+    let mut config = Config::new(public_url.clone());
+    config.limits = clarify_core::Limits::new(args.max_options, 3600)
+        .map_err(|e| anyhow::anyhow!("--max-options: {e}"))?;
+    config.webhooks.first_backoff = chrono::TimeDelta::from_std(args.webhook_first_retry)
+        .context("--webhook-first-retry is too long")?;
+    if let Some((key, login)) = clarify_server::bootstrap(&store, &public_url).await? {
+        eprintln!("clarify: created the first admin key (shown once; keep it):");
+        eprintln!("  {}", key.token);
+        eprintln!("clarify: open the inbox with this one-time login link (valid 24 hours):");
+        eprintln!("  {login}");
+    }
+    let state = AppState::new(store, config).await?;
+    tracing::info!(%local, backend = state.store.backend_name(), "clarify is serving; the inbox is at {public_url}/");
+    clarify_server::serve(listener, state, shutdown_signal()).await?;
+    tracing::info!("clarify stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Completes on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}
