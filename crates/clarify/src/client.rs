@@ -182,7 +182,7 @@ async fn countdown(expires_at: Option<String>) {
 }
 
 #[derive(Debug, Args)]
-#[command(group = clap::ArgGroup::new("reply").required(true).args(["option", "other", "text", "approve", "deny", "skip", "body"]))]
+#[command(group = clap::ArgGroup::new("reply").required(true).multiple(true).args(["option", "other", "text", "approve", "deny", "skip", "body"]))]
 pub struct AnswerArgs {
     /// The request id.
     pub id: String,

@@ -1,0 +1,585 @@
+//! The client commands against a real server: every command and every exit code of `ask`.
+
+use std::io::{BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{Api, BIN, Server};
+
+/// A server on a memory store, with its first admin key.
+async fn server() -> (Server, String) {
+    let server = Server::start("memory:", &[]).await;
+    let stderr = server.stderr();
+    let key = stderr
+        .split_whitespace()
+        .find(|w| w.starts_with("ck_"))
+        .expect("the first admin key is printed")
+        .to_owned();
+    (server, key)
+}
+
+fn clarify(server: &Server, key: &str) -> Command {
+    let mut c = Command::new(BIN);
+    c.env("CLARIFY_URL", &server.url)
+        .env("CLARIFY_TOKEN", key)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    c
+}
+
+/// Runs to completion; (exit code, stdout, stderr).
+fn output(mut c: Command) -> (i32, String, String) {
+    let out = c.output().expect("clarify runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The newest pending request, once one exists.
+async fn newest_pending(api: &Api) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, page) = api.get("/v1/requests?status=pending&limit=1").await;
+        if let Some(r) = page["requests"].get(0) {
+            return r.clone();
+        }
+        assert!(Instant::now() < deadline, "no request appeared");
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+}
+
+/// Starts `clarify ask ARGS` in the background; returns the child.
+fn spawn_ask(server: &Server, key: &str, args: &[&str]) -> std::process::Child {
+    let mut c = clarify(server, key);
+    c.arg("ask")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c.spawn().expect("ask starts")
+}
+
+fn finish(child: std::process::Child) -> (i32, String, String) {
+    let out = child.wait_with_output().expect("ask ends");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn ask_prints_the_answer_and_exits_by_status() {
+    let (server, key) = server().await;
+    let api = Api::new(&server.url, &key);
+
+    let child = spawn_ask(&server, &key, &["Deploy to prod?", "-c", "yes", "-c", "no"]);
+    let r = newest_pending(&api).await;
+    assert_eq!(r["questions"][0]["options"][0]["label"], "yes");
+    api.post(
+        &format!("/v1/requests/{}/answer", r["id"].as_str().unwrap_or("")),
+        json!({"option": "yes"}),
+    )
+    .await;
+    let (code, stdout, stderr) = finish(child);
+    assert_eq!((code, stdout.as_str()), (0, "yes\n"));
+    assert_eq!(stderr, "", "no countdown when stderr is not a terminal");
+
+    let child = spawn_ask(
+        &server,
+        &key,
+        &[
+            "Regions?", "-c", "eu", "-c", "us", "-c", "asia", "--multi", "--json",
+        ],
+    );
+    let r = newest_pending(&api).await;
+    assert_eq!(r["questions"][0]["kind"], "multi");
+    api.post(
+        &format!("/v1/requests/{}/answer", r["id"].as_str().unwrap_or("")),
+        json!({"options": ["eu", "asia"]}),
+    )
+    .await;
+    let (code, stdout, _) = finish(child);
+    assert_eq!(code, 0);
+    let outcome: Value = serde_json::from_str(&stdout).expect("--json prints the outcome");
+    assert_eq!(outcome["questions"][0]["answer"], json!(["eu", "asia"]));
+    assert_eq!(outcome["status"], "answered");
+
+    let child = spawn_ask(&server, &key, &["Lunch?", "--context", "It is noon."]);
+    let r = newest_pending(&api).await;
+    assert_eq!(r["context"], "It is noon.");
+    api.post(
+        &format!("/v1/requests/{}/answer", r["id"].as_str().unwrap_or("")),
+        json!({"skip": true}),
+    )
+    .await;
+    assert_eq!(finish(child).0, 3, "skipped exits 3");
+
+    let (code, stdout, stderr) = output({
+        let mut c = clarify(&server, &key);
+        c.args(["ask", "Anyone?", "--timeout", "1s"]);
+        c
+    });
+    assert_eq!(
+        (code, stdout.as_str()),
+        (4, ""),
+        "expired exits 4; {stderr}"
+    );
+    assert!(stderr.contains("expired"), "{stderr}");
+
+    let child = spawn_ask(&server, &key, &["Cancel me?"]);
+    let r = newest_pending(&api).await;
+    api.post(
+        &format!("/v1/requests/{}/cancel", r["id"].as_str().unwrap_or("")),
+        json!({}),
+    )
+    .await;
+    assert_eq!(finish(child).0, 5, "cancelled exits 5");
+}
+
+#[tokio::test]
+async fn ask_works_as_a_gate_in_a_shell_script() {
+    let (server, key) = server().await;
+    let api = Api::new(&server.url, &key);
+    let script = format!(
+        "if [ \"$('{BIN}' ask 'Deploy to prod?' -c yes -c no)\" = yes ]; then echo deploying; else echo holding; fi"
+    );
+    let child = Command::new("sh")
+        .args(["-c", &script])
+        .env("CLARIFY_URL", &server.url)
+        .env("CLARIFY_TOKEN", &key)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("sh runs");
+    let r = newest_pending(&api).await;
+    api.post(
+        &format!("/v1/requests/{}/answer", r["id"].as_str().unwrap_or("")),
+        json!({"option": "yes"}),
+    )
+    .await;
+    let out = child.wait_with_output().expect("script ends");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "deploying\n");
+}
+
+#[tokio::test]
+async fn ctrl_c_cancels_the_request_and_exits_5() {
+    let (server, key) = server().await;
+    let api = Api::new(&server.url, &key);
+    let child = spawn_ask(&server, &key, &["Wait for me?"]);
+    let r = newest_pending(&api).await;
+    let id = r["id"].as_str().unwrap_or("").to_owned();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let (code, _, stderr) = finish(child);
+    assert_eq!(code, 5, "{stderr}");
+    let (_, record) = api.get(&format!("/v1/requests/{id}")).await;
+    assert_eq!(
+        record["status"], "cancelled",
+        "the request is cancelled on the server"
+    );
+}
+
+#[tokio::test]
+async fn errors_are_one_line_saying_what_to_do() {
+    let (server, key) = server().await;
+    // Nothing listens on port 9 here.
+    let (code, _, stderr) = output({
+        let mut c = Command::new(BIN);
+        c.args(["list"])
+            .env("CLARIFY_URL", "http://127.0.0.1:9")
+            .env("CLARIFY_TOKEN", "x");
+        c
+    });
+    assert_eq!(code, 1);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("clarify serve"), "{stderr}");
+
+    let (code, _, stderr) = output({
+        let mut c = clarify(&server, "ck_aaaaaaaaaaaaaaaa_nope");
+        c.arg("list");
+        c
+    });
+    assert_eq!(code, 1);
+    assert!(stderr.contains("CLARIFY_TOKEN"), "{stderr}");
+
+    let (code, _, stderr) = output({
+        let mut c = clarify(&server, &key);
+        c.args(["ask"]);
+        c
+    });
+    assert_eq!(code, 2, "usage errors exit 2: {stderr}");
+    let (code, _, _) = output({
+        let mut c = clarify(&server, &key);
+        c.args(["ask", "x", "--timeout", "soon"]);
+        c
+    });
+    assert_eq!(code, 2);
+    let (code, _, stderr) = output({
+        let mut c = clarify(&server, &key);
+        c.args(["show", "no-such-id"]);
+        c
+    });
+    assert_eq!(code, 1);
+    assert!(stderr.contains("no such request"), "{stderr}");
+}
+
+#[tokio::test]
+async fn answer_list_show_and_cancel() {
+    let (server, key) = server().await;
+    let api = Api::new(&server.url, &key);
+    let ask = |body: Value| {
+        let api = api.clone();
+        async move {
+            api.post("/v1/requests", body).await.1["id"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        }
+    };
+    let run = |args: &[&str]| {
+        let mut c = clarify(&server, &key);
+        c.args(args);
+        output(c)
+    };
+
+    let single = ask(json!({"question": "Ship?", "choices": ["yes", "no"]})).await;
+    let (code, stdout, _) = run(&["answer", &single, "--option", "no", "--json"]);
+    assert_eq!(code, 0);
+    let outcome: Value = serde_json::from_str(&stdout).expect("outcome JSON");
+    assert_eq!(outcome["questions"][0]["answer"], "no");
+    let (code, _, stderr) = run(&["answer", &single, "--option", "yes"]);
+    assert_eq!(code, 1, "answering twice fails");
+    assert!(stderr.contains("already answered"), "{stderr}");
+
+    let multi = ask(
+        json!({"questions": [{"text": "Which?", "kind": "multi", "options": ["a", "b", "c"]}]}),
+    )
+    .await;
+    assert_eq!(
+        run(&[
+            "answer", &multi, "--option", "a", "--option", "c", "--other", "and d"
+        ])
+        .0,
+        0
+    );
+    let (_, r) = api.get(&format!("/v1/requests/{multi}")).await;
+    assert_eq!(
+        r["outcome"]["questions"][0]["answer"],
+        json!(["a", "c", "and d"])
+    );
+
+    let open = ask(json!({"question": "Why?"})).await;
+    let (code, _, stderr) = run(&["answer", &open, "--option", "x"]);
+    assert_eq!(code, 1, "a wrong kind is refused: {stderr}");
+    assert_eq!(run(&["answer", &open, "--text", "because"]).0, 0);
+
+    let approval = ask(json!({"questions": [{"text": "Delete?", "kind": "approval", "action": {"name": "rm", "arguments": {"path": "/tmp/x"}}, "scopes": ["once", "session"]}]})).await;
+    assert_eq!(
+        run(&[
+            "answer",
+            &approval,
+            "--approve",
+            "--scope",
+            "session",
+            "--reason",
+            "fine"
+        ])
+        .0,
+        0
+    );
+    let (_, r) = api.get(&format!("/v1/requests/{approval}")).await;
+    assert_eq!(r["outcome"]["questions"][0]["scope"], "session");
+    assert_eq!(r["outcome"]["questions"][0]["reason"], "fine");
+
+    let denied = ask(json!({"questions": [{"text": "Drop table?", "kind": "approval", "action": {"name": "sql"}}]})).await;
+    assert_eq!(
+        run(&["answer", &denied, "--deny", "--reason", "not today"]).0,
+        0
+    );
+    let two = ask(json!({"questions": [{"text": "A?"}, {"text": "B?", "kind": "single", "options": ["x", "y"]}]})).await;
+    assert_eq!(
+        run(&[
+            "answer",
+            &two,
+            "--body",
+            r#"{"answers": {"q1": {"text": "a"}, "q2": {"option": "y"}}}"#
+        ])
+        .0,
+        0
+    );
+    let skippable = ask(json!({"question": "Skip me"})).await;
+    assert_eq!(run(&["answer", &skippable, "--skip"]).0, 0);
+    let (code, _, _) = run(&["answer", &skippable]);
+    assert_eq!(code, 2, "an answer needs a reply flag");
+
+    let pending = ask(json!({"question": "Still open", "session": "s9"})).await;
+    let (code, stdout, _) = run(&["list", "--status", "pending"]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains(&pending) && stdout.contains("Still open"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains(&single), "filtered by status: {stdout}");
+    let (_, stdout, _) = run(&["list", "--json"]);
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 8);
+    assert_eq!(lines[0]["id"], pending.as_str(), "newest first");
+
+    let (_, stdout, _) = run(&["show", &approval]);
+    assert!(
+        stdout.contains("Delete?") && stdout.contains("action: rm") && stdout.contains("session"),
+        "{stdout}"
+    );
+    let (_, stdout, _) = run(&["show", &single, "--json"]);
+    let shown: Value = serde_json::from_str(&stdout).expect("record JSON");
+    assert_eq!(shown["outcome"]["questions"][0]["answer"], "no");
+
+    assert_eq!(run(&["cancel", &pending]).0, 0);
+    let (code, _, stderr) = run(&["cancel", &pending]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("already cancelled"), "{stderr}");
+}
+
+/// Drives `clarify inbox` through a pipe, one reply at a time, reading its output as it goes.
+struct Inbox {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: String,
+}
+
+impl Inbox {
+    fn start(server: &Server, key: &str) -> Self {
+        let mut c = clarify(server, key);
+        c.arg("inbox")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().expect("inbox starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let (tx, lines) = std::sync::mpsc::channel();
+        for pipe in [
+            Box::new(child.stdout.take().expect("stdout")) as Box<dyn Read + Send>,
+            Box::new(child.stderr.take().expect("stderr")),
+        ] {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                // Prompts have no newline; split on "> " too so they arrive at once.
+                let mut reader = BufReader::new(pipe);
+                let mut buf = Vec::new();
+                loop {
+                    let mut byte = [0u8; 1];
+                    match reader.read(&mut byte) {
+                        Ok(1) => {
+                            buf.push(byte[0]);
+                            if byte[0] == b'\n' || buf.ends_with(b"> ") {
+                                let _ = tx.send(String::from_utf8_lossy(&buf).into_owned());
+                                buf.clear();
+                            }
+                        }
+                        _ => break,
+                    }
+                }
+            });
+        }
+        Self {
+            child,
+            stdin,
+            lines,
+            seen: String::new(),
+        }
+    }
+
+    /// Waits until the output so far contains `text`.
+    fn expect(&mut self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.seen.contains(text) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => self.seen.push_str(&line),
+                Err(_) => panic!("the inbox never said {text:?}; it said:\n{}", self.seen),
+            }
+        }
+        // Consume through the match, so the next expectation looks at newer output.
+        if let Some(at) = self.seen.find(text) {
+            self.seen = self.seen[at + text.len()..].to_owned();
+        }
+    }
+
+    fn reply(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").expect("reply written");
+    }
+}
+
+#[tokio::test]
+async fn the_inbox_answers_every_kind_through_a_pipe() {
+    let (server, key) = server().await;
+    let api = Api::new(&server.url, &key);
+    let mut ids = Vec::new();
+    for body in [
+        json!({"question": "Which database?", "choices": ["Postgres (recommended)", "SQLite"], "context": "Two instances."}),
+        json!({"questions": [{"text": "Which regions?", "kind": "multi", "options": ["eu", "us", "asia"]}]}),
+        json!({"question": "Any last words?"}),
+        json!({"questions": [{"text": "Run the migration?", "kind": "approval", "allow_edit": true,
+                              "action": {"name": "migrate", "arguments": {"to": 7}}, "scopes": ["once", "session"]}]}),
+        json!({"question": "Answered elsewhere?", "choices": ["a", "b"]}),
+        json!({"question": "Skippable?", "choices": ["x", "y"]}),
+    ] {
+        let (status, r) = api.post("/v1/requests", body).await;
+        assert_eq!(status, 201);
+        ids.push(r["id"].as_str().unwrap_or("").to_owned());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    let mut inbox = Inbox::start(&server, &key);
+    inbox.expect("Two instances.");
+    inbox.expect("1. a) Postgres (recommended)");
+    inbox.expect("> ");
+    inbox.reply("7");
+    inbox.expect("there is no option 7");
+    inbox.reply("b");
+    inbox.expect("answered");
+    inbox.expect("Which regions?");
+    inbox.reply("1,3");
+    inbox.expect("answered");
+    inbox.expect("Any last words?");
+    inbox.reply("ship it");
+    inbox.expect("answered");
+    inbox.expect("action: migrate");
+    inbox.reply("maybe");
+    inbox.expect("approve or deny");
+    inbox.reply("approve session");
+    inbox.expect("edited arguments");
+    inbox.reply("{not json");
+    inbox.expect("not JSON");
+    inbox.reply(r#"{"to": 6}"#);
+    inbox.expect("answered");
+    inbox.expect("Answered elsewhere?");
+    inbox.expect("> ");
+    // Someone else answers while the inbox shows the request.
+    let responder = api
+        .post("/v1/keys", json!({"name": "bob", "role": "responder"}))
+        .await
+        .1["token"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    let (status, _) = Api::new(&server.url, &responder)
+        .post(
+            &format!("/v1/requests/{}/answer", ids[4]),
+            json!({"option": "a"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    inbox.reply("b");
+    inbox.expect("by bob");
+    inbox.expect("Skippable?");
+    inbox.reply("s");
+    inbox.expect("skipped");
+    inbox.expect("No pending requests");
+    drop(inbox.stdin);
+    let status = inbox.child.wait().expect("inbox ends");
+    assert_eq!(status.code(), Some(0));
+
+    let answer = |i: usize| {
+        let api = api.clone();
+        let id = ids[i].clone();
+        async move { api.get(&format!("/v1/requests/{id}")).await.1["outcome"].clone() }
+    };
+    assert_eq!(answer(0).await["questions"][0]["answer"], "SQLite");
+    assert_eq!(
+        answer(1).await["questions"][0]["answer"],
+        json!(["eu", "asia"])
+    );
+    assert_eq!(answer(2).await["questions"][0]["answer"], "ship it");
+    let approval = answer(3).await;
+    assert_eq!(approval["questions"][0]["decision"], "approve");
+    assert_eq!(approval["questions"][0]["scope"], "session");
+    assert_eq!(
+        approval["questions"][0]["edited_arguments"],
+        json!({"to": 6})
+    );
+    assert_eq!(
+        answer(4).await["questions"][0]["answer"],
+        "a",
+        "bob's answer stands"
+    );
+    assert_eq!(answer(5).await["status"], "skipped");
+}
+
+#[test]
+fn tools_prints_the_committed_definitions() {
+    for format in ["openai", "anthropic", "mcp"] {
+        let out = Command::new(BIN)
+            .args(["tools", "--format", format])
+            .output()
+            .expect("runs");
+        assert!(out.status.success());
+        let committed = std::fs::read_to_string(format!(
+            "{}/../../tools/ask_human.{format}.json",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .expect("committed definition");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), committed, "{format}");
+    }
+}
+
+#[test]
+fn every_command_has_help_with_an_example() {
+    for command in [
+        "serve", "ask", "inbox", "answer", "list", "show", "cancel", "keys", "tools",
+    ] {
+        let out = Command::new(BIN)
+            .args([command, "--help"])
+            .output()
+            .expect("runs");
+        assert!(out.status.success(), "{command} --help");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("Example"),
+            "{command} --help has no example:\n{text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn ask_reconnects_when_the_server_restarts() {
+    let dir = crate::support::temp_dir("reconnect");
+    let db = crate::support::sqlite_url(&dir);
+    let key = crate::support::create_key(&db, "admin", "root", "default");
+    let mut first = Server::start(&db, &[]).await;
+    let port = first.port;
+    let child = spawn_ask(
+        &first,
+        &key,
+        &["Survive a restart?", "-c", "yes", "-c", "no"],
+    );
+    let api = Api::new(&first.url, &key);
+    let r = newest_pending(&api).await;
+    let id = r["id"].as_str().unwrap_or("").to_owned();
+    first.kill();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let second = Server::start_on(port, &db, &[]).await;
+    let (status, _) = Api::new(&second.url, &key)
+        .post(
+            &format!("/v1/requests/{id}/answer"),
+            json!({"option": "yes"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (code, stdout, _) = finish(child);
+    assert_eq!(
+        (code, stdout.as_str()),
+        (0, "yes\n"),
+        "ask waited through the restart"
+    );
+}
