@@ -6,7 +6,7 @@
 //! when its client is ready for more, so a slow client holds one batch at most and delays nobody
 //! else. The [`EventHub`] only says "the log has grown" (a `watch` of the newest sequence):
 //! this instance pokes it after its own writes, and a tailer polls the log for the writes of
-//! other instances and of the reaper.
+//! other instances and of the reaper. A stream ends when its key is revoked.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -183,6 +183,17 @@ fn events(cursor: Cursor) -> impl Stream<Item = Result<Event, Infallible>> {
                 .await
             {
                 Ok(batch) if !batch.is_empty() => {
+                    // The key was checked when the stream opened, but a stream outlives that
+                    // check: a revoked key must stop receiving records (and their answer
+                    // links) at once, as it stops everywhere else.
+                    match c.state.store.key(&c.caller.key.id).await {
+                        Ok(Some(_)) => {}
+                        Ok(None) => return None,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "checking a stream's key failed");
+                            return None;
+                        }
+                    }
                     c.pending = batch.into_iter();
                     continue;
                 }

@@ -1,5 +1,6 @@
 //! Integration tests of the HTTP server on a real socket.
 
+mod events;
 mod openapi;
 mod requests;
 mod support;
