@@ -17,6 +17,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use clarify_core::QuestionKind;
 use clarify_store::{Actor, RequestRecord};
 use serde_json::{Map, Value, json};
 
@@ -109,7 +110,10 @@ async fn answer(
         Err(e) => return e.into_response(),
     };
     let raw = if is_form {
-        form_answer(&record, &body)
+        match form_answer(&record, &body) {
+            Ok(v) => v,
+            Err(message) => return crate::html::link_page(&record, Some(&message)),
+        }
     } else {
         match parse_json::<Value>(&body) {
             Ok(v) => v,
@@ -151,8 +155,9 @@ fn wants_json(headers: &HeaderMap) -> bool {
 
 /// Builds an answer body from the page's form fields `<question id>.<field>`:
 /// `option`, `options` (repeated), `other`, `text`, `decision`, `scope`, `reason`,
-/// `edited_arguments` (JSON text); or `skip`. Blank fields count as absent.
-fn form_answer(record: &RequestRecord, body: &[u8]) -> Value {
+/// `edited_arguments` (JSON text); or `skip`. Blank fields count as absent. Fails, with a
+/// message for the page, when edited arguments are not JSON.
+fn form_answer(record: &RequestRecord, body: &[u8]) -> Result<Value, String> {
     let mut answers: Map<String, Value> = Map::new();
     let mut skip = false;
     for (name, value) in url_pairs(body) {
@@ -183,21 +188,51 @@ fn form_answer(record: &RequestRecord, body: &[u8]) -> Value {
                     list.push(Value::String(value));
                 }
             }
-            "edited_arguments" => {
-                let parsed = serde_json::from_str(&value).unwrap_or(Value::String(value));
-                obj.insert(field.to_owned(), parsed);
-            }
-            "option" | "other" | "text" | "decision" | "scope" | "reason" => {
+            "option" | "other" | "text" | "decision" | "scope" | "reason" | "edited_arguments" => {
                 obj.insert(field.to_owned(), Value::String(value));
             }
             _ => {}
         }
     }
-    if skip {
-        json!({"skip": true})
-    } else {
-        json!({ "answers": answers })
+    for (question, entry) in &mut answers {
+        if let Some(obj) = entry.as_object_mut() {
+            edited_arguments(record, question, obj)?;
+        }
     }
+    if skip {
+        Ok(json!({"skip": true}))
+    } else {
+        Ok(json!({ "answers": answers }))
+    }
+}
+
+/// Turns the form's `edited_arguments` text into an edit, or drops it. The page pre-fills the
+/// textarea with the action's arguments, so the form always sends them: only an approval with
+/// changed arguments is an edit. Sent with a deny, or unchanged, they would make a plain deny
+/// fail ("edits come only with approve") and report an unchanged approval as edited.
+fn edited_arguments(
+    record: &RequestRecord,
+    question: &str,
+    answer: &mut Map<String, Value>,
+) -> Result<(), String> {
+    let Some(Value::String(text)) = answer.remove("edited_arguments") else {
+        return Ok(());
+    };
+    let Some(QuestionKind::Approval(approval)) = record.request.question(question).map(|q| &q.kind)
+    else {
+        // Only approvals have arguments; the page sends none for other questions.
+        return Ok(());
+    };
+    if answer.get("decision").and_then(Value::as_str) != Some("approve") {
+        return Ok(());
+    }
+    let edited: Value = serde_json::from_str(&text).map_err(|e| {
+        format!("{question}: the edited arguments are not valid JSON ({e}); correct them, or restore the original arguments")
+    })?;
+    if edited != approval.action.arguments {
+        answer.insert("edited_arguments".to_owned(), edited);
+    }
+    Ok(())
 }
 
 /// Decodes `application/x-www-form-urlencoded`.

@@ -1,6 +1,7 @@
 //! Integration tests of the HTTP server on a real socket.
 
 mod events;
+mod links;
 mod openapi;
 mod requests;
 mod support;
