@@ -2,9 +2,10 @@
 //!
 //! Agents and scripts send `Authorization: Bearer <key>`. People in the inbox log in through a
 //! one-time link (`/login/<token>`) or by pasting a key (`POST /v1/login`) and then carry a
-//! session cookie (`HttpOnly`, `SameSite=Strict`). A request authenticated by the cookie that
-//! changes something must also carry `X-CSRF-Token` (from `GET /v1/session`), which a cross-site
-//! form cannot send, and an `Origin`, when present, must be this server's.
+//! session cookie (`HttpOnly`, `SameSite=Strict`, and `Secure` when the public URL is HTTPS).
+//! A request authenticated by the cookie that changes something must also carry `X-CSRF-Token`
+//! (from `GET /v1/session`), which a cross-site form cannot send, and an `Origin`, when
+//! present, must be this server's.
 //!
 //! A key belongs to one tenant; every handler reads and writes only the caller's tenant, so
 //! another tenant's request is indistinguishable from a missing one (`404`).
@@ -270,7 +271,8 @@ async fn start_session(state: &AppState, key: &ApiKey, mut response: Response) -
         Err(e) => return ApiError::store(&e).into_response(),
     };
     let cookie = format!(
-        "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
+        "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict{}; Max-Age={}",
+        secure(state),
         state.config.session_ttl.num_seconds()
     );
     if let Ok(value) = HeaderValue::from_str(&cookie) {
@@ -290,11 +292,24 @@ pub async fn logout(State(state): State<AppState>, caller: Caller, headers: Head
         }
     }
     let mut response = StatusCode::NO_CONTENT.into_response();
-    response.headers_mut().append(
-        header::SET_COOKIE,
-        HeaderValue::from_static("clarify_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+    let cleared = format!(
+        "{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict{}; Max-Age=0",
+        secure(&state)
     );
+    if let Ok(value) = HeaderValue::from_str(&cleared) {
+        response.headers_mut().append(header::SET_COOKIE, value);
+    }
     response
+}
+
+/// `; Secure` when people reach this server over HTTPS, so the browser never sends the session
+/// over plain HTTP; nothing otherwise, or a plain-HTTP inbox could not keep its session.
+fn secure(state: &AppState) -> &'static str {
+    if state.config.public_url.starts_with("https://") {
+        "; Secure"
+    } else {
+        ""
+    }
 }
 
 /// Who the caller is; for a session, the CSRF token its writes need.

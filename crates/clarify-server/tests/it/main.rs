@@ -4,4 +4,5 @@ mod events;
 mod links;
 mod openapi;
 mod requests;
+mod sessions;
 mod support;
