@@ -6,3 +6,4 @@ mod openapi;
 mod requests;
 mod sessions;
 mod support;
+mod webhooks;

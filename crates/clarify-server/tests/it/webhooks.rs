@@ -1,0 +1,443 @@
+//! Webhooks: outcomes POSTed to a receiver running in the test, signed, retried and recorded.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode as AxumStatus};
+use chrono::{TimeDelta, Utc};
+use clarify_server::Config;
+use clarify_store::{ManualClock, Role, StoreOptions};
+use hmac::{Hmac, Mac};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+use crate::support::{TestServer, code};
+
+/// How long a test waits for a delivery to settle.
+const PATIENCE: Duration = Duration::from_secs(4);
+
+/// One POST the receiver got.
+#[derive(Debug, Clone)]
+struct Call {
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+impl Call {
+    fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_else(|| panic!("no {name} header: {:?}", self.headers))
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).expect("the body is JSON")
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inbox {
+    calls: Mutex<Vec<Call>>,
+    /// Answer 500 to this many calls before answering 200.
+    failures_left: AtomicUsize,
+}
+
+/// A webhook receiver on 127.0.0.1; stops when dropped.
+struct Receiver {
+    url: String,
+    inbox: Arc<Inbox>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Receiver {
+    /// A receiver that answers 500 to its first `failures` calls.
+    async fn start(failures: usize) -> Self {
+        let inbox = Arc::new(Inbox {
+            failures_left: AtomicUsize::new(failures),
+            ..Inbox::default()
+        });
+        let app = axum::Router::new()
+            .route("/hook", axum::routing::post(receive))
+            .with_state(inbox.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr: SocketAddr = listener.local_addr().expect("addr");
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            url: format!("http://{addr}/hook"),
+            inbox,
+            task,
+        }
+    }
+
+    fn calls(&self) -> Vec<Call> {
+        self.inbox
+            .calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn receive(State(inbox): State<Arc<Inbox>>, headers: HeaderMap, body: Bytes) -> AxumStatus {
+    inbox
+        .calls
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(Call { headers, body });
+    let failing = inbox
+        .failures_left
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok();
+    if failing {
+        AxumStatus::INTERNAL_SERVER_ERROR
+    } else {
+        AxumStatus::OK
+    }
+}
+
+/// Retries quickly, so a test sees several attempts in well under a second.
+fn fast(c: &mut Config) {
+    c.webhooks.first_backoff = TimeDelta::milliseconds(50);
+    c.webhooks.poll = Duration::from_millis(50);
+}
+
+async fn fast_server() -> TestServer {
+    TestServer::build("memory:", StoreOptions::default(), fast).await
+}
+
+fn id_of(record: &Value) -> String {
+    record["id"].as_str().expect("record id").to_owned()
+}
+
+/// The deliveries of request `id`, once none is pending any more.
+async fn settled(s: &TestServer, id: &str) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let (status, body) = s
+            .get(&format!("/v1/requests/{id}/deliveries"), &s.admin)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let deliveries = body["deliveries"].as_array().cloned().unwrap_or_default();
+        if !deliveries.is_empty() && deliveries.iter().all(|d| d["status"] != "pending") {
+            return deliveries;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "deliveries of {id} still pending: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Checks `Clarify-Signature: t=<unix>,v1=<hex>` against `secret` the way a receiver would.
+fn verify(secret: &str, signature: &str, body: &[u8]) -> bool {
+    let Some((t, v1)) = signature
+        .split_once(',')
+        .and_then(|(t, v1)| Some((t.strip_prefix("t=")?, v1.strip_prefix("v1=")?)))
+    else {
+        return false;
+    };
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("any key length");
+    mac.update(t.as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    let expected: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    expected == v1
+}
+
+async fn secret_of(s: &TestServer, token: &str) -> String {
+    let (status, body) = s.get("/v1/webhook-secret", token).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["secret"].as_str().expect("secret").to_owned()
+}
+
+#[tokio::test]
+async fn an_answer_is_posted_once_and_signed_with_the_tenant_secret() {
+    let s = fast_server().await;
+    let receiver = Receiver::start(0).await;
+    let record = s
+        .ask(
+            &s.admin,
+            json!({"question": "Deploy?", "choices": ["yes", "no"], "callback_url": receiver.url}),
+        )
+        .await;
+    assert_eq!(record["callback_url"], receiver.url.as_str());
+    let id = id_of(&record);
+    let (status, outcome) = s
+        .post(
+            &format!("/v1/requests/{id}/answer"),
+            &s.admin,
+            json!({"option": "yes"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    let deliveries = settled(&s, &id).await;
+    assert_eq!(deliveries.len(), 1, "{deliveries:?}");
+    let delivery = &deliveries[0];
+    assert_eq!(delivery["status"], "delivered");
+    assert_eq!(delivery["url"], receiver.url.as_str());
+    assert_eq!(delivery["attempts"].as_array().map(Vec::len), Some(1));
+    assert_eq!(delivery["attempts"][0]["status_code"], 200);
+
+    let calls = receiver.calls();
+    assert_eq!(calls.len(), 1, "posted once");
+    let call = &calls[0];
+    assert_eq!(call.json(), outcome, "the body is the outcome");
+    assert_eq!(call.header("clarify-event"), "request.answered");
+    assert_eq!(call.header("clarify-delivery"), delivery["id"].to_string());
+    assert!(call.header("content-type").starts_with("application/json"));
+
+    let signature = call.header("clarify-signature");
+    let t: i64 = signature
+        .strip_prefix("t=")
+        .and_then(|rest| rest.split_once(','))
+        .and_then(|(t, _)| t.parse().ok())
+        .unwrap_or_else(|| panic!("t=<unix>,v1=<hex>: {signature}"));
+    assert!(
+        (Utc::now().timestamp() - t).abs() < 60,
+        "t is the send time: {signature}"
+    );
+    let secret = secret_of(&s, &s.admin).await;
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    assert!(verify(&secret, signature, &call.body), "{signature}");
+    let mut altered = call.body.to_vec();
+    altered.push(b' ');
+    assert!(!verify(&secret, signature, &altered), "the body is covered");
+
+    let acme = s.key(Role::Agent, "acme-bot", "acme").await;
+    let other = secret_of(&s, &acme).await;
+    assert_ne!(other, secret, "each tenant has its own secret");
+    assert!(!verify(&other, signature, &call.body));
+    let responder = s.key(Role::Responder, "alice", "default").await;
+    assert_eq!(
+        s.get("/v1/webhook-secret", &responder).await.0,
+        StatusCode::FORBIDDEN,
+        "responders do not receive webhooks"
+    );
+}
+
+#[tokio::test]
+async fn a_failing_receiver_is_retried_until_it_accepts() {
+    let s = fast_server().await;
+    let receiver = Receiver::start(2).await;
+    let id = id_of(
+        &s.ask(
+            &s.admin,
+            json!({"question": "Anything?", "callback_url": receiver.url}),
+        )
+        .await,
+    );
+    s.post(
+        &format!("/v1/requests/{id}/answer"),
+        &s.admin,
+        json!({"text": "ok"}),
+    )
+    .await;
+
+    let deliveries = settled(&s, &id).await;
+    assert_eq!(deliveries.len(), 1, "{deliveries:?}");
+    let delivery = &deliveries[0];
+    assert_eq!(delivery["status"], "delivered", "{delivery}");
+    assert!(delivery["next_attempt_at"].is_null());
+    let attempts = delivery["attempts"].as_array().expect("attempts");
+    let numbers: Vec<&Value> = attempts.iter().map(|a| &a["number"]).collect();
+    let codes: Vec<&Value> = attempts.iter().map(|a| &a["status_code"]).collect();
+    assert_eq!(numbers, [&json!(1), &json!(2), &json!(3)], "{delivery}");
+    assert_eq!(codes, [&json!(500), &json!(500), &json!(200)], "{delivery}");
+    assert!(attempts[0]["error"].is_string() && attempts[2]["error"].is_null());
+
+    let calls = receiver.calls();
+    assert_eq!(calls.len(), 3);
+    for call in &calls[1..] {
+        assert_eq!(
+            call.header("clarify-delivery"),
+            calls[0].header("clarify-delivery"),
+            "retries carry the same delivery id, for deduplication"
+        );
+        assert_eq!(call.body, calls[0].body);
+    }
+}
+
+#[tokio::test]
+async fn a_receiver_that_never_accepts_ends_failed() {
+    let s = TestServer::build("memory:", StoreOptions::default(), |c| {
+        fast(c);
+        c.webhooks.retry_for = TimeDelta::milliseconds(300);
+    })
+    .await;
+    let receiver = Receiver::start(usize::MAX).await;
+    // A port nothing listens on.
+    let closed = {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        format!("http://{}/hook", listener.local_addr().expect("addr"))
+    };
+    let refusing = id_of(
+        &s.ask(
+            &s.admin,
+            json!({"question": "A?", "callback_url": receiver.url}),
+        )
+        .await,
+    );
+    let unreachable = id_of(
+        &s.ask(&s.admin, json!({"question": "B?", "callback_url": closed}))
+            .await,
+    );
+    for id in [&refusing, &unreachable] {
+        s.post(
+            &format!("/v1/requests/{id}/answer"),
+            &s.admin,
+            json!({"text": "ok"}),
+        )
+        .await;
+    }
+
+    let delivery = settled(&s, &refusing).await.remove(0);
+    assert_eq!(delivery["status"], "failed", "{delivery}");
+    assert!(delivery["next_attempt_at"].is_null());
+    let attempts = delivery["attempts"].as_array().expect("attempts");
+    assert!(attempts.len() >= 2, "retried before giving up: {delivery}");
+    assert!(
+        attempts
+            .iter()
+            .all(|a| a["status_code"] == 500 && a["error"].is_string()),
+        "{delivery}"
+    );
+    assert_eq!(receiver.calls().len(), attempts.len(), "each try recorded");
+
+    let delivery = settled(&s, &unreachable).await.remove(0);
+    assert_eq!(delivery["status"], "failed", "{delivery}");
+    let first = &delivery["attempts"][0];
+    assert!(first["status_code"].is_null(), "{delivery}");
+    assert!(
+        first["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("connect")),
+        "{delivery}"
+    );
+}
+
+#[tokio::test]
+async fn cancellation_and_expiry_are_delivered_too() {
+    let clock = Arc::new(ManualClock::new(Utc::now()));
+    let options = StoreOptions {
+        clock: clock.clone(),
+        reaper_interval: None,
+        ..StoreOptions::default()
+    };
+    let s = TestServer::build("memory:", options, fast).await;
+    let receiver = Receiver::start(0).await;
+    let cancelled = id_of(
+        &s.ask(
+            &s.admin,
+            json!({"question": "Cancel?", "callback_url": receiver.url}),
+        )
+        .await,
+    );
+    let expiring = id_of(
+        &s.ask(
+            &s.admin,
+            json!({"question": "Expire?", "callback_url": receiver.url, "timeout_seconds": 60}),
+        )
+        .await,
+    );
+
+    let (status, _) = s
+        .post(
+            &format!("/v1/requests/{cancelled}/cancel"),
+            &s.admin,
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(settled(&s, &cancelled).await[0]["status"], "delivered");
+
+    clock.advance(TimeDelta::seconds(61));
+    assert_eq!(s.store.expire_due().await.expect("expired"), 1);
+    // Expiry is not an HTTP write: the worker's poll finds it.
+    assert_eq!(settled(&s, &expiring).await[0]["status"], "delivered");
+
+    let calls = receiver.calls();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    let secret = secret_of(&s, &s.admin).await;
+    for (call, id, status) in [
+        (&calls[0], &cancelled, "cancelled"),
+        (&calls[1], &expiring, "expired"),
+    ] {
+        assert_eq!(call.header("clarify-event"), format!("request.{status}"));
+        let body = call.json();
+        assert_eq!(body["request_id"], id.as_str());
+        assert_eq!(body["status"], status);
+        assert!(body["note"].is_string(), "the model is told: {body}");
+        assert!(verify(
+            &secret,
+            call.header("clarify-signature"),
+            &call.body
+        ));
+    }
+}
+
+#[tokio::test]
+async fn deliveries_exist_only_for_callbacks_and_only_for_their_tenant() {
+    let s = fast_server().await;
+    let receiver = Receiver::start(0).await;
+    let plain = id_of(&s.ask(&s.admin, json!({"question": "No hook?"})).await);
+    let hooked = id_of(
+        &s.ask(
+            &s.admin,
+            json!({"question": "Hook?", "callback_url": receiver.url}),
+        )
+        .await,
+    );
+    for id in [&plain, &hooked] {
+        s.post(
+            &format!("/v1/requests/{id}/answer"),
+            &s.admin,
+            json!({"text": "ok"}),
+        )
+        .await;
+    }
+    assert_eq!(settled(&s, &hooked).await.len(), 1);
+    let (status, body) = s
+        .get(&format!("/v1/requests/{plain}/deliveries"), &s.admin)
+        .await;
+    assert_eq!((status, &body["deliveries"]), (StatusCode::OK, &json!([])));
+    assert_eq!(
+        receiver.calls().len(),
+        1,
+        "only the hooked request was sent"
+    );
+
+    let acme = s.key(Role::Admin, "acme-admin", "acme").await;
+    let (status, err) = s
+        .get(&format!("/v1/requests/{hooked}/deliveries"), &acme)
+        .await;
+    assert_eq!((status, code(&err)), (StatusCode::NOT_FOUND, "not_found"));
+    let (status, _) = s
+        .get("/v1/requests/no-such-request/deliveries", &s.admin)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
