@@ -231,7 +231,7 @@ pub struct SessionBody {
 /// Redeems a one-time login link: sets the session cookie and opens the inbox.
 async fn login_link(State(state): State<AppState>, Path(token): Path<String>) -> Response {
     match state.store.redeem_token(TokenKind::Login, &token).await {
-        Ok(Some(key)) => start_session(&state, &key, Redirect::to("/").into_response()).await,
+        Ok(Some(key)) => start_session(&state, &key, |_| Redirect::to("/").into_response()).await,
         Ok(None) => crate::html::message_page(
             StatusCode::NOT_FOUND,
             "This login link is not valid",
@@ -244,24 +244,49 @@ async fn login_link(State(state): State<AppState>, Path(token): Path<String>) ->
 /// Opens an inbox session with an API key.
 #[utoipa::path(post, path = "/v1/login", tag = "inbox", request_body = LoginBody, responses(
     (status = 200, description = "Session cookie set", body = SessionBody),
-    (status = 401, description = "Unknown or revoked key", body = crate::error::ErrorBody)))]
-pub async fn login(State(state): State<AppState>, JsonBody(body): JsonBody<LoginBody>) -> Response {
+    (status = 401, description = "Unknown or revoked key", body = crate::error::ErrorBody),
+    (status = 415, description = "The body is not sent as application/json", body = crate::error::ErrorBody)))]
+pub async fn login(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<LoginBody>,
+) -> Response {
+    // Only JSON: a cross-site form cannot send it, so no other site can log a visitor in
+    // under a key of its choosing.
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !is_json {
+        return ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "json_required",
+            "send the key as JSON with Content-Type: application/json",
+        )
+        .into_response();
+    }
     match state.store.authenticate(body.key.trim()).await {
         Ok(Some(key)) => {
-            let body = SessionBody {
+            let session = |token: &str| SessionBody {
                 name: key.name.clone(),
                 role: key.role.as_str().to_owned(),
                 tenant: key.tenant.clone(),
-                csrf_token: None,
+                csrf_token: Some(csrf_token(&state, token)),
             };
-            start_session(&state, &key, Json(body).into_response()).await
+            start_session(&state, &key, |token| Json(session(token)).into_response()).await
         }
         Ok(None) => ApiError::unauthorized("this API key is unknown or revoked").into_response(),
         Err(e) => ApiError::store(&e).into_response(),
     }
 }
 
-async fn start_session(state: &AppState, key: &ApiKey, mut response: Response) -> Response {
+/// Issues a session for `key` and sets its cookie on the response `respond` makes for the new
+/// session token.
+async fn start_session(
+    state: &AppState,
+    key: &ApiKey,
+    respond: impl FnOnce(&str) -> Response,
+) -> Response {
     let token = match state
         .store
         .issue_token(TokenKind::Session, &key.id, state.config.session_ttl)
@@ -270,6 +295,7 @@ async fn start_session(state: &AppState, key: &ApiKey, mut response: Response) -
         Ok(t) => t,
         Err(e) => return ApiError::store(&e).into_response(),
     };
+    let mut response = respond(&token);
     let cookie = format!(
         "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict{}; Max-Age={}",
         secure(state),

@@ -116,12 +116,16 @@ pub async fn stream(State(state): State<AppState>, caller: Caller, headers: Head
         )
         .into_response();
     };
+    let newest = match state.store.last_event_seq().await {
+        Ok(seq) => seq,
+        Err(e) => return ApiError::store(&e).into_response(),
+    };
     let after = match resume {
+        // An id beyond the log's end means the log was started again (a memory store
+        // restarted): everything in it is new to this client.
+        Some(seq) if seq > newest => 0,
         Some(seq) => seq,
-        None => match state.store.last_event_seq().await {
-            Ok(seq) => seq,
-            Err(e) => return ApiError::store(&e).into_response(),
-        },
+        None => newest,
     };
     let cursor = Cursor {
         state,

@@ -86,7 +86,15 @@ async fn page(
         Err(e) => return crate::html::message_page(e.status, "Link not valid", &e.message),
     };
     if wants_json(&headers) {
-        return Json(RecordBody::new(&record, None)).into_response();
+        // A link holder sees what a responder sees, not where the outcome is sent.
+        let mut body = RecordBody::new(&record, None);
+        body.callback_url = None;
+        let mut response = Json(body).into_response();
+        response.headers_mut().insert(
+            header::CACHE_CONTROL,
+            axum::http::HeaderValue::from_static("no-store"),
+        );
+        return response;
     }
     crate::html::link_page(&record, None)
 }

@@ -292,6 +292,10 @@ async fn last_event_id_resumes_with_no_gap_and_no_repeat() {
         check(&next, "request.cancelled", &third, "cancelled"),
         seen + 5
     );
+
+    // An id beyond the log's end (the log started again): the whole log is new to the client.
+    let mut restarted = Sse::open(&s, &s.admin, Some(seen + 1_000)).await;
+    assert_eq!(restarted.expect().await.seq(), 1, "replayed from the start");
 }
 
 #[tokio::test]

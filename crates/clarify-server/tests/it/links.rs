@@ -179,6 +179,13 @@ async fn a_link_answers_once_with_a_json_body() {
         .await
         .expect("sent");
     assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response
+            .headers()
+            .get("cache-control")
+            .and_then(|v| v.to_str().ok()),
+        Some("no-store")
+    );
     let seen: Value = response.json().await.expect("the record as JSON");
     assert_eq!(seen["id"], record["id"]);
     assert_eq!(seen["status"], "answered");

@@ -319,6 +319,25 @@ async fn a_key_opens_a_session_and_logout_ends_it() {
         cookie,
     };
     let csrf = browser.csrf().await;
+    assert_eq!(
+        body["csrf_token"],
+        json!(csrf),
+        "the login answer carries the session's CSRF token"
+    );
+
+    let as_form = client
+        .post(format!("{}/v1/login", s.url))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("{{\"key\": \"{token}\"}}"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(
+        as_form.status(),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "a cross-site form cannot log anyone in"
+    );
+    assert!(session_cookie(&as_form).is_none());
 
     let (status, err) = browser.post("/v1/logout", None, None, json!({})).await;
     assert_eq!(
