@@ -103,7 +103,7 @@ pub async fn ask(args: AskArgs) -> anyhow::Result<ExitCode> {
         ))
     });
     let waited = tokio::select! {
-        r = client.wait_resolved(&id, |e| tracing_retry(e)) => Some(r),
+        r = client.wait_resolved(&id, report_retry) => Some(r),
         _ = tokio::signal::ctrl_c() => None,
     };
     if let Some(c) = countdown {
@@ -125,7 +125,7 @@ pub async fn ask(args: AskArgs) -> anyhow::Result<ExitCode> {
     print_outcome(&record, args.json)
 }
 
-fn tracing_retry(e: &ClientError) {
+fn report_retry(e: &ClientError) {
     eprintln!("clarify: {e}; retrying");
 }
 
