@@ -55,6 +55,7 @@ pub(crate) enum Resolved {
 
 #[derive(Debug)]
 pub(crate) enum Backend {
+    /// Boxed: its maps make it twice the size of the others, and every store carries a backend.
     Memory(Box<MemoryBackend>),
     Sqlite(SqliteBackend),
     Postgres(PgBackend),

@@ -4,10 +4,15 @@
 //! answers as their canonical answer body. Both are read back through the core's own parsers, so
 //! a stored request means exactly what it meant when it was accepted. Times are milliseconds since
 //! the Unix epoch.
+//!
+//! Keys, webhook deliveries and their attempts are plain columns; what they hold is checked again
+//! when read (a role, a status, a time in range), so a damaged row is reported as corrupt instead
+//! of being misread.
 
 use chrono::{DateTime, Utc};
 use clarify_core::{NewRequest, Resolution, Status, Submission, parse_submission};
 
+use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, DeliveryStatus, KeyRow, Role};
 use crate::error::StoreError;
 use crate::record::{Actor, Event, EventKind, RequestRecord, StoredResolution};
 
@@ -119,6 +124,166 @@ impl EventParts {
     }
 }
 
+/// The `callback_url` of a request the reaper expired, read from its `spec` without decoding the
+/// rest: the reaper needs only this of every request it expires.
+///
+/// A spec too damaged to read must not stop the reaper, which would otherwise fail on the same
+/// row at every pass and expire nothing more: the request still expires, and its webhook (which
+/// could not be rendered from such a spec anyway) is not queued, with a warning.
+pub(crate) fn reaped_callback_url(id: &str, spec: &str) -> Option<String> {
+    /// The one field of the canonical request shape (see [`NewRequest`]) a delivery needs.
+    #[derive(serde::Deserialize)]
+    struct Callback {
+        #[serde(default)]
+        callback_url: Option<String>,
+    }
+    match serde_json::from_str::<Callback>(spec) {
+        Ok(c) => c.callback_url,
+        Err(e) => {
+            tracing::warn!(
+                request = %id, error = %e,
+                "stored request is unreadable; its webhook is not queued"
+            );
+            None
+        }
+    }
+}
+
+/// A key row as read from SQL.
+#[derive(Debug)]
+pub(crate) struct KeyParts {
+    pub id: String,
+    pub name: String,
+    pub role: String,
+    pub tenant: String,
+    pub digest: String,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+/// The columns of [`KeyParts`], in order, for SELECT and RETURNING lists.
+pub(crate) const KEY_COLUMNS: &str = "id, name, role, tenant, digest, created_at, revoked_at";
+
+impl KeyParts {
+    pub(crate) fn decode(self) -> Result<KeyRow, StoreError> {
+        let id = self.id;
+        let corrupt = |what: String| StoreError::Corrupt(format!("key {id}: {what}"));
+        let role = Role::parse(&self.role)
+            .ok_or_else(|| corrupt(format!("{:?} is not a role", self.role)))?;
+        let created_at = from_millis(self.created_at)
+            .ok_or_else(|| corrupt(format!("time {} out of range", self.created_at)))?;
+        let revoked_at = match self.revoked_at {
+            None => None,
+            Some(ms) => {
+                Some(from_millis(ms).ok_or_else(|| corrupt(format!("time {ms} out of range")))?)
+            }
+        };
+        Ok(KeyRow {
+            key: ApiKey {
+                id,
+                name: self.name,
+                role,
+                tenant: self.tenant,
+                created_at,
+                revoked_at,
+            },
+            digest: self.digest,
+        })
+    }
+}
+
+/// A delivery row as read from SQL, without its attempts.
+#[derive(Debug)]
+pub(crate) struct DeliveryParts {
+    pub id: i64,
+    pub request_id: String,
+    pub tenant: String,
+    pub url: String,
+    pub status: String,
+    pub created_at: i64,
+    pub next_attempt_at: Option<i64>,
+}
+
+/// The columns of [`DeliveryParts`], in order, for SELECT and RETURNING lists.
+pub(crate) const DELIVERY_COLUMNS: &str =
+    "id, request_id, tenant, url, status, created_at, next_attempt_at";
+
+impl DeliveryParts {
+    pub(crate) fn decode(self, attempts: Vec<Attempt>) -> Result<Delivery, StoreError> {
+        let id = self.id;
+        let corrupt = |what: String| StoreError::Corrupt(format!("delivery {id}: {what}"));
+        let time =
+            |ms: i64| from_millis(ms).ok_or_else(|| corrupt(format!("time {ms} out of range")));
+        Ok(Delivery {
+            id: u64::try_from(id).map_err(|_| corrupt("negative id".to_owned()))?,
+            status: DeliveryStatus::parse(&self.status)
+                .ok_or_else(|| corrupt(format!("{:?} is not a delivery status", self.status)))?,
+            created_at: time(self.created_at)?,
+            next_attempt_at: self.next_attempt_at.map(time).transpose()?,
+            request_id: self.request_id,
+            tenant: self.tenant,
+            url: self.url,
+            attempts,
+        })
+    }
+}
+
+/// A delivery attempt row as read from SQL.
+#[derive(Debug)]
+pub(crate) struct AttemptParts {
+    pub delivery_id: i64,
+    pub number: i64,
+    pub at: i64,
+    pub status_code: Option<i64>,
+    pub error: Option<String>,
+    pub duration_ms: i64,
+}
+
+/// The columns of [`AttemptParts`], in order, for SELECT lists.
+pub(crate) const ATTEMPT_COLUMNS: &str = "delivery_id, number, at, status_code, error, duration_ms";
+
+impl AttemptParts {
+    pub(crate) fn decode(self) -> Result<Attempt, StoreError> {
+        let (delivery, number) = (self.delivery_id, self.number);
+        let corrupt = |what: String| {
+            StoreError::Corrupt(format!("delivery {delivery} attempt {number}: {what}"))
+        };
+        Ok(Attempt {
+            number: u32::try_from(number).map_err(|_| corrupt("number out of range".to_owned()))?,
+            at: from_millis(self.at)
+                .ok_or_else(|| corrupt(format!("time {} out of range", self.at)))?,
+            status_code: self
+                .status_code
+                .map(|code| u16::try_from(code).map_err(|_| corrupt(format!("status code {code}"))))
+                .transpose()?,
+            error: self.error,
+            duration_ms: u64::try_from(self.duration_ms)
+                .map_err(|_| corrupt(format!("duration {} ms", self.duration_ms)))?,
+        })
+    }
+}
+
+/// An attempt as bound to SQL parameters: `(number, at, status_code, error, duration_ms)`.
+/// Durations too long for the column are stored as the longest one.
+pub(crate) fn attempt_values(attempt: &Attempt) -> (i64, i64, Option<i32>, Option<&str>, i64) {
+    (
+        i64::from(attempt.number),
+        millis(attempt.at),
+        attempt.status_code.map(i32::from),
+        attempt.error.as_deref(),
+        i64::try_from(attempt.duration_ms).unwrap_or(i64::MAX),
+    )
+}
+
+/// What a delivery becomes after an attempt: its status and next attempt time.
+pub(crate) fn after_attempt(after: AfterAttempt) -> (&'static str, Option<i64>) {
+    match after {
+        AfterAttempt::Delivered => (DeliveryStatus::Delivered.as_str(), None),
+        AfterAttempt::RetryAt(at) => (DeliveryStatus::Pending.as_str(), Some(millis(at))),
+        AfterAttempt::GiveUp => (DeliveryStatus::Failed.as_str(), None),
+    }
+}
+
 /// The canonical JSON of a validated request.
 pub(crate) fn spec_json(request: &NewRequest) -> Result<String, StoreError> {
     serde_json::to_string(request).map_err(|e| StoreError::Backend(e.to_string()))
@@ -143,4 +308,5 @@ pub(crate) fn from_millis(ms: i64) -> Option<DateTime<Utc>> {
 }
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+/// Version 2 added keys, tokens, server secrets and webhook deliveries.
+pub(crate) const SCHEMA_VERSION: i64 = 2;

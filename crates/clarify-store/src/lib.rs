@@ -16,7 +16,9 @@
 //!   sharing a SQLite file;
 //! - overdue requests are expired by a reaper (safe on several instances at once) and when the
 //!   store opens;
-//! - every creation and resolution appends to an event log with a monotonic sequence.
+//! - every creation and resolution appends to an event log with a monotonic sequence;
+//! - resolving a request with a `callback_url` queues its webhook delivery in the same
+//!   transaction (see [`Store::claim_deliveries`]).
 //!
 //! [`Clarify`] is the API agents use on top: ask and await an outcome, or submit and come back
 //! later.

@@ -9,7 +9,11 @@
 //! - the reaper claims overdue rows with `FOR UPDATE SKIP LOCKED`, so instances expiring at the
 //!   same moment neither block each other nor expire a request twice;
 //! - event sequence numbers become visible in commit order (see [`EVENT_LOG_LOCK`]), so a reader
-//!   resuming after sequence `n` never misses an event.
+//!   resuming after sequence `n` never misses an event;
+//! - a webhook delivery is inserted by the transaction that resolves its request, and workers claim
+//!   due deliveries with `FOR UPDATE SKIP LOCKED`, so two instances never lease the same one;
+//! - a login token is redeemed by one `DELETE ... RETURNING`, so it works once however many
+//!   instances try it; an active key name and a server secret are settled by unique indexes.
 //!
 //! Waiters in other instances are woken through `LISTEN`/`NOTIFY`: each resolving transaction
 //! notifies [`WAKE_CHANNEL`] with the request id, and every instance runs one listener task that
@@ -19,6 +23,7 @@
 //! The schema is created and migrated at open by a small embedded runner: `clarify_schema` holds
 //! the applied versions, and a database newer than this binary is refused.
 
+use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -31,9 +36,12 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolO
 use sqlx::{ConnectOptions, Connection, Executor, Row};
 use tokio::sync::oneshot;
 
+use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, TokenKind};
 use crate::backend::{NewRow, Resolved};
 use crate::codec::{
-    COLUMNS, EVENT_COLUMNS, EventParts, RowParts, SCHEMA_VERSION, answers_json, millis, spec_json,
+    ATTEMPT_COLUMNS, AttemptParts, COLUMNS, DELIVERY_COLUMNS, DeliveryParts, EVENT_COLUMNS,
+    EventParts, KEY_COLUMNS, KeyParts, RowParts, SCHEMA_VERSION, after_attempt, answers_json,
+    attempt_values, millis, reaped_callback_url, spec_json,
 };
 use crate::error::StoreError;
 use crate::record::{
@@ -68,7 +76,7 @@ const LISTEN_BACKOFF_MIN: Duration = Duration::from_millis(100);
 const LISTEN_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
 /// The layout of `codec` (see there), plus indexes for every lookup the store makes.
@@ -133,6 +141,55 @@ CREATE TABLE clarify_grants (
     session text NOT NULL DEFAULT '',
     created_at bigint NOT NULL,
     UNIQUE (tenant, tool, arguments_sha256, scope, session)
+);
+";
+
+/// API keys, login and session tokens, server secrets and webhook deliveries.
+const SCHEMA_V2: &str = "
+CREATE TABLE clarify_keys (
+    id text PRIMARY KEY,
+    name text NOT NULL,
+    role text NOT NULL,
+    tenant text NOT NULL,
+    digest text NOT NULL,
+    created_at bigint NOT NULL,
+    revoked_at bigint
+);
+-- An active name is unique; a revoked key keeps its name, which a new key may reuse.
+CREATE UNIQUE INDEX clarify_keys_active_name ON clarify_keys (name) WHERE revoked_at IS NULL;
+CREATE TABLE clarify_tokens (
+    digest text PRIMARY KEY,
+    kind text NOT NULL,
+    key_id text NOT NULL,
+    expires_at bigint NOT NULL,
+    created_at bigint NOT NULL
+);
+CREATE INDEX clarify_tokens_key ON clarify_tokens (key_id);
+CREATE INDEX clarify_tokens_expiry ON clarify_tokens (expires_at);
+CREATE TABLE clarify_secrets (
+    name text PRIMARY KEY,
+    value bytea NOT NULL
+);
+CREATE TABLE clarify_deliveries (
+    id bigserial PRIMARY KEY,
+    request_id text NOT NULL,
+    tenant text NOT NULL,
+    url text NOT NULL,
+    status text NOT NULL,
+    created_at bigint NOT NULL,
+    next_attempt_at bigint
+);
+CREATE INDEX clarify_deliveries_request ON clarify_deliveries (request_id, id);
+CREATE INDEX clarify_deliveries_due ON clarify_deliveries (next_attempt_at)
+    WHERE status = 'pending';
+CREATE TABLE clarify_delivery_attempts (
+    delivery_id bigint NOT NULL REFERENCES clarify_deliveries (id) ON DELETE CASCADE,
+    number bigint NOT NULL,
+    at bigint NOT NULL,
+    status_code integer,
+    error text,
+    duration_ms bigint NOT NULL,
+    PRIMARY KEY (delivery_id, number)
 );
 ";
 
@@ -390,6 +447,11 @@ impl PgBackend {
             });
         };
         let record = parts(&row)?.decode()?;
+        // Queued in the resolving transaction: both commit, or neither.
+        if let Some(url) = &record.request.callback_url {
+            let target = (record.tenant.clone(), record.id.clone(), url.clone());
+            queue_deliveries(&mut tx, std::slice::from_ref(&target), at).await?;
+        }
         append_events(
             &mut tx,
             EventKind::for_status(status),
@@ -424,7 +486,7 @@ impl PgBackend {
              SET status = 'expired', resolved_at = $1, answered_by = $3, channel = $4, \
                  answers = NULL \
              FROM due WHERE r.seq = due.seq AND r.status = 'pending' \
-             RETURNING r.id, r.tenant, r.expires_at, r.seq",
+             RETURNING r.id, r.tenant, r.expires_at, r.seq, r.spec",
         )
         .bind(at)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
@@ -443,11 +505,19 @@ impl PgBackend {
             let tenant: String = row.try_get("tenant").map_err(corrupt_row)?;
             let deadline: Option<i64> = row.try_get("expires_at").map_err(corrupt_row)?;
             let seq: i64 = row.try_get("seq").map_err(corrupt_row)?;
-            due.push((deadline, seq, tenant, id));
+            let spec: String = row.try_get("spec").map_err(corrupt_row)?;
+            let url = reaped_callback_url(&id, &spec);
+            due.push((deadline, seq, tenant, id, url));
         }
         // Oldest deadline first, as the memory backend expires them.
         due.sort_unstable();
-        let targets: Vec<(String, String)> = due.into_iter().map(|(_, _, t, id)| (t, id)).collect();
+        let hooks: Vec<(String, String, String)> = due
+            .iter()
+            .filter_map(|(_, _, t, id, url)| Some((t.clone(), id.clone(), url.clone()?)))
+            .collect();
+        queue_deliveries(&mut tx, &hooks, at).await?;
+        let targets: Vec<(String, String)> =
+            due.into_iter().map(|(_, _, t, id, _)| (t, id)).collect();
         let ids: Vec<String> = targets.iter().map(|(_, id)| id.clone()).collect();
         append_events(
             &mut tx,
@@ -560,77 +630,294 @@ impl PgBackend {
             .collect()
     }
 
-    // STUB-BEGIN (access methods, to be implemented)
-    pub(crate) async fn insert_key(&self, _row: crate::access::KeyRow) -> Result<bool, StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+    pub(crate) async fn insert_key(&self, row: KeyRow) -> Result<bool, StoreError> {
+        // Only the active-name index may refuse quietly; any other conflict is an error.
+        let inserted = sqlx::query(&format!(
+            "INSERT INTO clarify_keys ({KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             ON CONFLICT (name) WHERE revoked_at IS NULL DO NOTHING"
+        ))
+        .bind(&row.key.id)
+        .bind(&row.key.name)
+        .bind(row.key.role.as_str())
+        .bind(&row.key.tenant)
+        .bind(&row.digest)
+        .bind(millis(row.key.created_at))
+        .bind(row.key.revoked_at.map(millis))
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        Ok(inserted == 1)
     }
-    pub(crate) async fn key(&self, _id: &str) -> Result<Option<crate::access::KeyRow>, StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+
+    pub(crate) async fn key(&self, id: &str) -> Result<Option<KeyRow>, StoreError> {
+        sqlx::query(&format!(
+            "SELECT {KEY_COLUMNS} FROM clarify_keys WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?
+        .map(|row| key_parts(&row)?.decode())
+        .transpose()
     }
-    pub(crate) async fn keys(&self) -> Result<Vec<crate::access::ApiKey>, StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+
+    pub(crate) async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
+        sqlx::query(&format!(
+            "SELECT {KEY_COLUMNS} FROM clarify_keys ORDER BY created_at, id"
+        ))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(|row| Ok(key_parts(row)?.decode()?.key))
+        .collect()
     }
+
     pub(crate) async fn revoke_key(
         &self,
-        _name: &str,
-        _at: DateTime<Utc>,
-    ) -> Result<Option<crate::access::ApiKey>, StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+        name: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Option<ApiKey>, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        // Of concurrent revocations, the first locks the row; the others then find it revoked.
+        let row = sqlx::query(&format!(
+            "UPDATE clarify_keys SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL \
+             RETURNING {KEY_COLUMNS}"
+        ))
+        .bind(name)
+        .bind(millis(at))
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let Some(row) = row else {
+            tx.rollback().await.map_err(db_err)?;
+            return Ok(None);
+        };
+        let key = key_parts(&row)?.decode()?.key;
+        // Its sessions and login links end with it, in the same transaction.
+        sqlx::query("DELETE FROM clarify_tokens WHERE key_id = $1")
+            .bind(&key.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(Some(key))
     }
+
     pub(crate) async fn key_count(&self) -> Result<u64, StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM clarify_keys")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(u64::try_from(n).unwrap_or(0))
     }
+
     pub(crate) async fn insert_token(
         &self,
-        _kind: crate::access::TokenKind,
-        _digest: &str,
-        _key_id: &str,
-        _expires_at: DateTime<Utc>,
-        _now: DateTime<Utc>,
+        kind: TokenKind,
+        digest: &str,
+        key_id: &str,
+        expires_at: DateTime<Utc>,
+        now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+        // Expired tokens can never be redeemed; issuing is rare enough to sweep them here. The
+        // sweep and the insert are one statement, so no transaction is needed.
+        sqlx::query(
+            "WITH swept AS (DELETE FROM clarify_tokens WHERE expires_at <= $5) \
+             INSERT INTO clarify_tokens (digest, kind, key_id, expires_at, created_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(digest)
+        .bind(kind.as_str())
+        .bind(key_id)
+        .bind(millis(expires_at))
+        .bind(millis(now))
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
     }
+
     pub(crate) async fn redeem_token(
         &self,
-        _kind: crate::access::TokenKind,
-        _digest: &str,
-        _now: DateTime<Utc>,
+        kind: TokenKind,
+        digest: &str,
+        now: DateTime<Utc>,
     ) -> Result<Option<String>, StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+        // A login token is used up by the statement that finds it: of concurrent redemptions
+        // the first deletes the row, and the others, waiting on its lock, then find it gone.
+        let sql = match kind {
+            TokenKind::Login => {
+                "DELETE FROM clarify_tokens WHERE digest = $1 AND kind = $2 AND expires_at > $3 \
+                 RETURNING key_id"
+            }
+            TokenKind::Session => {
+                "SELECT key_id FROM clarify_tokens WHERE digest = $1 AND kind = $2 \
+                 AND expires_at > $3"
+            }
+        };
+        sqlx::query_scalar(sql)
+            .bind(digest)
+            .bind(kind.as_str())
+            .bind(millis(now))
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)
     }
-    pub(crate) async fn delete_token(&self, _digest: &str) -> Result<(), StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+
+    pub(crate) async fn delete_token(&self, digest: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM clarify_tokens WHERE digest = $1")
+            .bind(digest)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
     }
+
     pub(crate) async fn secret(
         &self,
-        _name: &str,
-        _candidate: Vec<u8>,
+        name: &str,
+        candidate: Vec<u8>,
     ) -> Result<Vec<u8>, StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+        let select = "SELECT value FROM clarify_secrets WHERE name = $1";
+        // Nearly always there already.
+        let stored: Option<Vec<u8>> = sqlx::query_scalar(select)
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?;
+        if let Some(value) = stored {
+            return Ok(value);
+        }
+        let inserted: Option<Vec<u8>> = sqlx::query_scalar(
+            "INSERT INTO clarify_secrets (name, value) VALUES ($1, $2) \
+             ON CONFLICT DO NOTHING RETURNING value",
+        )
+        .bind(name)
+        .bind(&candidate)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        if let Some(value) = inserted {
+            return Ok(value);
+        }
+        // Another instance inserted first. Its row may be newer than the snapshot the insert
+        // ran in, so it is read by a statement of its own, which sees every committed row.
+        sqlx::query_scalar(select)
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?
+            .ok_or_else(|| StoreError::Backend(format!("secret {name:?} vanished")))
     }
+
     pub(crate) async fn claim_deliveries(
         &self,
-        _now: DateTime<Utc>,
-        _lease_until: DateTime<Utc>,
-        _limit: usize,
-    ) -> Result<Vec<crate::access::Delivery>, StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        // Choosing and leasing are one statement. Rows another instance is claiming right now
+        // are skipped, not waited for; once that claim commits, the re-checked condition
+        // (`next_attempt_at <= now`) excludes them, so no delivery is claimed twice.
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let rows = sqlx::query(&format!(
+            "WITH due AS ( \
+                 SELECT id FROM clarify_deliveries \
+                 WHERE status = 'pending' AND next_attempt_at <= $1 \
+                 ORDER BY id LIMIT $3 \
+                 FOR UPDATE SKIP LOCKED) \
+             UPDATE clarify_deliveries d SET next_attempt_at = $2 \
+             FROM due WHERE d.id = due.id \
+             RETURNING {}",
+            prefixed_delivery_columns("d")
+        ))
+        .bind(millis(now))
+        .bind(millis(lease_until))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let mut claimed = rows
+            .iter()
+            .map(delivery_parts)
+            .collect::<Result<Vec<_>, _>>()?;
+        // RETURNING follows no ORDER BY.
+        claimed.sort_unstable_by_key(|d| d.id);
+        let claimed = with_attempts(&mut tx, claimed).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(claimed)
     }
+
     pub(crate) async fn finish_attempt(
         &self,
-        _id: u64,
-        _attempt: crate::access::Attempt,
-        _after: crate::access::AfterAttempt,
+        id: u64,
+        attempt: Attempt,
+        after: AfterAttempt,
     ) -> Result<(), StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+        // An id no row can have names no delivery: nothing to record, as for a deleted one.
+        let Ok(id) = i64::try_from(id) else {
+            return Ok(());
+        };
+        let (status, next) = after_attempt(after);
+        let (number, at, status_code, error, duration_ms) = attempt_values(&attempt);
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let updated = sqlx::query(
+            "UPDATE clarify_deliveries SET status = $2, next_attempt_at = $3 WHERE id = $1",
+        )
+        .bind(id)
+        .bind(status)
+        .bind(next)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        if updated == 0 {
+            tx.rollback().await.map_err(db_err)?;
+            return Ok(());
+        }
+        sqlx::query(&format!(
+            "INSERT INTO clarify_delivery_attempts ({ATTEMPT_COLUMNS}) \
+             VALUES ($1, $2, $3, $4, $5, $6)"
+        ))
+        .bind(id)
+        .bind(number)
+        .bind(at)
+        .bind(status_code)
+        .bind(error)
+        .bind(duration_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(())
     }
-    pub(crate) async fn deliveries(
-        &self,
-        _request_id: &str,
-    ) -> Result<Vec<crate::access::Delivery>, StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+
+    pub(crate) async fn deliveries(&self, request_id: &str) -> Result<Vec<Delivery>, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        // One snapshot for deliveries and attempts: an attempt finishing meanwhile is seen with
+        // the status it set, or not at all.
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let rows = sqlx::query(&format!(
+            "SELECT {DELIVERY_COLUMNS} FROM clarify_deliveries WHERE request_id = $1 ORDER BY id"
+        ))
+        .bind(request_id)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let found = rows
+            .iter()
+            .map(delivery_parts)
+            .collect::<Result<Vec<_>, _>>()?;
+        let found = with_attempts(&mut tx, found).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(found)
     }
-    // STUB-END
+
     pub(crate) async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1")
             .execute(&self.pool)
@@ -723,6 +1010,73 @@ async fn append_events(
     .await
     .map_err(db_err)?;
     Ok(())
+}
+
+/// Queues a webhook delivery, due at once, for every `(tenant, request id, url)` resolved at
+/// `at`, in order. Runs inside the resolving transaction, before [`append_events`].
+async fn queue_deliveries(
+    conn: &mut PgConnection,
+    targets: &[(String, String, String)],
+    at: i64,
+) -> Result<(), StoreError> {
+    if targets.is_empty() {
+        return Ok(());
+    }
+    let mut tenants = Vec::with_capacity(targets.len());
+    let mut ids = Vec::with_capacity(targets.len());
+    let mut urls = Vec::with_capacity(targets.len());
+    for (tenant, id, url) in targets {
+        tenants.push(tenant.as_str());
+        ids.push(id.as_str());
+        urls.push(url.as_str());
+    }
+    sqlx::query(
+        "INSERT INTO clarify_deliveries \
+         (request_id, tenant, url, status, created_at, next_attempt_at) \
+         SELECT id, t, url, 'pending', $4, $4 \
+         FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(t, id, url, n) \
+         ORDER BY n",
+    )
+    .bind(tenants)
+    .bind(ids)
+    .bind(urls)
+    .bind(at)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
+/// The deliveries with their attempts, in the order given; one query for all the attempts.
+async fn with_attempts(
+    conn: &mut PgConnection,
+    found: Vec<DeliveryParts>,
+) -> Result<Vec<Delivery>, StoreError> {
+    if found.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<i64> = found.iter().map(|d| d.id).collect();
+    let rows = sqlx::query(&format!(
+        "SELECT {ATTEMPT_COLUMNS} FROM clarify_delivery_attempts \
+         WHERE delivery_id = ANY($1) ORDER BY delivery_id, number"
+    ))
+    .bind(&ids)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    let mut attempts: HashMap<i64, Vec<Attempt>> = HashMap::new();
+    for row in &rows {
+        let parts = attempt_parts(row)?;
+        let delivery = parts.delivery_id;
+        attempts.entry(delivery).or_default().push(parts.decode()?);
+    }
+    found
+        .into_iter()
+        .map(|d| {
+            let own = attempts.remove(&d.id).unwrap_or_default();
+            d.decode(own)
+        })
+        .collect()
 }
 
 /// Queues a wake-up for every instance's waiters of `ids`; PostgreSQL delivers it at commit.
@@ -906,6 +1260,51 @@ fn parts(row: &PgRow) -> Result<RowParts, StoreError> {
         channel: row.try_get("channel").map_err(corrupt_row)?,
         answers: row.try_get("answers").map_err(corrupt_row)?,
     })
+}
+
+fn key_parts(row: &PgRow) -> Result<KeyParts, StoreError> {
+    Ok(KeyParts {
+        id: row.try_get("id").map_err(corrupt_row)?,
+        name: row.try_get("name").map_err(corrupt_row)?,
+        role: row.try_get("role").map_err(corrupt_row)?,
+        tenant: row.try_get("tenant").map_err(corrupt_row)?,
+        digest: row.try_get("digest").map_err(corrupt_row)?,
+        created_at: row.try_get("created_at").map_err(corrupt_row)?,
+        revoked_at: row.try_get("revoked_at").map_err(corrupt_row)?,
+    })
+}
+
+fn delivery_parts(row: &PgRow) -> Result<DeliveryParts, StoreError> {
+    Ok(DeliveryParts {
+        id: row.try_get("id").map_err(corrupt_row)?,
+        request_id: row.try_get("request_id").map_err(corrupt_row)?,
+        tenant: row.try_get("tenant").map_err(corrupt_row)?,
+        url: row.try_get("url").map_err(corrupt_row)?,
+        status: row.try_get("status").map_err(corrupt_row)?,
+        created_at: row.try_get("created_at").map_err(corrupt_row)?,
+        next_attempt_at: row.try_get("next_attempt_at").map_err(corrupt_row)?,
+    })
+}
+
+fn attempt_parts(row: &PgRow) -> Result<AttemptParts, StoreError> {
+    let status_code: Option<i32> = row.try_get("status_code").map_err(corrupt_row)?;
+    Ok(AttemptParts {
+        delivery_id: row.try_get("delivery_id").map_err(corrupt_row)?,
+        number: row.try_get("number").map_err(corrupt_row)?,
+        at: row.try_get("at").map_err(corrupt_row)?,
+        status_code: status_code.map(i64::from),
+        error: row.try_get("error").map_err(corrupt_row)?,
+        duration_ms: row.try_get("duration_ms").map_err(corrupt_row)?,
+    })
+}
+
+/// [`DELIVERY_COLUMNS`] qualified by a table alias.
+fn prefixed_delivery_columns(alias: &str) -> String {
+    DELIVERY_COLUMNS
+        .split(", ")
+        .map(|c| format!("{alias}.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn event(row: &PgRow) -> Result<Event, StoreError> {

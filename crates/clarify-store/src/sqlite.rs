@@ -8,6 +8,10 @@
 //! failed commit fails every write of the batch, so nothing is half-written. WAL checkpoints run
 //! on a background thread, so no write waits for one.
 //!
+//! Everything that must happen once is a write, so the single writer settles it: a login token is
+//! used up by one `DELETE ... RETURNING`, a delivery claim chooses and leases in one `UPDATE`, and
+//! a webhook delivery is queued in the savepoint of the resolution it reports.
+//!
 //! Reads use a small pool of separate connections; in WAL mode they never block the writer and
 //! see every committed write. They are short indexed lookups and run on the calling task.
 //!
@@ -25,9 +29,12 @@ use clarify_core::policy::Grant;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use tokio::sync::oneshot;
 
+use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, TokenKind};
 use crate::backend::{NewRow, Resolved};
 use crate::codec::{
-    COLUMNS, EVENT_COLUMNS, EventParts, RowParts, SCHEMA_VERSION, answers_json, millis, spec_json,
+    ATTEMPT_COLUMNS, AttemptParts, COLUMNS, DELIVERY_COLUMNS, DeliveryParts, EVENT_COLUMNS,
+    EventParts, KEY_COLUMNS, KeyParts, RowParts, SCHEMA_VERSION, after_attempt, answers_json,
+    attempt_values, millis, reaped_callback_url, spec_json,
 };
 use crate::error::StoreError;
 use crate::record::{
@@ -39,7 +46,8 @@ const MAX_BATCH: usize = 512;
 /// Idle reader connections kept open.
 const MAX_IDLE_READERS: usize = 8;
 
-const SCHEMA: &str = "
+/// Schema version 1: requests, their tags, the event log and grants.
+const SCHEMA_V1: &str = "
 CREATE TABLE requests (
     seq INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
@@ -93,6 +101,59 @@ CREATE TABLE grants (
     PRIMARY KEY (tenant, tool, arguments, scope, session)
 ) WITHOUT ROWID;
 ";
+
+/// Schema version 2: API keys, login and session tokens, server secrets, webhook deliveries.
+const SCHEMA_V2: &str = "
+CREATE TABLE keys (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    role TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER
+);
+-- An active name is unique; a revoked key keeps its name, which a new key may reuse.
+CREATE UNIQUE INDEX keys_active_name ON keys (name) WHERE revoked_at IS NULL;
+CREATE TABLE tokens (
+    digest TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    key_id TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    created_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX tokens_key ON tokens (key_id);
+CREATE INDEX tokens_expiry ON tokens (expires_at);
+CREATE TABLE secrets (
+    name TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+) WITHOUT ROWID;
+-- AUTOINCREMENT: a delivery id is never handed out twice, even after rows are deleted.
+CREATE TABLE deliveries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    request_id TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    url TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    next_attempt_at INTEGER
+);
+CREATE INDEX deliveries_request ON deliveries (request_id, id);
+CREATE INDEX deliveries_due ON deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE TABLE delivery_attempts (
+    delivery_id INTEGER NOT NULL,
+    number INTEGER NOT NULL,
+    at INTEGER NOT NULL,
+    status_code INTEGER,
+    error TEXT,
+    duration_ms INTEGER NOT NULL,
+    PRIMARY KEY (delivery_id, number)
+) WITHOUT ROWID;
+";
+
+/// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2];
+const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
 /// Runs once the batch's commit outcome is known, with that outcome.
 type Completion = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
@@ -295,22 +356,25 @@ impl SqliteBackend {
     ) -> Result<Vec<String>, StoreError> {
         self.write(move |conn| {
             let now_ms = millis(now);
-            let expired: Vec<(String, String)> = {
+            let expired: Vec<(String, String, String)> = {
                 let mut stmt = conn.prepare_cached(
                     "UPDATE requests SET status = 'expired', resolved_at = ?1, answered_by = NULL, \
                      channel = 'system' WHERE seq IN (SELECT seq FROM requests WHERE status = 'pending' \
                      AND expires_at IS NOT NULL AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2) \
-                     RETURNING id, tenant",
+                     RETURNING id, tenant, spec",
                 )?;
                 let rows = stmt.query_map(params![now_ms, limit as i64], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                 })?;
                 rows.collect::<Result<_, _>>()?
             };
-            for (id, tenant) in &expired {
+            for (id, tenant, spec) in &expired {
+                if let Some(url) = reaped_callback_url(id, spec) {
+                    queue_delivery(conn, id, tenant, &url, now_ms)?;
+                }
                 append_event(conn, tenant, id, EventKind::Expired, None, Some("system"), now_ms)?;
             }
-            Ok(expired.into_iter().map(|(id, _)| id).collect())
+            Ok(expired.into_iter().map(|(id, _, _)| id).collect())
         })
         .await
     }
@@ -405,77 +469,256 @@ impl SqliteBackend {
         })
     }
 
-    // STUB-BEGIN (access methods, to be implemented)
-    pub(crate) async fn insert_key(&self, _row: crate::access::KeyRow) -> Result<bool, StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+    pub(crate) async fn insert_key(&self, row: KeyRow) -> Result<bool, StoreError> {
+        self.write(move |conn| {
+            // Only the active-name index may refuse quietly; any other conflict is an error.
+            let inserted = conn
+                .prepare_cached(&format!(
+                    "INSERT INTO keys ({KEY_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+                     ON CONFLICT (name) WHERE revoked_at IS NULL DO NOTHING"
+                ))?
+                .execute(params![
+                    row.key.id,
+                    row.key.name,
+                    row.key.role.as_str(),
+                    row.key.tenant,
+                    row.digest,
+                    millis(row.key.created_at),
+                    row.key.revoked_at.map(millis),
+                ])?;
+            Ok(inserted == 1)
+        })
+        .await
     }
-    pub(crate) async fn key(&self, _id: &str) -> Result<Option<crate::access::KeyRow>, StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+
+    pub(crate) async fn key(&self, id: &str) -> Result<Option<KeyRow>, StoreError> {
+        self.read(|conn| {
+            conn.prepare_cached(&format!("SELECT {KEY_COLUMNS} FROM keys WHERE id = ?1"))?
+                .query_row(params![id], key_parts)
+                .optional()?
+                .map(KeyParts::decode)
+                .transpose()
+        })
     }
-    pub(crate) async fn keys(&self) -> Result<Vec<crate::access::ApiKey>, StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+
+    pub(crate) async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {KEY_COLUMNS} FROM keys ORDER BY created_at, id"
+            ))?;
+            let rows = stmt.query_map([], key_parts)?;
+            rows.map(|row| Ok(row?.decode()?.key)).collect()
+        })
     }
+
     pub(crate) async fn revoke_key(
         &self,
-        _name: &str,
-        _at: DateTime<Utc>,
-    ) -> Result<Option<crate::access::ApiKey>, StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+        name: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Option<ApiKey>, StoreError> {
+        let name = name.to_owned();
+        self.write(move |conn| {
+            let revoked = conn
+                .prepare_cached(&format!(
+                    "UPDATE keys SET revoked_at = ?2 WHERE name = ?1 AND revoked_at IS NULL \
+                     RETURNING {KEY_COLUMNS}"
+                ))?
+                .query_row(params![name, millis(at)], key_parts)
+                .optional()?;
+            let Some(parts) = revoked else {
+                return Ok(None);
+            };
+            // Its sessions and login links end with it, in the same transaction.
+            conn.prepare_cached("DELETE FROM tokens WHERE key_id = ?1")?
+                .execute(params![parts.id])?;
+            Ok(Some(parts.decode()?.key))
+        })
+        .await
     }
+
     pub(crate) async fn key_count(&self) -> Result<u64, StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+        self.read(|conn| {
+            let n: i64 = conn
+                .prepare_cached("SELECT count(*) FROM keys")?
+                .query_row([], |r| r.get(0))?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
     }
+
     pub(crate) async fn insert_token(
         &self,
-        _kind: crate::access::TokenKind,
-        _digest: &str,
-        _key_id: &str,
-        _expires_at: DateTime<Utc>,
-        _now: DateTime<Utc>,
+        kind: TokenKind,
+        digest: &str,
+        key_id: &str,
+        expires_at: DateTime<Utc>,
+        now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+        let (digest, key_id) = (digest.to_owned(), key_id.to_owned());
+        self.write(move |conn| {
+            // Expired tokens can never be redeemed; issuing is rare enough to sweep them here.
+            conn.prepare_cached("DELETE FROM tokens WHERE expires_at <= ?1")?
+                .execute(params![millis(now)])?;
+            conn.prepare_cached(
+                "INSERT INTO tokens (digest, kind, key_id, expires_at, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![
+                digest,
+                kind.as_str(),
+                key_id,
+                millis(expires_at),
+                millis(now)
+            ])?;
+            Ok(())
+        })
+        .await
     }
+
     pub(crate) async fn redeem_token(
         &self,
-        _kind: crate::access::TokenKind,
-        _digest: &str,
-        _now: DateTime<Utc>,
+        kind: TokenKind,
+        digest: &str,
+        now: DateTime<Utc>,
     ) -> Result<Option<String>, StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+        let now = millis(now);
+        match kind {
+            // Used up by the statement that finds it: of concurrent redemptions, the first
+            // write to run deletes the row and the others find nothing.
+            TokenKind::Login => {
+                let digest = digest.to_owned();
+                self.write(move |conn| {
+                    Ok(conn
+                        .prepare_cached(
+                            "DELETE FROM tokens WHERE digest = ?1 AND kind = ?2 \
+                             AND expires_at > ?3 RETURNING key_id",
+                        )?
+                        .query_row(params![digest, kind.as_str(), now], |r| r.get(0))
+                        .optional()?)
+                })
+                .await
+            }
+            TokenKind::Session => self.read(|conn| {
+                Ok(conn
+                    .prepare_cached(
+                        "SELECT key_id FROM tokens WHERE digest = ?1 AND kind = ?2 \
+                         AND expires_at > ?3",
+                    )?
+                    .query_row(params![digest, kind.as_str(), now], |r| r.get(0))
+                    .optional()?)
+            }),
+        }
     }
-    pub(crate) async fn delete_token(&self, _digest: &str) -> Result<(), StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+
+    pub(crate) async fn delete_token(&self, digest: &str) -> Result<(), StoreError> {
+        let digest = digest.to_owned();
+        self.write(move |conn| {
+            conn.prepare_cached("DELETE FROM tokens WHERE digest = ?1")?
+                .execute(params![digest])?;
+            Ok(())
+        })
+        .await
     }
+
     pub(crate) async fn secret(
         &self,
-        _name: &str,
-        _candidate: Vec<u8>,
+        name: &str,
+        candidate: Vec<u8>,
     ) -> Result<Vec<u8>, StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+        // Nearly always there already: a read then, with no write to queue for.
+        let stored = self.read(|conn| read_secret(conn, name))?;
+        if let Some(value) = stored {
+            return Ok(value);
+        }
+        let name = name.to_owned();
+        self.write(move |conn| {
+            // Whoever inserts first wins; everyone, this writer included, reads the winner.
+            conn.prepare_cached(
+                "INSERT INTO secrets (name, value) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+            )?
+            .execute(params![name, candidate])?;
+            read_secret(conn, &name)?
+                .ok_or_else(|| StoreError::Backend(format!("secret {name:?} vanished")))
+        })
+        .await
     }
+
     pub(crate) async fn claim_deliveries(
         &self,
-        _now: DateTime<Utc>,
-        _lease_until: DateTime<Utc>,
-        _limit: usize,
-    ) -> Result<Vec<crate::access::Delivery>, StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        // A write, so the choice and the lease are one step: no other writer (in this process
+        // or another sharing the file) runs between them.
+        self.write(move |conn| {
+            let mut claimed: Vec<DeliveryParts> = {
+                let mut stmt = conn.prepare_cached(&format!(
+                    "UPDATE deliveries SET next_attempt_at = ?2 WHERE id IN (\
+                     SELECT id FROM deliveries WHERE status = 'pending' \
+                     AND next_attempt_at <= ?1 ORDER BY id LIMIT ?3) \
+                     RETURNING {DELIVERY_COLUMNS}"
+                ))?;
+                let rows = stmt.query_map(
+                    params![millis(now), millis(lease_until), limit],
+                    delivery_parts,
+                )?;
+                rows.collect::<Result<_, _>>()?
+            };
+            // RETURNING follows no ORDER BY.
+            claimed.sort_unstable_by_key(|d| d.id);
+            with_attempts(conn, claimed)
+        })
+        .await
     }
+
     pub(crate) async fn finish_attempt(
         &self,
-        _id: u64,
-        _attempt: crate::access::Attempt,
-        _after: crate::access::AfterAttempt,
+        id: u64,
+        attempt: Attempt,
+        after: AfterAttempt,
     ) -> Result<(), StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+        // An id no row can have names no delivery: nothing to record, as for a deleted one.
+        let Ok(id) = i64::try_from(id) else {
+            return Ok(());
+        };
+        self.write(move |conn| {
+            let (status, next) = after_attempt(after);
+            let updated = conn
+                .prepare_cached(
+                    "UPDATE deliveries SET status = ?2, next_attempt_at = ?3 WHERE id = ?1",
+                )?
+                .execute(params![id, status, next])?;
+            if updated == 0 {
+                return Ok(());
+            }
+            let (number, at, status_code, error, duration_ms) = attempt_values(&attempt);
+            conn.prepare_cached(&format!(
+                "INSERT INTO delivery_attempts ({ATTEMPT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+            ))?
+            .execute(params![id, number, at, status_code, error, duration_ms])?;
+            Ok(())
+        })
+        .await
     }
-    pub(crate) async fn deliveries(
-        &self,
-        _request_id: &str,
-    ) -> Result<Vec<crate::access::Delivery>, StoreError> {
-        Err(StoreError::Backend("unimplemented".into()))
+
+    pub(crate) async fn deliveries(&self, request_id: &str) -> Result<Vec<Delivery>, StoreError> {
+        self.read(|conn| {
+            // One snapshot for deliveries and attempts: an attempt finishing meanwhile is seen
+            // with the status it set, or not at all. Dropping the transaction ends the read.
+            let tx = conn.unchecked_transaction()?;
+            let conn = &*tx;
+            let found: Vec<DeliveryParts> = {
+                let mut stmt = conn.prepare_cached(&format!(
+                    "SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE request_id = ?1 ORDER BY id"
+                ))?;
+                let rows = stmt.query_map(params![request_id], delivery_parts)?;
+                rows.collect::<Result<_, _>>()?
+            };
+            with_attempts(conn, found)
+        })
     }
-    // STUB-END
+
     pub(crate) async fn ping(&self) -> Result<(), StoreError> {
         self.read(|conn| {
             conn.query_row("SELECT 1", [], |_| Ok(()))?;
@@ -604,6 +847,10 @@ fn resolve(
     match updated {
         Some(parts) => {
             let record = parts.decode()?;
+            // Queued in the resolving transaction: both happen, or neither.
+            if let Some(url) = &record.request.callback_url {
+                queue_delivery(conn, &record.id, &record.tenant, url, at)?;
+            }
             append_event(
                 conn,
                 &record.tenant,
@@ -644,6 +891,82 @@ fn append_event(
         at
     ])?;
     Ok(())
+}
+
+/// Queues the webhook delivery of a request just resolved at `at`, due at once.
+fn queue_delivery(
+    conn: &Connection,
+    request_id: &str,
+    tenant: &str,
+    url: &str,
+    at: i64,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO deliveries (request_id, tenant, url, status, created_at, next_attempt_at) \
+         VALUES (?1, ?2, ?3, 'pending', ?4, ?4)",
+    )?
+    .execute(params![request_id, tenant, url, at])?;
+    Ok(())
+}
+
+/// The deliveries with their attempts, in the order given.
+fn with_attempts(
+    conn: &Connection,
+    deliveries: Vec<DeliveryParts>,
+) -> Result<Vec<Delivery>, StoreError> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {ATTEMPT_COLUMNS} FROM delivery_attempts WHERE delivery_id = ?1 ORDER BY number"
+    ))?;
+    deliveries
+        .into_iter()
+        .map(|d| {
+            let rows = stmt.query_map(params![d.id], |r| {
+                Ok(AttemptParts {
+                    delivery_id: r.get(0)?,
+                    number: r.get(1)?,
+                    at: r.get(2)?,
+                    status_code: r.get(3)?,
+                    error: r.get(4)?,
+                    duration_ms: r.get(5)?,
+                })
+            })?;
+            let attempts = rows
+                .map(|row| row?.decode())
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            d.decode(attempts)
+        })
+        .collect()
+}
+
+fn read_secret(conn: &Connection, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT value FROM secrets WHERE name = ?1")?
+        .query_row(params![name], |r| r.get(0))
+        .optional()?)
+}
+
+fn key_parts(row: &rusqlite::Row<'_>) -> rusqlite::Result<KeyParts> {
+    Ok(KeyParts {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        role: row.get(2)?,
+        tenant: row.get(3)?,
+        digest: row.get(4)?,
+        created_at: row.get(5)?,
+        revoked_at: row.get(6)?,
+    })
+}
+
+fn delivery_parts(row: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryParts> {
+    Ok(DeliveryParts {
+        id: row.get(0)?,
+        request_id: row.get(1)?,
+        tenant: row.get(2)?,
+        url: row.get(3)?,
+        status: row.get(4)?,
+        created_at: row.get(5)?,
+        next_attempt_at: row.get(6)?,
+    })
 }
 
 fn row_parts(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowParts> {
@@ -779,10 +1102,16 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     // Another process may have migrated while we waited for the lock.
     let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     let result = (|| {
-        if current < 1 {
-            conn.execute_batch(SCHEMA)?;
+        for (version, sql) in (1_i64..).zip(MIGRATIONS) {
+            if version > current {
+                conn.execute_batch(sql)?;
+            }
         }
-        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+        // Never lowered: a newer binary may have migrated further meanwhile.
+        if current < SCHEMA_VERSION {
+            conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+        }
+        Ok(())
     })();
     match result {
         Ok(()) => conn.execute_batch("COMMIT"),
