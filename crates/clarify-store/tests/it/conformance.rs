@@ -1,9 +1,9 @@
 //! The store conformance suite: one set of cases, run against every backend.
 //!
 //! Each case is an `async fn(Store, Env)` that checks behaviour a user of the store can see.
-//! [`conformance!`] turns each into one test per backend (`conformance::memory::<case>`,
-//! `conformance::sqlite::<case>`, `conformance::postgres::<case>`), so a backend passes exactly
-//! when it behaves like the others. Cases under `durable` need a store that outlives its
+//! [`conformance!`] (in `main.rs`) turns each into one test per backend
+//! (`conformance::memory::<case>`, `conformance::sqlite::<case>`, `conformance::postgres::<case>`),
+//! so a backend passes exactly when it behaves like the others. Cases under `durable` need a store that outlives its
 //! process and run on SQLite and PostgreSQL only. The tests at the end check what happens when
 //! a store cannot be opened, which differs by backend.
 //!
@@ -31,47 +31,6 @@ use crate::support::{
     DAY, Env, Kind, SHORT, TempDir, alice, bob, options, postgres_url, random_name, request,
     start_time, with_database, yes_no,
 };
-
-macro_rules! conformance {
-    (every: [$($case:ident),* $(,)?], durable: [$($durable:ident),* $(,)?] $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $case() {
-                    crate::support::run(crate::support::Kind::Memory, super::$case).await;
-                }
-            )*
-        }
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $case() {
-                    crate::support::run(crate::support::Kind::Sqlite, super::$case).await;
-                }
-            )*
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $durable() {
-                    crate::support::run(crate::support::Kind::Sqlite, super::$durable).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $case() {
-                    crate::support::run(crate::support::Kind::Postgres, super::$case).await;
-                }
-            )*
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $durable() {
-                    crate::support::run(crate::support::Kind::Postgres, super::$durable).await;
-                }
-            )*
-        }
-    };
-}
 
 conformance! {
     every: [
