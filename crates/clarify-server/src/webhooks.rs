@@ -31,8 +31,6 @@ pub struct WebhookConfig {
     pub max_backoff: TimeDelta,
     /// How long after the resolution attempts continue.
     pub retry_for: TimeDelta,
-    /// How long a claimed delivery is reserved for the worker that claimed it.
-    pub lease: TimeDelta,
 }
 
 impl Default for WebhookConfig {
@@ -43,7 +41,6 @@ impl Default for WebhookConfig {
             first_backoff: TimeDelta::seconds(10),
             max_backoff: TimeDelta::hours(1),
             retry_for: TimeDelta::hours(25),
-            lease: TimeDelta::seconds(60),
         }
     }
 }
@@ -89,7 +86,11 @@ pub(crate) async fn run(state: AppState) {
         }
     };
     loop {
-        let lease_until = state.store.now() + state.config.webhooks.lease;
+        // A claim outlives its POST by a margin, so a worker that died mid-delivery holds the
+        // delivery no longer than that before another worker (or this one restarted) retries.
+        let lease = TimeDelta::from_std(state.config.webhooks.timeout).unwrap_or(TimeDelta::MAX)
+            + TimeDelta::seconds(5);
+        let lease_until = state.store.now() + lease;
         match state.store.claim_deliveries(lease_until, 16).await {
             Ok(batch) if !batch.is_empty() => {
                 let sends = batch.into_iter().map(|d| deliver(&state, &client, d));

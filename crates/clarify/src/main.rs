@@ -104,6 +104,10 @@ struct ServeArgs {
     /// hour, for 25 hours.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     webhook_first_retry: Duration,
+    /// How long a webhook receiver may take to answer; a delivery claimed by a server that
+    /// died is retried this long (plus 5 s) after the claim.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    webhook_timeout: Duration,
 }
 
 #[derive(Debug, Subcommand)]

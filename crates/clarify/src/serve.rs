@@ -34,6 +34,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("--max-options: {e}"))?;
     config.webhooks.first_backoff = chrono::TimeDelta::from_std(args.webhook_first_retry)
         .context("--webhook-first-retry is too long")?;
+    config.webhooks.timeout = args.webhook_timeout;
     if let Some((key, login)) = clarify_server::bootstrap(&store, &public_url).await? {
         eprintln!("clarify: created the first admin key (shown once; keep it):");
         eprintln!("  {}", key.token);

@@ -31,7 +31,7 @@ async fn a_full_disk_fails_the_write_clearly_and_loses_nothing_acknowledged() {
     let db = sqlite_url(&dir);
     let key = create_key(&db, "admin", "root", "default");
     let port = free_port();
-    let mut child = serve_capped(&db, port, 512);
+    let mut child = serve_capped(&db, port, 4096);
     let url = format!("http://127.0.0.1:{port}");
     let api = Api::new(&url, &key);
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -49,7 +49,7 @@ async fn a_full_disk_fails_the_write_clearly_and_loses_nothing_acknowledged() {
     let big = "x".repeat(3_900);
     let mut acknowledged = Vec::new();
     let mut refused = None;
-    for i in 0..2_000 {
+    for i in 0..5_000 {
         let (status, body) = api
             .post("/v1/requests", json!({"question": format!("{i} {big}")}))
             .await;
@@ -64,7 +64,10 @@ async fn a_full_disk_fails_the_write_clearly_and_loses_nothing_acknowledged() {
     let (n, status, body) = refused.expect("the capped store filled up");
     assert_eq!(status, 503, "a full store is a retryable 503: {body}");
     assert_eq!(body["error"]["code"], "store_unavailable");
-    assert!(acknowledged.len() > 10, "some writes fit before the cap");
+    assert!(
+        acknowledged.len() > 10,
+        "some writes fit before the cap; request {n} got {status} {body}"
+    );
 
     // The server is still up, and answers with the same clear error rather than crashing.
     let health = api

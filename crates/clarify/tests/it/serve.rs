@@ -208,7 +208,7 @@ async fn sigkill_with_pending_requests_and_a_queued_webhook_loses_nothing() {
     let db = sqlite_url(&dir);
     let key = create_key(&db, "admin", "root", "default");
     let hook = receiver().await;
-    let retry = ["--webhook-first-retry", "300ms"];
+    let retry = ["--webhook-first-retry", "300ms", "--webhook-timeout", "1s"];
     let mut server = Server::start(&db, &retry).await;
     let api = Api::new(&server.url, &key);
 
