@@ -583,3 +583,46 @@ async fn ask_reconnects_when_the_server_restarts() {
         "ask waited through the restart"
     );
 }
+
+#[tokio::test]
+async fn flags_override_the_environment_and_output_to_a_pipe_is_plain() {
+    let (server, key) = server().await;
+    Api::new(&server.url, &key)
+        .post(
+            "/v1/requests",
+            json!({"question": "Styled?", "choices": ["a", "b"]}),
+        )
+        .await;
+    // The environment points nowhere; the flags win.
+    let out = Command::new(BIN)
+        .args(["list", "--url", &server.url, "--token", &key])
+        .env("CLARIFY_URL", "http://127.0.0.1:9")
+        .env("CLARIFY_TOKEN", "ck_aaaaaaaaaaaaaaaa_wrong")
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Styled?"), "{stdout}");
+    assert!(
+        !stdout.contains('\x1b'),
+        "no escape codes when stdout is not a terminal: {stdout:?}"
+    );
+    let (code, stdout, _) = output({
+        let mut c = clarify(&server, &key);
+        c.args(["show", "--json"]).arg(
+            stdout
+                .lines()
+                .nth(1)
+                .and_then(|l| l.split_whitespace().next())
+                .unwrap_or(""),
+        );
+        c
+    });
+    assert_eq!(code, 0);
+    assert!(!stdout.contains('\x1b'));
+}
