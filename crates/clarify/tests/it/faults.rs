@@ -25,13 +25,23 @@ fn serve_capped(db: &str, port: u16, limit_kib: u32) -> std::process::Child {
         .expect("sh runs")
 }
 
+/// Kills the capped server even when an assertion fails first.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[tokio::test]
 async fn a_full_disk_fails_the_write_clearly_and_loses_nothing_acknowledged() {
     let dir = temp_dir("full-disk");
     let db = sqlite_url(&dir);
     let key = create_key(&db, "admin", "root", "default");
     let port = free_port();
-    let mut child = serve_capped(&db, port, 4096);
+    let mut child = KillOnDrop(serve_capped(&db, port, 4096));
     let url = format!("http://127.0.0.1:{port}");
     let api = Api::new(&url, &key);
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -77,8 +87,8 @@ async fn a_full_disk_fails_the_write_clearly_and_loses_nothing_acknowledged() {
         .await
         .expect("still serving");
     assert!(health.status().is_success());
-    let _ = child.kill();
-    let _ = child.wait();
+    let _ = child.0.kill();
+    let _ = child.0.wait();
 
     // With room again, everything acknowledged is there, and the refused write is not.
     let server = Server::start(&db, &[]).await;
