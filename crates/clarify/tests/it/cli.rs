@@ -52,17 +52,36 @@ async fn newest_pending(api: &Api) -> Value {
     }
 }
 
-/// Starts `clarify ask ARGS` in the background; returns the child.
-fn spawn_ask(server: &Server, key: &str, args: &[&str]) -> std::process::Child {
+/// A background `clarify ask`, killed if a test fails before it ends.
+struct Asking(Option<std::process::Child>);
+
+impl Asking {
+    fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, std::process::Child::id)
+    }
+}
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Starts `clarify ask ARGS` in the background.
+fn spawn_ask(server: &Server, key: &str, args: &[&str]) -> Asking {
     let mut c = clarify(server, key);
     c.arg("ask")
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    c.spawn().expect("ask starts")
+    Asking(Some(c.spawn().expect("ask starts")))
 }
 
-fn finish(child: std::process::Child) -> (i32, String, String) {
+fn finish(mut asking: Asking) -> (i32, String, String) {
+    let child = asking.0.take().expect("a running ask");
     let out = child.wait_with_output().expect("ask ends");
     (
         out.status.code().unwrap_or(-1),
