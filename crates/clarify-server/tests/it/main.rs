@@ -3,6 +3,7 @@
 mod events;
 mod links;
 mod openapi;
+mod races;
 mod requests;
 mod sessions;
 mod support;
