@@ -91,7 +91,8 @@ impl Record {
             }
         }
         canonical.insert("timeout_seconds".to_owned(), Value::from(0));
-        let limits = Limits::new(Limits::MAX_OPTIONS_CEILING, 3600).unwrap_or_default();
+        let limits = Limits::new(Limits::MAX_OPTIONS_CEILING, Limits::DEFAULT_TIMEOUT_SECONDS)
+            .unwrap_or_default();
         clarify_core::parse_request(&Value::Object(canonical), &limits).map_err(|e| {
             ClientError::Protocol(format!(
                 "the server sent a request this client cannot read: {e}"

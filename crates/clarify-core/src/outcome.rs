@@ -84,6 +84,17 @@ pub enum Mode {
     Decision,
 }
 
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Option => "option",
+            Self::Other => "other",
+            Self::Text => "text",
+            Self::Decision => "decision",
+        }
+    }
+}
+
 impl Outcome {
     /// Builds the outcome of a resolved request.
     pub fn new(

@@ -5,12 +5,11 @@
 //! call the store for the caller's tenant, and render wire types. Nothing here decides what an
 //! answer means; the store and core do.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{FromRequest, Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -94,15 +93,18 @@ pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErro
 }
 
 /// Query parameters, with the API's `400` on a malformed query string.
-pub(crate) fn query(
-    q: Result<Query<HashMap<String, String>>, impl std::fmt::Display>,
-) -> Result<HashMap<String, String>, ApiError> {
-    q.map(|Query(map)| map).map_err(|e| {
+fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
+    q.map(|Query(params)| params).map_err(|e| {
         ApiError::bad_request(
             "invalid_query",
-            format!("the query string is malformed: {e}"),
+            format!("the query string is malformed: {}", e.body_text()),
         )
     })
+}
+
+/// An empty query value counts as absent (`?status=` lists every status).
+fn given(value: Option<String>) -> Option<String> {
+    value.filter(|v| !v.is_empty())
 }
 
 pub(crate) fn render(state: &AppState, caller: &Caller, record: &RequestRecord) -> RecordBody {
@@ -182,10 +184,10 @@ pub async fn show(
     Ok(Json(render(&state, &caller, &record)))
 }
 
-/// Filters of `GET /v1/requests`.
+/// Filters of `GET /v1/requests`. Values are parsed by the handler, so a bad one gets an error
+/// that names it.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-#[allow(dead_code)]
 pub struct ListParams {
     /// `pending`, `answered`, `skipped`, `expired` or `cancelled`.
     status: Option<String>,
@@ -193,7 +195,8 @@ pub struct ListParams {
     agent: Option<String>,
     tag: Option<String>,
     /// 1 to 500; default 50.
-    limit: Option<usize>,
+    #[param(value_type = Option<usize>)]
+    limit: Option<String>,
     /// The `next_cursor` of the previous page.
     cursor: Option<String>,
 }
@@ -207,11 +210,10 @@ pub struct ListParams {
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
-    q: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
+    q: Result<Query<ListParams>, QueryRejection>,
 ) -> Result<Json<PageBody>, ApiError> {
-    let mut q = query(q)?;
-    let nonempty = |v: String| (!v.is_empty()).then_some(v);
-    let status = match q.remove("status").and_then(nonempty) {
+    let q = query(q)?;
+    let status = match given(q.status) {
         None => None,
         Some(s) => Some(s.parse::<Status>().map_err(|_| {
             ApiError::bad_request(
@@ -222,7 +224,7 @@ pub async fn list(
             )
         })?),
     };
-    let limit = match q.remove("limit").and_then(nonempty) {
+    let limit = match given(q.limit) {
         None => None,
         Some(l) => Some(
             l.parse::<usize>()
@@ -241,11 +243,11 @@ pub async fn list(
     };
     let query = ListQuery {
         status,
-        session: q.remove("session").and_then(nonempty),
-        agent: q.remove("agent").and_then(nonempty),
-        tag: q.remove("tag").and_then(nonempty),
+        session: given(q.session),
+        agent: given(q.agent),
+        tag: given(q.tag),
         limit,
-        cursor: q.remove("cursor").and_then(nonempty),
+        cursor: given(q.cursor),
     };
     let page = state.store.list(caller.tenant(), &query).await?;
     Ok(Json(PageBody {
@@ -282,25 +284,22 @@ pub async fn answer(
         .answer(caller.tenant(), &id, &body, &caller.actor())
         .await
         .map_err(|e| resolve_error(e, |r| render(&state, &caller, r)))?;
-    Ok(Json(resolved(&state, &record)))
+    Ok(Json(resolved(&state, &record)?))
 }
 
 /// Counts a resolution made here and renders its outcome.
-pub(crate) fn resolved(state: &AppState, record: &RequestRecord) -> OutcomeBody {
+pub(crate) fn resolved(state: &AppState, record: &RequestRecord) -> Result<OutcomeBody, ApiError> {
     state.metrics.resolved(record);
     state.changed();
-    record
-        .outcome()
-        .as_ref()
-        .map(OutcomeBody::from)
-        .unwrap_or_else(|| OutcomeBody {
-            request_id: record.id.clone(),
-            status: record.status.to_string(),
-            questions: Vec::new(),
-            answered_by: None,
-            resolved_at: crate::wire::time(record.created_at),
-            note: None,
-        })
+    let outcome = record.outcome().ok_or_else(|| {
+        tracing::error!(id = %record.id, "the store returned a resolution without an outcome");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the request was resolved but its outcome could not be read; read the request again",
+        )
+    })?;
+    Ok(OutcomeBody::from(&outcome))
 }
 
 /// Cancels a pending request.
@@ -322,28 +321,36 @@ pub async fn cancel(
         .cancel(caller.tenant(), &id, &caller.actor())
         .await
         .map_err(|e| resolve_error(e, |r| render(&state, &caller, r)))?;
-    resolved(&state, &record);
+    resolved(&state, &record)?;
     Ok(Json(render(&state, &caller, &record)))
+}
+
+/// The query of `GET /v1/requests/{id}/wait`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct WaitParams {
+    /// 0 to 60; default 30; larger values wait 60.
+    #[param(value_type = Option<u64>)]
+    timeout_seconds: Option<String>,
 }
 
 /// Long-poll: returns as soon as the request is resolved, or the still-pending record after
 /// `timeout_seconds` (default 30; values above 60 wait 60).
 #[utoipa::path(get, path = "/v1/requests/{id}/wait", tag = "requests",
-    params(("id" = String, Path, description = "Request id"),
-        ("timeout_seconds" = Option<u64>, Query, description = "0 to 60; default 30")),
+    params(("id" = String, Path, description = "Request id"), WaitParams),
     responses(
         (status = 200, description = "The record: resolved, or still pending when the time ran out", body = RecordBody),
+        (status = 400, description = "timeout_seconds is not a number", body = ErrorBody),
         (status = 404, description = "No such request", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn wait(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    q: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
+    q: Result<Query<WaitParams>, QueryRejection>,
 ) -> Result<Json<RecordBody>, ApiError> {
     caller.must_ask()?;
-    let q = query(q)?;
-    let seconds = match q.get("timeout_seconds").filter(|v| !v.is_empty()) {
+    let seconds = match given(query(q)?.timeout_seconds) {
         None => DEFAULT_WAIT_SECONDS,
         Some(v) => v.parse::<u64>().map_err(|_| {
             ApiError::bad_request(

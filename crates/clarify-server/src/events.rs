@@ -128,11 +128,11 @@ pub async fn stream(State(state): State<AppState>, caller: Caller, headers: Head
         None => newest,
     };
     let cursor = Cursor {
+        newest: state.hub.subscribe(),
         state,
         caller,
         after,
         pending: Vec::new().into_iter(),
-        newest: None,
         _permit: permit,
     };
     Sse::new(events(cursor))
@@ -146,7 +146,7 @@ struct Cursor {
     /// The last sequence sent (or skipped).
     after: u64,
     pending: std::vec::IntoIter<clarify_store::Event>,
-    newest: Option<watch::Receiver<u64>>,
+    newest: watch::Receiver<u64>,
     _permit: tokio::sync::OwnedSemaphorePermit,
 }
 
@@ -177,9 +177,8 @@ fn events(cursor: Cursor) -> impl Stream<Item = Result<Event, Infallible>> {
                     .unwrap_or_else(|_| Event::default().comment("unrenderable record"));
                 return Some((Ok(sse), c));
             }
-            // Subscribe before reading, so growth during the read is not missed.
-            let newest = c.newest.get_or_insert_with(|| c.state.hub.subscribe());
-            newest.borrow_and_update();
+            // Mark what is seen before reading, so growth during the read is not missed.
+            c.newest.borrow_and_update();
             match c
                 .state
                 .store
@@ -208,9 +207,8 @@ fn events(cursor: Cursor) -> impl Stream<Item = Result<Event, Infallible>> {
                 }
             }
             let shutdown = c.state.shutdown.clone();
-            let newest = c.newest.as_mut()?;
             tokio::select! {
-                changed = newest.changed() => if changed.is_err() { return None },
+                changed = c.newest.changed() => if changed.is_err() { return None },
                 () = shutdown.cancelled() => return None,
             }
         }

@@ -44,13 +44,7 @@ fn token(state: &AppState, id: &str) -> String {
 fn verify(state: &AppState, token: &str) -> Option<String> {
     let (id, _) = token.split_once('.')?;
     let expected = self::token(state, id);
-    equal(token.as_bytes(), expected.as_bytes()).then(|| id.to_owned())
-}
-
-/// Constant-time equality.
-pub fn equal(a: &[u8], b: &[u8]) -> bool {
-    use subtle::ConstantTimeEq;
-    a.len() == b.len() && bool::from(a.ct_eq(b))
+    crate::auth::equal(token.as_bytes(), expected.as_bytes()).then(|| id.to_owned())
 }
 
 /// Who answers through a link: whoever holds it; no key name.
@@ -133,14 +127,11 @@ async fn answer(
         .answer(&record.tenant, &record.id, &raw, &link_actor())
         .await;
     match result {
-        Ok(done) => {
-            let outcome = resolved(&state, &done);
-            if is_form {
-                Redirect::to(&format!("/a/{token}")).into_response()
-            } else {
-                Json(outcome).into_response()
-            }
-        }
+        Ok(done) => match resolved(&state, &done) {
+            Err(e) => e.into_response(),
+            Ok(_) if is_form => Redirect::to(&format!("/a/{token}")).into_response(),
+            Ok(outcome) => Json(outcome).into_response(),
+        },
         Err(e) => {
             let e = resolve_error(e, |r| RecordBody::new(r, None));
             if !is_form {

@@ -39,7 +39,7 @@ pub struct RecordBody {
     /// `null` when the request never expires.
     pub expires_at: Option<String>,
     pub resolved_at: Option<String>,
-    /// The name of the key (or `link`) that resolved it.
+    /// The name of the key that resolved it; `null` for expiry and for answers through a link.
     pub answered_by: Option<String>,
     /// The signed single-use answer link; shown to agents and admins only.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -191,7 +191,7 @@ impl From<&Outcome> for OutcomeBody {
                     kind: q.kind.to_owned(),
                     choices_offered: q.choices_offered.clone(),
                     answer: q.answer.clone(),
-                    mode: q.mode.map(|m| enum_str(&m)),
+                    mode: q.mode.map(|m| m.as_str().to_owned()),
                     decision: q.decision.map(|d| d.as_str().to_owned()),
                     scope: q.scope.map(|s| s.as_str().to_owned()),
                     edited_arguments: q.edited_arguments.clone(),
@@ -202,14 +202,6 @@ impl From<&Outcome> for OutcomeBody {
             resolved_at: time(o.resolved_at),
             note: o.note.clone(),
         }
-    }
-}
-
-/// The snake_case name serde gives a unit enum variant.
-fn enum_str<T: Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(Value::String(s)) => s,
-        _ => String::new(),
     }
 }
 

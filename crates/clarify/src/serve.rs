@@ -30,8 +30,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let local = listener.local_addr()?;
     let public_url = args.public_url.unwrap_or_else(|| format!("http://{local}"));
     let mut config = Config::new(public_url.clone());
-    config.limits = clarify_core::Limits::new(args.max_options, 3600)
-        .map_err(|e| anyhow::anyhow!("--max-options: {e}"))?;
+    config.limits = clarify_core::Limits::new(
+        args.max_options,
+        clarify_core::Limits::DEFAULT_TIMEOUT_SECONDS,
+    )
+    .map_err(|e| anyhow::anyhow!("--max-options: {e}"))?;
     config.webhooks.first_backoff = chrono::TimeDelta::from_std(args.webhook_first_retry)
         .context("--webhook-first-retry is too long")?;
     config.webhooks.timeout = args.webhook_timeout;

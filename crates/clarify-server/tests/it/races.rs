@@ -70,6 +70,16 @@ async fn a_thousand_concurrent_answers_have_one_winner_on_sqlite() {
     race_answers(&s, 1_000).await;
 }
 
+/// Answers `id` with text in the background; the task returns the HTTP status.
+fn spawn_answer(s: &TestServer, key: &str, id: &str) -> tokio::task::JoinHandle<StatusCode> {
+    let request = s
+        .client
+        .post(format!("{}/v1/requests/{id}/answer", s.url))
+        .bearer_auth(key)
+        .json(&json!({"text": "yes"}));
+    tokio::spawn(async move { request.send().await.expect("sent").status() })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_against_answer_has_one_winner() {
     let s = TestServer::start().await;
@@ -79,24 +89,7 @@ async fn cancel_against_answer_has_one_winner() {
             .as_str()
             .expect("id")
             .to_owned();
-        let answer = {
-            let (client, url, key, id) = (
-                s.client.clone(),
-                s.url.clone(),
-                responder.clone(),
-                id.clone(),
-            );
-            tokio::spawn(async move {
-                client
-                    .post(format!("{url}/v1/requests/{id}/answer"))
-                    .bearer_auth(key)
-                    .json(&json!({"text": "yes"}))
-                    .send()
-                    .await
-                    .expect("sent")
-                    .status()
-            })
-        };
+        let answer = spawn_answer(&s, &responder, &id);
         let (cancel, _) = s
             .post(&format!("/v1/requests/{id}/cancel"), &s.admin, json!({}))
             .await;
@@ -135,24 +128,7 @@ async fn expiry_against_answer_has_one_winner() {
         // in time and the reaper runs just after the deadline.
         let late = round % 2 == 0;
         clock.advance(TimeDelta::seconds(if late { 60 } else { 59 }));
-        let answer = {
-            let (client, url, key, id) = (
-                s.client.clone(),
-                s.url.clone(),
-                responder.clone(),
-                id.clone(),
-            );
-            tokio::spawn(async move {
-                client
-                    .post(format!("{url}/v1/requests/{id}/answer"))
-                    .bearer_auth(key)
-                    .json(&json!({"text": "yes"}))
-                    .send()
-                    .await
-                    .expect("sent")
-                    .status()
-            })
-        };
+        let answer = spawn_answer(&s, &responder, &id);
         if !late {
             assert_eq!(answer.await.expect("task"), StatusCode::OK);
             clock.advance(TimeDelta::seconds(1));

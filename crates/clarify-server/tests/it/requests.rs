@@ -644,8 +644,7 @@ async fn admins_manage_keys_of_their_tenant() {
         StatusCode::UNAUTHORIZED
     );
 
-    let other = s.key(Role::Agent, "other-bot", "acme").await;
-    let _ = other;
+    s.key(Role::Agent, "other-bot", "acme").await;
     let (status, _) = s
         .post("/v1/keys/other-bot/revoke", &s.admin, json!({}))
         .await;
