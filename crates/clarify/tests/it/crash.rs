@@ -1,0 +1,556 @@
+//! Crash test: `clarify serve` is killed with SIGKILL at random moments under a mixed load of
+//! agents asking and responders answering over HTTP, and restarted on the same port each time.
+//!
+//! The clients keep their own records of what the server acknowledged (a 2xx received), and
+//! nothing else counts: after the last restart every invariant is checked against those records.
+//! Acknowledged requests exist, and no others; acknowledged answers are stored exactly as
+//! acknowledged; no request was resolved twice; every waiting client reconnected and got its
+//! outcome; every webhook queued by a resolution was delivered with a valid signature. The kill
+//! moments come from a seeded RNG whose seed is printed (set `CLARIFY_CRASH_SEED` to replay it).
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use clarify_client::{Client, ClientError};
+use hmac::{Hmac, Mac};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+use crate::support::{Api, Server, create_key, free_port, postgres, sqlite_url, temp_dir, unique};
+
+/// SIGKILL/restart cycles per run.
+const CYCLES: usize = 24;
+const AGENTS: usize = 3;
+const RESPONDERS: usize = 3;
+/// A retried webhook comes back quickly, and one claimed by a killed server is free again after
+/// the timeout plus the 5 s margin.
+const SERVE_FLAGS: [&str; 4] = ["--webhook-first-retry", "200ms", "--webhook-timeout", "1s"];
+/// The bound on every wait after the load stops; far above what a healthy run needs.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A request the server acknowledged creating.
+#[derive(Debug, Clone)]
+struct Asked {
+    text: String,
+    hooked: bool,
+}
+
+/// An answer the server acknowledged with `200`.
+#[derive(Debug, Clone)]
+struct Answered {
+    id: String,
+    responder: String,
+    outcome: Value,
+}
+
+/// What the clients saw; only acknowledged work is recorded.
+#[derive(Debug, Default)]
+struct Ledger {
+    asked: Mutex<HashMap<String, Asked>>,
+    answered: Mutex<Vec<Answered>>,
+    /// The outcome each waiting client received, or why it got none.
+    received: Mutex<HashMap<String, Result<Value, String>>>,
+    /// Responses no client should ever get (a 404 for a listed request, a 422 for a valid
+    /// answer, a 500).
+    unexpected: Mutex<Vec<String>>,
+    conflicts: AtomicUsize,
+    unknown: AtomicUsize,
+    retried_creates: AtomicUsize,
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A webhook receiver on a real socket that answers `200` and keeps every call.
+#[derive(Debug, Default)]
+struct Hooks {
+    calls: Mutex<Vec<(HeaderMap, Bytes)>>,
+}
+
+async fn hook(State(hooks): State<Arc<Hooks>>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    locked(&hooks.calls).push((headers, body));
+    StatusCode::OK
+}
+
+async fn start_receiver() -> (String, Arc<Hooks>) {
+    let hooks = Arc::new(Hooks::default());
+    let app = axum::Router::new()
+        .route("/hook", axum::routing::post(hook))
+        .with_state(hooks.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the receiver");
+    let addr: SocketAddr = listener.local_addr().expect("receiver address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}/hook"), hooks)
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+/// Checks `Clarify-Signature: t=<unix>,v1=<hex>` as a receiver would.
+fn signed(secret: &str, signature: &str, body: &[u8]) -> bool {
+    let Some((t, v1)) = signature
+        .split_once(',')
+        .and_then(|(t, v1)| Some((t.strip_prefix("t=")?, v1.strip_prefix("v1=")?)))
+    else {
+        return false;
+    };
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("any key length");
+    mac.update(t.as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    let expected: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    expected == v1
+}
+
+/// Whether a failed call may simply be tried again: the server was down or cut off mid-reply.
+fn transient(e: &ClientError) -> bool {
+    match e {
+        ClientError::Unreachable { .. } | ClientError::Protocol(_) => true,
+        ClientError::Api { status, .. } => *status == 503,
+        ClientError::InvalidUrl { .. } => false,
+    }
+}
+
+/// One agent: asks, with an idempotency key so a create whose reply was lost is sent again
+/// until acknowledged, then hands the request to a waiting client and asks again.
+async fn agent(
+    n: usize,
+    client: Client,
+    hook_url: String,
+    seed: u64,
+    ledger: Arc<Ledger>,
+    stop: Arc<AtomicBool>,
+    waiters: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut i = 0;
+    while !stop.load(Ordering::SeqCst) {
+        i += 1;
+        let text = format!("crash agent {n} request {i}");
+        let hooked = i % 3 == 0;
+        let mut body = json!({"question": text, "idempotency_key": format!("a{n}-{i}")});
+        if i % 2 == 0 {
+            body["choices"] = json!(["alpha", "beta", "gamma"]);
+        }
+        if hooked {
+            body["callback_url"] = json!(hook_url);
+        }
+        let started = Instant::now();
+        let record = loop {
+            match client.create(&body).await {
+                Ok((record, _)) => break Some(record),
+                Err(e) if transient(&e) && started.elapsed() < PATIENCE => {
+                    ledger.retried_creates.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => {
+                    locked(&ledger.unexpected).push(format!("create {text}: {e}"));
+                    break None;
+                }
+            }
+        };
+        let Some(record) = record else { continue };
+        let id = record.id().to_owned();
+        locked(&ledger.asked).insert(id.clone(), Asked { text, hooked });
+        let (client, ledger) = (client.clone(), ledger.clone());
+        locked(&waiters).push(tokio::spawn(async move {
+            let waited = tokio::time::timeout(3 * PATIENCE, client.wait_resolved(&id, |_| {}))
+                .await
+                .map_err(|_| "still waiting when the test gave up".to_owned())
+                .and_then(|r| r.map_err(|e| e.to_string()))
+                .map(|record| record.0["outcome"].clone());
+            locked(&ledger.received).insert(id, waited);
+        }));
+        tokio::time::sleep(Duration::from_millis(rng.random_range(20..100))).await;
+    }
+}
+
+/// One responder: answers a random pending request, until no request is pending once the agents
+/// have stopped. A reply lost to a kill leaves the answer unknown; it is not sent again.
+async fn responder(
+    name: String,
+    client: Client,
+    seed: u64,
+    ledger: Arc<Ledger>,
+    agents_done: Arc<AtomicBool>,
+) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let filter = clarify_client::ListFilter {
+        status: Some("pending".to_owned()),
+        limit: Some(20),
+        ..Default::default()
+    };
+    let started = Instant::now();
+    loop {
+        let done = agents_done.load(Ordering::SeqCst);
+        let page = match client.list(&filter).await {
+            Ok(page) => page,
+            Err(e) if transient(&e) => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+            Err(e) => {
+                locked(&ledger.unexpected).push(format!("list as {name}: {e}"));
+                return;
+            }
+        };
+        if page.requests.is_empty() {
+            if done || started.elapsed() > 10 * PATIENCE {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        }
+        let record = &page.requests[rng.random_range(0..page.requests.len())];
+        let id = record.id().to_owned();
+        let options = record.0["questions"][0]["options"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let body = if options.is_empty() {
+            json!({"text": format!("{name} says {}", rng.random_range(0..1_000_000))})
+        } else {
+            json!({"option": options[rng.random_range(0..options.len())]["id"]})
+        };
+        match client.answer(&id, &body).await {
+            Ok(outcome) => locked(&ledger.answered).push(Answered {
+                id,
+                responder: name.clone(),
+                outcome,
+            }),
+            Err(ClientError::Api { status: 409, .. }) => {
+                ledger.conflicts.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) if transient(&e) => {
+                ledger.unknown.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => locked(&ledger.unexpected).push(format!("answer {id} as {name}: {e}")),
+        }
+        if !done {
+            tokio::time::sleep(Duration::from_millis(rng.random_range(5..60))).await;
+        }
+    }
+}
+
+/// Waits for `task` at most `within`; a task still running then is a failure.
+async fn finish<T>(what: &str, within: Duration, task: tokio::task::JoinHandle<T>) -> T {
+    tokio::time::timeout(within, task)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not finish within {within:?}"))
+        .unwrap_or_else(|e| panic!("{what} failed: {e}"))
+}
+
+/// Every request of the caller's tenant, by id.
+async fn all_requests(api: &Api) -> BTreeMap<String, Value> {
+    let mut found = BTreeMap::new();
+    let mut cursor = String::new();
+    loop {
+        let (status, page) = api.get(&format!("/v1/requests?limit=500{cursor}")).await;
+        assert_eq!(status, 200, "{page}");
+        for r in page["requests"].as_array().cloned().unwrap_or_default() {
+            let id = r["id"].as_str().expect("record id").to_owned();
+            assert!(
+                found.insert(id.clone(), r).is_none(),
+                "{id} listed twice"
+            );
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = format!("&cursor={c}"),
+            None => return found,
+        }
+    }
+}
+
+/// The event log of the caller's tenant from its start: request id → event names, in order.
+/// Reads until `expected` events arrived and a further second brings no more.
+async fn event_log(api: &Api, expected: usize) -> HashMap<String, Vec<String>> {
+    let mut response = api
+        .client
+        .get(format!("{}/v1/events", api.url))
+        .bearer_auth(&api.key)
+        .header("last-event-id", "0")
+        .send()
+        .await
+        .expect("event stream opens");
+    assert_eq!(response.status().as_u16(), 200);
+    let mut text = String::new();
+    let mut events: HashMap<String, Vec<String>> = HashMap::new();
+    let mut count = 0;
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let wait = if count >= expected {
+            Duration::from_secs(1)
+        } else {
+            deadline.saturating_duration_since(Instant::now())
+        };
+        match tokio::time::timeout(wait, response.chunk()).await {
+            Ok(Ok(Some(chunk))) => text.push_str(&String::from_utf8_lossy(&chunk)),
+            Ok(Ok(None)) | Err(_) => break,
+            Ok(Err(e)) => panic!("the event stream failed: {e}"),
+        }
+        while let Some(end) = text.find("\n\n") {
+            let block: String = text.drain(..end + 2).collect();
+            let mut name = None;
+            let mut data = None;
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("event:") {
+                    name = Some(v.trim().to_owned());
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data = serde_json::from_str::<Value>(v.trim()).ok();
+                }
+            }
+            if let (Some(name), Some(data)) = (name, data) {
+                let id = data["id"].as_str().unwrap_or_default().to_owned();
+                events.entry(id).or_default().push(name);
+                count += 1;
+            }
+        }
+    }
+    assert!(
+        count >= expected,
+        "the event log replayed {count} events, expected at least {expected}"
+    );
+    events
+}
+
+/// Runs the load against `db`, killing the server `CYCLES` times, then checks every invariant.
+async fn crash_and_check(db: &str, tenant: &str) {
+    let seed = std::env::var("CLARIFY_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(unique);
+    println!("crash test on {tenant}: seed {seed} (replay with CLARIFY_CRASH_SEED={seed})");
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let suffix = unique();
+    let admin = create_key(db, "admin", &format!("root-{suffix}"), tenant);
+    let agent_key = create_key(db, "agent", &format!("agent-{suffix}"), tenant);
+    let responders: Vec<(String, String)> = (0..RESPONDERS)
+        .map(|i| {
+            let name = format!("r{i}-{suffix}");
+            let key = create_key(db, "responder", &name, tenant);
+            (name, key)
+        })
+        .collect();
+    let (hook_url, hooks) = start_receiver().await;
+
+    let port = free_port();
+    let mut server = Server::start_on(port, db, &SERVE_FLAGS).await;
+    let url = server.url.clone();
+    let api = Api::new(&url, &admin);
+    let (status, secret) = api.get("/v1/webhook-secret").await;
+    assert_eq!(status, 200, "{secret}");
+    let secret = secret["secret"].as_str().expect("secret").to_owned();
+
+    let ledger = Arc::new(Ledger::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let agents_done = Arc::new(AtomicBool::new(false));
+    let waiters = Arc::new(Mutex::new(Vec::new()));
+    let agent_client = Client::new(&url, Some(agent_key)).expect("client");
+    let agents: Vec<_> = (0..AGENTS)
+        .map(|n| {
+            tokio::spawn(agent(
+                n,
+                agent_client.clone(),
+                hook_url.clone(),
+                seed.wrapping_add(n as u64),
+                ledger.clone(),
+                stop.clone(),
+                waiters.clone(),
+            ))
+        })
+        .collect();
+    let answering: Vec<_> = responders
+        .iter()
+        .enumerate()
+        .map(|(i, (name, key))| {
+            tokio::spawn(responder(
+                name.clone(),
+                Client::new(&url, Some(key.clone())).expect("client"),
+                seed.wrapping_add(100 + i as u64),
+                ledger.clone(),
+                agents_done.clone(),
+            ))
+        })
+        .collect();
+
+    let started = Instant::now();
+    for _ in 0..CYCLES {
+        tokio::time::sleep(Duration::from_millis(rng.random_range(100..1_200))).await;
+        server.kill();
+        tokio::time::sleep(Duration::from_millis(rng.random_range(0..300))).await;
+        server = Server::start_on(port, db, &SERVE_FLAGS).await;
+    }
+    let load = started.elapsed();
+    stop.store(true, Ordering::SeqCst);
+    for task in agents {
+        finish("an agent", PATIENCE, task).await;
+    }
+    agents_done.store(true, Ordering::SeqCst);
+    for task in answering {
+        finish("a responder", PATIENCE, task).await;
+    }
+    let waiting: Vec<_> = std::mem::take(&mut *locked(&waiters));
+    for task in waiting {
+        finish("a waiting client", PATIENCE, task).await;
+    }
+
+    let unexpected = locked(&ledger.unexpected).clone();
+    assert!(unexpected.is_empty(), "unexpected responses: {unexpected:#?}");
+    let asked = locked(&ledger.asked).clone();
+    let answered = locked(&ledger.answered).clone();
+    let received = locked(&ledger.received).clone();
+    assert!(
+        asked.len() > 100 && answered.len() > 50,
+        "too little load to prove anything: {} asked, {} answered",
+        asked.len(),
+        answered.len()
+    );
+
+    // Acknowledged requests exist, as asked, and nothing else does.
+    let stored = all_requests(&api).await;
+    for (id, a) in &asked {
+        let record = stored
+            .get(id)
+            .unwrap_or_else(|| panic!("acknowledged request {id} ({}) is lost", a.text));
+        assert_eq!(record["questions"][0]["text"], a.text.as_str(), "{id}");
+        assert_eq!(record["callback_url"].is_string(), a.hooked, "{id}");
+    }
+    assert_eq!(
+        stored.len(),
+        asked.len(),
+        "the store holds exactly the acknowledged requests"
+    );
+
+    // One acknowledged answer per request at most, stored exactly as acknowledged.
+    let mut acks: HashMap<&str, &Answered> = HashMap::new();
+    for a in &answered {
+        if let Some(first) = acks.insert(&a.id, a) {
+            panic!(
+                "{} was answered twice: by {} and by {}",
+                a.id, first.responder, a.responder
+            );
+        }
+        let record = &stored[&a.id];
+        assert_eq!(record["status"], "answered", "{}", a.id);
+        assert_eq!(
+            record["outcome"], a.outcome,
+            "{}: the stored outcome differs from the acknowledged one",
+            a.id
+        );
+        assert_eq!(a.outcome["answered_by"], a.responder.as_str());
+    }
+
+    // Every request resolved once, and every waiting client got the stored outcome.
+    let events = event_log(&api, 2 * stored.len()).await;
+    for (id, record) in &stored {
+        assert_eq!(record["status"], "answered", "{id} was left unresolved");
+        assert_eq!(
+            events.get(id.as_str()).cloned().unwrap_or_default(),
+            ["request.created", "request.answered"],
+            "{id}: created once and resolved once"
+        );
+        match received.get(id) {
+            Some(Ok(outcome)) => assert_eq!(
+                outcome, &record["outcome"],
+                "{id}: the waiting client got another outcome than the stored one"
+            ),
+            Some(Err(e)) => panic!("the client waiting for {id} got no outcome: {e}"),
+            None => panic!("no client waited for {id}"),
+        }
+    }
+
+    // Every webhook queued by a resolution arrives, signed, carrying the stored outcome.
+    let hooked: Vec<&String> = asked
+        .iter()
+        .filter(|(_, a)| a.hooked)
+        .map(|(id, _)| id)
+        .collect();
+    let deadline = Instant::now() + PATIENCE;
+    let by_request = loop {
+        let mut by_request: HashMap<String, Vec<(String, bool, Value)>> = HashMap::new();
+        for (headers, body) in locked(&hooks.calls).iter() {
+            let delivery = header(headers, "clarify-delivery").to_owned();
+            let valid = signed(&secret, header(headers, "clarify-signature"), body);
+            let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+            let id = body["request_id"].as_str().unwrap_or_default().to_owned();
+            by_request
+                .entry(id)
+                .or_default()
+                .push((delivery, valid, body));
+        }
+        let missing = hooked
+            .iter()
+            .filter(|id| !by_request.contains_key(id.as_str()))
+            .count();
+        if missing == 0 {
+            break by_request;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{missing} of {} webhooks never arrived",
+            hooked.len()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let mut duplicates = 0;
+    for id in &hooked {
+        let calls = &by_request[id.as_str()];
+        let first = &calls[0].0;
+        assert!(!first.is_empty(), "{id}: a delivery without Clarify-Delivery");
+        for (delivery, valid, body) in calls {
+            assert!(valid, "{id}: a delivery with a bad signature");
+            assert_eq!(delivery, first, "{id}: one resolution, one delivery id");
+            assert_eq!(body, &stored[id.as_str()]["outcome"], "{id}");
+        }
+        duplicates += calls.len() - 1;
+    }
+    assert_eq!(
+        by_request.len(),
+        hooked.len(),
+        "webhooks only for requests with a callback"
+    );
+
+    println!(
+        "crash test on {tenant}: {CYCLES} kills in {load:.1?}; {} requests acknowledged \
+         ({} creates retried), {} answers acknowledged, {} conflicts, {} answers lost to a kill, \
+         {} webhooks ({duplicates} delivered again after a kill)",
+        asked.len(),
+        ledger.retried_creates.load(Ordering::Relaxed),
+        answered.len(),
+        ledger.conflicts.load(Ordering::Relaxed),
+        ledger.unknown.load(Ordering::Relaxed),
+        hooked.len(),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_under_load_on_sqlite_loses_nothing_acknowledged() {
+    let dir = temp_dir("crash");
+    crash_and_check(&sqlite_url(&dir), "default").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_under_load_on_postgres_loses_nothing_acknowledged() {
+    let Some(pg) = postgres() else { return };
+    crash_and_check(&pg, &format!("crash-{}", unique())).await;
+}
