@@ -99,6 +99,8 @@ struct Inner {
 
 /// How many overdue requests one reaper pass expires.
 const EXPIRE_BATCH: usize = 1_000;
+/// How soon a waiter whose read failed reads again, unless woken sooner.
+pub const WAIT_RETRY: Duration = Duration::from_secs(1);
 
 impl Store {
     /// Opens (creating or migrating as needed) the store at `url`.
@@ -288,6 +290,12 @@ impl Store {
 
     /// Waits up to `timeout` for the request to resolve and returns it: resolved, or still
     /// pending when the time ran out.
+    ///
+    /// The first read must succeed: an unknown request, or a store out of reach, is reported at
+    /// once. After that a failed read (the database briefly out of reach) does not end the wait:
+    /// the read is tried again on the next wake-up or after [`WAIT_RETRY`], and the failure is
+    /// reported only if the time runs out before a read succeeds. So a long-poll rides out an
+    /// outage shorter than its timeout and still sees a resolution made meanwhile.
     pub async fn wait(
         &self,
         tenant: &str,
@@ -297,25 +305,43 @@ impl Store {
         let deadline = tokio::time::Instant::now() + timeout;
         // Registered before the first read, so a resolution in between still wakes us.
         let guard = self.inner.waiters.register(id);
+        let mut pending: Option<RequestRecord> = None;
         loop {
             let notified = guard.notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             // Reads are boxed: inlined, the largest backend's read future would sit in every
             // sleeping waiter (over 2 KiB each); boxed, it exists only while a read runs.
-            let record = Box::pin(self.get(tenant, id))
-                .await?
-                .ok_or(ResolveError::NotFound)?;
-            if record.status.is_resolved() {
-                return Ok(record);
-            }
-            if record.expires_at.is_some_and(|at| at <= self.now()) {
-                Box::pin(self.expire_one(id)).await?;
-                continue;
-            }
+            let failure = match Box::pin(self.get(tenant, id)).await {
+                Ok(Some(record)) if record.status.is_resolved() => return Ok(record),
+                Ok(Some(record)) if record.expires_at.is_some_and(|at| at <= self.now()) => {
+                    match Box::pin(self.expire_one(id)).await {
+                        Ok(_) => continue,
+                        Err(e) if pending.is_some() => Some(e),
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Ok(Some(record)) => {
+                    pending = Some(record);
+                    None
+                }
+                Ok(None) => return Err(ResolveError::NotFound),
+                Err(e) if pending.is_some() => Some(e),
+                Err(e) => return Err(e.into()),
+            };
+            let until = match failure {
+                Some(_) => deadline.min(tokio::time::Instant::now() + WAIT_RETRY),
+                None => deadline,
+            };
             tokio::select! {
                 () = &mut notified => {}
-                () = tokio::time::sleep_until(deadline) => return Ok(record),
+                () = tokio::time::sleep_until(until) => if until == deadline {
+                    return match (failure, pending) {
+                        (None, Some(record)) => Ok(record),
+                        (Some(e), _) => Err(e.into()),
+                        (None, None) => Err(ResolveError::NotFound),
+                    };
+                }
             }
         }
     }

@@ -3,6 +3,8 @@
 mod events;
 mod links;
 mod openapi;
+mod outage;
+mod proxy;
 mod races;
 mod requests;
 mod sessions;

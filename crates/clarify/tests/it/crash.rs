@@ -269,10 +269,7 @@ async fn all_requests(api: &Api) -> BTreeMap<String, Value> {
         assert_eq!(status, 200, "{page}");
         for r in page["requests"].as_array().cloned().unwrap_or_default() {
             let id = r["id"].as_str().expect("record id").to_owned();
-            assert!(
-                found.insert(id.clone(), r).is_none(),
-                "{id} listed twice"
-            );
+            assert!(found.insert(id.clone(), r).is_none(), "{id} listed twice");
         }
         match page["next_cursor"].as_str() {
             Some(c) => cursor = format!("&cursor={c}"),
@@ -415,7 +412,10 @@ async fn crash_and_check(db: &str, tenant: &str) {
     }
 
     let unexpected = locked(&ledger.unexpected).clone();
-    assert!(unexpected.is_empty(), "unexpected responses: {unexpected:#?}");
+    assert!(
+        unexpected.is_empty(),
+        "unexpected responses: {unexpected:#?}"
+    );
     let asked = locked(&ledger.asked).clone();
     let answered = locked(&ledger.answered).clone();
     let received = locked(&ledger.received).clone();
@@ -516,7 +516,10 @@ async fn crash_and_check(db: &str, tenant: &str) {
     for id in &hooked {
         let calls = &by_request[id.as_str()];
         let first = &calls[0].0;
-        assert!(!first.is_empty(), "{id}: a delivery without Clarify-Delivery");
+        assert!(
+            !first.is_empty(),
+            "{id}: a delivery without Clarify-Delivery"
+        );
         for (delivery, valid, body) in calls {
             assert!(valid, "{id}: a delivery with a bad signature");
             assert_eq!(delivery, first, "{id}: one resolution, one delivery id");
