@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use crate::error::json_type;
 use crate::limits::Limits;
 use crate::model::{Choices, NewRequest, Question, QuestionKind, Scope};
-use crate::text::chars;
+use crate::text::{chars, quoted};
 
 /// A valid answer body: the request is either answered or skipped.
 #[derive(Debug, Clone, PartialEq)]
@@ -137,7 +137,7 @@ pub enum AnswerError {
     },
     #[error("this request cannot be skipped; answer its questions")]
     SkipNotAllowed,
-    #[error("answers: the request has no question {id:?}; its questions are {known}")]
+    #[error("answers: the request has no question {}; its questions are {known}", quoted(.id))]
     UnknownQuestion { id: String, known: String },
     #[error("answers: question {id:?} has no answer; every question must be answered")]
     MissingAnswer { id: String },
@@ -147,7 +147,10 @@ pub enum AnswerError {
         kind: &'static str,
         shape: &'static str,
     },
-    #[error("answers.{id}: {option:?} is not an option of this question; its options are {known}")]
+    #[error(
+        "answers.{id}: {} is not an option of this question; its options are {known}",
+        quoted(.option)
+    )]
     UnknownOption {
         id: String,
         option: String,
@@ -168,9 +171,9 @@ pub enum AnswerError {
         max: usize,
         got: usize,
     },
-    #[error("answers.{id}.decision: {got:?} is not a decision; use approve or deny")]
+    #[error("answers.{id}.decision: {} is not a decision; use approve or deny", quoted(.got))]
     InvalidDecision { id: String, got: String },
-    #[error("answers.{id}.scope: {scope:?} is not offered; choose one of {offered}")]
+    #[error("answers.{id}.scope: {} is not offered; choose one of {offered}", quoted(.scope))]
     ScopeNotOffered {
         id: String,
         scope: String,

@@ -4,6 +4,8 @@
 //! on, and a message that names the field (as a path such as `questions[1].options`) and the
 //! limit, for the person or model that has to fix the input.
 
+use crate::text::quoted;
+
 /// A create-request body that cannot become a [`crate::NewRequest`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ValidationError {
@@ -33,7 +35,7 @@ pub enum ValidationError {
     NoQuestions,
     #[error("questions: at most {max} questions are allowed, got {got}")]
     TooManyQuestions { max: usize, got: usize },
-    #[error("{field}: unknown kind {got:?}; use open, single, multi or approval")]
+    #[error("{field}: unknown kind {}; use open, single, multi or approval", quoted(.got))]
     UnknownKind { field: String, got: String },
     #[error("{field}: a {kind} question needs at least 1 option")]
     NoOptions { field: String, kind: &'static str },
@@ -49,17 +51,17 @@ pub enum ValidationError {
     },
     #[error("{field}: {kind} questions take no options; use kind single or multi")]
     OptionsNotAllowed { field: String, kind: &'static str },
-    #[error("{field}: the label {label:?} appears twice (labels must differ ignoring case)")]
+    #[error("{field}: the label {} appears twice (labels must differ ignoring case)", quoted(.label))]
     DuplicateLabel { field: String, label: String },
-    #[error("{field}: the id {id:?} appears twice")]
+    #[error("{field}: the id {} appears twice", quoted(.id))]
     DuplicateId { field: String, id: String },
-    #[error("{field}: {id:?} is not a valid id; use 1 to 64 letters, digits, '-', '_' or '.'")]
+    #[error("{field}: {} is not a valid id; use 1 to 64 letters, digits, '-', '_' or '.'", quoted(.id))]
     InvalidId { field: String, id: String },
-    #[error("{field}: {got:?} is neither the id nor the label of an option")]
+    #[error("{field}: {} is neither the id nor the label of an option", quoted(.got))]
     UnknownRecommended { field: String, got: String },
     #[error("{field}: an approval question needs an action with a name")]
     MissingAction { field: String },
-    #[error("{field}: unknown scope {got:?}; use once, session or always")]
+    #[error("{field}: unknown scope {}; use once, session or always", quoted(.got))]
     UnknownScope { field: String, got: String },
     #[error("{field}: at most {max} tags are allowed, got {got}")]
     TooManyTags {

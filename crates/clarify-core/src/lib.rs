@@ -38,7 +38,7 @@ pub use model::{
     StatusParseError,
 };
 pub use outcome::{Mode, Outcome, QuestionOutcome, Resolution};
-pub use text::{humanize_seconds, slug};
+pub use text::{humanize_seconds, quoted, slug};
 
 /// Parses a raw create-request body (any of the accepted shapes) into a validated [`NewRequest`].
 ///

@@ -248,7 +248,10 @@ impl fmt::Display for Status {
 
 /// A status name that is not one of the five.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown status {0:?}; use pending, answered, skipped, expired or cancelled")]
+#[error(
+    "unknown status {}; use pending, answered, skipped, expired or cancelled",
+    crate::text::quoted(.0)
+)]
 pub struct StatusParseError(pub String);
 
 impl FromStr for Status {

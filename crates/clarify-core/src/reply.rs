@@ -16,7 +16,7 @@
 use crate::answer::{Answer, ApprovalAnswer, Decision};
 use crate::limits::Limits;
 use crate::model::{Approval, Choices, Question, QuestionKind, Scope};
-use crate::text::{chars, strip_recommended_suffix};
+use crate::text::{chars, quoted, strip_recommended_suffix};
 
 /// What a typed reply means.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,11 +37,14 @@ pub enum ReplyError {
     OutOfRange { part: String, count: usize },
     #[error("this question takes one option; you chose {count}")]
     OneOnly { count: usize },
-    #[error("{reply:?} is not one of the options; reply with a number, a letter or a label")]
+    #[error(
+        "{} is not one of the options; reply with a number, a letter or a label",
+        quoted(.reply)
+    )]
     NotAnOption { reply: String },
     #[error("reply approve or deny (optionally followed by a scope: {offered})")]
     NotADecision { offered: String },
-    #[error("the scope {scope:?} is not offered; choose one of {offered}")]
+    #[error("the scope {} is not offered; choose one of {offered}", quoted(.scope))]
     ScopeNotOffered { scope: String, offered: String },
     #[error("the reply is too long: at most {max} characters, got {got}")]
     TooLong { max: usize, got: usize },

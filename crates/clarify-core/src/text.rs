@@ -23,6 +23,20 @@ pub fn slug(label: &str) -> String {
     out
 }
 
+/// A value taken from the input, quoted for an error message. A long one is cut to its first 80
+/// characters and its length given, so a message never echoes a whole oversized input back.
+pub fn quoted(value: &str) -> String {
+    const SHOWN: usize = 80;
+    match value.char_indices().nth(SHOWN) {
+        None => format!("{value:?}"),
+        Some((cut, _)) => format!(
+            "{:?}… ({} characters)",
+            &value[..cut],
+            value.chars().count()
+        ),
+    }
+}
+
 /// Whether `id` may serve as a question or option id: 1 to 64 ASCII letters, digits, `-`, `_`
 /// or `.`, so it is safe in URLs, JSON keys and command-line flags.
 pub fn is_valid_id(id: &str) -> bool {

@@ -56,6 +56,20 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let RawBody(bytes) = RawBody::from_request(req, state).await?;
+        parse_json(&bytes).map(JsonBody)
+    }
+}
+
+/// A request body as bytes, with the API's JSON errors: `413 body_too_large` past the body limit
+/// (with or without a `Content-Length`), `400` when it cannot be read.
+#[derive(Debug)]
+pub struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         let bytes = Bytes::from_request(req, state).await.map_err(|e| match e {
             BytesRejection::FailedToBufferBody(f)
                 if f.status() == StatusCode::PAYLOAD_TOO_LARGE =>
@@ -68,7 +82,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
             }
             other => ApiError::bad_request("unreadable_body", other.body_text()),
         })?;
-        parse_json(&bytes).map(JsonBody)
+        Ok(Self(bytes))
     }
 }
 
@@ -219,7 +233,8 @@ pub async fn list(
             ApiError::bad_request(
                 "invalid_status",
                 format!(
-                    "unknown status {s:?}; use pending, answered, skipped, expired or cancelled"
+                    "unknown status {}; use pending, answered, skipped, expired or cancelled",
+                    clarify_core::quoted(&s)
                 ),
             )
         })?),
@@ -234,8 +249,9 @@ pub async fn list(
                     ApiError::bad_request(
                         "invalid_limit",
                         format!(
-                            "limit must be a number from 1 to {}, got {l:?}",
-                            ListQuery::MAX_LIMIT
+                            "limit must be a number from 1 to {}, got {}",
+                            ListQuery::MAX_LIMIT,
+                            clarify_core::quoted(&l)
                         ),
                     )
                 })?,
@@ -355,7 +371,10 @@ pub async fn wait(
         Some(v) => v.parse::<u64>().map_err(|_| {
             ApiError::bad_request(
                 "invalid_timeout",
-                format!("timeout_seconds must be a whole number of seconds from 0 to {MAX_WAIT_SECONDS}, got {v:?}"),
+                format!(
+                    "timeout_seconds must be a whole number of seconds from 0 to {MAX_WAIT_SECONDS}, got {}",
+                    clarify_core::quoted(&v)
+                ),
             )
         })?,
     }

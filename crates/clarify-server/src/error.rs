@@ -4,6 +4,9 @@
 //! the person reading it, and optionally the record that explains a conflict (who answered
 //! first). Internal detail goes to the log, never to the client. Store failures are `503`
 //! (`store_unavailable`): the request may be retried; nothing was half-written.
+//!
+//! [`utf8_path`] refuses a path that is not UTF-8 once percent-decoded, before a route's path
+//! extractor would answer it in plain text.
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -103,6 +106,22 @@ impl IntoResponse for ApiError {
         }
         response
     }
+}
+
+/// Middleware: `400 invalid_path` for a path that does not percent-decode to UTF-8.
+pub async fn utf8_path(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let path = request.uri().path();
+    if percent_encoding::percent_decode_str(path)
+        .decode_utf8()
+        .is_ok()
+    {
+        return next.run(request).await;
+    }
+    ApiError::bad_request(
+        "invalid_path",
+        "the path is not UTF-8 once percent-decoded; check that the id or token was copied whole",
+    )
+    .into_response()
 }
 
 impl From<StoreError> for ApiError {

@@ -163,6 +163,7 @@ pub fn app(state: AppState) -> Router {
         .route("/", get(html::inbox))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn(error::utf8_path))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             metrics::track,

@@ -10,7 +10,6 @@
 //! `POST /v1/requests/{id}/answer`, and answers the same way.
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -22,7 +21,7 @@ use clarify_store::{Actor, RequestRecord};
 use serde_json::{Map, Value, json};
 
 use crate::AppState;
-use crate::api::{parse_json, resolved};
+use crate::api::{RawBody, parse_json, resolved};
 use crate::error::{ApiError, resolve_error};
 use crate::wire::RecordBody;
 
@@ -98,7 +97,7 @@ async fn answer(
     State(state): State<AppState>,
     Path(token): Path<String>,
     headers: HeaderMap,
-    body: Bytes,
+    RawBody(body): RawBody,
 ) -> Response {
     let is_form = headers
         .get(header::CONTENT_TYPE)

@@ -1,5 +1,6 @@
 //! Integration tests of the HTTP server on a real socket.
 
+mod abuse;
 mod events;
 mod links;
 mod openapi;
