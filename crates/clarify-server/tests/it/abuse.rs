@@ -7,12 +7,15 @@
 
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::support::{TestServer, code};
 
-/// The default body limit (256 KiB), and a body past it.
+/// The default body limit (256 KiB), and a body past it. Only a little past: a client still
+/// writing a body when the server answers early and closes may see only the reset, and this
+/// much fits in the socket's buffers.
 const LIMIT: usize = 256 * 1024;
 const OVER: usize = LIMIT + 64 * 1024;
 
@@ -147,13 +150,6 @@ async fn oversized_nested_and_malformed_bodies_get_clear_errors() {
                 M::POST,
                 "/v1/requests",
                 Some(padded("context", OVER)),
-                too_large,
-            ),
-            case(
-                "create, 10 MiB",
-                M::POST,
-                "/v1/requests",
-                Some(padded("context", 10 << 20)),
                 too_large,
             ),
             case(
@@ -445,15 +441,16 @@ async fn thousands_of_questions_options_tags_and_answers_get_the_limit_named() {
 async fn a_body_without_a_length_is_cut_off_at_the_limit() {
     let s = TestServer::start().await;
     for path in ["/v1/requests", "/v1/login"] {
-        // 64 chunks of 64 KiB, 4 MiB in all, sent with chunked encoding and no Content-Length.
-        let chunks = (0..64).map(|_| Ok::<_, std::io::Error>(vec![b' '; 64 * 1024]));
+        // 320 KiB sent with chunked encoding and no Content-Length, then nothing and no end: the
+        // server must answer without waiting for one. (The client stops writing just past the
+        // limit: a client still writing when the server closes may see only the reset.)
+        let chunks = (0..5).map(|_| Ok::<_, std::io::Error>(vec![b' '; 64 * 1024]));
+        let endless = futures_util::stream::iter(chunks).chain(futures_util::stream::pending());
         let response = s
             .client
             .post(format!("{}{path}", s.url))
             .bearer_auth(&s.admin)
-            .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
-                chunks,
-            )))
+            .body(reqwest::Body::wrap_stream(endless))
             .timeout(Duration::from_secs(30))
             .send()
             .await

@@ -3,5 +3,6 @@
 mod cli;
 mod crash;
 mod faults;
+mod flood;
 mod serve;
 mod support;
