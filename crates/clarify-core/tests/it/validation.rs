@@ -360,6 +360,17 @@ fn labels_and_ids() {
             ),
         ),
         (
+            "a 100,000-character question id is quoted short",
+            one(json!({"id": "a".repeat(100_000), "text": "Why?"})),
+            err(
+                "invalid_id",
+                format!(
+                    "questions[0].id: \"{}\"… (100000 characters) is not a valid id; use 1 to 64 letters, digits, '-', '_' or '.'",
+                    "a".repeat(80)
+                ),
+            ),
+        ),
+        (
             "an invalid option id",
             choice(json!([{"id": "a/b", "label": "A"}])),
             err(
