@@ -335,8 +335,9 @@ async fn bad_starts_say_what_to_do_and_keep_the_state_file() {
         "transcript": [{"role": "tool", "tool_call_id": "call_1", "content": "?"}],
     })
     .to_string();
-    // (name, state file, task, exit code, words on stderr)
-    let cases: Vec<(&str, Option<&str>, Option<&str>, i32, &str)> = vec![
+    /// (name, state file, task, exit code, words on stderr)
+    type Case<'a> = (&'a str, Option<&'a str>, Option<&'a str>, i32, &'a str);
+    let cases: Vec<Case> = vec![
         (
             "no task and no state",
             None,
