@@ -306,6 +306,8 @@ pub struct AgentRun {
     child: Child,
     stdout: Arc<Mutex<String>>,
     stderr: Arc<Mutex<String>>,
+    /// The threads reading the pipes; they end when the process has exited.
+    readers: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl AgentRun {
@@ -347,12 +349,14 @@ impl AgentRun {
                 .env_remove("CLARIFY_TOKEN"),
         };
         let mut child = command.spawn().expect("the agent starts");
-        let stdout = collect(child.stdout.take());
-        let stderr = collect(child.stderr.take());
+        let mut readers = Vec::new();
+        let stdout = collect(child.stdout.take(), &mut readers);
+        let stderr = collect(child.stderr.take(), &mut readers);
         Self {
             child,
             stdout,
             stderr,
+            readers,
         }
     }
 
@@ -380,8 +384,7 @@ impl AgentRun {
         let deadline = Instant::now() + PATIENCE;
         loop {
             if let Some(code) = self.exit_code() {
-                // The readers may still be draining the pipes.
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                self.drain();
                 return code;
             }
             assert!(
@@ -397,6 +400,14 @@ impl AgentRun {
     pub fn kill(&mut self) {
         self.child.kill().expect("SIGKILL sent");
         self.child.wait().expect("reaped");
+        self.drain();
+    }
+
+    /// Waits until everything the exited process wrote has been collected.
+    fn drain(&mut self) {
+        for reader in self.readers.drain(..) {
+            let _ = reader.join();
+        }
     }
 }
 
@@ -407,17 +418,20 @@ impl Drop for AgentRun {
     }
 }
 
-fn collect(pipe: Option<impl Read + Send + 'static>) -> Arc<Mutex<String>> {
+fn collect(
+    pipe: Option<impl Read + Send + 'static>,
+    readers: &mut Vec<std::thread::JoinHandle<()>>,
+) -> Arc<Mutex<String>> {
     let sink = Arc::new(Mutex::new(String::new()));
     if let Some(pipe) = pipe {
         let lines = Arc::clone(&sink);
-        std::thread::spawn(move || {
+        readers.push(std::thread::spawn(move || {
             for line in BufReader::new(pipe).lines().map_while(Result::ok) {
                 let mut s = lines.lock().unwrap_or_else(|p| p.into_inner());
                 s.push_str(&line);
                 s.push('\n');
             }
-        });
+        }));
     }
     sink
 }
