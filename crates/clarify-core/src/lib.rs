@@ -13,8 +13,9 @@
 //! against the live request and either returns a [`Submission`] or says why it does not fit (the
 //! request stays pending). [`Outcome`] is what the agent and its LLM receive once a request is
 //! resolved, [`reply`] turns a typed reply (`2`, `b`, `1,3`, a label) into an answer, [`policy`]
-//! decides whether a proposed tool call needs a human, and [`tool`] derives the LLM-facing
-//! `ask_human` tool definitions from the types.
+//! decides whether a proposed tool call needs a human (and what a human's approval means for it),
+//! [`tool`] derives the LLM-facing `ask_human` tool definitions from the types, and
+//! [`transcript`] keeps an agent's OpenAI-style chat history valid for the model.
 
 pub mod answer;
 pub mod coerce;
@@ -26,6 +27,7 @@ pub mod policy;
 pub mod reply;
 mod text;
 pub mod tool;
+pub mod transcript;
 pub mod validate;
 
 pub use answer::{

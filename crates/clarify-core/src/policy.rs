@@ -5,11 +5,20 @@
 //! who approved a call with scope `session` or `always` is not asked again for the same tool with
 //! the same arguments (compared as canonical JSON, so key order does not matter) in that session,
 //! or ever. Anything else is [`PolicyDecision::Ask`]: raise an approval question.
+//!
+//! What follows a decision is pure too, so every way of reaching clarify (the store, the HTTP
+//! client) gates a call the same way: [`ApprovalSpec::request`] builds the approval question for
+//! a call, [`ApprovalReply`] reads the human's answer out of its outcome, and [`settle`] turns it
+//! into a [`Verdict`]: run the tool (with the human's edited arguments, if any, remembering a
+//! `session` or `always` grant), or refuse it with a reason the model is told. Only an explicit
+//! approval runs a tool: a skipped, expired or cancelled approval refuses it.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 
-use crate::model::Scope;
+use crate::answer::Decision;
+use crate::model::{Action, NewRequest, QuestionKind, Scope, Status};
+use crate::outcome::Outcome;
 
 /// A tool-name pattern: `*`, `prefix*`, or an exact name; matched ignoring case.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,6 +152,266 @@ impl Policy {
             None => PolicyDecision::Ask,
         }
     }
+}
+
+/// How an approval question is put to a human.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalSpec {
+    /// The scopes offered; `session` is left out for a call outside any session.
+    pub scopes: Vec<Scope>,
+    /// Whether the human may edit the arguments before approving.
+    pub allow_edit: bool,
+    /// Seconds until the approval expires: `None` for the default, `Some(0)` for never.
+    pub timeout_seconds: Option<u64>,
+}
+
+impl Default for ApprovalSpec {
+    /// Every scope, no edits, the default time limit.
+    fn default() -> Self {
+        Self {
+            scopes: Scope::ALL.to_vec(),
+            allow_edit: false,
+            timeout_seconds: None,
+        }
+    }
+}
+
+impl ApprovalSpec {
+    /// The request body (the contract's create shape) asking a human to approve `action`,
+    /// raised by tool call `tool_call_id` in `session`. Callers add what else they need
+    /// (`agent`, `context`, `idempotency_key`) before sending it.
+    pub fn request(
+        &self,
+        action: &Action,
+        tool_call_id: Option<&str>,
+        session: Option<&str>,
+    ) -> Value {
+        let mut scopes: Vec<Scope> = self
+            .scopes
+            .iter()
+            .copied()
+            .filter(|s| *s != Scope::Session || session.is_some())
+            .collect();
+        if scopes.is_empty() {
+            scopes.push(Scope::Once);
+        }
+        let mut body = Map::new();
+        body.insert(
+            "questions".to_owned(),
+            json!([{
+                "header": "Approval",
+                "text": format!("Allow the agent to run {}?", action.name),
+                "kind": "approval",
+                "action": action,
+                "scopes": scopes,
+                "allow_edit": self.allow_edit,
+            }]),
+        );
+        for (key, value) in [("tool_call_id", tool_call_id), ("session", session)] {
+            if let Some(value) = value {
+                body.insert(key.to_owned(), Value::from(value));
+            }
+        }
+        if let Some(timeout) = self.timeout_seconds {
+            body.insert("timeout_seconds".to_owned(), Value::from(timeout));
+        }
+        Value::Object(body)
+    }
+}
+
+/// The action an approval request asks about: that of its first approval question.
+pub fn approval_action(request: &NewRequest) -> Option<&Action> {
+    request.questions.iter().find_map(|q| match &q.kind {
+        QuestionKind::Approval(a) => Some(&a.action),
+        _ => None,
+    })
+}
+
+/// An outcome that cannot be read as the outcome of an approval.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApprovalError {
+    #[error("request {request_id} is still pending; wait for it to resolve")]
+    Pending { request_id: String },
+    #[error("request {request_id} has no approval question")]
+    NotAnApproval { request_id: String },
+    #[error("the outcome is malformed: {0}")]
+    Malformed(String),
+}
+
+/// What a human's answer to an approval says, read from its outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalReply {
+    /// Never `pending`.
+    pub status: Status,
+    /// Present when answered.
+    pub decision: Option<Decision>,
+    pub scope: Option<Scope>,
+    pub edited_arguments: Option<Value>,
+    pub reason: Option<String>,
+    /// The outcome's note on a request nobody answered.
+    pub note: Option<String>,
+}
+
+impl ApprovalReply {
+    pub fn from_outcome(outcome: &Outcome) -> Result<Self, ApprovalError> {
+        let question = outcome
+            .questions
+            .iter()
+            .find(|q| q.kind == "approval")
+            .ok_or_else(|| ApprovalError::NotAnApproval {
+                request_id: outcome.request_id.clone(),
+            })?;
+        Ok(Self {
+            status: outcome.status,
+            decision: question.decision,
+            scope: question.scope,
+            edited_arguments: question.edited_arguments.clone(),
+            reason: question.reason.clone(),
+            note: outcome.note.clone(),
+        })
+    }
+
+    /// Reads the outcome JSON a server returns (the contract's outcome shape).
+    pub fn from_json(outcome: &Value) -> Result<Self, ApprovalError> {
+        let request_id = outcome["request_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let status: Status = serde_json::from_value(outcome["status"].clone())
+            .map_err(|e| ApprovalError::Malformed(format!("status: {e}")))?;
+        if status == Status::Pending {
+            return Err(ApprovalError::Pending { request_id });
+        }
+        let question = outcome["questions"]
+            .as_array()
+            .and_then(|qs| qs.iter().find(|q| q["kind"] == "approval"))
+            .ok_or(ApprovalError::NotAnApproval { request_id })?;
+        let decision = match question["decision"].as_str() {
+            None => None,
+            Some("approve") => Some(Decision::Approve),
+            Some("deny") => Some(Decision::Deny),
+            Some(other) => {
+                return Err(ApprovalError::Malformed(format!(
+                    "unknown decision {other:?}"
+                )));
+            }
+        };
+        let scope = match question["scope"].as_str() {
+            None => None,
+            Some(name) => Some(
+                Scope::parse(name)
+                    .ok_or_else(|| ApprovalError::Malformed(format!("unknown scope {name:?}")))?,
+            ),
+        };
+        let text = |v: &Value| v.as_str().map(str::to_owned);
+        Ok(Self {
+            status,
+            decision,
+            scope,
+            edited_arguments: question
+                .get("edited_arguments")
+                .filter(|v| !v.is_null())
+                .cloned(),
+            reason: text(&question["reason"]),
+            note: text(&outcome["note"]),
+        })
+    }
+}
+
+/// What to do with a gated tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Run the tool with `arguments`: the proposed ones, or the human's edit of them.
+    Run {
+        arguments: Value,
+        /// Whether a human changed the arguments; tell the model (see [`edited_result`]).
+        edited: bool,
+        /// The grant to remember, for a `session` or `always` approval.
+        grant: Option<Grant>,
+    },
+    /// Do not run it; send [`Refusal::tool_result`] to the model as the call's result.
+    Refuse(Refusal),
+}
+
+/// Why a tool call did not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// `blocked` (the policy denies the tool), `denied` (a human did), or the status of an
+    /// approval nobody gave: `skipped`, `expired`, `cancelled`.
+    pub status: &'static str,
+    /// For the model, in plain words.
+    pub reason: String,
+}
+
+impl Refusal {
+    /// The policy's deny list names `tool`.
+    pub fn blocked(tool: &str) -> Self {
+        Self {
+            status: "blocked",
+            reason: format!(
+                "The tool {tool} is not allowed here, so it was not run. Do not call it again; \
+                 find another way or tell the user."
+            ),
+        }
+    }
+
+    /// The call's result for the model, as JSON text.
+    pub fn tool_result(&self) -> String {
+        json!({"status": self.status, "reason": self.reason}).to_string()
+    }
+}
+
+/// What the human's `reply` to an approval of `action`, asked in `session`, means for the call.
+///
+/// An approval runs the tool with the edited arguments when there are any, and remembers a
+/// `session` or `always` grant for the arguments that run: what the human approved. Anything
+/// else refuses the call.
+pub fn settle(action: &Action, session: Option<&str>, reply: &ApprovalReply) -> Verdict {
+    const NOT_RUN: &str = "The tool was not run.";
+    match (reply.status, reply.decision) {
+        (Status::Answered, Some(Decision::Approve)) => {
+            let arguments = reply
+                .edited_arguments
+                .clone()
+                .unwrap_or_else(|| action.arguments.clone());
+            let edited = arguments != action.arguments;
+            let grant = reply
+                .scope
+                .and_then(|scope| Grant::new(&action.name, &arguments, scope, session));
+            Verdict::Run {
+                arguments,
+                edited,
+                grant,
+            }
+        }
+        (Status::Answered, _) => Verdict::Refuse(Refusal {
+            status: "denied",
+            reason: match reply.reason.as_deref().map(str::trim) {
+                Some(reason) if !reason.is_empty() => {
+                    format!("The human denied this call: {reason} {NOT_RUN}")
+                }
+                _ => format!("The human denied this call without giving a reason. {NOT_RUN}"),
+            },
+        }),
+        (status, _) => Verdict::Refuse(Refusal {
+            status: status.as_str(),
+            reason: match &reply.note {
+                Some(note) => format!("{NOT_RUN} No approval was given: {note}"),
+                None => format!("{NOT_RUN} No approval was given ({status})."),
+            },
+        }),
+    }
+}
+
+/// The result of a call a human approved with edited arguments: the tool's output and the
+/// arguments it ran with, so the model does not assume its own.
+pub fn edited_result(arguments: &Value, output: &str) -> String {
+    json!({
+        "note": "The human edited the arguments before approving; the tool ran with these arguments.",
+        "arguments": arguments,
+        "output": output,
+    })
+    .to_string()
 }
 
 /// Compact JSON with object keys sorted at every level: equal values give equal text whatever

@@ -79,6 +79,11 @@ impl Clarify {
         &self.store
     }
 
+    /// The tenant this handle asks in.
+    pub fn tenant(&self) -> &str {
+        &self.tenant
+    }
+
     /// Asks: validates `raw` (any accepted shape), stores it, and returns a handle to await.
     pub async fn ask(&self, raw: &Value) -> Result<Asked, AskError> {
         let request = parse_request(raw, &self.limits)?;

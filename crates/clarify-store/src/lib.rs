@@ -21,7 +21,8 @@
 //!   transaction (see [`Store::claim_deliveries`]).
 //!
 //! [`Clarify`] is the API agents use on top: ask and await an outcome, or submit and come back
-//! later.
+//! later. [`Gate`] runs a model's tool calls through an approval policy, asking a human when the
+//! policy and the remembered grants do not settle a call.
 
 mod access;
 mod agent;
@@ -29,6 +30,7 @@ mod backend;
 mod clock;
 mod codec;
 mod error;
+mod gate;
 mod memory;
 mod postgres;
 mod record;
@@ -51,6 +53,7 @@ pub use access::{
 pub use agent::{Asked, Clarify};
 pub use clock::{Clock, IdGenerator, ManualClock, RandomIds, SequentialIds, SystemClock};
 pub use error::{AskError, ResolveError, StoreError};
+pub use gate::{Gate, GateError, Gated, Proposal};
 pub use record::{
     Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution,
 };

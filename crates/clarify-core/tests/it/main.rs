@@ -1,10 +1,12 @@
 //! Integration tests of the core model, one module per topic, compiled into one binary.
 
 mod answers;
+mod approvals;
 mod coercion;
 mod outcomes;
 mod policy;
 mod properties;
 mod replies;
 mod tools;
+mod transcript;
 mod validation;

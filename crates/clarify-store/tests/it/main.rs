@@ -1,6 +1,6 @@
-//! Store tests: one binary. `conformance` runs every case against every backend, and `access`
-//! does the same for keys, tokens, secrets and webhook deliveries; `support` opens the stores
-//! they need.
+//! Store tests: one binary. `conformance` runs every case against every backend, `access` does
+//! the same for keys, tokens, secrets and webhook deliveries, and `gate` for approval gating;
+//! `support` opens the stores they need.
 
 /// Turns each case (an `async fn(Store, Env)`) into one test per backend:
 /// `<module>::memory::<case>`, `<module>::sqlite::<case>`, `<module>::postgres::<case>`. Cases
@@ -49,4 +49,5 @@ macro_rules! conformance {
 
 mod access;
 mod conformance;
+mod gate;
 mod support;
