@@ -1,5 +1,7 @@
 //! Integration tests of the HTTP server on a real socket.
 
+mod browser;
+mod chrome;
 mod events;
 mod links;
 mod openapi;
