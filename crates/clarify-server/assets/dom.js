@@ -88,11 +88,22 @@ export function span(ms) {
   return `${Math.floor(hours / 24)} days`;
 }
 
-/** The time left before `expiresAt`, for a label: text and urgency. */
-export function timeLeft(expiresAt) {
+/** Like `span`, without the seconds past the first minute: for lists redrawn now and then. */
+function roughSpan(ms) {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return "under a minute";
+  const m = Math.ceil(s / 60);
+  if (m < 60) return `${m} min`;
+  const hours = Math.floor(m / 60);
+  if (hours < 48) return m % 60 ? `${hours} h ${m % 60} min` : `${hours} h`;
+  return `${Math.floor(hours / 24)} days`;
+}
+
+/** The time left before `expiresAt`, for a label: text and urgency; `rough` drops seconds. */
+export function timeLeft(expiresAt, rough) {
   if (!expiresAt) return { text: "No deadline", urgency: "" };
   const left = Date.parse(expiresAt) - now();
   if (Number.isNaN(left)) return { text: "", urgency: "" };
   if (left <= 0) return { text: "Time is up", urgency: "over" };
-  return { text: `${span(left)} left`, urgency: left < 5 * 60 * 1000 ? "soon" : "" };
+  return { text: `${(rough ? roughSpan : span)(left)} left`, urgency: left < 5 * 60 * 1000 ? "soon" : "" };
 }

@@ -266,16 +266,17 @@ const KIND_CHIPS = { approval: "Approval", single: "Choice", multi: "Multiple ch
 
 function pendingRow(record, current, isNew) {
   const first = (record.questions || [])[0] || { text: "" };
-  const left = timeLeft(record.expires_at);
+  const left = timeLeft(record.expires_at, true);
   const extra = record.questions.length > 1 ? ` (+${record.questions.length - 1} more)` : "";
   const a = h(
     "a",
     { class: `row${isNew ? " row-new" : ""}`, href: `#/requests/${encodeURIComponent(record.id)}`, "aria-current": current ? "true" : false },
-    h("span", { class: "row-title" }, first.header ? h("span", { class: "chip" }, first.header) : null, first.header ? " " : null, first.text, extra),
+    h("span", { class: "row-title" }, first.text, extra),
     h(
       "span",
       { class: "row-meta" },
       h("span", { class: "chip kind" }, KIND_CHIPS[kindOf(record)]),
+      first.header ? h("span", { class: "chip" }, first.header) : null,
       record.agent ? h("span", {}, record.agent) : null,
       record.session ? h("span", {}, `session ${record.session}`) : null,
       (record.tags || []).map((t) => h("span", { class: "chip tag" }, t)),
@@ -291,7 +292,7 @@ function pendingRow(record, current, isNew) {
 function refreshTimes() {
   for (const el of document.querySelectorAll("[data-ago]")) el.textContent = ago(el.dataset.ago);
   for (const el of document.querySelectorAll("[data-left]")) {
-    const left = timeLeft(el.dataset.left);
+    const left = timeLeft(el.dataset.left, true);
     el.textContent = left.text;
     el.className = `deadline ${left.urgency}`;
   }
@@ -332,7 +333,13 @@ function filtersForm() {
     const data = new FormData(form);
     setFilters({ session: String(data.get("session") || "").trim(), agent: String(data.get("agent") || "").trim(), tag: String(data.get("tag") || "").trim() });
   });
-  return form;
+  const active = Object.values(state.filters).filter(Boolean).length;
+  return h(
+    "details",
+    { class: "filter-box", open: active > 0 },
+    h("summary", {}, "Filters", h("span", { class: "chip", id: "filter-count", hidden: !active }, String(active))),
+    form,
+  );
 }
 
 function setFilters(filters) {
@@ -341,6 +348,12 @@ function setFilters(filters) {
   for (const [k, v] of Object.entries(filters)) {
     const input = document.getElementById(`filter-${k}`);
     if (input) input.value = v;
+  }
+  const active = Object.values(filters).filter(Boolean).length;
+  const count = document.getElementById("filter-count");
+  if (count) {
+    count.textContent = String(active);
+    count.hidden = !active;
   }
   state.loaded = false;
   renderList();
@@ -479,7 +492,7 @@ function showHistoryLayout() {
     app,
     h(
       "div",
-      { class: "layout", id: "layout" },
+      { class: "layout single", id: "layout" },
       h(
         "section",
         { class: "panel list-panel", "aria-labelledby": "history-title" },
@@ -598,7 +611,7 @@ function renderHistory() {
             h("td", { class: "q" }, link),
             h("td", {}, h("span", { class: `status ${record.status}` }, record.status), summary ? h("span", { class: "answer-summary" }, summary) : null),
             h("td", {}, resolvedBy(record) || "—"),
-            h("td", { title: record.resolved_at ? when(record.resolved_at) : "" }, record.resolved_at ? when(record.resolved_at) : ""),
+            record.resolved_at ? h("td", { class: "when", title: when(record.resolved_at), "data-ago": record.resolved_at }, ago(record.resolved_at)) : h("td", {}),
           );
           row.dataset.id = record.id;
           return row;

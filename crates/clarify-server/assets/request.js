@@ -50,8 +50,7 @@ function questionName(q) {
 export function requestTitle(record) {
   const qs = record.questions || [];
   if (qs.length > 1) return `${qs.length} questions`;
-  const q = qs[0] || {};
-  return q.header || KIND_TITLES[q.kind] || "Question";
+  return KIND_TITLES[(qs[0] || {}).kind] || "Question";
 }
 
 /** Who resolved a request, in words, or `null` when nobody did (expiry). */
@@ -314,7 +313,7 @@ export function requestView(record, options = {}) {
   const state = { resolved: record.status !== "pending", sent: false, busy: false };
 
   if (state.resolved) {
-    put(banner, resolvedNotice(record, false));
+    put(banner, resolvedNotice(record, false, false));
     showQuestionsRead(el, record);
     return { el, heading, update() {}, destroy() {} };
   }
@@ -413,7 +412,10 @@ export function requestView(record, options = {}) {
       if (e.code === "already_resolved" && e.body && e.body.record) {
         resolveElsewhere(e.body.record, true);
       } else {
-        showError(e.message || String(e), questionIn(e.message || ""));
+        const about = questionIn(e.message || "");
+        const q = parts.find((p) => p.q.id === about);
+        const message = e.message || String(e);
+        showError(q ? `“${questionName(q.q)}”: ${message}` : message, about);
         alert.scrollIntoView({ block: "nearest" });
       }
     } finally {
@@ -439,7 +441,7 @@ export function requestView(record, options = {}) {
     stop();
     setDisabled(true);
     clearError();
-    fill(banner, resolvedNotice(now, afterSubmit));
+    fill(banner, resolvedNotice(now, true, afterSubmit));
     banner.setAttribute("role", "alert");
   }
 
@@ -471,8 +473,9 @@ export function requestView(record, options = {}) {
   };
 }
 
-function resolvedNotice(record, afterSubmit) {
-  const kind = record.status === "answered" ? "notice" : "notice warn";
+/** What became of a request; `elsewhere` when that happened while it was open here. */
+function resolvedNotice(record, elsewhere, afterSubmit) {
+  const kind = elsewhere || record.status !== "answered" ? "notice warn" : "notice";
   const notice = h("div", { class: kind }, h("strong", {}, resolutionSentence(record)));
   if (afterSubmit) put(notice, " Your answer was not sent.");
   if (record.outcome && record.status === "answered") put(notice, outcomeList(record.outcome));

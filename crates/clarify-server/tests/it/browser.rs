@@ -266,12 +266,392 @@ async fn the_inbox_answers_each_kind_by_clicking_and_shows_new_requests_live() {
     .await;
 }
 
+#[tokio::test]
+async fn a_failed_answer_keeps_what_was_typed_and_a_late_one_names_who_answered_first() {
+    let Some(b) = Browser::launch(1280, 900).await else {
+        return;
+    };
+    // No event stream can open, so the page learns of the other answer only when it posts.
+    let s = TestServer::build("memory:", StoreOptions::default(), |c| c.max_streams = 0).await;
+    b.run("late_answer", async {
+        let request = s
+            .ask(
+                &s.admin,
+                json!({"questions": [
+                    {"text": "Ship on Friday?", "options": ["yes", "no"], "allow_other": false},
+                    {"text": "Notes for the release log"}]}),
+            )
+            .await;
+        let alice = s.key(Role::Responder, "alice", "default").await;
+        let bob = s.key(Role::Responder, "bob", "default").await;
+
+        // Log in by pasting a key; a wrong one is refused with a message.
+        b.goto(&format!("{}/", s.url)).await;
+        b.type_into(&field("API key"), "ck_not_a_key").await;
+        b.click("//button[. = 'Sign in']").await;
+        b.wait_for("//div[@role = 'alert'][contains(., 'unknown or revoked')]")
+            .await;
+        let input = b.wait_for(&field("API key")).await;
+        input.clear().await.expect("cleared");
+        input.send_keys(&alice).await.expect("typed");
+        b.click("//button[. = 'Sign in']").await;
+        b.until(
+            "the list, and the stream marked offline",
+            "return document.querySelectorAll('a.row').length === 1 \
+             && document.getElementById('live').dataset.state === 'offline'",
+            vec![],
+        )
+        .await;
+
+        // An answer the server refuses: its message shows, the typed text stays, nothing changes.
+        b.click(&row("Ship on Friday?")).await;
+        let notes = "Mention the new retry policy";
+        b.type_into("//textarea[@placeholder = 'Your answer']", notes)
+            .await;
+        b.click(SEND).await;
+        let alert = b
+            .wait_for("//form//div[@role = 'alert'][not(@hidden)]")
+            .await;
+        let message = alert.text().await.expect("alert text");
+        assert!(message.contains("has no answer"), "{message}");
+        assert_eq!(
+            b.js("return document.querySelector('fieldset[aria-invalid=\"true\"] .question-text').textContent", vec![])
+                .await,
+            "Ship on Friday?",
+            "the question at fault is marked"
+        );
+        assert_eq!(
+            b.js("return document.querySelector('textarea').value", vec![]).await,
+            notes
+        );
+        assert_eq!(record(&s, &request["id"]).await["status"], "pending");
+
+        // Someone else answers meanwhile; sending now says who, and what they answered.
+        let (status, _) = s
+            .post(
+                &format!("/v1/requests/{}/answer", request["id"].as_str().expect("id")),
+                &bob,
+                json!({"answers": {"q1": {"option": "no"}, "q2": {"text": "wait for Monday"}}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        b.click(&choice("yes")).await;
+        b.click(SEND).await;
+        let banner = b
+            .wait_for("//div[@role = 'alert'][contains(., 'Answered by bob')]")
+            .await;
+        let said = banner.text().await.expect("banner text");
+        assert!(said.contains("Your answer was not sent."), "{said}");
+        assert!(said.contains("wait for Monday"), "{said}");
+        assert_eq!(
+            b.js("const t = document.querySelector('textarea'); return [t.value, t.disabled]", vec![])
+                .await,
+            json!([notes, true]),
+            "what was typed stays, and can no longer be sent"
+        );
+        let now = record(&s, &request["id"]).await;
+        assert_eq!(now["answered_by"], "bob");
+        assert_eq!(now["outcome"]["questions"][0]["answer"], "no");
+
+        // Logging out ends the session: a fresh visit asks to sign in again.
+        b.click("//button[. = 'Log out']").await;
+        b.wait_for(&field("API key")).await;
+        b.goto(&format!("{}/", s.url)).await;
+        b.wait_for(&field("API key")).await;
+        assert_eq!(b.client.title().await.expect("title"), "Sign in · clarify");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_open_request_answered_elsewhere_says_who_and_the_history_keeps_outcomes() {
+    let Some(b) = Browser::launch(1280, 900).await else {
+        return;
+    };
+    let s = TestServer::start().await;
+    b.run("history", async {
+        let bob = s.key(Role::Responder, "bob", "default").await;
+        let by_bob = s
+            .ask(&s.admin, json!({"question": "Rotate the keys tonight?", "choices": ["yes", "no"]}))
+            .await;
+        let cancelled = s
+            .ask(&s.admin, json!({"question": "Archive the old logs?"}))
+            .await;
+        let skipped = s
+            .ask(&s.admin, json!({"question": "Any words for the changelog?"}))
+            .await;
+        login(&b, &s, "alice").await;
+        b.until(
+            "three pending requests",
+            "return document.querySelectorAll('a.row').length === 3",
+            vec![],
+        )
+        .await;
+
+        // Bob answers the request alice has open: the page says so at once, without a click.
+        b.click(&row("Rotate the keys")).await;
+        b.click(&choice("yes")).await;
+        let id = by_bob["id"].as_str().expect("id");
+        let (status, _) = s
+            .post(&format!("/v1/requests/{id}/answer"), &bob, json!({"option": "no"}))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        b.wait_for("//div[@role = 'alert'][contains(., 'Answered by bob')][contains(., 'no')]")
+            .await;
+        assert_eq!(
+            b.js("return document.querySelector('.request button[type=submit]').disabled", vec![])
+                .await,
+            json!(true)
+        );
+
+        // A cancelled request leaves the list live.
+        let cid = cancelled["id"].as_str().expect("id");
+        let (status, _) = s
+            .post(&format!("/v1/requests/{cid}/cancel"), &s.admin, json!({}))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        b.until(
+            "one request left",
+            "return document.querySelectorAll('a.row').length === 1",
+            vec![],
+        )
+        .await;
+
+        // Skip.
+        b.click(&row("changelog")).await;
+        b.click("//button[. = 'Skip']").await;
+        b.wait_for("//div[contains(@class, 'notice')][contains(., 'Skipped.')]")
+            .await;
+        let now = record(&s, &skipped["id"]).await;
+        assert_eq!((&now["status"], &now["answered_by"]), (&json!("skipped"), &json!("alice")));
+
+        // The history: each outcome, who resolved it and when, newest first.
+        b.click("//a[@id = 'tab-history']").await;
+        b.until(
+            "three resolved requests",
+            "return document.querySelectorAll('.history-table tbody tr').length === 3",
+            vec![],
+        )
+        .await;
+        let table = b
+            .js(
+                "return [...document.querySelectorAll('.history-table tbody tr')].map(tr => \
+                 [...tr.cells].map(td => td.textContent))",
+                vec![],
+            )
+            .await;
+        let rows = table.as_array().expect("rows");
+        let find = |q: &str| {
+            rows.iter()
+                .find(|r| r[0].as_str().is_some_and(|t| t.contains(q)))
+                .unwrap_or_else(|| panic!("{q} is in the history: {table}"))
+                .clone()
+        };
+        let rotated = find("Rotate the keys");
+        assert!(rotated[1].as_str().is_some_and(|t| t.starts_with("answered") && t.contains("no")), "{rotated}");
+        assert_eq!(rotated[2], "bob");
+        assert!(rotated[3].as_str().is_some_and(|t| !t.is_empty()), "when: {rotated}");
+        let archived = find("Archive the old logs");
+        assert!(archived[1].as_str().is_some_and(|t| t.starts_with("cancelled")), "{archived}");
+        let changelog = find("changelog");
+        assert!(changelog[1].as_str().is_some_and(|t| t.starts_with("skipped")), "{changelog}");
+        assert_eq!(changelog[2], "alice");
+        assert!(
+            rows[0][0].as_str().is_some_and(|t| t.contains("changelog")),
+            "the latest resolution first: {table}"
+        );
+
+        // A resolution while the history is open joins it at the top, without a reload.
+        let late = s.ask(&s.admin, json!({"question": "Bump the version?"})).await;
+        let lid = late["id"].as_str().expect("id");
+        let (status, _) = s
+            .post(&format!("/v1/requests/{lid}/answer"), &bob, json!({"text": "to 2.0"}))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        b.until(
+            "the new resolution at the top of the history",
+            "const first = document.querySelector('.history-table tbody tr'); \
+             return first && first.textContent.includes('Bump the version?')",
+            vec![],
+        )
+        .await;
+
+        // Its detail says who answered and with what.
+        b.click("//table//a[contains(., 'Rotate the keys')]").await;
+        b.wait_for("//div[contains(@class, 'notice')][contains(., 'Answered by bob')]//dd[. = 'no']")
+            .await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_keyboard_alone_answers_at_phone_width() {
+    let Some(b) = Browser::launch_phone(375, 740).await else {
+        return;
+    };
+    let s = TestServer::start().await;
+    b.run("keyboard_phone", async {
+        let request = s
+            .ask(
+                &s.admin,
+                json!({"questions": [{"header": "Cache", "text": "Which cache should the service use in production from now on?",
+                        "options": [{"label": "Redis", "description": "A separate server to run"},
+                                    {"label": "In-process", "description": "Nothing to run, lost on restart"}]}],
+                       "context": {"service": "billing-api-with-a-rather-long-name", "requests_per_second": 1200},
+                       "agent": "architect", "session": "a-very-long-session-name-that-could-overflow-the-row",
+                       "tags": ["performance", "infrastructure"]}),
+            )
+            .await;
+        login(&b, &s, "alice").await;
+        b.wait_for(&row("Which cache")).await;
+        assert_eq!(b.js("return window.innerWidth", vec![]).await, 375);
+        let fits = "return document.documentElement.scrollWidth <= window.innerWidth";
+        assert_eq!(b.js(fits, vec![]).await, json!(true), "the list fits 375 px");
+
+        b.tab_to("the request's row", "el.matches('a.row')").await;
+        b.press(Key::Enter).await;
+        b.until(
+            "the request alone on screen, its heading focused",
+            "return document.activeElement.matches('.request h2') \
+             && getComputedStyle(document.querySelector('.list-panel')).display === 'none' \
+             && getComputedStyle(document.querySelector('.back')).display !== 'none'",
+            vec![],
+        )
+        .await;
+        assert_eq!(b.js(fits, vec![]).await, json!(true), "the request fits 375 px");
+
+        b.tab_to("the In-process option", "el.matches('button.choice') && el.textContent.includes('In-process')")
+            .await;
+        assert_ne!(
+            b.js("return getComputedStyle(document.activeElement).outlineStyle", vec![])
+                .await,
+            "none",
+            "focus is visible"
+        );
+        b.press(Key::Space).await;
+        b.tab_to("the send button", "el.matches('button[type=submit]')").await;
+        b.press(Key::Enter).await;
+        b.wait_for(SENT).await;
+        let done = record(&s, &request["id"]).await;
+        assert_eq!(done["outcome"]["questions"][0]["answer"], "In-process", "{done}");
+        assert_eq!(
+            b.js("return document.activeElement.textContent", vec![]).await,
+            "Next request",
+            "focus moves on to the next step"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_answer_link_page_uses_the_same_view_and_says_when_it_is_done() {
+    let Some(b) = Browser::launch(1280, 900).await else {
+        return;
+    };
+    let s = TestServer::start().await;
+    b.run("link_page", async {
+        let question = format!("Restart the worker? {IMG}");
+        let request = s
+            .ask(
+                &s.admin,
+                json!({"questions": [{"text": question, "options": ["now", "tonight"], "recommended": "tonight"}]}),
+            )
+            .await;
+        let link = request["answer_url"].as_str().expect("answer link");
+        b.goto(link).await;
+        b.wait_for(&format!("{}[.//span[@class = 'recommended']]", choice("tonight")))
+            .await;
+        let page = b
+            .js(
+                "return {form: document.querySelectorAll('form[method=post]').length, \
+                 text: document.querySelector('.question-text').textContent, \
+                 injected: document.querySelectorAll('img[src=\"x\"]').length}",
+                vec![],
+            )
+            .await;
+        assert_eq!(page["form"], 0, "the plain form gave way to the view: {page}");
+        assert_eq!(page["text"], json!(question), "{page}");
+        assert_eq!(page["injected"], 0, "{page}");
+
+        b.click(&choice("tonight")).await;
+        b.click(SEND).await;
+        b.wait_for(SENT).await;
+        let done = record(&s, &request["id"]).await;
+        assert_eq!(done["outcome"]["questions"][0]["answer"], "tonight");
+        assert!(done["answered_by"].is_null(), "{done}");
+
+        b.goto(link).await;
+        b.wait_for("//h1[. = 'This request is answered']").await;
+        assert_eq!(
+            b.js("return document.querySelectorAll('button.choice, form').length", vec![])
+                .await,
+            0,
+            "nothing left to answer"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_list_catches_up_after_the_server_comes_back() {
+    let Some(browser) = Browser::launch(1280, 900).await else {
+        return;
+    };
+    let b = &browser;
+    let s = TestServer::start().await;
+    b.run("catches_up", async move {
+        let first = s
+            .ask(&s.admin, json!({"question": "Keep the staging cluster?"}))
+            .await;
+        login(b, &s, "alice").await;
+        b.wait_for(&row("staging cluster")).await;
+        b.js("window.clarifyNoReload = true; return true", vec![])
+            .await;
+        let (store, address) = s.halt().await;
+        b.until(
+            "the page to notice the dropped stream",
+            "return document.getElementById('live').dataset.state !== 'live'",
+            vec![],
+        )
+        .await;
+        // While the server is down, one request is answered and another created.
+        let actor = clarify_store::Actor::new("bob", "api");
+        store
+            .answer("default", first["id"].as_str().expect("id"), &json!({"text": "yes"}), &actor)
+            .await
+            .expect("answered in the store");
+        let request = clarify_core::parse_request(
+            &json!({"question": "Asked while the server was down?"}),
+            &clarify_core::Limits::default(),
+        )
+        .expect("a valid request");
+        store.create("default", request).await.expect("created in the store");
+
+        let s = TestServer::at(&address, store, |_| {}).await;
+        b.until(
+            "the list to catch up",
+            "const rows = [...document.querySelectorAll('a.row')].map(a => a.textContent); \
+             return document.getElementById('live').dataset.state === 'live' && rows.length === 1 \
+             && rows[0].includes('Asked while the server was down?')",
+            vec![],
+        )
+        .await;
+        assert_eq!(
+            b.js("return window.clarifyNoReload === true", vec![]).await,
+            json!(true),
+            "the page was not reloaded"
+        );
+        s.stop().await;
+    })
+    .await;
+}
+
 /// Writes `docs/inbox.png` for the README: `./scripts/test -p clarify-server --test it
 /// browser::readme_screenshot -- --ignored`.
 #[tokio::test]
 #[ignore = "writes docs/inbox.png; run it when the inbox's look changes"]
 async fn readme_screenshot() {
-    let Some(b) = Browser::launch(1280, 820).await else {
+    let Some(b) = Browser::launch(1280, 940).await else {
         return;
     };
     let s = TestServer::build("memory:", StoreOptions::default(), |_| {}).await;

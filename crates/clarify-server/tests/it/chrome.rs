@@ -14,7 +14,9 @@ use std::process::Stdio;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::elements::Element;
+use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use futures_util::FutureExt;
 use serde_json::{Value, json};
@@ -67,15 +69,24 @@ pub struct Browser {
 }
 
 impl Browser {
-    /// Starts a browser with a window of `width` × `height`, or `None` when browser tests are
-    /// skipped here.
+    /// Starts a desktop browser with a window of `width` × `height`, or `None` when browser
+    /// tests are skipped here.
     pub async fn launch(width: u32, height: u32) -> Option<Self> {
+        Self::launch_as(Screen::Desktop { width, height }).await
+    }
+
+    /// Starts a browser emulating a phone whose screen is `width` CSS pixels wide.
+    pub async fn launch_phone(width: u32, height: u32) -> Option<Self> {
+        Self::launch_as(Screen::Phone { width, height }).await
+    }
+
+    async fn launch_as(screen: Screen) -> Option<Self> {
         let driver_path = chromedriver()?;
         let turn = ONE_AT_A_TIME.acquire().await.expect("the semaphore is never closed");
         let mut last_error = String::new();
         // A free port can be taken between choosing and binding it; try a few.
         for _ in 0..3 {
-            match Self::start(&driver_path, width, height).await {
+            match Self::start(&driver_path, screen).await {
                 Ok((client, driver, profile)) => {
                     return Some(Self {
                         client,
@@ -92,8 +103,7 @@ impl Browser {
 
     async fn start(
         driver_path: &std::path::Path,
-        width: u32,
-        height: u32,
+        screen: Screen,
     ) -> Result<(Client, tokio::process::Child, tempfile::TempDir), String> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
@@ -143,10 +153,22 @@ impl Browser {
                 "--disable-component-update",
                 "--disable-sync",
                 "--disable-dev-shm-usage",
-                format!("--window-size={width},{height}"),
                 format!("--user-data-dir={}", profile.path().display()),
             ],
         });
+        match screen {
+            Screen::Desktop { width, height } => {
+                if let Some(args) = options["args"].as_array_mut() {
+                    args.push(json!(format!("--window-size={width},{height}")));
+                }
+            }
+            // A window cannot be made narrower than 500 px; a phone's viewport is emulated.
+            Screen::Phone { width, height } => {
+                options["mobileEmulation"] = json!({
+                    "deviceMetrics": {"width": width, "height": height, "pixelRatio": 2.0}
+                });
+            }
+        }
         if let Some(binary) = chromium() {
             options["binary"] = json!(binary);
         }
@@ -266,16 +288,36 @@ impl Browser {
         }
     }
 
-    /// Presses `key` in whatever has focus.
-    pub async fn press(&self, key: fantoccini::key::Key) {
+    /// Presses and releases `key`, as a keyboard does: it goes to whatever has focus.
+    pub async fn press(&self, key: Key) {
+        let value = char::from(key);
+        let keys = KeyActions::new("keyboard".to_owned())
+            .then(KeyAction::Down { value })
+            .then(KeyAction::Up { value });
         self.client
-            .active_element()
-            .await
-            .expect("something has focus")
-            .send_keys(&key.to_string())
+            .perform_actions(keys)
             .await
             .unwrap_or_else(|e| panic!("pressing {key:?}: {e}"));
     }
+
+    /// Presses Tab until `is_focused`, a script expression over `el` (the focused element),
+    /// holds; fails after 40 presses.
+    pub async fn tab_to(&self, what: &str, is_focused: &str) {
+        let script = format!("const el = document.activeElement; return !!({is_focused});");
+        for _ in 0..40 {
+            if self.js(&script, vec![]).await == json!(true) {
+                return;
+            }
+            self.press(Key::Tab).await;
+        }
+        panic!("Tab never reached {what}");
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Screen {
+    Desktop { width: u32, height: u32 },
+    Phone { width: u32, height: u32 },
 }
 
 impl Drop for Browser {
