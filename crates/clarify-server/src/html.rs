@@ -203,8 +203,7 @@ pub fn link_page(record: &RequestRecord, error: Option<&str>) -> Response {
                     scopes => {
                         let _ = write!(body, "<label>Scope: <select name=\"{id}.scope\">");
                         for s in scopes {
-                            let _ =
-                                write!(body, "<option value=\"{0}\">{0}</option>", s.as_str());
+                            let _ = write!(body, "<option value=\"{0}\">{0}</option>", s.as_str());
                         }
                         body.push_str("</select></label><br>");
                     }

@@ -145,7 +145,10 @@ async fn asset(Path((version, name)): Path<(String, String)>, headers: HeaderMap
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         (
-            [(header::CONTENT_TYPE, HeaderValue::from_static(asset.content_type))],
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(asset.content_type),
+            )],
             asset.body,
         )
             .into_response()

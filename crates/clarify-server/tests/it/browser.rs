@@ -372,13 +372,19 @@ async fn an_open_request_answered_elsewhere_says_who_and_the_history_keeps_outco
     b.run("history", async {
         let bob = s.key(Role::Responder, "bob", "default").await;
         let by_bob = s
-            .ask(&s.admin, json!({"question": "Rotate the keys tonight?", "choices": ["yes", "no"]}))
+            .ask(
+                &s.admin,
+                json!({"question": "Rotate the keys tonight?", "choices": ["yes", "no"]}),
+            )
             .await;
         let cancelled = s
             .ask(&s.admin, json!({"question": "Archive the old logs?"}))
             .await;
         let skipped = s
-            .ask(&s.admin, json!({"question": "Any words for the changelog?"}))
+            .ask(
+                &s.admin,
+                json!({"question": "Any words for the changelog?"}),
+            )
             .await;
         login(&b, &s, "alice").await;
         b.until(
@@ -393,14 +399,21 @@ async fn an_open_request_answered_elsewhere_says_who_and_the_history_keeps_outco
         b.click(&choice("yes")).await;
         let id = by_bob["id"].as_str().expect("id");
         let (status, _) = s
-            .post(&format!("/v1/requests/{id}/answer"), &bob, json!({"option": "no"}))
+            .post(
+                &format!("/v1/requests/{id}/answer"),
+                &bob,
+                json!({"option": "no"}),
+            )
             .await;
         assert_eq!(status, StatusCode::OK);
         b.wait_for("//div[@role = 'alert'][contains(., 'Answered by bob')][contains(., 'no')]")
             .await;
         assert_eq!(
-            b.js("return document.querySelector('.request button[type=submit]').disabled", vec![])
-                .await,
+            b.js(
+                "return document.querySelector('.request button[type=submit]').disabled",
+                vec![]
+            )
+            .await,
             json!(true)
         );
 
@@ -423,7 +436,10 @@ async fn an_open_request_answered_elsewhere_says_who_and_the_history_keeps_outco
         b.wait_for("//div[contains(@class, 'notice')][contains(., 'Skipped.')]")
             .await;
         let now = record(&s, &skipped["id"]).await;
-        assert_eq!((&now["status"], &now["answered_by"]), (&json!("skipped"), &json!("alice")));
+        assert_eq!(
+            (&now["status"], &now["answered_by"]),
+            (&json!("skipped"), &json!("alice"))
+        );
 
         // The history: each outcome, who resolved it and when, newest first.
         b.click("//a[@id = 'tab-history']").await;
@@ -448,13 +464,31 @@ async fn an_open_request_answered_elsewhere_says_who_and_the_history_keeps_outco
                 .clone()
         };
         let rotated = find("Rotate the keys");
-        assert!(rotated[1].as_str().is_some_and(|t| t.starts_with("answered") && t.contains("no")), "{rotated}");
+        assert!(
+            rotated[1]
+                .as_str()
+                .is_some_and(|t| t.starts_with("answered") && t.contains("no")),
+            "{rotated}"
+        );
         assert_eq!(rotated[2], "bob");
-        assert!(rotated[3].as_str().is_some_and(|t| !t.is_empty()), "when: {rotated}");
+        assert!(
+            rotated[3].as_str().is_some_and(|t| !t.is_empty()),
+            "when: {rotated}"
+        );
         let archived = find("Archive the old logs");
-        assert!(archived[1].as_str().is_some_and(|t| t.starts_with("cancelled")), "{archived}");
+        assert!(
+            archived[1]
+                .as_str()
+                .is_some_and(|t| t.starts_with("cancelled")),
+            "{archived}"
+        );
         let changelog = find("changelog");
-        assert!(changelog[1].as_str().is_some_and(|t| t.starts_with("skipped")), "{changelog}");
+        assert!(
+            changelog[1]
+                .as_str()
+                .is_some_and(|t| t.starts_with("skipped")),
+            "{changelog}"
+        );
         assert_eq!(changelog[2], "alice");
         assert!(
             rows[0][0].as_str().is_some_and(|t| t.contains("changelog")),
@@ -462,10 +496,16 @@ async fn an_open_request_answered_elsewhere_says_who_and_the_history_keeps_outco
         );
 
         // A resolution while the history is open joins it at the top, without a reload.
-        let late = s.ask(&s.admin, json!({"question": "Bump the version?"})).await;
+        let late = s
+            .ask(&s.admin, json!({"question": "Bump the version?"}))
+            .await;
         let lid = late["id"].as_str().expect("id");
         let (status, _) = s
-            .post(&format!("/v1/requests/{lid}/answer"), &bob, json!({"text": "to 2.0"}))
+            .post(
+                &format!("/v1/requests/{lid}/answer"),
+                &bob,
+                json!({"text": "to 2.0"}),
+            )
             .await;
         assert_eq!(status, StatusCode::OK);
         b.until(
@@ -478,8 +518,10 @@ async fn an_open_request_answered_elsewhere_says_who_and_the_history_keeps_outco
 
         // Its detail says who answered and with what.
         b.click("//table//a[contains(., 'Rotate the keys')]").await;
-        b.wait_for("//div[contains(@class, 'notice')][contains(., 'Answered by bob')]//dd[. = 'no']")
-            .await;
+        b.wait_for(
+            "//div[contains(@class, 'notice')][contains(., 'Answered by bob')]//dd[. = 'no']",
+        )
+        .await;
     })
     .await;
 }
@@ -617,7 +659,12 @@ async fn the_list_catches_up_after_the_server_comes_back() {
         // While the server is down, one request is answered and another created.
         let actor = clarify_store::Actor::new("bob", "api");
         store
-            .answer("default", first["id"].as_str().expect("id"), &json!({"text": "yes"}), &actor)
+            .answer(
+                "default",
+                first["id"].as_str().expect("id"),
+                &json!({"text": "yes"}),
+                &actor,
+            )
             .await
             .expect("answered in the store");
         let request = clarify_core::parse_request(
@@ -625,7 +672,10 @@ async fn the_list_catches_up_after_the_server_comes_back() {
             &clarify_core::Limits::default(),
         )
         .expect("a valid request");
-        store.create("default", request).await.expect("created in the store");
+        store
+            .create("default", request)
+            .await
+            .expect("created in the store");
 
         let s = TestServer::at(&address, store, |_| {}).await;
         b.until(

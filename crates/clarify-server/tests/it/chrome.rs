@@ -82,7 +82,10 @@ impl Browser {
 
     async fn launch_as(screen: Screen) -> Option<Self> {
         let driver_path = chromedriver()?;
-        let turn = ONE_AT_A_TIME.acquire().await.expect("the semaphore is never closed");
+        let turn = ONE_AT_A_TIME
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
         let mut last_error = String::new();
         // A free port can be taken between choosing and binding it; try a few.
         for _ in 0..3 {

@@ -3,6 +3,7 @@
 mod browser;
 mod chrome;
 mod events;
+mod inbox;
 mod links;
 mod openapi;
 mod races;
