@@ -26,6 +26,11 @@ const state = {
   session: null,
   filters: readFilters(),
   pending: new Map(),
+  arrival: new Map(),
+  listing: 0,
+  loads: new Set(),
+  arrived: 0,
+  listed: 0,
   more: null,
   loaded: false,
   seen: { session: new Set(), agent: new Set(), tag: new Set() },
@@ -121,6 +126,7 @@ function signedOut(problem) {
   useCsrf(null);
   state.session = null;
   state.pending.clear();
+  state.listing += 1;
   state.history = null;
   state.loaded = false;
   history.replaceState(null, "", location.pathname + location.search);
@@ -170,32 +176,57 @@ async function loadPending(cursor) {
   const q = new URLSearchParams({ status: "pending", limit: String(PAGE) });
   for (const [k, v] of Object.entries(state.filters)) if (v) q.set(k, v);
   if (cursor) q.set("cursor", cursor);
+  if (!cursor) state.listing += 1;
+  // A page is read at one instant and arrives later: events in between are filed again on
+  // top of it, so an answer given meanwhile is not undone by the older page.
+  const load = { listing: state.listing, events: [] };
+  state.loads.add(load);
   try {
     const page = await call("GET", `/v1/requests?${q}`);
-    if (!cursor) state.pending.clear();
-    for (const r of page.requests) {
-      state.pending.set(r.id, r);
-      remember(r);
+    // A newer reading of the whole list has begun: this page belongs to an older one.
+    if (load.listing !== state.listing) return;
+    if (!cursor) {
+      state.pending.clear();
+      state.arrival.clear();
+      state.listed = 0;
     }
+    page.requests.forEach((r, i) => {
+      state.pending.set(r.id, r);
+      // Pages come newest first: keep that order among requests created in the same instant.
+      state.arrival.set(r.id, -(state.listed + i));
+      remember(r);
+    });
+    state.listed += page.requests.length;
+    for (const record of load.events) file(record);
     state.more = page.next_cursor;
     state.loaded = true;
     state.listError = null;
   } catch (e) {
     if (ended(e)) return;
     state.listError = e.message;
+  } finally {
+    state.loads.delete(load);
   }
   renderList();
+}
+
+/** Puts a record where it now belongs in the pending list. */
+function file(record) {
+  if (record.status === "pending" && matches(record)) {
+    state.pending.set(record.id, record);
+    if (!state.arrival.has(record.id)) state.arrival.set(record.id, (state.arrived += 1));
+  } else {
+    state.pending.delete(record.id);
+    state.arrival.delete(record.id);
+  }
 }
 
 /** Files a record that changed: in the pending list, the history, and the open view. */
 function apply(record) {
   remember(record);
+  for (const load of state.loads) load.events.push(record);
   const wasListed = state.pending.has(record.id);
-  if (record.status === "pending" && matches(record)) {
-    state.pending.set(record.id, record);
-  } else {
-    state.pending.delete(record.id);
-  }
+  file(record);
   if (record.status !== "pending" && state.history) {
     state.history.rows = state.history.rows.filter((r) => r.id !== record.id);
     if (historyMatches(record)) state.history.rows.unshift(record);
@@ -205,8 +236,13 @@ function apply(record) {
   if (currentRoute().name === "history") renderHistory();
 }
 
+/** Newest first; among requests created in the same millisecond, the later arrival first. */
 function sortedPending() {
-  return [...state.pending.values()].sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0));
+  const arrival = (r) => state.arrival.get(r.id) || 0;
+  return [...state.pending.values()].sort((a, b) => {
+    if (a.created_at !== b.created_at) return a.created_at < b.created_at ? 1 : -1;
+    return arrival(b) - arrival(a);
+  });
 }
 
 function updateCount() {
@@ -570,7 +606,9 @@ async function loadHistory(cursor) {
   try {
     const page = await call("GET", `/v1/requests?${q}`);
     if (!state.history || state.history.status !== status) return;
-    for (const r of page.requests) if (r.status !== "pending") state.history.rows.push(r);
+    // A resolution that arrived as an event while this page was read is already listed.
+    const listed = new Set(state.history.rows.map((r) => r.id));
+    for (const r of page.requests) if (r.status !== "pending" && !listed.has(r.id)) state.history.rows.push(r);
     state.history.more = page.next_cursor;
     state.history.error = null;
   } catch (e) {

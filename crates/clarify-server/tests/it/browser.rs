@@ -7,9 +7,11 @@
 //! recorded. They run in this crate, against the in-process server, because that is the code
 //! that serves the inbox and it lets a test stop and restart the server on the same port.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use clarify_store::{Role, StoreOptions};
+use chrono::{TimeDelta, Utc};
+use clarify_store::{ManualClock, Role, StoreOptions};
 use fantoccini::key::Key;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -189,11 +191,17 @@ async fn the_inbox_answers_each_kind_by_clicking_and_shows_new_requests_live() {
         b.click("//label[contains(., 'For this session')]").await;
         let editor = b.wait_for(&field("Arguments")).await;
         editor.clear().await.expect("editor cleared");
+        editor.send_keys("{branch: older").await.expect("typed");
+        b.type_into(&field("Reason"), "merged long ago").await;
+        b.click(SEND).await;
+        b.wait_for("//div[@role = 'alert'][contains(., 'not valid JSON')]")
+            .await;
+        assert_eq!(record(&s, &approval["id"]).await["status"], "pending");
+        editor.clear().await.expect("editor cleared");
         editor
             .send_keys("{\"branch\": \"older\"}")
             .await
             .expect("typed");
-        b.type_into(&field("Reason"), "merged long ago").await;
         b.click(SEND).await;
         b.wait_for(SENT).await;
         let q = record(&s, &approval["id"]).await["outcome"]["questions"][0].clone();
@@ -692,6 +700,96 @@ async fn the_list_catches_up_after_the_server_comes_back() {
             "the page was not reloaded"
         );
         s.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn filters_narrow_the_live_list_and_an_expired_request_says_so() {
+    let Some(b) = Browser::launch(1280, 900).await else {
+        return;
+    };
+    let clock = Arc::new(ManualClock::new(Utc::now()));
+    let s = TestServer::with_clock(clock.clone()).await;
+    b.run("filters", async {
+        for (question, agent, session, tag) in [
+            ("Roll back the canary?", "deployer", "s1", "prod"),
+            ("Rename the docs section?", "writer", "s2", "docs"),
+            ("Publish the deploy guide?", "deployer", "s3", "docs"),
+        ] {
+            s.ask(
+                &s.admin,
+                json!({"question": question, "agent": agent, "session": session, "tags": [tag],
+                       "timeout_seconds": 60}),
+            )
+            .await;
+        }
+        login(&b, &s, "alice").await;
+        b.until("three rows", "return document.querySelectorAll('a.row').length === 3", vec![])
+            .await;
+
+        b.click("//summary[contains(., 'Filters')]").await;
+        b.type_into(&field("Agent"), "deployer").await;
+        b.type_into(&field("Tag"), "docs").await;
+        b.click("//button[. = 'Apply filters']").await;
+        b.until(
+            "only the deployer's docs request",
+            "const rows = [...document.querySelectorAll('a.row')]; \
+             return rows.length === 1 && rows[0].textContent.includes('deploy guide') \
+             && document.title === '(1) Inbox · clarify'",
+            vec![],
+        )
+        .await;
+
+        // New requests are filed by the same filters as they arrive.
+        s.ask(
+            &s.admin,
+            json!({"question": "Tag the release?", "agent": "deployer", "tags": ["prod"]}),
+        )
+        .await;
+        s.ask(
+            &s.admin,
+            json!({"question": "Link the changelog?", "agent": "deployer", "tags": ["docs", "prod"]}),
+        )
+        .await;
+        b.until(
+            "the matching newcomer, and only it",
+            "const rows = [...document.querySelectorAll('a.row')].map(a => a.textContent); \
+             return rows.length === 2 && rows[0].includes('Link the changelog?')",
+            vec![],
+        )
+        .await;
+
+        // The filters live in the address, so a reload keeps them.
+        let here = b.client.current_url().await.expect("url");
+        assert_eq!(here.query(), Some("agent=deployer&tag=docs"));
+        b.goto(here.as_str()).await;
+        b.until(
+            "the same two rows after a reload",
+            "return document.querySelectorAll('a.row').length === 2 \
+             && document.getElementById('filter-agent').value === 'deployer'",
+            vec![],
+        )
+        .await;
+        b.click("//button[. = 'Clear']").await;
+        b.until("all five rows", "return document.querySelectorAll('a.row').length === 5", vec![])
+            .await;
+
+        // An open request whose time runs out says so, and leaves the list.
+        b.click(&row("Roll back the canary?")).await;
+        b.wait_for("//span[contains(@class, 'deadline')][contains(., 'left')]")
+            .await;
+        clock.advance(TimeDelta::seconds(61));
+        assert_eq!(s.store.expire_due().await.expect("expired"), 3);
+        b.wait_for("//div[@role = 'alert'][contains(., 'nobody answered in time')]")
+            .await;
+        b.until(
+            "the expired requests to leave",
+            "return document.querySelectorAll('a.row').length === 2 \
+             && document.querySelector('.request button[type=submit]').disabled",
+            vec![],
+        )
+        .await;
     })
     .await;
 }
