@@ -21,6 +21,7 @@ const whoEl = document.getElementById("who");
 const countEl = document.getElementById("pending-count");
 const tabPending = document.getElementById("tab-pending");
 const tabHistory = document.getElementById("tab-history");
+const announce = document.getElementById("announce");
 
 const state = {
   session: null,
@@ -232,7 +233,12 @@ function apply(record) {
     if (historyMatches(record)) state.history.rows.unshift(record);
   }
   if (state.view && state.viewId === record.id) state.view.update(record);
-  renderList(!wasListed && state.pending.has(record.id) ? record.id : null);
+  const arrived = !wasListed && state.pending.has(record.id);
+  if (arrived) {
+    const first = (record.questions || [])[0];
+    announce.textContent = `New request${record.agent ? ` from ${record.agent}` : ""}: ${first ? first.text : ""}`;
+  }
+  renderList(arrived ? record.id : null);
   if (currentRoute().name === "history") renderHistory();
 }
 
@@ -257,10 +263,14 @@ function listPanel() {
   return document.getElementById("pending-list");
 }
 
+/** Rows already drawn, by request id: redrawing the list reuses those that did not change. */
+const drawn = new Map();
+
 function renderList(arrived) {
   updateCount();
   const list = listPanel();
   if (!list) return;
+  const focused = document.activeElement;
   const rows = sortedPending();
   const r = currentRoute();
   let content;
@@ -272,22 +282,29 @@ function renderList(arrived) {
     const filtered = Object.values(state.filters).some(Boolean);
     content = h("div", { class: "empty" }, filtered ? "Nothing pending matches these filters." : "Nothing is waiting for you. New requests appear here as they arrive.");
   } else {
-    content = h(
-      "ul",
-      { class: "rows", "aria-label": "Pending requests" },
-      rows.map((record) => h("li", {}, pendingRow(record, r.id === record.id, record.id === arrived))),
-    );
+    const items = rows.map((record) => {
+      const current = r.id === record.id;
+      const key = `${current}|${JSON.stringify(record)}`;
+      const old = drawn.get(record.id);
+      if (old && old.key === key && record.id !== arrived) return old.item;
+      const item = h("li", {}, pendingRow(record, current, record.id === arrived));
+      drawn.set(record.id, { key, item });
+      return item;
+    });
+    for (const id of drawn.keys()) if (!state.pending.has(id)) drawn.delete(id);
+    content = list.querySelector("ul.rows") || h("ul", { class: "rows", "aria-label": "Pending requests" });
+    content.replaceChildren(...items);
   }
   const more = state.more
     ? h("div", { class: "more" }, h("button", { type: "button", class: "btn small", onclick: () => loadPending(state.more) }, "Load more"))
     : null;
-  // Keep keyboard focus on the row it was on while the list redraws.
-  const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.id : null;
-  fill(list, content, more);
-  if (focused) {
-    const again = [...list.querySelectorAll("a.row")].find((a) => a.dataset.id === focused);
-    if (again) again.focus();
+  if (list.firstChild !== content || list.childNodes.length !== (more ? 2 : 1)) {
+    fill(list, content, more);
+  } else if (more) {
+    list.replaceChild(more, list.childNodes[1]);
   }
+  // Moving a focused row out and back in loses its focus; give it back.
+  if (focused && focused !== document.activeElement && list.contains(focused)) focused.focus({ preventScroll: true });
   fillDatalists();
 }
 

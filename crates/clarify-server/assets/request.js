@@ -116,6 +116,9 @@ function metaLine(record, deadline) {
   if (record.agent) put(meta, h("span", {}, "from ", h("strong", {}, record.agent)));
   if (record.session) put(meta, h("span", {}, `session ${record.session}`));
   for (const tag of record.tags || []) put(meta, h("span", { class: "chip tag" }, tag));
+  if (record.responders && record.responders.length) {
+    put(meta, h("span", {}, `only ${record.responders.join(", ")} may answer`));
+  }
   put(meta, h("span", { title: when(record.created_at) }, `asked ${ago(record.created_at)}`));
   if (deadline) put(meta, deadline);
   return meta;

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::elements::Element;
+use fantoccini::error::CmdError;
 use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use futures_util::FutureExt;
@@ -245,20 +246,37 @@ impl Browser {
 
     /// Clicks the element at `xpath`, once it exists.
     pub async fn click(&self, xpath: &str) {
-        self.wait_for(xpath)
-            .await
-            .click()
-            .await
-            .unwrap_or_else(|e| panic!("clicking {xpath}: {e}"));
+        self.act(xpath, "clicking", |e| async move { e.click().await })
+            .await;
     }
 
     /// Types `text` into the element at `xpath`.
     pub async fn type_into(&self, xpath: &str, text: &str) {
-        self.wait_for(xpath)
-            .await
-            .send_keys(text)
-            .await
-            .unwrap_or_else(|e| panic!("typing into {xpath}: {e}"));
+        self.act(
+            xpath,
+            "typing into",
+            |e| async move { e.send_keys(text).await },
+        )
+        .await;
+    }
+
+    /// Does `action` to the element at `xpath`. The live list redraws when events arrive, so
+    /// an element found a moment ago may have been replaced: then it is found again, as a
+    /// person would simply click the row now on screen.
+    async fn act<F, Fut>(&self, xpath: &str, doing: &str, action: F)
+    where
+        F: Fn(Element) -> Fut,
+        Fut: Future<Output = Result<(), CmdError>>,
+    {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let element = self.wait_for(xpath).await;
+            match action(element).await {
+                Ok(()) => return,
+                Err(e) if e.is_stale_element_reference() && Instant::now() < deadline => {}
+                Err(e) => panic!("{doing} {xpath}: {e}"),
+            }
+        }
     }
 
     /// Runs `script` (a function body; `arguments` are `args`) and returns its result.
