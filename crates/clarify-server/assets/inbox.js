@@ -1,10 +1,11 @@
 // The inbox: log in, the live list of pending requests, answering, and the history.
 //
-// The list is read once from `/v1/requests` and then kept current by `/v1/events`: each event
-// carries the request as it is now, so the list only has to file it (pending and matching the
-// filters: shown; anything else: gone). The browser's EventSource reconnects by itself and
-// resumes after the last event it saw; when it gives up (an error response), the page opens a
-// new stream and reads the list again, so nothing is missed either way.
+// The list is read from `/v1/requests` each time the event stream opens, and kept current by
+// `/v1/events` in between: each event carries the request as it is now, so the list only has to
+// file it (pending and matching the filters: shown; anything else: gone). The browser's
+// EventSource reconnects by itself and resumes after the last event it saw; when it gives up
+// (an error response), the page opens a new stream after a pause, so nothing is missed either
+// way. The list is also read at once on sign-in, so it shows even when no stream can open.
 
 import { h, put, fill, when, ago, timeLeft } from "./dom.js";
 import { call, useCsrf } from "./api.js";
@@ -318,9 +319,10 @@ function kindOf(record) {
 const KIND_CHIPS = { approval: "Approval", single: "Choice", multi: "Multiple choice", open: "Open", questions: "Questions" };
 
 function pendingRow(record, current, isNew) {
-  const first = (record.questions || [])[0] || { text: "" };
+  const questions = record.questions || [];
+  const first = questions[0] || { text: "" };
   const left = timeLeft(record.expires_at, true);
-  const extra = record.questions.length > 1 ? ` (+${record.questions.length - 1} more)` : "";
+  const extra = questions.length > 1 ? ` (+${questions.length - 1} more)` : "";
   const a = h(
     "a",
     { class: `row${isNew ? " row-new" : ""}`, href: `#/requests/${encodeURIComponent(record.id)}`, "aria-current": current ? "true" : false },
