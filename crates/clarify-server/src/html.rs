@@ -1,8 +1,9 @@
 //! Server-rendered HTML: the signed-link answer page and plain message pages.
 //!
 //! Every string that came from a request (written by an agent, so untrusted) passes through
-//! [`escape`]; pages carry a Content-Security-Policy that allows no script and no inline style,
-//! so even a missed escape could not run anything.
+//! [`escape`]. Every page carries [`CSP`]: scripts only from this server's own files, no inline
+//! script or style, so even a missed escape could not run anything. The link page works as a
+//! plain form; when script runs, the inbox's request view (`assets/link.js`) takes its place.
 
 use std::fmt::Write;
 
@@ -11,8 +12,10 @@ use axum::response::{Html, IntoResponse, Response};
 use clarify_core::{Context, QuestionKind};
 use clarify_store::RequestRecord;
 
-/// The policy of every HTML page this module renders.
-pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+use crate::inbox::asset_path;
+
+/// The policy of every HTML page: the inbox and the pages rendered here.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// Escapes text for HTML element content and quoted attribute values.
 pub fn escape(text: &str) -> String {
@@ -30,18 +33,47 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-fn page(status: StatusCode, title: &str, body: &str) -> Response {
-    let html = format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{} · clarify</title></head><body><main>{body}</main></body></html>\n",
-        escape(title)
-    );
+/// An HTML response under the pages' policy.
+pub fn document(status: StatusCode, html: String) -> Response {
     let mut response = (status, Html(html)).into_response();
     response.headers_mut().insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(CSP),
     );
+    response
+}
+
+/// A page: the shared stylesheet, `body` in `<main>` (with `main_id`), and `script` if any.
+fn page(
+    status: StatusCode,
+    title: &str,
+    body: &str,
+    main_id: Option<&str>,
+    script: Option<&str>,
+) -> Response {
+    let script = script
+        .map(|name| {
+            format!(
+                "<script type=\"module\" src=\"{}\"></script>",
+                asset_path(name)
+            )
+        })
+        .unwrap_or_default();
+    let id = main_id
+        .map(|id| format!(" id=\"{id}\""))
+        .unwrap_or_default();
+    let html = format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{} · clarify</title>\
+         <link rel=\"icon\" href=\"{}\" type=\"image/svg+xml\">\
+         <link rel=\"stylesheet\" href=\"{}\">{script}</head>\
+         <body><main class=\"page\"{id}>{body}</main></body></html>\n",
+        escape(title),
+        asset_path("icon.svg"),
+        asset_path("clarify.css"),
+    );
+    let mut response = document(status, html);
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -54,16 +86,8 @@ pub fn message_page(status: StatusCode, title: &str, message: &str) -> Response 
         status,
         title,
         &format!("<h1>{}</h1><p>{}</p>", escape(title), escape(message)),
-    )
-}
-
-/// The inbox entry page.
-pub async fn inbox() -> Response {
-    page(
-        StatusCode::OK,
-        "Inbox",
-        "<h1>clarify</h1><p>Pending requests are listed at <a href=\"/v1/requests?status=pending\">/v1/requests</a>; \
-         answer them with <code>clarify inbox</code> or through their answer links.</p>",
+        None,
+        None,
     )
 }
 
@@ -84,7 +108,7 @@ pub fn link_page(record: &RequestRecord, error: Option<&str>) -> Response {
             escape(record.status.as_str()),
             escape(record.status.as_str()),
         );
-        return page(StatusCode::OK, "Request resolved", &body);
+        return page(StatusCode::OK, "Request resolved", &body, None, None);
     }
     body.push_str("<h1>A question for you</h1>");
     if let Some(error) = error {
@@ -166,12 +190,23 @@ pub fn link_page(record: &RequestRecord, error: Option<&str>) -> Response {
                     escape(&a.action.name),
                     escape(&args)
                 );
-                if a.scopes.len() > 1 {
-                    let _ = write!(body, "<label>Scope: <select name=\"{id}.scope\">");
-                    for s in &a.scopes {
-                        let _ = write!(body, "<option value=\"{0}\">{0}</option>", s.as_str());
+                match a.scopes.as_slice() {
+                    [] | [clarify_core::Scope::Once] => {}
+                    // The one scope offered is not the default: send it, or an approval fails.
+                    [only] => {
+                        let _ = write!(
+                            body,
+                            "<input type=\"hidden\" name=\"{id}.scope\" value=\"{}\">",
+                            only.as_str()
+                        );
                     }
-                    body.push_str("</select></label><br>");
+                    scopes => {
+                        let _ = write!(body, "<label>Scope: <select name=\"{id}.scope\">");
+                        for s in scopes {
+                            let _ = write!(body, "<option value=\"{0}\">{0}</option>", s.as_str());
+                        }
+                        body.push_str("</select></label><br>");
+                    }
                 }
                 if a.allow_edit {
                     let _ = write!(
@@ -201,5 +236,7 @@ pub fn link_page(record: &RequestRecord, error: Option<&str>) -> Response {
         },
         "Answer",
         &body,
+        Some("link"),
+        Some("link.js"),
     )
 }

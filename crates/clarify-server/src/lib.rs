@@ -9,6 +9,7 @@
 //! - [`auth`]: API keys, inbox sessions and CSRF; roles and tenants;
 //! - [`events`]: the `/v1/events` stream, fed from the store's event log;
 //! - [`links`]: signed single-use answer links `/a/<token>`;
+//! - `inbox`: the web inbox at `/` and its embedded assets;
 //! - [`webhooks`]: the delivery worker and its signatures;
 //! - [`metrics`], [`openapi`], [`wire`] (the JSON types), [`error`] (every error response).
 //!
@@ -19,6 +20,7 @@ pub mod auth;
 pub mod error;
 pub mod events;
 mod html;
+mod inbox;
 pub mod links;
 pub mod metrics;
 pub mod openapi;
@@ -160,7 +162,7 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics::render))
-        .route("/", get(html::inbox))
+        .merge(inbox::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(error::utf8_path))

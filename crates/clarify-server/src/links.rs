@@ -6,8 +6,10 @@
 //! while its request is pending, and once the request is resolved (answered through the link or
 //! otherwise, or expired) it only says so, so it works once and dies with its request.
 //!
-//! `GET` shows a plain HTML form; `POST` takes either that form or the JSON answer body of
-//! `POST /v1/requests/{id}/answer`, and answers the same way.
+//! `GET` shows a plain HTML form that works without script (with script, the inbox's request
+//! view takes its place and reads the record from the same address as JSON); `POST` takes
+//! either that form or the JSON answer body of `POST /v1/requests/{id}/answer`, and answers the
+//! same way.
 
 use axum::Json;
 use axum::extract::{Path, State};

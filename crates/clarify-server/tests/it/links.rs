@@ -99,7 +99,14 @@ async fn a_link_shows_the_question_as_an_html_page_under_a_strict_policy() {
         .and_then(|v| v.to_str().ok())
         .expect("a Content-Security-Policy header");
     assert!(csp.contains("default-src 'none'"), "{csp}");
-    assert!(!csp.contains("script-src"), "no script is allowed: {csp}");
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+        "only the server's own script files may run: {csp}"
+    );
+    assert!(
+        html.contains("/link.js\"></script>"),
+        "the page loads the inbox's request view: {html}"
+    );
     for text in [
         "Deploy release 42 to prod?",
         "Ship it",
@@ -131,8 +138,10 @@ async fn text_from_the_agent_is_escaped_on_the_page() {
         .await;
     let (status, _, html) = page(&link_of(&record)).await;
     assert_eq!(status, StatusCode::OK);
+    // The head loads the server's own script; request text lives in the body.
+    let body = &html[html.find("<body>").expect("a body")..];
     for raw in [SCRIPT, IMG, "<script", "<img", "<b>hdr"] {
-        assert!(!html.contains(raw), "{raw:?} reached the page raw: {html}");
+        assert!(!body.contains(raw), "{raw:?} reached the page raw: {html}");
     }
     for escaped in [
         "&lt;script&gt;alert(1)&lt;/script&gt;",
@@ -545,4 +554,33 @@ async fn the_page_form_approves_or_denies_an_editable_action() {
     assert!(html.contains("role=\"alert\""), "{html}");
     assert!(html.contains("JSON"), "{html}");
     assert!(outcome_of(&links[3]).await.is_null(), "still pending");
+}
+
+#[tokio::test]
+async fn the_page_form_grants_the_one_scope_an_action_offers() {
+    let s = TestServer::start().await;
+    let record = s
+        .ask(
+            &s.admin,
+            json!({"questions": [{"text": "Allow reading the wiki?", "kind": "approval",
+                    "action": {"name": "wiki.read", "arguments": {}}, "scopes": ["session"]}]}),
+        )
+        .await;
+    let link = link_of(&record);
+    let (_, _, html) = page(&link).await;
+    assert!(
+        html.contains("name=\"q1.scope\" value=\"session\""),
+        "the form carries the only scope offered: {html}"
+    );
+    let response = post_form(
+        &link,
+        &[("q1.decision", "approve"), ("q1.scope", "session")],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let q = status_of(&s, &id_of(&record)).await["outcome"]["questions"][0].clone();
+    assert_eq!(
+        (&q["decision"], &q["scope"]),
+        (&json!("approve"), &json!("session"))
+    );
 }

@@ -1,7 +1,10 @@
 //! Integration tests of the HTTP server on a real socket.
 
 mod abuse;
+mod browser;
+mod chrome;
 mod events;
+mod inbox;
 mod links;
 mod openapi;
 mod outage;

@@ -48,9 +48,14 @@ impl TestServer {
     }
 
     pub async fn on_store(store: Store, configure: impl FnOnce(&mut Config)) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        Self::at("127.0.0.1:0", store, configure).await
+    }
+
+    /// A server on `store` listening at `address` (e.g. the one a stopped server used).
+    pub async fn at(address: &str, store: Store, configure: impl FnOnce(&mut Config)) -> Self {
+        let listener = tokio::net::TcpListener::bind(address)
             .await
-            .expect("bind a free port");
+            .expect("bind the address");
         let url = format!("http://{}", listener.local_addr().expect("local addr"));
         let mut config = Config::new(url.clone());
         configure(&mut config);
@@ -126,6 +131,14 @@ impl TestServer {
         let (status, record) = self.post("/v1/requests", token, body).await;
         assert_eq!(status, StatusCode::CREATED, "{record}");
         record
+    }
+
+    /// Stops the server gracefully; returns its store and address, to start another on them.
+    pub async fn halt(self) -> (Store, String) {
+        let store = self.store.clone();
+        let address = self.url.trim_start_matches("http://").to_owned();
+        self.stop().await;
+        (store, address)
     }
 
     /// Stops the server gracefully and waits for it.

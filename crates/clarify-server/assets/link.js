@@ -1,0 +1,29 @@
+// The answer-link page `/a/<token>`, once script runs.
+//
+// The server sends a plain form that works without script. When this module runs, it reads the
+// request as JSON from the same address and puts the inbox's request view in place of that form,
+// answering with a JSON body to the same address: the same controls, inline errors that keep what
+// was typed, and a clear word when someone else answered first.
+
+import { h, fill } from "./dom.js";
+import { call } from "./api.js";
+import { requestView } from "./request.js";
+
+async function enhance() {
+  const main = document.getElementById("link");
+  if (!main) return;
+  const address = location.pathname;
+  let record;
+  try {
+    record = await call("GET", address);
+  } catch {
+    // The server-rendered page already says what is wrong, or still offers its form.
+    return;
+  }
+  if (!record || record.status !== "pending") return;
+  const view = requestView(record, { submit: (body) => call("POST", address, body) });
+  fill(main, h("p", { class: "meta" }, "Someone asked for your answer. Only this request can be answered here."), view.el);
+  view.heading.focus();
+}
+
+enhance();

@@ -1,0 +1,849 @@
+//! The web inbox in a real browser: headless Chromium against a server on a real socket.
+//!
+//! These tests do what a person does: log in through the one-time link (or with a key), click
+//! through the answer form of every question kind, watch requests arrive and leave without a
+//! reload, read the history, and use the keyboard alone at phone width. The server side is then
+//! checked through the API, so a test passes only when the answer the page sent is the one
+//! recorded. They run in this crate, against the in-process server, because that is the code
+//! that serves the inbox and it lets a test stop and restart the server on the same port.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{TimeDelta, Utc};
+use clarify_store::{ManualClock, Role, StoreOptions};
+use fantoccini::key::Key;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::chrome::Browser;
+use crate::support::TestServer;
+
+const SEND: &str = "//button[@type='submit'][contains(., 'Send answer')]";
+const SENT: &str = "//div[contains(@class, 'notice')][contains(., 'Answer sent.')]";
+const IMG: &str = "<img src=x onerror=alert(1)>";
+const SCRIPT: &str = "<script>alert(2)</script>";
+
+/// The pending-list row whose text contains `text`.
+fn row(text: &str) -> String {
+    format!("//a[contains(@class, 'row')][contains(., '{text}')]")
+}
+
+/// The option button whose text contains `text`.
+fn choice(text: &str) -> String {
+    format!("//button[contains(@class, 'choice')][contains(., '{text}')]")
+}
+
+/// The control a `<label>` containing `text` is for.
+fn field(text: &str) -> String {
+    format!("//*[@id = //label[contains(., '{text}')]/@for]")
+}
+
+/// Creates a responder key `name` and logs the browser in with a one-time link for it.
+async fn login(b: &Browser, s: &TestServer, name: &str) {
+    let key = s
+        .store
+        .create_key(name, Role::Responder, "default")
+        .await
+        .expect("responder key");
+    let link = clarify_server::login_link(&s.store, &s.url, &key.key.id)
+        .await
+        .expect("login link");
+    b.goto(&link).await;
+    b.until(
+        "the inbox to open after the login link",
+        "return !document.getElementById('topbar').hidden \
+         && document.getElementById('live').dataset.state === 'live'",
+        vec![],
+    )
+    .await;
+}
+
+async fn record(s: &TestServer, id: &Value) -> Value {
+    let id = id.as_str().expect("an id");
+    let (status, record) = s.get(&format!("/v1/requests/{id}"), &s.admin).await;
+    assert_eq!(status, StatusCode::OK, "{record}");
+    record
+}
+
+async fn rows(b: &Browser) -> usize {
+    let n = b
+        .js("return document.querySelectorAll('a.row').length", vec![])
+        .await;
+    usize::try_from(n.as_u64().expect("a count")).expect("small")
+}
+
+#[tokio::test]
+async fn the_inbox_answers_each_kind_by_clicking_and_shows_new_requests_live() {
+    let Some(b) = Browser::launch(1280, 900).await else {
+        return;
+    };
+    let s = TestServer::start().await;
+    b.run("answers_each_kind", async {
+        let single = s
+            .ask(
+                &s.admin,
+                json!({"questions": [{"header": "Region", "text": "Which region should the cluster run in?",
+                        "options": [{"id": "eu", "label": "EU", "description": "Frankfurt"},
+                                    {"id": "us", "label": "US", "description": "Virginia"}],
+                        "recommended": "eu"}],
+                       "agent": "deployer", "session": "s-1", "tags": ["infra"]}),
+            )
+            .await;
+        let multi = s
+            .ask(
+                &s.admin,
+                json!({"questions": [{"text": "Which markets get the launch email?", "kind": "multi",
+                        "options": ["EU", "US", "Asia"]}]}),
+            )
+            .await;
+        let open = s
+            .ask(&s.admin, json!({"question": "What should the release be called?"}))
+            .await;
+        let approval = s
+            .ask(
+                &s.admin,
+                json!({"questions": [{"text": "May I delete the stale branch?", "kind": "approval",
+                        "action": {"name": "git.delete_branch", "arguments": {"branch": "old"}},
+                        "scopes": ["once", "session"], "allow_edit": true}],
+                       "context": {"repository": "clarify", "stale_days": 90}}),
+            )
+            .await;
+
+        login(&b, &s, "alice").await;
+        b.until(
+            "four pending requests",
+            "return document.querySelectorAll('a.row').length === 4",
+            vec![],
+        )
+        .await;
+        assert_eq!(
+            b.client.title().await.expect("title"),
+            "(4) Inbox · clarify"
+        );
+        let newest = b
+            .js("return document.querySelector('a.row').textContent", vec![])
+            .await;
+        assert!(
+            newest.as_str().is_some_and(|t| t.contains("stale branch")),
+            "newest first: {newest}"
+        );
+        // Survives only if nothing below reloads the page.
+        b.js("window.clarifyNoReload = true; return true", vec![])
+            .await;
+
+        // single: the recommended option is marked; one click chooses.
+        b.click(&row("Which region")).await;
+        b.wait_for(&format!(
+            "{}[.//span[@class = 'recommended']]",
+            choice("EU")
+        ))
+        .await;
+        b.wait_for("//span[@class = 'choice-desc'][. = 'Virginia']")
+            .await;
+        b.click(&choice("US")).await;
+        b.click(SEND).await;
+        b.wait_for(SENT).await;
+        let done = record(&s, &single["id"]).await;
+        assert_eq!(done["status"], "answered", "{done}");
+        assert_eq!(done["answered_by"], "alice");
+        assert_eq!(done["outcome"]["questions"][0]["answer"], "US");
+        b.until(
+            "the answered request to leave the list",
+            "return document.querySelectorAll('a.row').length === 3",
+            vec![],
+        )
+        .await;
+
+        // multi: checkboxes plus an Other text.
+        b.click(&row("launch email")).await;
+        b.click("//div[@class = 'check']/label[contains(., 'EU')]")
+            .await;
+        b.click("//div[@class = 'check']/label[contains(., 'Asia')]")
+            .await;
+        b.type_into(&field("Other"), "Mars").await;
+        b.click(SEND).await;
+        b.wait_for(SENT).await;
+        let done = record(&s, &multi["id"]).await;
+        assert_eq!(
+            done["outcome"]["questions"][0]["answer"],
+            json!(["EU", "Asia", "Mars"]),
+            "{done}"
+        );
+
+        // open: a text area.
+        b.click(&row("release be called")).await;
+        b.type_into("//textarea[@placeholder = 'Your answer']", "Aurora")
+            .await;
+        b.click(SEND).await;
+        b.wait_for(SENT).await;
+        let done = record(&s, &open["id"]).await;
+        assert_eq!(done["outcome"]["questions"][0]["answer"], "Aurora");
+        assert_eq!(done["outcome"]["questions"][0]["mode"], "text");
+
+        // approval: the action, its arguments, approve, a scope, edited arguments, a reason.
+        b.click(&row("stale branch")).await;
+        b.wait_for("//code[@class = 'action-name'][. = 'git.delete_branch']")
+            .await;
+        b.wait_for("//section[@class = 'context']/pre[contains(., '\"stale_days\": 90')]")
+            .await;
+        b.click(&choice("Approve")).await;
+        b.click("//label[contains(., 'For this session')]").await;
+        let editor = b.wait_for(&field("Arguments")).await;
+        editor.clear().await.expect("editor cleared");
+        editor.send_keys("{branch: older").await.expect("typed");
+        b.type_into(&field("Reason"), "merged long ago").await;
+        b.click(SEND).await;
+        b.wait_for("//div[@role = 'alert'][contains(., 'not valid JSON')]")
+            .await;
+        assert_eq!(record(&s, &approval["id"]).await["status"], "pending");
+        editor.clear().await.expect("editor cleared");
+        editor
+            .send_keys("{\"branch\": \"older\"}")
+            .await
+            .expect("typed");
+        b.click(SEND).await;
+        b.wait_for(SENT).await;
+        let q = record(&s, &approval["id"]).await["outcome"]["questions"][0].clone();
+        assert_eq!(q["decision"], "approve", "{q}");
+        assert_eq!(q["scope"], "session", "{q}");
+        assert_eq!(q["edited_arguments"], json!({"branch": "older"}), "{q}");
+        assert_eq!(q["reason"], "merged long ago", "{q}");
+        b.until(
+            "an empty list",
+            "return document.querySelectorAll('a.row').length === 0 \
+             && document.title === 'Inbox · clarify'",
+            vec![],
+        )
+        .await;
+
+        // A request created meanwhile appears without a reload; its agent-written text is text.
+        let question = format!("Is {IMG} safe? {SCRIPT}");
+        let hostile = s
+            .ask(
+                &s.admin,
+                json!({"questions": [{"header": "<b>bold</b>", "text": question,
+                        "options": [{"id": "a", "label": SCRIPT, "description": IMG}, "fine"]}],
+                       "context": {"note": SCRIPT}}),
+            )
+            .await;
+        b.until(
+            "the new request in the list",
+            "return [...document.querySelectorAll('a.row')].some(a => a.textContent.includes(arguments[0]))",
+            vec![json!(question)],
+        )
+        .await;
+        assert_eq!(
+            b.js("return window.clarifyNoReload === true", vec![]).await,
+            json!(true),
+            "the page was not reloaded"
+        );
+        assert_eq!(b.client.title().await.expect("title"), "(1) Inbox · clarify");
+        b.click(&row("safe?")).await;
+        b.wait_for("//span[@class = 'question-text']").await;
+        let shown = b
+            .js(
+                "return {
+                    question: document.querySelector('.question-text').textContent,
+                    header: document.querySelector('.question .chip').textContent,
+                    option: document.querySelector('.choice-label').firstChild.textContent,
+                    description: document.querySelector('.choice-desc').textContent,
+                    context: document.querySelector('.context pre').textContent,
+                    injected: document.querySelectorAll('img[src=\"x\"], img[onerror], b, main script').length,
+                    scripts: document.querySelectorAll('script').length,
+                }",
+                vec![],
+            )
+            .await;
+        assert_eq!(shown["question"], json!(question), "{shown}");
+        assert_eq!(shown["header"], "<b>bold</b>", "{shown}");
+        assert_eq!(shown["option"], SCRIPT, "{shown}");
+        assert_eq!(shown["description"], IMG, "{shown}");
+        assert!(
+            shown["context"].as_str().is_some_and(|c| c.contains(SCRIPT)),
+            "{shown}"
+        );
+        assert_eq!(shown["injected"], 0, "no element came from request text: {shown}");
+        assert_eq!(shown["scripts"], 1, "only the inbox's own script: {shown}");
+        assert!(
+            b.client.get_alert_text().await.is_err(),
+            "no alert was raised"
+        );
+        assert_eq!(record(&s, &hostile["id"]).await["status"], "pending");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_failed_answer_keeps_what_was_typed_and_a_late_one_names_who_answered_first() {
+    let Some(b) = Browser::launch(1280, 900).await else {
+        return;
+    };
+    // No event stream can open, so the page learns of the other answer only when it posts.
+    let s = TestServer::build("memory:", StoreOptions::default(), |c| c.max_streams = 0).await;
+    b.run("late_answer", async {
+        let request = s
+            .ask(
+                &s.admin,
+                json!({"questions": [
+                    {"text": "Ship on Friday?", "options": ["yes", "no"], "allow_other": false},
+                    {"text": "Notes for the release log"}]}),
+            )
+            .await;
+        let alice = s.key(Role::Responder, "alice", "default").await;
+        let bob = s.key(Role::Responder, "bob", "default").await;
+
+        // Log in by pasting a key; a wrong one is refused with a message.
+        b.goto(&format!("{}/", s.url)).await;
+        b.type_into(&field("API key"), "ck_not_a_key").await;
+        b.click("//button[. = 'Sign in']").await;
+        b.wait_for("//div[@role = 'alert'][contains(., 'unknown or revoked')]")
+            .await;
+        let input = b.wait_for(&field("API key")).await;
+        input.clear().await.expect("cleared");
+        input.send_keys(&alice).await.expect("typed");
+        b.click("//button[. = 'Sign in']").await;
+        b.until(
+            "the list, and the stream marked offline",
+            "return document.querySelectorAll('a.row').length === 1 \
+             && document.getElementById('live').dataset.state === 'offline'",
+            vec![],
+        )
+        .await;
+
+        // An answer the server refuses: its message shows, the typed text stays, nothing changes.
+        b.click(&row("Ship on Friday?")).await;
+        let notes = "Mention the new retry policy";
+        b.type_into("//textarea[@placeholder = 'Your answer']", notes)
+            .await;
+        b.click(SEND).await;
+        let alert = b
+            .wait_for("//form//div[@role = 'alert'][not(@hidden)]")
+            .await;
+        let message = alert.text().await.expect("alert text");
+        assert!(message.contains("has no answer"), "{message}");
+        assert_eq!(
+            b.js("return document.querySelector('fieldset[aria-invalid=\"true\"] .question-text').textContent", vec![])
+                .await,
+            "Ship on Friday?",
+            "the question at fault is marked"
+        );
+        assert_eq!(
+            b.js("return document.querySelector('textarea').value", vec![]).await,
+            notes
+        );
+        assert_eq!(record(&s, &request["id"]).await["status"], "pending");
+
+        // Someone else answers meanwhile; sending now says who, and what they answered.
+        let (status, _) = s
+            .post(
+                &format!("/v1/requests/{}/answer", request["id"].as_str().expect("id")),
+                &bob,
+                json!({"answers": {"q1": {"option": "no"}, "q2": {"text": "wait for Monday"}}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        b.click(&choice("yes")).await;
+        b.click(SEND).await;
+        let banner = b
+            .wait_for("//div[@role = 'alert'][contains(., 'Answered by bob')]")
+            .await;
+        let said = banner.text().await.expect("banner text");
+        assert!(said.contains("Your answer was not sent."), "{said}");
+        assert!(said.contains("wait for Monday"), "{said}");
+        assert_eq!(
+            b.js("const t = document.querySelector('textarea'); return [t.value, t.disabled]", vec![])
+                .await,
+            json!([notes, true]),
+            "what was typed stays, and can no longer be sent"
+        );
+        let now = record(&s, &request["id"]).await;
+        assert_eq!(now["answered_by"], "bob");
+        assert_eq!(now["outcome"]["questions"][0]["answer"], "no");
+
+        // Logging out ends the session: a fresh visit asks to sign in again.
+        b.click("//button[. = 'Log out']").await;
+        b.wait_for(&field("API key")).await;
+        b.goto(&format!("{}/", s.url)).await;
+        b.wait_for(&field("API key")).await;
+        assert_eq!(b.client.title().await.expect("title"), "Sign in · clarify");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_open_request_answered_elsewhere_says_who_and_the_history_keeps_outcomes() {
+    let Some(b) = Browser::launch(1280, 900).await else {
+        return;
+    };
+    let s = TestServer::start().await;
+    b.run("history", async {
+        let bob = s.key(Role::Responder, "bob", "default").await;
+        let by_bob = s
+            .ask(
+                &s.admin,
+                json!({"question": "Rotate the keys tonight?", "choices": ["yes", "no"]}),
+            )
+            .await;
+        let cancelled = s
+            .ask(&s.admin, json!({"question": "Archive the old logs?"}))
+            .await;
+        let skipped = s
+            .ask(
+                &s.admin,
+                json!({"question": "Any words for the changelog?"}),
+            )
+            .await;
+        login(&b, &s, "alice").await;
+        b.until(
+            "three pending requests",
+            "return document.querySelectorAll('a.row').length === 3",
+            vec![],
+        )
+        .await;
+
+        // Bob answers the request alice has open: the page says so at once, without a click.
+        b.click(&row("Rotate the keys")).await;
+        b.click(&choice("yes")).await;
+        let id = by_bob["id"].as_str().expect("id");
+        let (status, _) = s
+            .post(
+                &format!("/v1/requests/{id}/answer"),
+                &bob,
+                json!({"option": "no"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        b.wait_for("//div[@role = 'alert'][contains(., 'Answered by bob')][contains(., 'no')]")
+            .await;
+        assert_eq!(
+            b.js(
+                "return document.querySelector('.request button[type=submit]').disabled",
+                vec![]
+            )
+            .await,
+            json!(true)
+        );
+
+        // A cancelled request leaves the list live.
+        let cid = cancelled["id"].as_str().expect("id");
+        let (status, _) = s
+            .post(&format!("/v1/requests/{cid}/cancel"), &s.admin, json!({}))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        b.until(
+            "one request left",
+            "return document.querySelectorAll('a.row').length === 1",
+            vec![],
+        )
+        .await;
+
+        // Skip.
+        b.click(&row("changelog")).await;
+        b.click("//button[. = 'Skip']").await;
+        b.wait_for("//div[contains(@class, 'notice')][contains(., 'Skipped.')]")
+            .await;
+        let now = record(&s, &skipped["id"]).await;
+        assert_eq!(
+            (&now["status"], &now["answered_by"]),
+            (&json!("skipped"), &json!("alice"))
+        );
+
+        // The history: each outcome, who resolved it and when, newest first.
+        b.click("//a[@id = 'tab-history']").await;
+        b.until(
+            "three resolved requests",
+            "return document.querySelectorAll('.history-table tbody tr').length === 3",
+            vec![],
+        )
+        .await;
+        let table = b
+            .js(
+                "return [...document.querySelectorAll('.history-table tbody tr')].map(tr => \
+                 [...tr.cells].map(td => td.textContent))",
+                vec![],
+            )
+            .await;
+        let rows = table.as_array().expect("rows");
+        let find = |q: &str| {
+            rows.iter()
+                .find(|r| r[0].as_str().is_some_and(|t| t.contains(q)))
+                .unwrap_or_else(|| panic!("{q} is in the history: {table}"))
+                .clone()
+        };
+        let rotated = find("Rotate the keys");
+        assert!(
+            rotated[1]
+                .as_str()
+                .is_some_and(|t| t.starts_with("answered") && t.contains("no")),
+            "{rotated}"
+        );
+        assert_eq!(rotated[2], "bob");
+        assert!(
+            rotated[3].as_str().is_some_and(|t| !t.is_empty()),
+            "when: {rotated}"
+        );
+        let archived = find("Archive the old logs");
+        assert!(
+            archived[1]
+                .as_str()
+                .is_some_and(|t| t.starts_with("cancelled")),
+            "{archived}"
+        );
+        let changelog = find("changelog");
+        assert!(
+            changelog[1]
+                .as_str()
+                .is_some_and(|t| t.starts_with("skipped")),
+            "{changelog}"
+        );
+        assert_eq!(changelog[2], "alice");
+        assert!(
+            rows[0][0].as_str().is_some_and(|t| t.contains("changelog")),
+            "the latest resolution first: {table}"
+        );
+
+        // A resolution while the history is open joins it at the top, without a reload.
+        let late = s
+            .ask(&s.admin, json!({"question": "Bump the version?"}))
+            .await;
+        let lid = late["id"].as_str().expect("id");
+        let (status, _) = s
+            .post(
+                &format!("/v1/requests/{lid}/answer"),
+                &bob,
+                json!({"text": "to 2.0"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        b.until(
+            "the new resolution at the top of the history",
+            "const first = document.querySelector('.history-table tbody tr'); \
+             return first && first.textContent.includes('Bump the version?')",
+            vec![],
+        )
+        .await;
+
+        // Its detail says who answered and with what.
+        b.click("//table//a[contains(., 'Rotate the keys')]").await;
+        b.wait_for(
+            "//div[contains(@class, 'notice')][contains(., 'Answered by bob')]//dd[. = 'no']",
+        )
+        .await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_keyboard_alone_answers_at_phone_width() {
+    let Some(b) = Browser::launch_phone(375, 740).await else {
+        return;
+    };
+    let s = TestServer::start().await;
+    b.run("keyboard_phone", async {
+        let request = s
+            .ask(
+                &s.admin,
+                json!({"questions": [{"header": "Cache", "text": "Which cache should the service use in production from now on?",
+                        "options": [{"label": "Redis", "description": "A separate server to run"},
+                                    {"label": "In-process", "description": "Nothing to run, lost on restart"}]}],
+                       "context": {"service": "billing-api-with-a-rather-long-name", "requests_per_second": 1200},
+                       "agent": "architect", "session": "a-very-long-session-name-that-could-overflow-the-row",
+                       "tags": ["performance", "infrastructure"]}),
+            )
+            .await;
+        login(&b, &s, "alice").await;
+        b.wait_for(&row("Which cache")).await;
+        assert_eq!(b.js("return window.innerWidth", vec![]).await, 375);
+        let fits = "return document.documentElement.scrollWidth <= window.innerWidth";
+        assert_eq!(b.js(fits, vec![]).await, json!(true), "the list fits 375 px");
+
+        b.tab_to("the request's row", "el.matches('a.row')").await;
+        b.press(Key::Enter).await;
+        b.until(
+            "the request alone on screen, its heading focused",
+            "return document.activeElement.matches('.request h2') \
+             && getComputedStyle(document.querySelector('.list-panel')).display === 'none' \
+             && getComputedStyle(document.querySelector('.back')).display !== 'none'",
+            vec![],
+        )
+        .await;
+        assert_eq!(b.js(fits, vec![]).await, json!(true), "the request fits 375 px");
+
+        b.tab_to("the In-process option", "el.matches('button.choice') && el.textContent.includes('In-process')")
+            .await;
+        assert_ne!(
+            b.js("return getComputedStyle(document.activeElement).outlineStyle", vec![])
+                .await,
+            "none",
+            "focus is visible"
+        );
+        b.press(Key::Space).await;
+        b.tab_to("the send button", "el.matches('button[type=submit]')").await;
+        b.press(Key::Enter).await;
+        b.wait_for(SENT).await;
+        let done = record(&s, &request["id"]).await;
+        assert_eq!(done["outcome"]["questions"][0]["answer"], "In-process", "{done}");
+        assert_eq!(
+            b.js("return document.activeElement.textContent", vec![]).await,
+            "Next request",
+            "focus moves on to the next step"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_answer_link_page_uses_the_same_view_and_says_when_it_is_done() {
+    let Some(b) = Browser::launch(1280, 900).await else {
+        return;
+    };
+    let s = TestServer::start().await;
+    b.run("link_page", async {
+        let question = format!("Restart the worker? {IMG}");
+        let request = s
+            .ask(
+                &s.admin,
+                json!({"questions": [{"text": question, "options": ["now", "tonight"], "recommended": "tonight"}]}),
+            )
+            .await;
+        let link = request["answer_url"].as_str().expect("answer link");
+        b.goto(link).await;
+        b.wait_for(&format!("{}[.//span[@class = 'recommended']]", choice("tonight")))
+            .await;
+        let page = b
+            .js(
+                "return {form: document.querySelectorAll('form[method=post]').length, \
+                 text: document.querySelector('.question-text').textContent, \
+                 injected: document.querySelectorAll('img[src=\"x\"]').length}",
+                vec![],
+            )
+            .await;
+        assert_eq!(page["form"], 0, "the plain form gave way to the view: {page}");
+        assert_eq!(page["text"], json!(question), "{page}");
+        assert_eq!(page["injected"], 0, "{page}");
+
+        b.click(&choice("tonight")).await;
+        b.click(SEND).await;
+        b.wait_for(SENT).await;
+        let done = record(&s, &request["id"]).await;
+        assert_eq!(done["outcome"]["questions"][0]["answer"], "tonight");
+        assert!(done["answered_by"].is_null(), "{done}");
+
+        b.goto(link).await;
+        b.wait_for("//h1[. = 'This request is answered']").await;
+        assert_eq!(
+            b.js("return document.querySelectorAll('button.choice, form').length", vec![])
+                .await,
+            0,
+            "nothing left to answer"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_list_catches_up_after_the_server_comes_back() {
+    let Some(browser) = Browser::launch(1280, 900).await else {
+        return;
+    };
+    let b = &browser;
+    let s = TestServer::start().await;
+    b.run("catches_up", async move {
+        let first = s
+            .ask(&s.admin, json!({"question": "Keep the staging cluster?"}))
+            .await;
+        login(b, &s, "alice").await;
+        b.wait_for(&row("staging cluster")).await;
+        b.js("window.clarifyNoReload = true; return true", vec![])
+            .await;
+        let (store, address) = s.halt().await;
+        b.until(
+            "the page to notice the dropped stream",
+            "return document.getElementById('live').dataset.state !== 'live'",
+            vec![],
+        )
+        .await;
+        // While the server is down, one request is answered and another created.
+        let actor = clarify_store::Actor::new("bob", "api");
+        store
+            .answer(
+                "default",
+                first["id"].as_str().expect("id"),
+                &json!({"text": "yes"}),
+                &actor,
+            )
+            .await
+            .expect("answered in the store");
+        let request = clarify_core::parse_request(
+            &json!({"question": "Asked while the server was down?"}),
+            &clarify_core::Limits::default(),
+        )
+        .expect("a valid request");
+        store
+            .create("default", request)
+            .await
+            .expect("created in the store");
+
+        let s = TestServer::at(&address, store, |_| {}).await;
+        b.until(
+            "the list to catch up",
+            "const rows = [...document.querySelectorAll('a.row')].map(a => a.textContent); \
+             return document.getElementById('live').dataset.state === 'live' && rows.length === 1 \
+             && rows[0].includes('Asked while the server was down?')",
+            vec![],
+        )
+        .await;
+        assert_eq!(
+            b.js("return window.clarifyNoReload === true", vec![]).await,
+            json!(true),
+            "the page was not reloaded"
+        );
+        s.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn filters_narrow_the_live_list_and_an_expired_request_says_so() {
+    let Some(b) = Browser::launch(1280, 900).await else {
+        return;
+    };
+    let clock = Arc::new(ManualClock::new(Utc::now()));
+    let s = TestServer::with_clock(clock.clone()).await;
+    b.run("filters", async {
+        for (question, agent, session, tag) in [
+            ("Roll back the canary?", "deployer", "s1", "prod"),
+            ("Rename the docs section?", "writer", "s2", "docs"),
+            ("Publish the deploy guide?", "deployer", "s3", "docs"),
+        ] {
+            s.ask(
+                &s.admin,
+                json!({"question": question, "agent": agent, "session": session, "tags": [tag],
+                       "timeout_seconds": 60}),
+            )
+            .await;
+        }
+        login(&b, &s, "alice").await;
+        b.until("three rows", "return document.querySelectorAll('a.row').length === 3", vec![])
+            .await;
+
+        b.click("//summary[contains(., 'Filters')]").await;
+        b.type_into(&field("Agent"), "deployer").await;
+        b.type_into(&field("Tag"), "docs").await;
+        b.click("//button[. = 'Apply filters']").await;
+        b.until(
+            "only the deployer's docs request",
+            "const rows = [...document.querySelectorAll('a.row')]; \
+             return rows.length === 1 && rows[0].textContent.includes('deploy guide') \
+             && document.title === '(1) Inbox · clarify'",
+            vec![],
+        )
+        .await;
+
+        // New requests are filed by the same filters as they arrive.
+        s.ask(
+            &s.admin,
+            json!({"question": "Tag the release?", "agent": "deployer", "tags": ["prod"]}),
+        )
+        .await;
+        s.ask(
+            &s.admin,
+            json!({"question": "Link the changelog?", "agent": "deployer", "tags": ["docs", "prod"]}),
+        )
+        .await;
+        b.until(
+            "the matching newcomer, and only it",
+            "const rows = [...document.querySelectorAll('a.row')].map(a => a.textContent); \
+             return rows.length === 2 && rows[0].includes('Link the changelog?')",
+            vec![],
+        )
+        .await;
+
+        // The filters live in the address, so a reload keeps them.
+        let here = b.client.current_url().await.expect("url");
+        assert_eq!(here.query(), Some("agent=deployer&tag=docs"));
+        b.goto(here.as_str()).await;
+        b.until(
+            "the same two rows after a reload",
+            "return document.querySelectorAll('a.row').length === 2 \
+             && document.getElementById('filter-agent').value === 'deployer'",
+            vec![],
+        )
+        .await;
+        b.click("//button[. = 'Clear']").await;
+        b.until("all five rows", "return document.querySelectorAll('a.row').length === 5", vec![])
+            .await;
+
+        // An open request whose time runs out says so, and leaves the list.
+        b.click(&row("Roll back the canary?")).await;
+        b.wait_for("//span[contains(@class, 'deadline')][contains(., 'left')]")
+            .await;
+        clock.advance(TimeDelta::seconds(61));
+        assert_eq!(s.store.expire_due().await.expect("expired"), 3);
+        b.wait_for("//div[@role = 'alert'][contains(., 'nobody answered in time')]")
+            .await;
+        b.until(
+            "the expired requests to leave",
+            "return document.querySelectorAll('a.row').length === 2 \
+             && document.querySelector('.request button[type=submit]').disabled",
+            vec![],
+        )
+        .await;
+    })
+    .await;
+}
+
+/// Writes `docs/inbox.png` for the README: `CLARIFY_TEST_CHROMEDRIVER=/usr/bin/chromedriver
+/// cargo test -p clarify-server --test it browser::readme_screenshot -- --ignored`.
+#[tokio::test]
+#[ignore = "writes docs/inbox.png; run it when the inbox's look changes"]
+async fn readme_screenshot() {
+    let Some(b) = Browser::launch(1280, 940).await else {
+        return;
+    };
+    let s = TestServer::build("memory:", StoreOptions::default(), |_| {}).await;
+    b.run("readme_screenshot", async {
+        let asks = [
+            json!({"question": "Which database should the billing service use?",
+                   "choices": [{"label": "PostgreSQL", "description": "Two instances share it behind the load balancer"},
+                               {"label": "SQLite", "description": "One file, one instance"}],
+                   "recommended": "postgresql", "agent": "architect", "session": "billing-v2",
+                   "tags": ["design"], "timeout_seconds": 7200}),
+            json!({"questions": [{"text": "Which regions should receive the launch email?", "kind": "multi",
+                    "options": ["Europe", "North America", "Asia Pacific"]}],
+                   "agent": "marketing-bot", "session": "launch-q3", "tags": ["email"]}),
+            json!({"question": "What should the release be called?", "agent": "release-manager",
+                   "session": "release-42", "timeout_seconds": 1800}),
+            json!({"questions": [{"header": "Deploy", "text": "Deploy release 42 to production?",
+                    "kind": "approval",
+                    "action": {"name": "kubectl.apply", "arguments": {"cluster": "prod-eu-1", "image": "billing:42", "replicas": 6}},
+                    "scopes": ["once", "session", "always"], "allow_edit": true}],
+                   "context": "All 1,284 tests passed. The canary has run at 5% of traffic for an hour with no errors.",
+                   "agent": "deployer", "session": "release-42", "tags": ["prod", "deploy"], "timeout_seconds": 900}),
+        ];
+        let mut ids = Vec::new();
+        for body in asks {
+            ids.push(s.ask(&s.admin, body).await["id"].clone());
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        login(&b, &s, "alice").await;
+        b.until(
+            "four pending requests",
+            "return document.querySelectorAll('a.row').length === 4",
+            vec![],
+        )
+        .await;
+        b.click(&row("Deploy release 42")).await;
+        b.wait_for("//code[@class = 'action-name']").await;
+        b.js("document.activeElement.blur(); return true", vec![])
+            .await;
+        let png = b.client.screenshot().await.expect("screenshot");
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/inbox.png");
+        std::fs::create_dir_all(path.parent().expect("docs")).expect("docs directory");
+        std::fs::write(&path, png).expect("screenshot written");
+        eprintln!("wrote {}", path.display());
+        assert_eq!(rows(&b).await, 4);
+    })
+    .await;
+}
