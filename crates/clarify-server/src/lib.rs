@@ -9,6 +9,7 @@
 //! - [`auth`]: API keys, inbox sessions and CSRF; roles and tenants;
 //! - [`events`]: the `/v1/events` stream, fed from the store's event log;
 //! - [`links`]: signed single-use answer links `/a/<token>`;
+//! - [`mcp`]: the MCP tools over Streamable HTTP at `/mcp`, behind the API's keys;
 //! - [`webhooks`]: the delivery worker and its signatures;
 //! - [`metrics`], [`openapi`], [`wire`] (the JSON types), [`error`] (every error response).
 //!
@@ -20,6 +21,7 @@ pub mod error;
 pub mod events;
 mod html;
 pub mod links;
+pub mod mcp;
 pub mod metrics;
 pub mod openapi;
 pub mod webhooks;
@@ -59,6 +61,8 @@ pub struct Config {
     pub webhooks: webhooks::WebhookConfig,
     /// How long an inbox session lasts.
     pub session_ttl: chrono::TimeDelta,
+    /// The `/mcp` endpoint (its body limit is `body_limit`).
+    pub mcp: clarify_mcp::HttpOptions,
 }
 
 impl Config {
@@ -71,6 +75,7 @@ impl Config {
             event_poll: Duration::from_millis(100),
             webhooks: webhooks::WebhookConfig::default(),
             session_ttl: chrono::TimeDelta::days(7),
+            mcp: clarify_mcp::HttpOptions::default(),
         }
     }
 }
@@ -155,6 +160,7 @@ pub fn app(state: AppState) -> Router {
         .merge(api::routes())
         .merge(auth::routes())
         .merge(links::routes())
+        .merge(mcp::routes(&state))
         .route("/v1/events", get(events::stream))
         .route("/openapi.json", get(openapi::document))
         .route("/healthz", get(healthz))
