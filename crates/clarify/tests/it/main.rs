@@ -2,5 +2,6 @@
 
 mod cli;
 mod faults;
+mod mcp;
 mod serve;
 mod support;
