@@ -7,16 +7,25 @@
 //! session is gone gets `404` and starts a new one, as the protocol asks.
 //!
 //! Shutting down is ordered: when the host's shutdown token fires, waiting calls return the
-//! pending request id, and only once they have answered (or after [`HttpOptions::drain`]) are
-//! the sessions closed, which ends their open streams so the host's graceful shutdown can
-//! complete.
+//! pending request id; once every POST response has been written to its end (or after
+//! [`HttpOptions::drain`]), the sessions close, which ends their open event streams so the
+//! host's graceful shutdown can complete.
 
+use std::convert::Infallible;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Once};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use http_body_util::combinators::BoxBody;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::upstream::Embedded;
 use crate::{ClarifyMcp, Options, Target};
@@ -39,7 +48,7 @@ pub struct HttpOptions {
     pub session_idle: Duration,
     /// The largest request body accepted (then `413`).
     pub max_body: usize,
-    /// How long a shutdown waits for calls in flight to return before closing sessions.
+    /// How long a shutdown waits for responses in flight before closing sessions.
     pub drain: Duration,
 }
 
@@ -54,8 +63,25 @@ impl Default for HttpOptions {
     }
 }
 
-/// The endpoint, a tower service taking any HTTP request body.
-pub type HttpService = StreamableHttpService<ClarifyMcp, LocalSessionManager>;
+/// The endpoint: a tower service taking any HTTP request body.
+#[derive(Clone)]
+pub struct HttpService {
+    inner: StreamableHttpService<ClarifyMcp, LocalSessionManager>,
+    /// Every POST response until its body has been written (or dropped).
+    responses: TaskTracker,
+    shutdown: CancellationToken,
+    sessions_end: CancellationToken,
+    drain: Duration,
+    watcher: Arc<Once>,
+}
+
+impl fmt::Debug for HttpService {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpService")
+            .field("responses", &self.responses.len())
+            .finish_non_exhaustive()
+    }
+}
 
 /// The Streamable HTTP endpoint over `store` (whose tenant is replaced by each caller's).
 /// `shutdown` is the host's: once it fires, waiting calls return and then sessions close.
@@ -81,24 +107,70 @@ pub fn http_service(
         .disable_allowed_hosts()
         .with_cancellation_token(sessions_end.clone())
         .with_max_request_body_bytes(options.max_body);
-    // The factory runs on the first request, inside the runtime, which is where the task that
-    // orders the shutdown can be started.
-    let watcher = Arc::new(Once::new());
-    let drain = options.drain;
-    StreamableHttpService::new(
-        move || {
-            watcher.call_once(|| {
-                let (handler, shutdown, sessions_end) =
-                    (handler.clone(), shutdown.clone(), sessions_end.clone());
-                tokio::spawn(async move {
-                    shutdown.cancelled().await;
-                    handler.finish(drain).await;
-                    sessions_end.cancel();
-                });
+    HttpService {
+        inner: StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(sessions), config),
+        responses: TaskTracker::new(),
+        shutdown,
+        sessions_end,
+        drain: options.drain,
+        watcher: Arc::new(Once::new()),
+    }
+}
+
+impl HttpService {
+    /// Starts, once and inside the runtime, the task that closes the sessions after shutdown.
+    fn watch_shutdown(&self) {
+        self.watcher.call_once(|| {
+            let (responses, shutdown, sessions_end, drain) = (
+                self.responses.clone(),
+                self.shutdown.clone(),
+                self.sessions_end.clone(),
+                self.drain,
+            );
+            tokio::spawn(async move {
+                shutdown.cancelled().await;
+                responses.close();
+                if tokio::time::timeout(drain, responses.wait()).await.is_err() {
+                    tracing::warn!("MCP responses still open at shutdown; closing their sessions");
+                }
+                sessions_end.cancel();
             });
-            Ok(handler.clone())
-        },
-        Arc::new(sessions),
-        config,
-    )
+        });
+    }
+}
+
+type Response = http::Response<BoxBody<Bytes, Infallible>>;
+
+impl<B> tower::Service<http::Request<B>> for HttpService
+where
+    B: http_body::Body + Send + 'static,
+    B::Error: fmt::Display,
+    B::Data: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        self.watch_shutdown();
+        let in_flight = (request.method() == http::Method::POST).then(|| self.responses.token());
+        let response = self.inner.call(request);
+        Box::pin(async move {
+            let response = response.await?;
+            Ok(match in_flight {
+                None => response,
+                Some(token) => response.map(|body| {
+                    body.map_frame(move |frame| {
+                        let _held_until_the_body_ends = &token;
+                        frame
+                    })
+                    .boxed()
+                }),
+            })
+        })
+    }
 }

@@ -2,6 +2,7 @@
 
 mod events;
 mod links;
+mod mcp;
 mod openapi;
 mod races;
 mod requests;
