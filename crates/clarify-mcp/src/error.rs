@@ -81,7 +81,9 @@ impl ToolError {
 /// Why serving MCP on stdio stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error("the MCP client did not initialize a session: {0}")]
+    #[error(
+        "no MCP session was opened ({0}); `clarify mcp` speaks MCP on stdin and stdout, for an MCP client to start"
+    )]
     Initialize(String),
     #[error("the MCP session ended abnormally: {0}")]
     Session(String),
