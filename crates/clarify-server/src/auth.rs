@@ -315,10 +315,10 @@ async fn start_session(
     (status = 204, description = "Session ended and cookie cleared")))]
 pub async fn logout(State(state): State<AppState>, caller: Caller, headers: HeaderMap) -> Response {
     let _ = caller;
-    if let Some(session) = cookie(&headers, SESSION_COOKIE) {
-        if let Err(e) = state.store.revoke_token(session).await {
-            return ApiError::store(&e).into_response();
-        }
+    if let Some(session) = cookie(&headers, SESSION_COOKIE)
+        && let Err(e) = state.store.revoke_token(session).await
+    {
+        return ApiError::store(&e).into_response();
     }
     let mut response = StatusCode::NO_CONTENT.into_response();
     let cleared = format!(

@@ -10,6 +10,7 @@
 //! - [`events`]: the `/v1/events` stream, fed from the store's event log;
 //! - [`links`]: signed single-use answer links `/a/<token>`;
 //! - `inbox`: the web inbox at `/` and its embedded assets;
+//! - [`mcp`]: the MCP tools over Streamable HTTP at `/mcp`, behind the API's keys;
 //! - [`webhooks`]: the delivery worker and its signatures;
 //! - [`metrics`], [`openapi`], [`wire`] (the JSON types), [`error`] (every error response).
 //!
@@ -22,6 +23,7 @@ pub mod events;
 mod html;
 mod inbox;
 pub mod links;
+pub mod mcp;
 pub mod metrics;
 pub mod openapi;
 pub mod webhooks;
@@ -61,6 +63,8 @@ pub struct Config {
     pub webhooks: webhooks::WebhookConfig,
     /// How long an inbox session lasts.
     pub session_ttl: chrono::TimeDelta,
+    /// The `/mcp` endpoint (its body limit is `body_limit`).
+    pub mcp: clarify_mcp::HttpOptions,
 }
 
 impl Config {
@@ -73,6 +77,7 @@ impl Config {
             event_poll: Duration::from_millis(100),
             webhooks: webhooks::WebhookConfig::default(),
             session_ttl: chrono::TimeDelta::days(7),
+            mcp: clarify_mcp::HttpOptions::default(),
         }
     }
 }
@@ -157,6 +162,7 @@ pub fn app(state: AppState) -> Router {
         .merge(api::routes())
         .merge(auth::routes())
         .merge(links::routes())
+        .merge(mcp::routes(&state))
         .route("/v1/events", get(events::stream))
         .route("/openapi.json", get(openapi::document))
         .route("/healthz", get(healthz))

@@ -141,12 +141,12 @@ async fn handle(client: &Client, input: &mut Input, record: Record) -> anyhow::R
                 break;
             };
             if let (QuestionKind::Approval(approval), Answer::Approval(a)) = (&q.kind, &mut answer)
+                && approval.allow_edit
+                && a.decision == clarify_core::Decision::Approve
             {
-                if approval.allow_edit && a.decision == clarify_core::Decision::Approve {
-                    match edited_arguments(input) {
-                        Some(edited) => a.edited_arguments = edited,
-                        None => return Ok(Done::EndOfInput),
-                    }
+                match edited_arguments(input) {
+                    Some(edited) => a.edited_arguments = edited,
+                    None => return Ok(Done::EndOfInput),
                 }
             }
             answers.insert(q.id.clone(), serde_json::to_value(&answer)?);

@@ -2,12 +2,13 @@
 //!
 //! Server commands (`serve`, `keys`) work on a store; client commands (`ask`, `inbox`, `answer`,
 //! `list`, `show`, `cancel`) talk HTTP to a running server at `CLARIFY_URL` with the key in
-//! `CLARIFY_TOKEN`. Errors are one line on stderr saying what went wrong and what to do.
+//! `CLARIFY_TOKEN`; `mcp` serves MCP on stdio over either. Errors are one line on stderr saying what went wrong and what to do.
 
 mod client;
 mod duration;
 mod inbox;
 mod keys;
+mod mcp;
 mod render;
 mod serve;
 
@@ -81,6 +82,11 @@ enum Command {
         )]
         db: String,
     },
+    /// Serve the MCP tools ask_human, ask_human_async and get_answer on stdio.
+    #[command(
+        after_help = "Uses the store in --db (the file `clarify serve` uses), or the server at CLARIFY_URL\nwith the key in CLARIFY_TOKEN. An MCP client configuration:\n  {\"mcpServers\": {\"clarify\": {\"command\": \"clarify\", \"args\": [\"mcp\"]}}}"
+    )]
+    Mcp(mcp::McpArgs),
     /// Print the LLM tool definition of `ask_human`.
     #[command(after_help = "Example:\n  clarify tools --format anthropic")]
     Tools {
@@ -170,5 +176,6 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::List(args) => client::list(args).await,
         Command::Show(args) => client::show(args).await,
         Command::Cancel(args) => client::cancel(args).await,
+        Command::Mcp(args) => mcp::run(args).await,
     }
 }

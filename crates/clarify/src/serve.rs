@@ -52,7 +52,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Completes on SIGTERM or Ctrl-C.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

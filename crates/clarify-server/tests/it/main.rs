@@ -6,6 +6,7 @@ mod chrome;
 mod events;
 mod inbox;
 mod links;
+mod mcp;
 mod openapi;
 mod outage;
 mod proxy;

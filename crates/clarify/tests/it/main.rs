@@ -4,5 +4,6 @@ mod cli;
 mod crash;
 mod faults;
 mod flood;
+mod mcp;
 mod serve;
 mod support;

@@ -69,10 +69,10 @@ impl Server {
         let deadline = Instant::now() + Duration::from_secs(20);
         let client = reqwest::Client::new();
         loop {
-            if let Ok(r) = client.get(format!("{}/healthz", self.url)).send().await {
-                if r.status().is_success() {
-                    return;
-                }
+            if let Ok(r) = client.get(format!("{}/healthz", self.url)).send().await
+                && r.status().is_success()
+            {
+                return;
             }
             if let Ok(Some(status)) = self.child.try_wait() {
                 panic!("clarify serve exited with {status}: {}", self.stderr());

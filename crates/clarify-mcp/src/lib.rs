@@ -1,0 +1,393 @@
+//! The clarify MCP server: `ask_human`, `ask_human_async` and `get_answer` for any MCP client.
+//!
+//! [`ClarifyMcp`] is one MCP server handler over an [`Upstream`], the place requests go: a store
+//! opened in this process ([`Embedded`], one tenant) or a running clarify server
+//! ([`clarify_client::Client`], one key). [`ClarifyMcp::serve_stdio`] speaks MCP on stdin and
+//! stdout (`clarify mcp`); [`http_service`] is the Streamable HTTP endpoint a host mounts
+//! behind its own authentication (`/mcp` on `clarify serve`), where each call runs in the
+//! tenant of the [`HttpCaller`] the host attached to the HTTP request.
+//!
+//! The tools:
+//! - `ask_human` creates the request and waits for its outcome, sending `notifications/progress`
+//!   every [`Options::progress_interval`] (10 s by default) when the client asked for progress,
+//!   so clients with request timeouts keep waiting. When the client cancels the call
+//!   (`notifications/cancelled`) or goes away (stdin closes, the HTTP session ends), the request
+//!   is cancelled too: nobody would receive its answer. When the HTTP host shuts down instead,
+//!   the call returns the still-pending request id, so the agent can pick the answer up with
+//!   `get_answer` from another instance.
+//! - `ask_human_async` creates the request and returns `{request_id}` at once.
+//! - `get_answer` waits up to `wait_seconds` (at most 50) for the outcome, or returns
+//!   `{request_id, status: "pending"}`; cancelling it leaves the request alone.
+//!
+//! Arguments that do not make a valid request come back as a tool error (`isError: true`) with
+//! the validation message, so the model can correct itself. This is the only crate that uses
+//! `rmcp`.
+
+mod error;
+mod http;
+mod tools;
+mod upstream;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use error::{ServeError, ToolError};
+pub use http::{HttpCaller, HttpOptions, HttpService, http_service};
+pub use tools::{
+    ASK_HUMAN, ASK_HUMAN_ASYNC, DEFAULT_WAIT_SECONDS, GET_ANSWER, MAX_WAIT_SECONDS, definitions,
+    summary,
+};
+pub use upstream::{Embedded, Observer, Upstream};
+
+/// How often a waiting call reports progress. Clients commonly give up on a request after 60 s
+/// without a message, and the contract promises one at least every 15 s.
+pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(10);
+
+/// What `ask_human` returns when the server shuts down while it waits.
+const SHUTDOWN_NOTE: &str = "the clarify server is shutting down, but the question is still open; \
+call get_answer with this request_id to receive the answer";
+
+/// The first and the longest pause before asking an unreachable store or server again.
+const RETRY_FIRST: Duration = Duration::from_millis(200);
+const RETRY_MAX: Duration = Duration::from_secs(4);
+
+const INSTRUCTIONS: &str = "clarify lets you ask a human and wait for the answer. Call ask_human \
+when you are blocked on a decision only a person can make; it returns the answer (or says the \
+human skipped, did not answer in time, or the question was cancelled). For long waits, \
+ask_human_async returns a request_id at once and get_answer fetches the answer later.";
+
+/// How the tools behave.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// How often a waiting call sends `notifications/progress` (when the client sent a progress
+    /// token).
+    pub progress_interval: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            progress_interval: DEFAULT_PROGRESS_INTERVAL,
+        }
+    }
+}
+
+/// The MCP server handler; cheap to clone (every HTTP session gets a clone).
+#[derive(Debug, Clone)]
+pub struct ClarifyMcp {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    target: Target,
+    options: Options,
+    /// Every tool call in flight, so the host can let them finish (and cancel their requests)
+    /// before the process ends.
+    calls: TaskTracker,
+    /// Cancelled when the host shuts down: waiting calls return the pending request id.
+    shutdown: CancellationToken,
+}
+
+#[derive(Debug)]
+enum Target {
+    /// Every call goes to the same place (stdio).
+    Fixed(Upstream),
+    /// Each call goes to this store, in the tenant of the HTTP caller.
+    PerCaller(Embedded),
+}
+
+/// For whom and where one call works.
+#[derive(Debug)]
+struct Party {
+    upstream: Upstream,
+    /// Recorded as the request's `agent` when the arguments name none.
+    agent: Option<String>,
+    /// Recorded as who cancelled, when a call is cancelled.
+    actor: String,
+}
+
+/// How a wait ended.
+#[derive(Debug)]
+enum Waited {
+    Resolved(Value),
+    /// The wait's own deadline passed.
+    Pending,
+    /// The client cancelled the call or went away.
+    Cancelled,
+    ShuttingDown,
+}
+
+impl ClarifyMcp {
+    /// A server whose every call goes to `upstream`.
+    pub fn new(upstream: Upstream, options: Options) -> Self {
+        Self::build(Target::Fixed(upstream), options, CancellationToken::new())
+    }
+
+    fn build(target: Target, options: Options, shutdown: CancellationToken) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                target,
+                options,
+                calls: TaskTracker::new(),
+                shutdown,
+            }),
+        }
+    }
+
+    /// Serves MCP on stdin and stdout until the client closes stdin or `stop` completes, then
+    /// lets calls in flight finish (cancelling their requests). Only protocol messages are
+    /// written to stdout.
+    pub async fn serve_stdio(self, stop: impl Future<Output = ()>) -> Result<(), ServeError> {
+        let running = self
+            .clone()
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| ServeError::Initialize(e.to_string()))?;
+        let cancel = running.cancellation_token();
+        let waiting = running.waiting();
+        tokio::pin!(waiting);
+        let ended = tokio::select! {
+            ended = &mut waiting => ended,
+            () = stop => {
+                cancel.cancel();
+                waiting.await
+            }
+        };
+        self.finish(Duration::from_secs(10)).await;
+        ended
+            .map(|reason| tracing::debug!(?reason, "MCP session ended"))
+            .map_err(|e| ServeError::Session(e.to_string()))
+    }
+
+    /// Waits up to `within` for the calls in flight to finish; no new call is tracked after.
+    pub async fn finish(&self, within: Duration) {
+        self.inner.calls.close();
+        if tokio::time::timeout(within, self.inner.calls.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                calls = self.inner.calls.len(),
+                "MCP calls still running at exit; their requests stay pending until they expire"
+            );
+        }
+    }
+
+    fn party(&self, context: &RequestContext<RoleServer>) -> Result<Party, ToolError> {
+        let client = context
+            .peer
+            .peer_info()
+            .map(|info| info.client_info.name.trim().to_owned())
+            .filter(|name| !name.is_empty());
+        match &self.inner.target {
+            Target::Fixed(upstream) => Ok(Party {
+                upstream: upstream.clone(),
+                actor: client.clone().unwrap_or_else(|| "mcp".to_owned()),
+                agent: client,
+            }),
+            Target::PerCaller(embedded) => {
+                let caller = context
+                    .extensions
+                    .get::<::http::request::Parts>()
+                    .and_then(|parts| parts.extensions.get::<HttpCaller>())
+                    .ok_or(ToolError::NoCaller)?;
+                Ok(Party {
+                    upstream: Upstream::Store(embedded.for_tenant(&caller.tenant)),
+                    agent: client.or_else(|| Some(caller.name.clone())),
+                    actor: caller.name.clone(),
+                })
+            }
+        }
+    }
+
+    async fn ask_human(
+        &self,
+        party: &Party,
+        args: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ToolError> {
+        let opened = party.upstream.ask(args, party.agent.as_deref()).await?;
+        match self
+            .wait(party, &opened.id, opened.timeout, None, context)
+            .await?
+        {
+            Waited::Resolved(outcome) => Ok(tools::outcome(outcome)),
+            Waited::Cancelled => {
+                tracing::info!(id = %opened.id, "the MCP client cancelled ask_human; cancelling the request");
+                let outcome = party.upstream.cancel(&opened.id, &party.actor).await?;
+                Ok(tools::outcome(outcome))
+            }
+            Waited::ShuttingDown => Ok(tools::pending(&opened.id, Some(SHUTDOWN_NOTE))),
+            Waited::Pending => Ok(tools::pending(&opened.id, None)),
+        }
+    }
+
+    async fn get_answer(
+        &self,
+        party: &Party,
+        args: &Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ToolError> {
+        let args = tools::get_answer_args(args)?;
+        let deadline = Instant::now() + args.wait;
+        Ok(
+            match self
+                .wait(party, &args.request_id, None, Some(deadline), context)
+                .await?
+            {
+                Waited::Resolved(outcome) => tools::outcome(outcome),
+                Waited::ShuttingDown => tools::pending(&args.request_id, Some(SHUTDOWN_NOTE)),
+                Waited::Pending | Waited::Cancelled => tools::pending(&args.request_id, None),
+            },
+        )
+    }
+
+    /// Waits for request `id` until it resolves, `deadline` passes, the client cancels or the
+    /// host shuts down; reports progress meanwhile. `timeout` is the request's own time limit,
+    /// shown as the progress total.
+    async fn wait(
+        &self,
+        party: &Party,
+        id: &str,
+        timeout: Option<Duration>,
+        deadline: Option<Instant>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Waited, ToolError> {
+        let interval = self
+            .inner
+            .options
+            .progress_interval
+            .max(Duration::from_millis(10));
+        let token = context.meta.get_progress_token();
+        let started = Instant::now();
+        let mut next_progress = started + interval;
+        let mut backoff = RETRY_FIRST;
+        loop {
+            let until = deadline.map_or(next_progress, |d| d.min(next_progress));
+            let slice = until.saturating_duration_since(Instant::now());
+            let step = async {
+                let polled = party.upstream.poll(id, slice).await;
+                if let Err(e) = &polled
+                    && e.is_transient()
+                {
+                    tracing::warn!(error = %e, "waiting for request {id}; retrying");
+                    tokio::time::sleep(backoff).await;
+                }
+                polled
+            };
+            let polled = tokio::select! {
+                biased;
+                () = context.ct.cancelled() => return Ok(Waited::Cancelled),
+                () = self.inner.shutdown.cancelled() => return Ok(Waited::ShuttingDown),
+                polled = step => polled,
+            };
+            match polled {
+                Ok(upstream::Polled::Resolved(outcome)) => return Ok(Waited::Resolved(outcome)),
+                Ok(upstream::Polled::Pending) => backoff = RETRY_FIRST,
+                Err(e) if e.is_transient() => backoff = (backoff * 2).min(RETRY_MAX),
+                Err(e) => return Err(e),
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Ok(Waited::Pending);
+            }
+            if now >= next_progress {
+                if let Some(token) = &token {
+                    let elapsed = now.duration_since(started);
+                    let mut progress =
+                        ProgressNotificationParam::new(token.clone(), elapsed.as_secs_f64())
+                            .with_message(progress_message(elapsed, timeout));
+                    if let Some(total) = timeout {
+                        progress.total = Some(total.as_secs_f64());
+                        progress.progress = progress.progress.min(total.as_secs_f64());
+                    }
+                    if let Err(e) = context.peer.notify_progress(progress).await {
+                        tracing::debug!(error = %e, "a progress notification was not sent");
+                    }
+                }
+                next_progress = now + interval;
+            }
+        }
+    }
+}
+
+fn progress_message(elapsed: Duration, timeout: Option<Duration>) -> String {
+    let waited = clarify_core::humanize_seconds(elapsed.as_secs());
+    match timeout {
+        Some(t) => format!(
+            "waiting for a human to answer: {waited} so far; the question expires after {}",
+            clarify_core::humanize_seconds(t.as_secs())
+        ),
+        None => format!("waiting for a human to answer: {waited} so far"),
+    }
+}
+
+impl ServerHandler for ClarifyMcp {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        info.server_info = Implementation::new("clarify", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(INSTRUCTIONS.to_owned());
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(definitions()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        definitions().into_iter().find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.as_ref();
+        if ![ASK_HUMAN, ASK_HUMAN_ASYNC, GET_ANSWER].contains(&name) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool {name:?}; the tools are {ASK_HUMAN}, {ASK_HUMAN_ASYNC} and {GET_ANSWER}"
+                ),
+                None,
+            ));
+        }
+        let _in_flight = self.inner.calls.token();
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let result = match self.party(&context) {
+            Err(e) => Err(e),
+            Ok(party) => match name {
+                ASK_HUMAN => self.ask_human(&party, args, &context).await,
+                ASK_HUMAN_ASYNC => party
+                    .upstream
+                    .ask(args, party.agent.as_deref())
+                    .await
+                    .map(|opened| tools::asked(&opened.id)),
+                _ => self.get_answer(&party, &args, &context).await,
+            },
+        };
+        Ok(result
+            .unwrap_or_else(|e| {
+                tracing::debug!(tool = name, error = %e, "tool call failed");
+                tools::error(&e)
+            })
+            .into())
+    }
+}

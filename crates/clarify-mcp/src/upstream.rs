@@ -1,0 +1,205 @@
+//! Where requests go: a store opened in this process, or a clarify server over HTTP.
+//!
+//! Both take the same raw tool arguments and give back the same outcome JSON, so the tools do
+//! not care which one they talk to. On a store, the arguments enter the domain through
+//! [`clarify_core::parse_request`] here; on a server, the server does exactly that with its own
+//! limits (a server may allow more options than the default), and its refusal comes back with
+//! the same message.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clarify_client::{Client, ClientError, Record};
+use clarify_core::Limits;
+use clarify_store::{Actor, RequestRecord, ResolveError, Store};
+use serde_json::Value;
+
+use crate::error::ToolError;
+
+/// Hears about changes made through the MCP tools on an in-process store, so the host (the
+/// HTTP server) can wake its event streams and count them, as it does for its own routes.
+pub trait Observer: Send + Sync + fmt::Debug {
+    fn created(&self, record: &RequestRecord);
+    fn resolved(&self, record: &RequestRecord);
+}
+
+/// Where the tools send requests.
+#[derive(Debug, Clone)]
+pub enum Upstream {
+    /// A store opened by this process, for one tenant.
+    Store(Embedded),
+    /// A clarify server, through its HTTP API with one key (whose tenant scopes everything).
+    Server(Client),
+}
+
+/// A store and the tenant whose requests the tools create and read.
+#[derive(Debug, Clone)]
+pub struct Embedded {
+    store: Store,
+    tenant: String,
+    limits: Limits,
+    observer: Option<Arc<dyn Observer>>,
+}
+
+impl Embedded {
+    pub fn new(store: Store, tenant: impl Into<String>, limits: Limits) -> Self {
+        Self {
+            store,
+            tenant: tenant.into(),
+            limits,
+            observer: None,
+        }
+    }
+
+    pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// The same store and limits for another tenant.
+    pub(crate) fn for_tenant(&self, tenant: &str) -> Self {
+        Self {
+            tenant: tenant.to_owned(),
+            ..self.clone()
+        }
+    }
+}
+
+/// A request just asked.
+#[derive(Debug)]
+pub(crate) struct Opened {
+    pub id: String,
+    /// How long the human has, from creation; `None` when it never expires.
+    pub timeout: Option<Duration>,
+}
+
+/// Where a request stands.
+#[derive(Debug)]
+pub(crate) enum Polled {
+    /// Resolved: the outcome JSON.
+    Resolved(Value),
+    Pending,
+}
+
+impl Upstream {
+    /// Creates a request from raw tool arguments. `agent` names the asking agent when the
+    /// arguments do not.
+    pub(crate) async fn ask(
+        &self,
+        mut raw: Value,
+        agent: Option<&str>,
+    ) -> Result<Opened, ToolError> {
+        match self {
+            Self::Store(e) => {
+                let mut request = clarify_core::parse_request(&raw, &e.limits)?;
+                if request.agent.is_none() {
+                    request.agent = agent.map(str::to_owned);
+                }
+                let created = e.store.create(&e.tenant, request).await?;
+                if created.created
+                    && let Some(o) = &e.observer
+                {
+                    o.created(&created.record);
+                }
+                let record = created.record;
+                let timeout = record
+                    .expires_at
+                    .and_then(|at| (at - record.created_at).to_std().ok());
+                Ok(Opened {
+                    id: record.id,
+                    timeout,
+                })
+            }
+            Self::Server(client) => {
+                if let (Some(obj), Some(agent)) = (raw.as_object_mut(), agent)
+                    && obj.get("agent").is_none_or(Value::is_null)
+                {
+                    obj.insert("agent".to_owned(), Value::String(agent.to_owned()));
+                }
+                let (record, _) = client
+                    .create(&raw)
+                    .await
+                    .map_err(|e| ToolError::from_client(e, None))?;
+                Ok(Opened {
+                    id: record.id().to_owned(),
+                    timeout: remote_timeout(&record),
+                })
+            }
+        }
+    }
+
+    /// Waits up to `wait` for the request to resolve (a zero wait only looks).
+    pub(crate) async fn poll(&self, id: &str, wait: Duration) -> Result<Polled, ToolError> {
+        match self {
+            Self::Store(e) => {
+                let record = e
+                    .store
+                    .wait(&e.tenant, id, wait)
+                    .await
+                    .map_err(|err| ToolError::from_resolve(err, id))?;
+                Ok(match record.outcome() {
+                    Some(outcome) => Polled::Resolved(crate::tools::json(&outcome)),
+                    None => Polled::Pending,
+                })
+            }
+            Self::Server(client) => {
+                let record = if wait.is_zero() {
+                    client.get(id).await
+                } else {
+                    // The API long-polls in whole seconds.
+                    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                    client.wait(id, seconds).await
+                }
+                .map_err(|e| ToolError::from_client(e, Some(id)))?;
+                Ok(match record.outcome() {
+                    Some(outcome) => Polled::Resolved(outcome.clone()),
+                    None => Polled::Pending,
+                })
+            }
+        }
+    }
+
+    /// Cancels the request on behalf of `by`; the outcome it now has (someone else's, when
+    /// another resolution came first).
+    pub(crate) async fn cancel(&self, id: &str, by: &str) -> Result<Value, ToolError> {
+        match self {
+            Self::Store(e) => {
+                let record = match e.store.cancel(&e.tenant, id, &Actor::new(by, "mcp")).await {
+                    Ok(record) => {
+                        if let Some(o) = &e.observer {
+                            o.resolved(&record);
+                        }
+                        record
+                    }
+                    Err(ResolveError::AlreadyResolved(record)) => *record,
+                    Err(err) => return Err(ToolError::from_resolve(err, id)),
+                };
+                Ok(record
+                    .outcome()
+                    .map_or(Value::Null, |o| crate::tools::json(&o)))
+            }
+            Self::Server(client) => {
+                let record = match client.cancel(id).await {
+                    Ok(record) => record,
+                    Err(ClientError::Api {
+                        record: Some(record),
+                        ..
+                    }) => *record,
+                    Err(err) => return Err(ToolError::from_client(err, Some(id))),
+                };
+                Ok(record.outcome().cloned().unwrap_or(Value::Null))
+            }
+        }
+    }
+}
+
+/// A server record's time limit: from `created_at` to `expires_at`.
+fn remote_timeout(record: &Record) -> Option<Duration> {
+    let at = |field: &str| {
+        record.0[field]
+            .as_str()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+    };
+    (at("expires_at")? - at("created_at")?).to_std().ok()
+}

@@ -1,0 +1,80 @@
+//! `clarify mcp`: the MCP server on stdio, for MCP clients that start it as a subprocess.
+//!
+//! By default it opens the store itself (`--db`, the same SQLite file `clarify serve` uses), so
+//! a person answers through that server's inbox; with `CLARIFY_URL` set it sends every request
+//! to that server instead, with the key in `CLARIFY_TOKEN`. stdout carries only MCP messages;
+//! logs go to stderr (warnings and errors unless `RUST_LOG` says otherwise).
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Args;
+use clarify_client::Client;
+use clarify_core::Limits;
+use clarify_mcp::{ClarifyMcp, Embedded, Options, Upstream};
+use clarify_store::{Store, StoreOptions};
+
+use crate::duration::parse_duration;
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// The store, when no server is named: sqlite://PATH (by default the file `clarify serve`
+    /// uses in this directory), postgres://..., or memory:.
+    #[arg(long, env = "CLARIFY_DB", default_value = "sqlite://clarify.db")]
+    db: String,
+    /// The tenant whose requests are created and read in the store.
+    #[arg(long, default_value = "default")]
+    tenant: String,
+    /// The most options a question may have in the store (1 to 24).
+    #[arg(long, default_value_t = 4)]
+    max_options: usize,
+    /// A clarify server to send requests to instead of opening a store.
+    #[arg(long, env = "CLARIFY_URL")]
+    url: Option<String>,
+    /// The server's API key (an agent key), with --url.
+    #[arg(long, env = "CLARIFY_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// How often a waiting ask_human sends a progress notification.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    progress_interval: Duration,
+}
+
+pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_ansi(std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal())
+        .init();
+    if args.progress_interval.is_zero() {
+        anyhow::bail!("--progress-interval must be longer than 0, e.g. 10s");
+    }
+    let upstream = match args.url.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
+        Some(url) => {
+            if args.token.as_deref().is_none_or(str::is_empty) {
+                tracing::warn!(
+                    "CLARIFY_TOKEN is not set; {url} will refuse requests without a key"
+                );
+            }
+            Upstream::Server(Client::new(url, args.token.clone())?)
+        }
+        None => {
+            let limits = Limits::new(args.max_options, Limits::DEFAULT_TIMEOUT_SECONDS)
+                .map_err(|e| anyhow::anyhow!("--max-options: {e}"))?;
+            let store = Store::open(&args.db, StoreOptions::default())
+                .await
+                .with_context(|| format!("cannot open the store {}", args.db))?;
+            Upstream::Store(Embedded::new(store, args.tenant, limits))
+        }
+    };
+    let options = Options {
+        progress_interval: args.progress_interval,
+    };
+    ClarifyMcp::new(upstream, options)
+        .serve_stdio(crate::serve::shutdown_signal())
+        .await?;
+    Ok(ExitCode::SUCCESS)
+}

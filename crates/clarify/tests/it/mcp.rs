@@ -1,0 +1,585 @@
+//! `clarify mcp` driven as an MCP client drives it: the real binary on stdio, spoken to through
+//! rmcp's client (initialize, tools/list, tools/call, progress, cancellation), and once byte by
+//! byte to check that stdout carries nothing but JSON-RPC. Answers come from a second party: the
+//! same SQLite file opened by the test (embedded mode), or a `clarify serve` process (remote
+//! mode, `CLARIFY_URL`).
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use clarify_store::{Actor, Clarify, ListQuery, RequestRecord, Store, StoreOptions};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
+    ClientRequest, Implementation, ProgressNotificationParam, ProtocolVersion, ServerResult,
+};
+use rmcp::service::{
+    NotificationContext, PeerRequestOptions, RequestHandle, RoleClient, RunningService,
+};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use crate::support::{self, Api, BIN, Server};
+
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// The client side: records every progress notification.
+#[derive(Clone)]
+struct Listener {
+    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+}
+
+impl ClientHandler for Listener {
+    fn get_info(&self) -> ClientConfig {
+        let mut config = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("test-agent", "1.0"),
+        );
+        config.protocol_version = ProtocolVersion::V_2025_06_18;
+        config
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.progress.send(params);
+    }
+}
+
+/// A connected MCP client of one `clarify mcp` process.
+struct Agent {
+    client: RunningService<RoleClient, Listener>,
+    progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+}
+
+impl Agent {
+    /// Starts `clarify mcp ARGS` with `env` and initializes a session.
+    async fn start(args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut command = tokio::process::Command::new(BIN);
+        command
+            .arg("mcp")
+            .args(args)
+            .env("NO_COLOR", "1")
+            .env_remove("CLARIFY_URL")
+            .env_remove("CLARIFY_TOKEN")
+            .env_remove("CLARIFY_DB");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let (transport, _) = TokioChildProcess::builder(command)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("clarify mcp starts");
+        let (tx, progress) = mpsc::unbounded_channel();
+        let client = tokio::time::timeout(PATIENCE, Listener { progress: tx }.serve(transport))
+            .await
+            .expect("initialized in time")
+            .expect("the session initializes");
+        Self { client, progress }
+    }
+
+    /// Calls `tool` and waits for its result.
+    async fn call(&self, tool: &str, args: Value) -> CallToolResult {
+        let handle = self.begin(tool, args).await;
+        finish(handle).await
+    }
+
+    /// Sends a call without waiting for it (so it can be cancelled).
+    async fn begin(&self, tool: &str, args: Value) -> RequestHandle<RoleClient> {
+        let Value::Object(args) = args else {
+            panic!("tool arguments are an object")
+        };
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        self.client
+            .peer()
+            .send_cancellable_request(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                PeerRequestOptions::no_options(),
+            )
+            .await
+            .expect("the call is sent")
+    }
+
+    /// The next progress notification.
+    async fn next_progress(&mut self) -> ProgressNotificationParam {
+        tokio::time::timeout(PATIENCE, self.progress.recv())
+            .await
+            .expect("a progress notification in time")
+            .expect("the client is running")
+    }
+}
+
+async fn finish(handle: RequestHandle<RoleClient>) -> CallToolResult {
+    let response = tokio::time::timeout(PATIENCE, handle.await_response())
+        .await
+        .expect("the call returns in time")
+        .expect("the call succeeds at the protocol level");
+    match response {
+        ServerResult::CallToolResult(result) => result,
+        other => panic!("not a tool result: {other:?}"),
+    }
+}
+
+/// The first text block of a result.
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .unwrap_or_default()
+}
+
+fn structured(result: &CallToolResult) -> &Value {
+    result
+        .structured_content
+        .as_ref()
+        .expect("structured content")
+}
+
+fn question(text: &str) -> Value {
+    json!({"questions": [{
+        "question": text,
+        "kind": "single",
+        "options": [{"label": "Postgres"}, {"label": "SQLite"}],
+    }]})
+}
+
+/// A second party on the same store as the `clarify mcp` process.
+struct Person {
+    clarify: Clarify,
+}
+
+impl Person {
+    async fn open(db: &str) -> Self {
+        let store = Store::open(db, StoreOptions::default())
+            .await
+            .expect("store opens");
+        Self {
+            clarify: Clarify::new(store).with_actor(Actor::new("alice", "test")),
+        }
+    }
+
+    async fn pending(&self) -> Vec<RequestRecord> {
+        let query = ListQuery {
+            status: Some(clarify_core::Status::Pending),
+            ..ListQuery::default()
+        };
+        self.clarify.list(&query).await.expect("listed").records
+    }
+
+    /// Waits until a request with `text` is pending; returns it.
+    async fn wait_pending(&self, text: &str) -> RequestRecord {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            if let Some(r) = self
+                .pending()
+                .await
+                .into_iter()
+                .find(|r| r.request.questions[0].text == text)
+            {
+                return r;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no pending request {text:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until request `id` is resolved; returns its status.
+    async fn wait_resolved(&self, id: &str) -> RequestRecord {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let record = self.clarify.get(id).await.expect("read").expect("exists");
+            if record.status.is_resolved() {
+                return record;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "request {id} still pending"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn temp_db(name: &str) -> String {
+    support::sqlite_url(&support::temp_dir(name))
+}
+
+#[tokio::test]
+async fn lists_the_three_tools_with_the_committed_schema() {
+    let db = temp_db("mcp-list");
+    let agent = Agent::start(&["--db", &db], &[]).await;
+    let info = agent.client.peer_info().expect("server info");
+    assert_eq!(
+        info.server_info.as_ref().map(|i| i.name.as_str()),
+        Some("clarify")
+    );
+    assert!(info.capabilities.tools.is_some());
+    let tools = agent.client.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["ask_human", "ask_human_async", "get_answer"]);
+    let committed: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tools/ask_human.mcp.json"
+        ))
+        .expect("committed definition"),
+    )
+    .expect("JSON");
+    assert_eq!(tools[0].schema_as_json_value(), committed["inputSchema"]);
+    assert_eq!(tools[1].schema_as_json_value(), committed["inputSchema"]);
+    assert_eq!(
+        tools[0].description.as_deref(),
+        committed["description"].as_str()
+    );
+    assert_eq!(
+        tools[2].schema_as_json_value()["properties"]["wait_seconds"]["maximum"],
+        50
+    );
+}
+
+#[tokio::test]
+async fn ask_human_reports_progress_until_a_person_answers() {
+    let db = temp_db("mcp-ask");
+    let mut agent = Agent::start(&["--db", &db, "--progress-interval", "200ms"], &[]).await;
+    let person = Person::open(&db).await;
+    let call = agent.begin("ask_human", question("Which database?")).await;
+    let token = call.progress_token.clone();
+    let record = person.wait_pending("Which database?").await;
+    assert_eq!(record.request.agent.as_deref(), Some("test-agent"));
+
+    let first = agent.next_progress().await;
+    let second = agent.next_progress().await;
+    assert_eq!(first.progress_token, token);
+    assert!(second.progress > first.progress, "progress increases");
+    assert_eq!(first.total, Some(3600.0), "the request's time limit");
+    assert!(
+        first
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("waiting for a human")),
+        "{first:?}"
+    );
+
+    person
+        .clarify
+        .answer(&record.id, &json!({"option": "postgres"}))
+        .await
+        .expect("answered");
+    let result = finish(call).await;
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(text(&result), "answered by alice: Postgres");
+    let outcome = structured(&result);
+    assert_eq!(outcome["request_id"], record.id.as_str());
+    assert_eq!(outcome["status"], "answered");
+    assert_eq!(outcome["questions"][0]["answer"], "Postgres");
+    assert_eq!(outcome["questions"][0]["mode"], "option");
+}
+
+#[tokio::test]
+async fn ask_human_async_then_get_answer() {
+    let db = temp_db("mcp-async");
+    let mut agent = Agent::start(&["--db", &db, "--progress-interval", "200ms"], &[]).await;
+    let person = Person::open(&db).await;
+    let asked = agent.call("ask_human_async", question("Deploy?")).await;
+    assert_eq!(asked.is_error, Some(false));
+    let id = structured(&asked)["request_id"]
+        .as_str()
+        .expect("request_id")
+        .to_owned();
+    assert_eq!(structured(&asked), &json!({"request_id": id}));
+
+    let pending = agent
+        .call("get_answer", json!({"request_id": id, "wait_seconds": 0}))
+        .await;
+    assert_eq!(
+        structured(&pending),
+        &json!({"request_id": id, "status": "pending"})
+    );
+
+    // A get_answer that is waiting (it reports progress) returns as soon as the answer arrives.
+    let waiting = agent
+        .begin("get_answer", json!({"request_id": id, "wait_seconds": 50}))
+        .await;
+    assert_eq!(
+        agent.next_progress().await.progress_token,
+        waiting.progress_token
+    );
+    person
+        .clarify
+        .answer(&id, &json!({"option": "sqlite"}))
+        .await
+        .expect("answered");
+    let answered = finish(waiting).await;
+    assert_eq!(structured(&answered)["status"], "answered");
+    assert_eq!(text(&answered), "answered by alice: SQLite");
+
+    let too_long = agent
+        .call("get_answer", json!({"request_id": id, "wait_seconds": 120}))
+        .await;
+    assert_eq!(too_long.is_error, Some(true));
+    assert!(text(&too_long).contains("0 to 50"), "{}", text(&too_long));
+    let unknown = agent
+        .call("get_answer", json!({"request_id": "nope"}))
+        .await;
+    assert_eq!(unknown.is_error, Some(true));
+    assert_eq!(structured(&unknown)["error"]["code"], "not_found");
+}
+
+#[tokio::test]
+async fn invalid_input_is_a_tool_error_and_stores_nothing() {
+    let db = temp_db("mcp-invalid");
+    let agent = Agent::start(&["--db", &db], &[]).await;
+    let person = Person::open(&db).await;
+    let five = json!({"questions": [{
+        "question": "Which one?", "kind": "single",
+        "options": ["a", "b", "c", "d", "e"],
+    }]});
+    for tool in ["ask_human", "ask_human_async"] {
+        let result = agent.call(tool, five.clone()).await;
+        assert_eq!(result.is_error, Some(true));
+        let message = text(&result);
+        assert!(
+            message.contains("questions[0].options") && message.contains("at most 4"),
+            "{message}"
+        );
+    }
+    let empty = agent.call("ask_human", json!({})).await;
+    assert_eq!(empty.is_error, Some(true));
+    assert!(text(&empty).contains("question"), "{}", text(&empty));
+    assert!(person.pending().await.is_empty(), "nothing was stored");
+}
+
+#[tokio::test]
+async fn cancelling_ask_human_cancels_the_request() {
+    let db = temp_db("mcp-cancel");
+    let agent = Agent::start(&["--db", &db], &[]).await;
+    let person = Person::open(&db).await;
+    let call = agent.begin("ask_human", question("Drop the table?")).await;
+    let record = person.wait_pending("Drop the table?").await;
+    call.cancel(Some("the user changed their mind".to_owned()))
+        .await
+        .expect("cancellation sent");
+    let resolved = person.wait_resolved(&record.id).await;
+    assert_eq!(resolved.status, clarify_core::Status::Cancelled);
+    let outcome = resolved.outcome().expect("outcome");
+    assert_eq!(outcome.answered_by.as_deref(), Some("test-agent"));
+}
+
+/// A `clarify serve` process with an agent key for the MCP side and a responder key.
+async fn remote(name: &str) -> (Server, String, Api) {
+    let dir = support::temp_dir(name);
+    let db = support::sqlite_url(&dir);
+    let agent_key = support::create_key(&db, "agent", "bot", "default");
+    let responder = support::create_key(&db, "responder", "alice", "default");
+    let server = Server::start(&db, &[]).await;
+    let api = Api::new(&server.url, &responder);
+    (server, agent_key, api)
+}
+
+async fn wait_remote(api: &Api, text: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let (_, page) = api.get("/v1/requests?status=pending").await;
+        if let Some(r) = page["requests"]
+            .as_array()
+            .and_then(|rs| rs.iter().find(|r| r["questions"][0]["text"] == text))
+        {
+            return r.clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no pending {text:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn remote_mode_asks_through_the_server() {
+    let (server, key, api) = remote("mcp-remote").await;
+    let env = [
+        ("CLARIFY_URL", server.url.as_str()),
+        ("CLARIFY_TOKEN", key.as_str()),
+    ];
+    let mut agent = Agent::start(&["--progress-interval", "200ms"], &env).await;
+
+    let call = agent.begin("ask_human", question("Which database?")).await;
+    let record = wait_remote(&api, "Which database?").await;
+    assert_eq!(record["agent"], "test-agent");
+    let progress = agent.next_progress().await;
+    assert_eq!(progress.total, Some(3600.0));
+    let id = record["id"].as_str().expect("id");
+    let (status, _) = api
+        .post(
+            &format!("/v1/requests/{id}/answer"),
+            json!({"option": "postgres"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let result = finish(call).await;
+    assert_eq!(text(&result), "answered by alice: Postgres");
+    assert_eq!(structured(&result)["request_id"], id);
+
+    let asked = agent.call("ask_human_async", question("Deploy?")).await;
+    let id = structured(&asked)["request_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let pending = agent
+        .call("get_answer", json!({"request_id": id, "wait_seconds": 0}))
+        .await;
+    assert_eq!(structured(&pending)["status"], "pending");
+    api.post(
+        &format!("/v1/requests/{id}/answer"),
+        json!({"option": "sqlite"}),
+    )
+    .await;
+    let answered = agent
+        .call("get_answer", json!({"request_id": id, "wait_seconds": "5"}))
+        .await;
+    assert_eq!(structured(&answered)["questions"][0]["answer"], "SQLite");
+
+    // The server's own limits and messages apply.
+    let invalid = agent
+        .call(
+            "ask_human",
+            json!({"questions": [{"question": " ", "kind": "open"}]}),
+        )
+        .await;
+    assert_eq!(invalid.is_error, Some(true));
+    assert!(
+        text(&invalid).contains("questions[0]"),
+        "{}",
+        text(&invalid)
+    );
+}
+
+#[tokio::test]
+async fn remote_mode_cancels_on_the_server() {
+    let (server, key, api) = remote("mcp-remote-cancel").await;
+    let env = [
+        ("CLARIFY_URL", server.url.as_str()),
+        ("CLARIFY_TOKEN", key.as_str()),
+    ];
+    let agent = Agent::start(&[], &env).await;
+    let call = agent.begin("ask_human", question("Drop the table?")).await;
+    let record = wait_remote(&api, "Drop the table?").await;
+    let id = record["id"].as_str().expect("id");
+    call.cancel(None).await.expect("cancellation sent");
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let (_, record) = api.get(&format!("/v1/requests/{id}")).await;
+        if record["status"] == "cancelled" {
+            assert_eq!(record["outcome"]["answered_by"], "bot");
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{record}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Speaks JSON-RPC by hand, with debug logging on: every stdout line must be a JSON-RPC message
+/// (logs go to stderr), and closing stdin ends the process and cancels the `ask_human` still
+/// waiting, while a request asked with `ask_human_async` stays open.
+#[tokio::test]
+async fn stdout_carries_only_json_rpc_and_closing_stdin_cancels_the_wait() {
+    let db = temp_db("mcp-raw");
+    let person = Person::open(&db).await;
+    let mut child = tokio::process::Command::new(BIN)
+        .args(["mcp", "--db", &db])
+        .env("RUST_LOG", "debug")
+        .env("NO_COLOR", "1")
+        .env_remove("CLARIFY_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("clarify mcp starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut stderr = child.stderr.take().expect("stderr");
+    let stderr_text = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text).await;
+        text
+    });
+
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "ask_human_async", "arguments": question("Kept open?")}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "ask_human", "arguments": question("Still there?")}}),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+            "name": "no_such_tool", "arguments": {}}}),
+    ];
+    for message in &messages {
+        stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .expect("written");
+    }
+    stdin.flush().await.expect("flushed");
+
+    let mut lines = Vec::new();
+    let mut answered = std::collections::BTreeSet::new();
+    while answered.len() < 4 {
+        let line = tokio::time::timeout(PATIENCE, stdout.next_line())
+            .await
+            .expect("a reply in time")
+            .expect("stdout readable")
+            .expect("stdout open");
+        let reply: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
+        if let Some(id) = reply["id"].as_u64() {
+            answered.insert(id);
+        }
+        lines.push(reply);
+    }
+    assert_eq!(answered.into_iter().collect::<Vec<_>>(), [1, 2, 3, 5]);
+    let unknown = lines.iter().find(|l| l["id"] == 5).expect("reply 5");
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+
+    let waiting = person.wait_pending("Still there?").await;
+    let kept = person.wait_pending("Kept open?").await;
+    drop(stdin);
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("exits after stdin closes")
+        .expect("exit status");
+    assert!(status.success(), "{status}");
+    while let Some(line) = stdout.next_line().await.expect("stdout readable") {
+        lines.push(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}")));
+    }
+    for line in &lines {
+        assert_eq!(line["jsonrpc"], "2.0", "{line}");
+    }
+    let stderr = stderr_text.await.expect("stderr read");
+    assert!(stderr.contains("DEBUG"), "logs go to stderr: {stderr}");
+
+    assert_eq!(
+        person.wait_resolved(&waiting.id).await.status,
+        clarify_core::Status::Cancelled
+    );
+    let kept = person
+        .clarify
+        .get(&kept.id)
+        .await
+        .expect("read")
+        .expect("kept");
+    assert_eq!(kept.status, clarify_core::Status::Pending);
+}
