@@ -50,10 +50,10 @@ pub fn chromedriver() -> Option<PathBuf> {
 
 /// The Chromium binary: `CLARIFY_TEST_CHROMIUM`, else Debian's, else whatever chromedriver finds.
 fn chromium() -> Option<String> {
-    if let Ok(path) = std::env::var("CLARIFY_TEST_CHROMIUM") {
-        if !path.trim().is_empty() {
-            return Some(path.trim().to_owned());
-        }
+    if let Ok(path) = std::env::var("CLARIFY_TEST_CHROMIUM")
+        && !path.trim().is_empty()
+    {
+        return Some(path.trim().to_owned());
     }
     let debian = "/usr/bin/chromium";
     std::path::Path::new(debian)
@@ -219,10 +219,10 @@ impl Browser {
             Err(e) => eprintln!("could not take a screenshot: {e}"),
         }
         let html = dir.join(format!("{name}.html"));
-        if let Ok(source) = self.client.source().await {
-            if std::fs::write(&html, source).is_ok() {
-                eprintln!("page source: {}", html.display());
-            }
+        if let Ok(source) = self.client.source().await
+            && std::fs::write(&html, source).is_ok()
+        {
+            eprintln!("page source: {}", html.display());
         }
     }
 
