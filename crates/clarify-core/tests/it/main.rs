@@ -5,6 +5,7 @@ mod coercion;
 mod outcomes;
 mod policy;
 mod properties;
+mod regressions;
 mod replies;
 mod tools;
 mod validation;
