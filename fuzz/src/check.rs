@@ -9,8 +9,8 @@
 use chrono::DateTime;
 use clarify_core::reply::{Reply, parse_reply};
 use clarify_core::{
-    Answer, Decision, Limits, Mode, NewRequest, Outcome, Question, QuestionKind, Resolution,
-    Scope, Submission, coerce, parse_request, parse_submission,
+    Answer, Decision, Limits, Mode, NewRequest, Outcome, Question, QuestionKind, Resolution, Scope,
+    Submission, coerce, parse_request, parse_submission,
 };
 use serde_json::{Value, json};
 
@@ -58,11 +58,16 @@ pub fn request(raw: &Value, limits: &Limits) -> Option<NewRequest> {
 /// Checks an answer body against `request`.
 pub fn submission(request: &NewRequest, body: &Value) {
     match parse_submission(request, body) {
-        Ok(Submission::Skipped) => assert!(request.allow_skip, "{body} skipped an unskippable request"),
+        Ok(Submission::Skipped) => {
+            assert!(request.allow_skip, "{body} skipped an unskippable request")
+        }
         Ok(Submission::Answered(answers)) => {
             let ids: Vec<&str> = answers.iter().map(|(id, _)| id).collect();
             let expected: Vec<&str> = request.questions.iter().map(|q| q.id.as_str()).collect();
-            assert_eq!(ids, expected, "{body} does not answer each question once, in order");
+            assert_eq!(
+                ids, expected,
+                "{body} does not answer each question once, in order"
+            );
             for (question, (_, answer)) in request.questions.iter().zip(answers.iter()) {
                 fits(question, answer, body);
             }
@@ -97,7 +102,10 @@ fn fits(question: &Question, answer: &Answer, body: &Value) {
             !text.is_empty() && text.trim() == text,
             "{body}: free text {text:?} is empty or untrimmed"
         );
-        assert!(text.chars().count() <= Limits::MAX_ANSWER_CHARS, "{body}: text too long");
+        assert!(
+            text.chars().count() <= Limits::MAX_ANSWER_CHARS,
+            "{body}: text too long"
+        );
     };
     match (&question.kind, answer) {
         (QuestionKind::Open, Answer::Text(text)) => free_text(text),
@@ -105,11 +113,17 @@ fn fits(question: &Question, answer: &Answer, body: &Value) {
             assert!(c.by_id(id).is_some(), "{body}: {id:?} is not an option id");
         }
         (QuestionKind::Single(c), Answer::Other(text)) => {
-            assert!(c.allow_other, "{body}: other text on a question without allow_other");
+            assert!(
+                c.allow_other,
+                "{body}: other text on a question without allow_other"
+            );
             free_text(text);
         }
         (QuestionKind::Multi(c), Answer::Options { ids, other }) => {
-            assert!(!ids.is_empty() || other.is_some(), "{body}: empty selection accepted");
+            assert!(
+                !ids.is_empty() || other.is_some(),
+                "{body}: empty selection accepted"
+            );
             let in_order: Vec<&String> = c
                 .options
                 .iter()
@@ -122,7 +136,10 @@ fn fits(question: &Question, answer: &Answer, body: &Value) {
                 "{body}: ids are not distinct option ids in the request's order"
             );
             if let Some(text) = other {
-                assert!(c.allow_other, "{body}: other text on a question without allow_other");
+                assert!(
+                    c.allow_other,
+                    "{body}: other text on a question without allow_other"
+                );
                 free_text(text);
             }
         }
@@ -148,14 +165,25 @@ fn fits(question: &Question, answer: &Answer, body: &Value) {
 }
 
 /// The labels an outcome reports as chosen options are labels the request offered.
-fn labels_offered(question: &Question, mode: Option<Mode>, answer: &Value, offered: &[String], body: &Value) {
+fn labels_offered(
+    question: &Question,
+    mode: Option<Mode>,
+    answer: &Value,
+    offered: &[String],
+    body: &Value,
+) {
     let is_offered = |v: &Value| v.as_str().is_some_and(|s| offered.iter().any(|o| o == s));
     match (&question.kind, mode) {
         (QuestionKind::Single(_), Some(Mode::Option)) => {
-            assert!(is_offered(answer), "{body}: outcome answer {answer} was not offered");
+            assert!(
+                is_offered(answer),
+                "{body}: outcome answer {answer} was not offered"
+            );
         }
         (QuestionKind::Multi(_), Some(Mode::Option)) => {
-            let all = answer.as_array().is_some_and(|a| !a.is_empty() && a.iter().all(is_offered));
+            let all = answer
+                .as_array()
+                .is_some_and(|a| !a.is_empty() && a.iter().all(is_offered));
             assert!(all, "{body}: outcome answer {answer} was not offered");
         }
         (QuestionKind::Multi(_), Some(Mode::Other)) => {
@@ -164,7 +192,10 @@ fn labels_offered(question: &Question, mode: Option<Mode>, answer: &Value, offer
             let Some((_, labels)) = items.split_last() else {
                 panic!("{body}: outcome answer {answer} lacks the other text");
             };
-            assert!(labels.iter().all(is_offered), "{body}: {answer} was not offered");
+            assert!(
+                labels.iter().all(is_offered),
+                "{body}: {answer} was not offered"
+            );
         }
         (_, None) => panic!("{body}: an answered question has no mode"),
         _ => {}
@@ -174,7 +205,10 @@ fn labels_offered(question: &Question, mode: Option<Mode>, answer: &Value, offer
 /// Checks a typed reply to `question`, one of `request`'s questions.
 pub fn reply(request: &NewRequest, question: &Question, input: &str) {
     match parse_reply(question, request.allow_skip, input) {
-        Ok(Reply::Skip) => assert!(request.allow_skip, "{input:?} skipped an unskippable request"),
+        Ok(Reply::Skip) => assert!(
+            request.allow_skip,
+            "{input:?} skipped an unskippable request"
+        ),
         Ok(Reply::Answer(answer)) => {
             let alone = NewRequest {
                 questions: vec![question.clone()],

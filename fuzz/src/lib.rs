@@ -14,7 +14,11 @@ use clarify_core::Limits;
 /// A server setting chosen by the fuzzer: `max_options` 1 to 24 and one of the default timeouts.
 pub fn limits(u: &mut Unstructured<'_>) -> Result<Limits> {
     let max_options = u.int_in_range(1..=Limits::MAX_OPTIONS_CEILING)?;
-    let timeout = *u.choose(&[0, Limits::DEFAULT_TIMEOUT_SECONDS, Limits::MAX_TIMEOUT_SECONDS])?;
+    let timeout = *u.choose(&[
+        0,
+        Limits::DEFAULT_TIMEOUT_SECONDS,
+        Limits::MAX_TIMEOUT_SECONDS,
+    ])?;
     Ok(Limits::new(max_options, timeout).unwrap_or_default())
 }
 

@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 const MAX_DEPTH: u8 = 5;
 
 /// Keys the parsers look at, and a few neighbours they must ignore or refuse.
+#[rustfmt::skip]
 const KEYS: &[&str] = &[
     "questions", "question", "prompt", "choices", "options", "text", "kind", "type", "label",
     "description", "title", "name", "value", "id", "multi_select", "action", "arguments",
@@ -25,6 +26,7 @@ const KEYS: &[&str] = &[
 ];
 
 /// Words that mean something to some parser, and text at the edges of what they accept.
+#[rustfmt::skip]
 const WORDS: &[&str] = &[
     "", " ", "yes", "no", "Yes", "YES", "Postgres (recommended)", "(recommended)",
     "A (Recommended) (recommended)", "a", "b", "B", "z", "1", "2", "3", "0", "99", "1,3", "1 3",
@@ -38,6 +40,7 @@ const WORDS: &[&str] = &[
 ];
 
 /// Option labels: few enough that duplicates (ignoring case) come up often.
+#[rustfmt::skip]
 const LABELS: &[&str] = &[
     "Yes", "yes", "No", "Postgres", "SQLite", "MySQL", "A", "B", "a b", "A+B", "12", "1", "2",
     "日本", " padded ", "s", "skip", "Deploy, now", "approve", "Other", "b", "x y z",
@@ -81,32 +84,28 @@ fn number(u: &mut Unstructured<'_>) -> Result<Value> {
         1 => Value::from(u64::arbitrary(u)?),
         // `from` turns a non-finite float into null, which is what a JSON parser would refuse.
         2 => Value::from(f64::arbitrary(u)?),
-        3 => Value::from(
-            *u.choose(&[
-                0.0,
-                -1.0,
-                0.5,
-                1.0,
-                1e300,
-                -0.0,
-                3600.5,
-                Limits::MAX_TIMEOUT_SECONDS as f64 + 0.5,
-            ])?,
-        ),
-        _ => Value::from(
-            *u.choose(&[
-                0,
-                1,
-                2,
-                4,
-                5,
-                24,
-                25,
-                3600,
-                Limits::MAX_TIMEOUT_SECONDS,
-                Limits::MAX_TIMEOUT_SECONDS + 1,
-            ])?,
-        ),
+        3 => Value::from(*u.choose(&[
+            0.0,
+            -1.0,
+            0.5,
+            1.0,
+            1e300,
+            -0.0,
+            3600.5,
+            Limits::MAX_TIMEOUT_SECONDS as f64 + 0.5,
+        ])?),
+        _ => Value::from(*u.choose(&[
+            0,
+            1,
+            2,
+            4,
+            5,
+            24,
+            25,
+            3600,
+            Limits::MAX_TIMEOUT_SECONDS,
+            Limits::MAX_TIMEOUT_SECONDS + 1,
+        ])?),
     })
 }
 
@@ -170,7 +169,11 @@ fn label(u: &mut Unstructured<'_>) -> Result<String> {
         5 => format!(
             "{}{}",
             u.choose(LABELS)?,
-            u.choose(&[" (recommended)", "(Recommended)", " (recommended) (RECOMMENDED)"])?
+            u.choose(&[
+                " (recommended)",
+                "(Recommended)",
+                " (recommended) (RECOMMENDED)"
+            ])?
         ),
         _ => text(u)?,
     })
@@ -257,9 +260,9 @@ fn question(u: &mut Unstructured<'_>, i: usize) -> Result<Value> {
                 }))
             })?;
             field(u, &mut q, "scopes", |u| {
-                Ok(json!(list(u, 4, |u| Ok(
-                    *u.choose(&["once", "session", "always", "Session", "forever"])?
-                ))?))
+                Ok(json!(list(u, 4, |u| Ok(*u.choose(&[
+                    "once", "session", "always", "Session", "forever"
+                ])?))?))
             })?;
             field(u, &mut q, "allow_edit", |u| Ok(json!(bool::arbitrary(u)?)))?;
         }
@@ -307,9 +310,13 @@ pub fn request(u: &mut Unstructured<'_>) -> Result<Value> {
     }
     field(u, &mut top, "tags", |u| Ok(json!(list(u, 12, text)?)))?;
     field(u, &mut top, "timeout_seconds", number)?;
-    field(u, &mut top, "allow_skip", |u| Ok(json!(bool::arbitrary(u)?)))?;
+    field(u, &mut top, "allow_skip", |u| {
+        Ok(json!(bool::arbitrary(u)?))
+    })?;
     field(u, &mut top, "dedupe", |u| Ok(json!(bool::arbitrary(u)?)))?;
-    field(u, &mut top, "multi_select", |u| Ok(json!(bool::arbitrary(u)?)))?;
+    field(u, &mut top, "multi_select", |u| {
+        Ok(json!(bool::arbitrary(u)?))
+    })?;
     field(u, &mut top, "responders", |u| Ok(json!(list(u, 4, text)?)))?;
     field(u, &mut top, "callback_url", |u| Ok(json!(text(u)?)))?;
     if u.ratio(1, 8)? {
@@ -371,7 +378,9 @@ fn answer(u: &mut Unstructured<'_>, question: &Question) -> Result<Value> {
             let decision = *u.choose(&["approve", "deny", "APPROVE", " deny ", "maybe", ""])?;
             obj.insert("decision".to_owned(), json!(decision));
             field(u, &mut obj, "scope", |u| {
-                Ok(json!(u.choose(&["once", "session", "always", "Always", "never"])?))
+                Ok(json!(u.choose(&[
+                    "once", "session", "always", "Always", "never"
+                ])?))
             })?;
             field(u, &mut obj, "edited_arguments", |u| json(u, 2))?;
             field(u, &mut obj, "reason", |u| Ok(json!(text(u)?)))?;
@@ -459,8 +468,8 @@ pub fn reply(u: &mut Unstructured<'_>, question: &Question) -> Result<String> {
         6 | 7 => format!(
             "{}{}",
             u.choose(&[
-                "approve", "approved", "Yes", "y", "1", "a", "deny", "denied", "no", "N", "2",
-                "d", "maybe"
+                "approve", "approved", "Yes", "y", "1", "a", "deny", "denied", "no", "N", "2", "d",
+                "maybe"
             ])?,
             u.choose(&[
                 "",
