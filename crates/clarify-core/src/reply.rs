@@ -11,7 +11,8 @@
 //! - anything else is free text, accepted where the question allows it (`open`, or `allow_other`);
 //! - `s` or `skip` skips the request where that is allowed;
 //! - approvals take `approve`/`yes`/`y`/`1` or `deny`/`no`/`n`/`2`; `approve session` grants a
-//!   scope, and text after a deny (`deny not on Fridays`) is the reason.
+//!   scope (a bare approve means `once`, refused where `once` is not offered), and text after a
+//!   deny (`deny not on Fridays`) is the reason.
 
 use crate::answer::{Answer, ApprovalAnswer, Decision};
 use crate::limits::Limits;
@@ -46,6 +47,8 @@ pub enum ReplyError {
     NotADecision { offered: String },
     #[error("the scope {} is not offered; choose one of {offered}", quoted(.scope))]
     ScopeNotOffered { scope: String, offered: String },
+    #[error("this action cannot be approved just once; reply approve followed by one of {offered}")]
+    ScopeNeeded { offered: String },
     #[error("the reply is too long: at most {max} characters, got {got}")]
     TooLong { max: usize, got: usize },
 }
@@ -202,6 +205,11 @@ fn approval(a: &Approval, reply: &str) -> Result<Answer, ReplyError> {
         _ => return Err(ReplyError::NotADecision { offered }),
     };
     let (scope, reason) = match decision {
+        // A bare approve means `once`, which the request may not offer; granting a wider scope
+        // than the person typed is not for the parser to decide.
+        Decision::Approve if rest.is_empty() && !a.scopes.contains(&Scope::Once) => {
+            return Err(ReplyError::ScopeNeeded { offered });
+        }
         Decision::Approve if rest.is_empty() => (Scope::Once, None),
         Decision::Approve => {
             let scope = Scope::parse(rest).ok_or_else(|| ReplyError::NotADecision {

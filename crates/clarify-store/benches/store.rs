@@ -10,6 +10,15 @@
 //!   (`CLARIFY_TEST_POSTGRES`, default `postgres://postgres@127.0.0.1:5432/test`): this process
 //!   waits, a child process (this binary again) answers.
 //!
+//! Sweeps, run only when named:
+//!
+//! - `agents`: round trips with 1, 64 and 1,024 concurrent agents on memory, SQLite and
+//!   PostgreSQL: throughput, round-trip latency percentiles and the memory the run added;
+//! - `pending`: with 1,000 and 100,000 pending requests (`pending-1m`: 1,000,000), each measured in
+//!   a fresh process: open time and RSS, first page and tenth page of the pending list, the
+//!   pending count (the `/metrics` gauge), get, create and answer latency, file size. SQLite files
+//!   are built once under the target dir; the memory store is filled in the measuring process.
+//!
 //! A round trip is: an agent creates a request and waits; a responder task answers it; the
 //! agent's wait returns the outcome. Figures vary with the machine; compare ratios within a run.
 
@@ -55,8 +64,15 @@ async fn open(url: &str) -> Store {
         .unwrap_or_else(|e| panic!("open {url}: {e}"))
 }
 
-/// `agents` agents each doing round trips for `duration`; returns round trips per second.
-async fn round_trips(store: &Store, agents: usize, duration: Duration) -> f64 {
+/// What a round-trip run measured.
+struct RoundTrips {
+    per_second: f64,
+    /// Each round trip's duration, sorted.
+    latencies: Vec<Duration>,
+}
+
+/// `agents` agents each doing round trips for `duration`.
+async fn round_trips(store: &Store, agents: usize, duration: Duration) -> RoundTrips {
     let (ids_tx, mut ids_rx) = mpsc::unbounded_channel::<String>();
     let responder = {
         let store = store.clone();
@@ -81,9 +97,10 @@ async fn round_trips(store: &Store, agents: usize, duration: Duration) -> f64 {
         let store = store.clone();
         let ids_tx = ids_tx.clone();
         tasks.push(tokio::spawn(async move {
-            let mut done = 0u64;
+            let mut latencies = Vec::new();
             let spec = request();
             while started.elapsed() < duration {
+                let began = Instant::now();
                 let created = store
                     .create(TENANT, spec.clone())
                     .await
@@ -94,19 +111,23 @@ async fn round_trips(store: &Store, agents: usize, duration: Duration) -> f64 {
                     .await
                     .unwrap_or_else(|e| panic!("wait: {e}"));
                 assert!(record.status.is_resolved(), "wait timed out");
-                done += 1;
+                latencies.push(began.elapsed());
             }
-            done
+            latencies
         }));
     }
     drop(ids_tx);
-    let mut total = 0;
+    let mut latencies = Vec::new();
     for t in tasks {
-        total += t.await.unwrap_or(0);
+        latencies.extend(t.await.unwrap_or_default());
     }
     let elapsed = started.elapsed();
     responder.abort();
-    total as f64 / elapsed.as_secs_f64()
+    latencies.sort();
+    RoundTrips {
+        per_second: latencies.len() as f64 / elapsed.as_secs_f64(),
+        latencies,
+    }
 }
 
 async fn latency(store: &Store, samples: usize) -> Vec<Duration> {
@@ -144,6 +165,23 @@ async fn latency(store: &Store, samples: usize) -> Vec<Duration> {
 fn pct(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
+}
+
+/// A field of `/proc/self/status` in bytes, e.g. `VmRSS` or `VmHWM` (the peak).
+fn status_bytes(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kib| kib.parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
 }
 
 fn rss_bytes() -> u64 {
@@ -259,6 +297,218 @@ async fn million() {
     );
 }
 
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// `p50 / p99` of a sorted series, in milliseconds.
+fn spread(sorted: &[Duration]) -> String {
+    format!(
+        "p50 {:.3} / p99 {:.3} ms",
+        ms(pct(sorted, 0.5)),
+        ms(pct(sorted, 0.99))
+    )
+}
+
+/// Round trips with 1, 64 and 1,024 concurrent agents on each backend.
+async fn agents_sweep() {
+    let mut backends = vec![
+        ("memory", "memory:".to_owned()),
+        ("sqlite", fresh_sqlite("agents.db")),
+    ];
+    match Store::open(&pg_url(), StoreOptions::default()).await {
+        Ok(_) => backends.push(("postgres", pg_url())),
+        Err(e) => println!("agents: postgres skipped ({e})"),
+    }
+    for (name, url) in backends {
+        let store = open(&url).await;
+        for agents in [1, 64, 1024] {
+            let run = round_trips(&store, agents, Duration::from_secs(4)).await;
+            println!(
+                "agents: {name:8} {agents:5} agents: {:7.0} round trips/s, round trip {}, max {:.1} ms; process RSS {:.0} MiB (peak {:.0})",
+                run.per_second,
+                spread(&run.latencies),
+                ms(run.latencies.last().copied().unwrap_or_default()),
+                mib(status_bytes("VmRSS")),
+                mib(status_bytes("VmHWM")),
+            );
+        }
+    }
+}
+
+/// A SQLite file holding `n` pending requests, built once and kept under the target dir.
+async fn pending_file(n: usize) -> String {
+    let (name, marker) = if n == 1_000_000 {
+        ("million.db".to_owned(), scratch("million.done"))
+    } else {
+        (
+            format!("pending-{n}.db"),
+            scratch(&format!("pending-{n}.done")),
+        )
+    };
+    if !marker.exists() {
+        let store = open(&fresh_sqlite(&name)).await;
+        let started = Instant::now();
+        fill(&store, n).await;
+        println!(
+            "pending: built {n} pending requests in SQLite in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        let _ = std::fs::write(&marker, b"");
+    }
+    format!("sqlite://{}", scratch(&name).display())
+}
+
+/// Creates `n` requests that never expire, from 64 concurrent tasks.
+async fn fill(store: &Store, n: usize) {
+    let mut spec = request();
+    spec.timeout_seconds = 0;
+    let tasks: Vec<_> = (0..64)
+        .map(|t| {
+            let (store, spec) = (store.clone(), spec.clone());
+            let count = n / 64 + usize::from(t < n % 64);
+            tokio::spawn(async move {
+                for _ in 0..count {
+                    store
+                        .create(TENANT, spec.clone())
+                        .await
+                        .unwrap_or_else(|e| panic!("{e}"));
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+/// Each size is measured in a fresh process (this binary again), so open time and RSS are its own.
+fn pending_sweep(runtime: &tokio::runtime::Runtime, sizes: &[usize]) {
+    for &n in sizes {
+        let sqlite = runtime.block_on(pending_file(n));
+        for url in [sqlite.as_str(), "memory:"] {
+            let exe = std::env::current_exe().unwrap_or_else(|e| panic!("current exe: {e}"));
+            let status = std::process::Command::new(exe)
+                .env("CLARIFY_BENCH_PENDING", format!("{n} {url}"))
+                .status()
+                .unwrap_or_else(|e| panic!("spawn: {e}"));
+            assert!(status.success(), "pending measurement for {url} failed");
+        }
+    }
+}
+
+/// Times `samples` calls of `op`: the durations sorted, and what the calls returned in order.
+async fn timed<F, Fut, T>(samples: usize, mut op: F) -> (Vec<Duration>, Vec<T>)
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let mut durations = Vec::with_capacity(samples);
+    let mut outputs = Vec::with_capacity(samples);
+    for i in 0..samples {
+        let t = Instant::now();
+        outputs.push(op(i).await);
+        durations.push(t.elapsed());
+    }
+    durations.sort();
+    (durations, outputs)
+}
+
+/// The child of `pending`: opens (or fills) a store with `n` pending requests and measures it.
+async fn pending_measure(n: usize, url: &str) {
+    let started = Instant::now();
+    let store = open(url).await;
+    let opened = started.elapsed();
+    let backend = if url == "memory:" { "memory" } else { "sqlite" };
+    let open_note = if backend == "memory" {
+        let before = status_bytes("VmRSS");
+        let t = Instant::now();
+        fill(&store, n).await;
+        let per = status_bytes("VmRSS").saturating_sub(before) as f64 / n as f64;
+        format!(
+            "filled in {:.1} s, {per:.0} bytes of RSS per pending request",
+            t.elapsed().as_secs_f64()
+        )
+    } else {
+        format!("open {:.0} ms", ms(opened))
+    };
+    let rss_open = status_bytes("VmRSS");
+    let pending = ListQuery {
+        status: Some(clarify_core::Status::Pending),
+        ..ListQuery::default()
+    };
+    let (first_page, _) = timed(50, |_| async {
+        let page = store.list(TENANT, &pending).await;
+        assert!(page.is_ok_and(|p| p.records.len() == ListQuery::DEFAULT_LIMIT));
+    })
+    .await;
+    let (tenth_page, _) = timed(20, |_| async {
+        let mut query = pending.clone();
+        for _ in 0..10 {
+            let page = store
+                .list(TENANT, &query)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            query.cursor = page.next_cursor;
+        }
+    })
+    .await;
+    let (counted, _) = timed(5, |_| async {
+        let count = store
+            .count_pending()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(count >= n as u64);
+    })
+    .await;
+    let (creates, ids) = timed(1_000, |_| {
+        let store = store.clone();
+        async move {
+            store
+                .create(TENANT, request())
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .record
+                .id
+        }
+    })
+    .await;
+    let (gets, _) = timed(1_000, |i| {
+        let (store, id) = (store.clone(), ids[i].clone());
+        async move {
+            let got = store.get(TENANT, &id).await;
+            assert!(got.is_ok_and(|r| r.is_some()));
+        }
+    })
+    .await;
+    let actor = Actor::new("responder", "bench");
+    let (answers, _) = timed(1_000, |i| {
+        let (store, id, actor) = (store.clone(), ids[i].clone(), actor.clone());
+        async move {
+            let answered = store
+                .answer(TENANT, &id, &json!({"option": "yes"}), &actor)
+                .await;
+            assert!(answered.is_ok());
+        }
+    })
+    .await;
+    let file = url
+        .strip_prefix("sqlite://")
+        .and_then(|path| std::fs::metadata(path).ok())
+        .map_or(String::new(), |m| format!("; file {:.0} MiB", mib(m.len())));
+    println!(
+        "pending: {backend:6} {n:>9}: {open_note}; RSS {:.0} MiB after open, {:.0} MiB at end{file}\n  first page {}; 10 pages {}; count {:.1} ms\n  get {}; create {}; answer {}",
+        mib(rss_open),
+        mib(status_bytes("VmRSS")),
+        spread(&first_page),
+        spread(&tenth_page),
+        ms(pct(&counted, 0.5)),
+        spread(&gets),
+        spread(&creates),
+        spread(&answers),
+    );
+}
+
 /// Wall-clock nanoseconds, comparable between the two processes of `pg-2proc`.
 fn unix_nanos() -> u128 {
     std::time::SystemTime::now()
@@ -365,11 +615,24 @@ fn main() {
         runtime.block_on(pg_responder(&tenant));
         return;
     }
+    if let Ok(spec) = std::env::var("CLARIFY_BENCH_PENDING") {
+        let (n, url) = spec
+            .split_once(' ')
+            .and_then(|(n, url)| Some((n.parse().ok()?, url.to_owned())))
+            .unwrap_or_else(|| panic!("CLARIFY_BENCH_PENDING={spec:?}: expected \"N URL\""));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("runtime: {e}"));
+        runtime.block_on(pending_measure(n, &url));
+        return;
+    }
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .collect();
-    let wanted = |name: &str| args.is_empty() || args.iter().any(|a| a == name);
+    let named = |name: &str| args.iter().any(|a| a == name);
+    let wanted = |name: &str| args.is_empty() || named(name);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -382,9 +645,9 @@ fn main() {
             .unwrap_or_else(|e| panic!("runtime: {e}"));
         local.block_on(async {
             let store = open("memory:").await;
-            let rate = round_trips(&store, 1, Duration::from_secs(3)).await;
+            let rate = round_trips(&store, 1, Duration::from_secs(3)).await.per_second;
             println!("memory: {rate:.0} round trips/s, 1 agent, current-thread runtime (target >= 500,000)");
-            let rate = round_trips(&store, 64, Duration::from_secs(3)).await;
+            let rate = round_trips(&store, 64, Duration::from_secs(3)).await.per_second;
             println!("memory: {rate:.0} round trips/s, 64 agents, current-thread runtime");
         });
     }
@@ -392,19 +655,19 @@ fn main() {
         let secs = Duration::from_secs(3);
         if wanted("memory") {
             let store = open("memory:").await;
-            let rate = round_trips(&store, 1, secs).await;
+            let rate = round_trips(&store, 1, secs).await.per_second;
             println!("memory: {rate:.0} round trips/s, 1 agent, 2 worker threads");
-            let rate = round_trips(&store, 64, secs).await;
+            let rate = round_trips(&store, 64, secs).await.per_second;
             println!("memory: {rate:.0} round trips/s, 64 agents, 2 worker threads");
         }
         if wanted("sqlite-1") {
             let store = open(&fresh_sqlite("rt1.db")).await;
-            let rate = round_trips(&store, 1, secs).await;
+            let rate = round_trips(&store, 1, secs).await.per_second;
             println!("sqlite: {rate:.0} round trips/s, 1 agent (target >= 20,000)");
         }
         if wanted("sqlite-64") {
             let store = open(&fresh_sqlite("rt64.db")).await;
-            let rate = round_trips(&store, 64, secs).await;
+            let rate = round_trips(&store, 64, secs).await.per_second;
             println!("sqlite: {rate:.0} round trips/s, 64 agents (target >= 60,000)");
         }
         if wanted("latency") {
@@ -426,5 +689,14 @@ fn main() {
         if wanted("pg-2proc") {
             pg_two_processes(500).await;
         }
+        if named("agents") {
+            agents_sweep().await;
+        }
     });
+    if named("pending") {
+        pending_sweep(&runtime, &[1_000, 100_000]);
+    }
+    if named("pending-1m") {
+        pending_sweep(&runtime, &[1_000_000]);
+    }
 }

@@ -1,10 +1,12 @@
 //! HTTP benchmarks against real `clarify serve` processes, with the load generator in this
 //! process on the same machine.
 //!
-//! `cargo bench -p clarify --bench http -- [roundtrip] [wake] [pg-wake]`
+//! `cargo bench -p clarify --bench http -- [roundtrip] [wake] [pg-wake] [clients]`
 //!
 //! - `roundtrip`: 32 clients with keep-alive, each creating a request and answering it, on
 //!   SQLite; prints round trips per second and latency percentiles.
+//! - `clients` (only when named): the same with 1, 64 and 1,024 clients, each against a fresh
+//!   server, with the server's CPU share and peak memory.
 //! - `wake`: a long-poll waits on a request, then the request is answered; prints the time from
 //!   sending the answer to the waiter's response (p50, p99), on SQLite.
 //! - `pg-wake`: the same across two server processes sharing PostgreSQL
@@ -129,12 +131,13 @@ async fn post(client: &reqwest::Client, url: String, key: &str, body: Value) -> 
     r.json().await.expect("json")
 }
 
-async fn roundtrip(dir: &std::path::Path) {
-    let db = format!("sqlite://{}", dir.join("rt.db").display());
+async fn roundtrip(dir: &std::path::Path, clients: usize, run_for: Duration) {
+    let db = format!(
+        "sqlite://{}",
+        dir.join(format!("rt-{clients}.db")).display()
+    );
     let admin = key(&db, "admin", "default");
     let server = Server::start(&db).await;
-    let clients = 32;
-    let run_for = Duration::from_secs(10);
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
@@ -293,13 +296,18 @@ async fn main() {
     let dir = std::env::temp_dir().join(format!("clarify-bench-http-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     if want("roundtrip") {
-        roundtrip(&dir).await;
+        roundtrip(&dir, 32, Duration::from_secs(10)).await;
     }
     if want("wake") {
         wake(&dir).await;
     }
     if want("pg-wake") {
         pg_wake().await;
+    }
+    if args.iter().any(|a| a == "clients") {
+        for clients in [1, 64, 1024] {
+            roundtrip(&dir, clients, Duration::from_secs(5)).await;
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

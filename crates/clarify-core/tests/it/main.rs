@@ -6,6 +6,7 @@ mod coercion;
 mod outcomes;
 mod policy;
 mod properties;
+mod regressions;
 mod replies;
 mod tools;
 mod transcript;

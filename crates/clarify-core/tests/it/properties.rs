@@ -1,11 +1,17 @@
-//! Properties over generated input: no input makes the parsers panic, and coercing an
-//! already-valid request changes nothing.
+//! Properties over generated input: no input makes the parsers panic; coercing an already-valid
+//! request changes nothing; an accepted answer fits its request and reads back the same; a typed
+//! reply the reply parser accepts is an answer the answer parser accepts.
 //!
 //! Case counts and value sizes are bounded so the whole file runs in a few seconds.
 
-use clarify_core::reply::parse_reply;
-use clarify_core::{Limits, NewRequest, coerce, parse_request, parse_submission};
+use chrono::DateTime;
+use clarify_core::reply::{Reply, parse_reply};
+use clarify_core::{
+    Answer, Answers, Choices, Decision, Limits, NewRequest, Outcome, Question, QuestionKind,
+    Resolution, Scope, Submission, coerce, parse_request, parse_submission,
+};
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
 use serde_json::{Map, Value, json};
 
 /// Strings that exercise the coercion paths: JSON-looking text, the recommended mark, unicode,
@@ -487,6 +493,381 @@ proptest! {
                 for o in &c.options {
                     prop_assert!(!o.label.to_lowercase().ends_with("(recommended)"), "{:?}", o);
                 }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Answers and typed replies to generated valid requests.
+
+/// How one question is answered: the shape (its own kind's unless `kind` says another), the
+/// options picked and how each is named, and the free text, decision, scope and extras.
+#[derive(Debug, Clone)]
+struct ASpec {
+    kind: Option<u8>,
+    picks: Vec<(usize, u8)>,
+    text: String,
+    decision: u8,
+    scope: Option<u8>,
+    edit: bool,
+    reason: Option<String>,
+    present: bool,
+}
+
+fn answer_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        6 => "[A-Za-z][A-Za-z0-9 ,.!?]{0,30}",
+        1 => tricky_string(),
+        1 => Just("  ".to_owned()),
+        1 => Just("x".repeat(Limits::MAX_ANSWER_CHARS + 1)),
+    ]
+}
+
+fn aspec() -> impl Strategy<Value = ASpec> {
+    (
+        prop::option::weighted(0.1, 0u8..4),
+        prop::collection::vec((0usize..24, 0u8..5), 0..4),
+        answer_text(),
+        (0u8..5, prop::option::of(0u8..4)),
+        (prop::bool::weighted(0.2), prop::option::of(answer_text())),
+        prop::bool::weighted(0.95),
+    )
+        .prop_map(
+            |(kind, picks, text, (decision, scope), (edit, reason), present)| ASpec {
+                kind,
+                picks,
+                text,
+                decision,
+                scope,
+                edit,
+                reason,
+                present,
+            },
+        )
+}
+
+/// Names option `i` by its id, its label in capitals, its label padded, or a name it lacks.
+fn option_ref(c: &Choices, (i, style): (usize, u8)) -> Value {
+    let option = &c.options[i % c.options.len()];
+    match style {
+        0 | 1 => json!(option.id),
+        2 => json!(option.label.to_uppercase()),
+        3 => json!(format!(" {} ", option.label)),
+        _ => json!("no such option"),
+    }
+}
+
+fn answer_json(q: &Question, a: &ASpec) -> Value {
+    let own = match q.kind {
+        QuestionKind::Open => 0,
+        QuestionKind::Single(_) => 1,
+        QuestionKind::Multi(_) => 2,
+        QuestionKind::Approval(_) => 3,
+    };
+    let picks: Vec<Value> = match q.kind.choices() {
+        Some(c) => a.picks.iter().map(|p| option_ref(c, *p)).collect(),
+        None => a.picks.iter().map(|_| json!("yes")).collect(),
+    };
+    match a.kind.unwrap_or(own) {
+        0 => json!({"text": a.text}),
+        1 => match picks.as_slice() {
+            [] => json!({"other": a.text}),
+            [one] => json!({"option": one}),
+            _ => json!({"options": picks}),
+        },
+        2 => {
+            let mut out = json!({"options": picks});
+            if let Some(other) = &a.reason {
+                out["other"] = json!(other);
+            }
+            out
+        }
+        _ => {
+            let decision =
+                ["approve", "deny", "Approve", " DENY ", "maybe"][usize::from(a.decision)];
+            let mut out = json!({ "decision": decision });
+            if let Some(scope) = a.scope {
+                let scope = ["once", "session", "always", "never"][usize::from(scope)];
+                out["scope"] = json!(scope);
+            }
+            if a.edit {
+                out["edited_arguments"] = json!({"path": "/tmp"});
+            }
+            if let Some(reason) = &a.reason {
+                out["reason"] = json!(reason);
+            }
+            out
+        }
+    }
+}
+
+/// An answer body: `{"skip": true}`, the one-question shorthand, or `answers` keyed by id, now
+/// and then with an answer missing or an id the request lacks.
+fn body_json(request: &NewRequest, form: u8, specs: &[ASpec]) -> Value {
+    match form {
+        0 => json!({"skip": true}),
+        1 if request.questions.len() == 1 => answer_json(&request.questions[0], &specs[0]),
+        _ => {
+            let mut answers = Map::new();
+            for (q, a) in request.questions.iter().zip(specs) {
+                if a.present {
+                    answers.insert(q.id.clone(), answer_json(q, a));
+                }
+            }
+            if form == 2 {
+                answers.insert("zz".to_owned(), json!({"text": "stray"}));
+            }
+            json!({ "answers": answers })
+        }
+    }
+}
+
+/// An answer that fits `q` by construction: option ids or labels it offers, text within limits,
+/// a decision with a scope it offers.
+fn fitting_answer(q: &Question, a: &ASpec) -> Value {
+    match &q.kind {
+        QuestionKind::Open => json!({"text": "Because it is simpler."}),
+        QuestionKind::Single(c) => {
+            let pick = a.picks.first().copied().unwrap_or((0, 0));
+            json!({"option": option_ref(c, (pick.0, pick.1 % 4))})
+        }
+        QuestionKind::Multi(c) => {
+            let mut picks: Vec<Value> = a
+                .picks
+                .iter()
+                .map(|&(i, style)| option_ref(c, (i, style % 4)))
+                .collect();
+            if picks.is_empty() {
+                picks.push(json!(c.options[0].id));
+            }
+            json!({"options": picks})
+        }
+        QuestionKind::Approval(approval) => {
+            let scope = approval.scopes[usize::from(a.decision) % approval.scopes.len()];
+            let mut out = json!({"decision": "approve", "scope": scope.as_str()});
+            if approval.allow_edit && a.edit {
+                out["edited_arguments"] = json!({"path": "/tmp"});
+            }
+            out
+        }
+    }
+}
+
+/// The properties of an accepted answer: every question answered once, in order, each with an
+/// answer its kind takes; the labels the outcome reports were offered; the canonical body parses
+/// to the same answers.
+fn check_accepted(
+    request: &NewRequest,
+    body: &Value,
+    answers: &Answers,
+) -> Result<(), TestCaseError> {
+    let ids: Vec<&str> = answers.iter().map(|(id, _)| id).collect();
+    let expected: Vec<&str> = request.questions.iter().map(|q| q.id.as_str()).collect();
+    prop_assert_eq!(ids, expected, "{} does not answer each question once", body);
+    let outcome = Outcome::new(
+        "r",
+        request,
+        &Resolution::Answered(answers.clone()),
+        Some("alice"),
+        DateTime::UNIX_EPOCH,
+    );
+    for (q, out) in request.questions.iter().zip(&outcome.questions) {
+        let offered = |v: &Value| {
+            v.as_str()
+                .is_some_and(|s| out.choices_offered.iter().any(|o| o == s))
+        };
+        match (&q.kind, answers.get(&q.id)) {
+            (QuestionKind::Open, Some(Answer::Text(t))) => prop_assert!(!t.trim().is_empty()),
+            (QuestionKind::Single(_), Some(Answer::Option(_))) => {
+                prop_assert!(
+                    offered(&out.answer),
+                    "{} answered {} which was not offered",
+                    body,
+                    out.answer
+                );
+            }
+            (QuestionKind::Single(c), Some(Answer::Other(_))) => prop_assert!(c.allow_other),
+            (QuestionKind::Multi(c), Some(Answer::Options { ids, other })) => {
+                let labels = out.answer.as_array().cloned().unwrap_or_default();
+                prop_assert_eq!(labels.len(), ids.len() + usize::from(other.is_some()));
+                prop_assert!(
+                    labels[..ids.len()].iter().all(offered),
+                    "{} answered {}",
+                    body,
+                    out.answer
+                );
+                prop_assert!(other.is_none() || c.allow_other);
+            }
+            (QuestionKind::Approval(a), Some(Answer::Approval(answer))) => {
+                prop_assert!(
+                    a.scopes.contains(&answer.scope)
+                        || (answer.decision == Decision::Deny && answer.scope == Scope::Once),
+                    "{} granted {} which was not offered",
+                    body,
+                    answer.scope
+                );
+                prop_assert!(answer.edited_arguments.is_none() || a.allow_edit);
+            }
+            (kind, answer) => prop_assert!(
+                false,
+                "{} gave a {} question {:?}",
+                body,
+                kind.name(),
+                answer
+            ),
+        }
+    }
+    let canonical = json!({ "answers": answers });
+    prop_assert_eq!(
+        parse_submission(request, &canonical),
+        Ok(Submission::Answered(answers.clone())),
+        "canonical body {}",
+        canonical
+    );
+    Ok(())
+}
+
+/// A typed reply as people type them: positions, letters, labels, decisions, skips, anything.
+#[derive(Debug, Clone)]
+struct ReplySpec {
+    form: u8,
+    numbers: Vec<usize>,
+    letters: Vec<u8>,
+    separator: u8,
+    labels: Vec<(usize, u8)>,
+    word: u8,
+    suffix: u8,
+    text: String,
+}
+
+fn reply_spec() -> impl Strategy<Value = ReplySpec> {
+    (
+        (
+            0u8..7,
+            prop::collection::vec(0usize..7, 1..4),
+            prop::collection::vec(0u8..26, 1..4),
+        ),
+        (0u8..4, prop::collection::vec((0usize..24, 0u8..3), 1..3)),
+        (0u8..10, 0u8..6, tricky_string()),
+    )
+        .prop_map(
+            |((form, numbers, letters), (separator, labels), (word, suffix, text))| ReplySpec {
+                form,
+                numbers,
+                letters,
+                separator,
+                labels,
+                word,
+                suffix,
+                text,
+            },
+        )
+}
+
+fn reply_text(q: &Question, r: &ReplySpec) -> String {
+    let separator = [",", " ", ", ", " , "][usize::from(r.separator)];
+    match (r.form, q.kind.choices()) {
+        (0, _) => r
+            .numbers
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(separator),
+        (1, _) => r
+            .letters
+            .iter()
+            .map(|&l| char::from(if l % 2 == 0 { b'a' + l } else { b'A' + l }).to_string())
+            .collect::<Vec<_>>()
+            .join(separator),
+        (2, Some(c)) => r
+            .labels
+            .iter()
+            .map(|&(i, style)| {
+                let label = &c.options[i % c.options.len()].label;
+                match style {
+                    0 => label.clone(),
+                    1 => label.to_uppercase(),
+                    _ => format!("{label} (recommended)"),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        (3, _) => format!(
+            "{}{}",
+            [
+                "approve", "yes", "y", "1", "a", "deny", "no", "n", "2", "maybe"
+            ][usize::from(r.word)],
+            [
+                "",
+                " once",
+                " session",
+                " Always",
+                ": not on Fridays",
+                " forever"
+            ][usize::from(r.suffix)]
+        ),
+        (4, _) => ["s", "SKIP"][usize::from(r.word % 2)].to_owned(),
+        _ => r.text.clone(),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Whatever answer arrives, an accepted one fits the request, a refused one leaves a fitting
+    /// answer still acceptable, and the verdict does not change when asked twice.
+    #[test]
+    fn accepted_answers_fit_the_request(
+        spec in rspec(),
+        form in 0u8..8,
+        answers in prop::collection::vec(aspec(), 5),
+    ) {
+        let request = parse_request(&request_json(&spec), &Limits::default()).expect("valid");
+        let body = body_json(&request, form, &answers);
+        let before = request.clone();
+        let verdict = parse_submission(&request, &body);
+        prop_assert_eq!(&parse_submission(&request, &body), &verdict);
+        match verdict {
+            Ok(Submission::Skipped) => prop_assert!(request.allow_skip),
+            Ok(Submission::Answered(got)) => check_accepted(&request, &body, &got)?,
+            Err(e) => {
+                prop_assert_eq!(&request, &before);
+                prop_assert!(!e.to_string().is_empty());
+            }
+        }
+        let mut fitting = Map::new();
+        for (q, a) in request.questions.iter().zip(&answers) {
+            fitting.insert(q.id.clone(), fitting_answer(q, a));
+        }
+        let fitting = json!({ "answers": fitting });
+        match parse_submission(&request, &fitting) {
+            Ok(Submission::Answered(got)) => check_accepted(&request, &fitting, &got)?,
+            other => prop_assert!(false, "the fitting answer {} was refused: {:?}", fitting, other),
+        }
+    }
+
+    /// A typed reply that `parse_reply` accepts is accepted by `parse_submission` as the same
+    /// answer, so the terminal, chat and HTTP paths resolve a request the same way.
+    #[test]
+    fn accepted_replies_are_accepted_answers(
+        spec in rspec(),
+        replies in prop::collection::vec(reply_spec(), 5),
+    ) {
+        let request = parse_request(&request_json(&spec), &Limits::default()).expect("valid");
+        for (q, r) in request.questions.iter().zip(&replies) {
+            let input = reply_text(q, r);
+            match parse_reply(q, request.allow_skip, &input) {
+                Ok(Reply::Skip) => prop_assert!(request.allow_skip),
+                Ok(Reply::Answer(answer)) => {
+                    let alone = NewRequest { questions: vec![q.clone()], ..request.clone() };
+                    let body = json!({"answers": {q.id.clone(): &answer}});
+                    match parse_submission(&alone, &body) {
+                        Ok(Submission::Answered(got)) => prop_assert_eq!(got.get(&q.id), Some(&answer)),
+                        other => prop_assert!(false, "reply {:?} to {:?} became {}, refused: {:?}", input, q, body, other),
+                    }
+                }
+                Err(e) => prop_assert!(!e.to_string().is_empty()),
             }
         }
     }
