@@ -99,6 +99,9 @@ struct Inner {
     calls: TaskTracker,
     /// Cancelled when the host shuts down: waiting calls return the pending request id.
     shutdown: CancellationToken,
+    /// Cancelled when the stdio client closes stdin: waiting calls end as if the client had
+    /// cancelled them. (The MCP session would cancel them too, but only after a 5 s drain.)
+    client_gone: CancellationToken,
 }
 
 #[derive(Debug)]
@@ -143,6 +146,7 @@ impl ClarifyMcp {
                 options,
                 calls: TaskTracker::new(),
                 shutdown,
+                client_gone: CancellationToken::new(),
             }),
         }
     }
@@ -153,7 +157,10 @@ impl ClarifyMcp {
     pub async fn serve_stdio(self, stop: impl Future<Output = ()>) -> Result<(), ServeError> {
         let running = self
             .clone()
-            .serve(rmcp::transport::stdio())
+            .serve((
+                WatchEof::new(tokio::io::stdin(), self.inner.client_gone.clone()),
+                tokio::io::stdout(),
+            ))
             .await
             .map_err(|e| ServeError::Initialize(e.to_string()))?;
         let cancel = running.cancellation_token();
@@ -291,6 +298,7 @@ impl ClarifyMcp {
             let polled = tokio::select! {
                 biased;
                 () = context.ct.cancelled() => return Ok(Waited::Cancelled),
+                () = self.inner.client_gone.cancelled() => return Ok(Waited::Cancelled),
                 () = self.inner.shutdown.cancelled() => return Ok(Waited::ShuttingDown),
                 polled = step => polled,
             };
@@ -321,6 +329,39 @@ impl ClarifyMcp {
                 next_progress = now + interval;
             }
         }
+    }
+}
+
+/// Reads through to `inner` and cancels `eof` when it reaches the end (or fails): a stdio MCP
+/// client closes stdin to end the session.
+struct WatchEof<R> {
+    inner: R,
+    eof: CancellationToken,
+}
+
+impl<R> WatchEof<R> {
+    fn new(inner: R, eof: CancellationToken) -> Self {
+        Self { inner, eof }
+    }
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WatchEof<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let asked = buf.remaining() > 0;
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        match &polled {
+            std::task::Poll::Ready(Ok(())) if asked && buf.filled().len() == before => {
+                self.eof.cancel();
+            }
+            std::task::Poll::Ready(Err(_)) => self.eof.cancel(),
+            _ => {}
+        }
+        polled
     }
 }
 

@@ -557,14 +557,24 @@ async fn stdout_carries_only_json_rpc_and_closing_stdin_cancels_the_wait() {
     let waiting = person.wait_pending("Still there?").await;
     let kept = person.wait_pending("Kept open?").await;
     drop(stdin);
-    let status = tokio::time::timeout(PATIENCE, child.wait())
+    // An MCP client closes stdin to end the session and waits a little before it kills the
+    // process, so the exit must not wait out the session's 5 s drain of calls in flight.
+    let status = tokio::time::timeout(Duration::from_secs(3), child.wait())
         .await
-        .expect("exits after stdin closes")
+        .expect("exits promptly after stdin closes")
         .expect("exit status");
     assert!(status.success(), "{status}");
     while let Some(line) = stdout.next_line().await.expect("stdout readable") {
         lines.push(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}")));
     }
+    let cancelled = lines
+        .iter()
+        .find(|l| l["id"] == 4)
+        .expect("the waiting ask_human is answered before the exit");
+    assert_eq!(
+        cancelled["result"]["structuredContent"]["status"], "cancelled",
+        "{cancelled}"
+    );
     for line in &lines {
         assert_eq!(line["jsonrpc"], "2.0", "{line}");
     }
