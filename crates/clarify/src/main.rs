@@ -151,13 +151,18 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    let code = match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("clarify: {e:#}");
             ExitCode::FAILURE
         }
-    }
+    };
+    // Every command has finished its work by now. What may still run is a blocking read of
+    // stdin that nobody will complete (`clarify mcp` stopped by a signal while its client keeps
+    // stdin open), and dropping the runtime would wait for it forever.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    code
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {

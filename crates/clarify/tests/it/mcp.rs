@@ -54,6 +54,7 @@ impl ClientHandler for Listener {
 struct Agent {
     client: RunningService<RoleClient, Listener>,
     progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    pid: u32,
 }
 
 impl Agent {
@@ -74,12 +75,17 @@ impl Agent {
             .stderr(Stdio::null())
             .spawn()
             .expect("clarify mcp starts");
+        let pid = transport.id().expect("the process runs");
         let (tx, progress) = mpsc::unbounded_channel();
         let client = tokio::time::timeout(PATIENCE, Listener { progress: tx }.serve(transport))
             .await
             .expect("initialized in time")
             .expect("the session initializes");
-        Self { client, progress }
+        Self {
+            client,
+            progress,
+            pid,
+        }
     }
 
     /// Calls `tool` and waits for its result.
@@ -372,6 +378,33 @@ async fn cancelling_ask_human_cancels_the_request() {
     assert_eq!(resolved.status, clarify_core::Status::Cancelled);
     let outcome = resolved.outcome().expect("outcome");
     assert_eq!(outcome.answered_by.as_deref(), Some("test-agent"));
+}
+
+/// SIGTERM (a client or supervisor stopping the process) ends the session like the client
+/// going away: the waiting `ask_human` is answered with its cancelled outcome, the request is
+/// cancelled in the store, and the process exits 0.
+#[tokio::test]
+async fn sigterm_cancels_the_waiting_ask_human_and_exits() {
+    let db = temp_db("mcp-sigterm");
+    let agent = Agent::start(&["--db", &db], &[]).await;
+    let person = Person::open(&db).await;
+    let call = agent.begin("ask_human", question("Deploy now?")).await;
+    let record = person.wait_pending("Deploy now?").await;
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &agent.pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let result = finish(call).await;
+    assert_eq!(structured(&result)["status"], "cancelled", "{result:?}");
+    assert_eq!(
+        person.wait_resolved(&record.id).await.status,
+        clarify_core::Status::Cancelled
+    );
+    let quit = tokio::time::timeout(PATIENCE, agent.client.waiting())
+        .await
+        .expect("the process exits and the session ends");
+    assert!(quit.is_ok(), "{quit:?}");
 }
 
 /// A `clarify serve` process with an agent key for the MCP side and a responder key.
