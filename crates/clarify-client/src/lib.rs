@@ -18,10 +18,13 @@ use serde_json::Value;
 pub enum ClientError {
     #[error("invalid server URL {url:?}: {reason}")]
     InvalidUrl { url: String, reason: String },
-    #[error(
-        "nothing answers at {url} ({detail}); is `clarify serve` running there? Set CLARIFY_URL to its address"
-    )]
-    Unreachable { url: String, detail: String },
+    #[error("{}", unreachable_message(url, detail, *sent))]
+    Unreachable {
+        url: String,
+        detail: String,
+        /// Whether the call may have reached the server: false when no connection was made.
+        sent: bool,
+    },
     /// The server refused the call; `code` is its stable error code.
     #[error("{message}")]
     Api {
@@ -163,6 +166,54 @@ impl Client {
             .send(reqwest::Method::POST, "/v1/requests", &[], Some(body), None)
             .await?;
         Ok((Record(value), status == 201))
+    }
+
+    /// Creates a request like [`Client::create`], and survives the server going away after the
+    /// call may have reached it (a restart, a proxy timing out, a `503` while the store is out of
+    /// reach): it sends the call again, backing off, for up to `within`. The body gets an
+    /// `idempotency_key` unless it has one, so however many attempts reached the server, it
+    /// keeps one request. Nothing answering the first attempt is an error at once, since no
+    /// server was seen. `on_retry` hears about each failed attempt that is retried.
+    pub async fn create_retrying(
+        &self,
+        body: &Value,
+        within: Duration,
+        mut on_retry: impl FnMut(&ClientError),
+    ) -> Result<(Record, bool), ClientError> {
+        let mut body = body.clone();
+        if let Some(fields) = body.as_object_mut()
+            && fields.get("idempotency_key").is_none_or(Value::is_null)
+        {
+            fields.insert(
+                "idempotency_key".to_owned(),
+                Value::String(idempotency_key()),
+            );
+        }
+        let deadline = tokio::time::Instant::now() + within;
+        let mut backoff = Duration::from_millis(200);
+        let mut seen = false;
+        loop {
+            let error = match self.create(&body).await {
+                Ok(created) => return Ok(created),
+                Err(e) => e,
+            };
+            seen |= match &error {
+                ClientError::Unreachable { sent, .. } => *sent,
+                ClientError::Api { status, .. } => matches!(status, 502..=504),
+                _ => false,
+            };
+            let transient = match &error {
+                ClientError::Unreachable { .. } => true,
+                ClientError::Api { status, .. } => matches!(status, 502..=504),
+                _ => false,
+            };
+            if !(seen && transient) || tokio::time::Instant::now() + backoff > deadline {
+                return Err(error);
+            }
+            on_retry(&error);
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(5));
+        }
     }
 
     pub async fn get(&self, id: &str) -> Result<Record, ClientError> {
@@ -323,7 +374,7 @@ impl Client {
 
     fn unreachable(&self, e: &reqwest::Error) -> ClientError {
         let detail = if e.is_timeout() {
-            "timed out".to_owned()
+            TIMED_OUT.to_owned()
         } else if e.is_connect() {
             "connection refused".to_owned()
         } else {
@@ -332,8 +383,28 @@ impl Client {
         ClientError::Unreachable {
             url: self.base.clone(),
             detail,
+            sent: !e.is_connect(),
         }
     }
+}
+
+const TIMED_OUT: &str = "timed out";
+
+fn unreachable_message(url: &str, detail: &str, sent: bool) -> String {
+    if sent && detail == TIMED_OUT {
+        format!("{url} did not reply in time")
+    } else if sent {
+        format!("the connection to {url} broke before the reply came ({detail})")
+    } else {
+        format!(
+            "nothing answers at {url} ({detail}); is `clarify serve` running there? Set CLARIFY_URL to its address"
+        )
+    }
+}
+
+/// A fresh idempotency key: 128 random bits, in hex.
+fn idempotency_key() -> String {
+    format!("clarify-{:032x}", rand::random::<u128>())
 }
 
 /// A request id as one URL path segment.

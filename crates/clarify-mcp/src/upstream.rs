@@ -17,6 +17,11 @@ use serde_json::Value;
 
 use crate::error::ToolError;
 
+/// How long a remote `ask_human` keeps trying to create its request once the server has been
+/// seen (it restarts, or its store is briefly out of reach); under an idempotency key, so it
+/// never asks twice.
+const CREATE_RETRY_WINDOW: Duration = Duration::from_secs(60);
+
 /// Hears about changes made through the MCP tools on an in-process store, so the host (the
 /// HTTP server) can wake its event streams and count them, as it does for its own routes.
 pub trait Observer: Send + Sync + fmt::Debug {
@@ -118,7 +123,9 @@ impl Upstream {
                     obj.insert("agent".to_owned(), Value::String(agent.to_owned()));
                 }
                 let (record, _) = client
-                    .create(&raw)
+                    .create_retrying(&raw, CREATE_RETRY_WINDOW, |e| {
+                        tracing::warn!(error = %e, "creating a request on the server; retrying");
+                    })
                     .await
                     .map_err(|e| ToolError::from_client(e, None))?;
                 Ok(Opened {

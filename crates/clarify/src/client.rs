@@ -95,7 +95,11 @@ pub async fn ask(args: AskArgs) -> anyhow::Result<ExitCode> {
     if let Some(t) = args.timeout {
         body["timeout_seconds"] = json!(t.as_secs());
     }
-    let (record, _) = client.create(&body).await?;
+    // A server that restarts while the question is being created must not make `ask` fail or
+    // ask twice: the create is retried under an idempotency key (see `create_retrying`).
+    let (record, _) = client
+        .create_retrying(&body, CREATE_RETRY_WINDOW, report_retry)
+        .await?;
     let id = record.id().to_owned();
     let countdown = std::io::stderr().is_terminal().then(|| {
         tokio::spawn(countdown(
@@ -124,6 +128,9 @@ pub async fn ask(args: AskArgs) -> anyhow::Result<ExitCode> {
     };
     print_outcome(&record, args.json)
 }
+
+/// How long `ask` keeps trying to create its request once a server has been seen.
+const CREATE_RETRY_WINDOW: std::time::Duration = std::time::Duration::from_secs(120);
 
 fn report_retry(e: &ClientError) {
     eprintln!("clarify: {e}; retrying");

@@ -595,12 +595,90 @@ async fn ask_reconnects_when_the_server_restarts() {
         )
         .await;
     assert_eq!(status, 200);
-    let (code, stdout, _) = finish(child);
+    let (code, stdout, stderr) = finish(child);
     assert_eq!(
         (code, stdout.as_str()),
         (0, "yes\n"),
-        "ask waited through the restart"
+        "ask waited through the restart; its stderr: {stderr}"
     );
+}
+
+/// Relays connections to `upstream`, except that the first one loses its response: the
+/// request reaches the server, which acts on it, and the connection closes before the reply
+/// gets back, as when a server dies right after committing. Returns the proxy's URL.
+async fn proxy_losing_the_first_response(upstream: &str) -> String {
+    let upstream = upstream.trim_start_matches("http://").to_owned();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("proxy binds");
+    let url = format!("http://{}", listener.local_addr().expect("proxy address"));
+    tokio::spawn(async move {
+        let mut first = true;
+        while let Ok((mut client, _)) = listener.accept().await {
+            let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await else {
+                continue;
+            };
+            let lose = std::mem::take(&mut first);
+            tokio::spawn(async move {
+                if !lose {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    return;
+                }
+                let (mut from_client, _to_client) = client.split();
+                let (mut from_server, mut to_server) = server.split();
+                let mut reply = [0u8; 1];
+                tokio::select! {
+                    _ = tokio::io::copy(&mut from_client, &mut to_server) => {}
+                    // The server has answered: hang up on the client without passing it on.
+                    _ = tokio::io::AsyncReadExt::read(&mut from_server, &mut reply) => {}
+                }
+            });
+        }
+    });
+    url
+}
+
+/// `ask` whose create reached the server but whose reply was lost sends it again under the same
+/// idempotency key: it gets the one request the server made, waits for its answer, and no
+/// second question is asked. (The proxy runs on the test's runtime while the test blocks on
+/// the process, hence the second worker.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_retries_a_lost_create_without_asking_twice() {
+    let (server, key) = server().await;
+    let proxy = proxy_losing_the_first_response(&server.url).await;
+    let mut c = Command::new(BIN);
+    c.env("CLARIFY_URL", &proxy)
+        .env("CLARIFY_TOKEN", &key)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .args(["ask", "Ship it?", "-c", "yes", "-c", "no"]);
+    let child = Asking(Some(c.spawn().expect("ask starts")));
+    let api = Api::new(&server.url, &key);
+    let r = newest_pending(&api).await;
+    let id = r["id"].as_str().unwrap_or("").to_owned();
+    // Answered before or after the retry lands: either way the retry returns this request.
+    let (status, _) = api
+        .post(
+            &format!("/v1/requests/{id}/answer"),
+            json!({"option": "yes"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (code, stdout, stderr) = finish(child);
+    assert_eq!((code, stdout.as_str()), (0, "yes\n"), "{stderr}");
+    assert!(
+        stderr.contains("retrying"),
+        "the retry is reported: {stderr}"
+    );
+    let (_, page) = api.get("/v1/requests?limit=10").await;
+    let asked = page["requests"].as_array().map(|all| {
+        all.iter()
+            .filter(|r| r["questions"][0]["text"] == "Ship it?")
+            .count()
+    });
+    assert_eq!(asked, Some(1), "one request, not two: {page}");
 }
 
 #[tokio::test]
