@@ -794,8 +794,7 @@ async fn filters_narrow_the_live_list_and_an_expired_request_says_so() {
     .await;
 }
 
-/// Writes `docs/inbox.png` for the README: `CLARIFY_TEST_CHROMEDRIVER=/usr/bin/chromedriver
-/// cargo test -p clarify-server --test it browser::readme_screenshot -- --ignored`.
+/// Writes `docs/inbox.png` for the README; `./scripts/screenshot` runs it.
 #[tokio::test]
 #[ignore = "writes docs/inbox.png; run it when the inbox's look changes"]
 async fn readme_screenshot() {
