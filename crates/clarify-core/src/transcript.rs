@@ -474,8 +474,7 @@ impl Transcript {
     ) -> Result<(), TranscriptError> {
         let raw =
             serde_json::to_value(outcome).map_err(|e| TranscriptError::Json(e.to_string()))?;
-        let text = raw.to_string();
-        let (tool_call_id, resolved) = {
+        {
             let calls = self.calls()?;
             let state = raised(&calls, request_id)?;
             if state.result.is_some() {
@@ -483,16 +482,9 @@ impl Transcript {
                     tool_call_id: state.call.id.clone(),
                 });
             }
-            (state.call.id.clone(), state.resolved)
-        };
-        if !resolved {
-            self.entries.push(Entry::Protocol(ProtocolMessage::new(
-                ProtocolEvent::Resolved,
-                request_id,
-                &tool_call_id,
-                raw,
-            )));
         }
+        let text = raw.to_string();
+        let tool_call_id = self.record_resolved(request_id, raw)?;
         self.entries
             .push(Entry::Message(Message::tool_result(&tool_call_id, text)));
         Ok(())

@@ -36,42 +36,25 @@ struct Asset {
 
 const JS: &str = "text/javascript; charset=utf-8";
 
+/// An [`Asset`] for `assets/<name>`, the name written once.
+macro_rules! asset {
+    ($name:literal, $content_type:expr) => {
+        Asset {
+            name: $name,
+            content_type: $content_type,
+            body: include_bytes!(concat!("../assets/", $name)),
+        }
+    };
+}
+
 const ASSETS: &[Asset] = &[
-    Asset {
-        name: "clarify.css",
-        content_type: "text/css; charset=utf-8",
-        body: include_bytes!("../assets/clarify.css"),
-    },
-    Asset {
-        name: "icon.svg",
-        content_type: "image/svg+xml",
-        body: include_bytes!("../assets/icon.svg"),
-    },
-    Asset {
-        name: "dom.js",
-        content_type: JS,
-        body: include_bytes!("../assets/dom.js"),
-    },
-    Asset {
-        name: "api.js",
-        content_type: JS,
-        body: include_bytes!("../assets/api.js"),
-    },
-    Asset {
-        name: "request.js",
-        content_type: JS,
-        body: include_bytes!("../assets/request.js"),
-    },
-    Asset {
-        name: "inbox.js",
-        content_type: JS,
-        body: include_bytes!("../assets/inbox.js"),
-    },
-    Asset {
-        name: "link.js",
-        content_type: JS,
-        body: include_bytes!("../assets/link.js"),
-    },
+    asset!("clarify.css", "text/css; charset=utf-8"),
+    asset!("icon.svg", "image/svg+xml"),
+    asset!("dom.js", JS),
+    asset!("api.js", JS),
+    asset!("request.js", JS),
+    asset!("inbox.js", JS),
+    asset!("link.js", JS),
 ];
 
 /// The digest of every asset (and the page), shortened: the version in asset paths.

@@ -83,6 +83,11 @@ async fn answer(store: &Store, env: &Env, id: &str, body: Value) {
         .unwrap_or_else(|e| panic!("answering {body}: {e}"));
 }
 
+/// The remembered grants for `deploy`.
+async fn deploy_grants(store: &Store, env: &Env) -> Vec<Grant> {
+    store.grants(&env.tenant, "deploy").await.expect("grants")
+}
+
 async fn settled(gate: &Gate, id: &str) -> Verdict {
     match gate.settle(id, Duration::from_secs(5)).await {
         Ok(Some(verdict)) => verdict,
@@ -179,7 +184,7 @@ async fn approve_for_the_session_runs_edits_and_remembers(store: Store, env: Env
         }
         other => panic!("an approval runs the tool: {other:?}"),
     }
-    let grants = store.grants(&env.tenant, "deploy").await.expect("grants");
+    let grants = deploy_grants(&store, &env).await;
     assert_eq!(
         grants,
         vec![
@@ -293,11 +298,7 @@ async fn deny_refuses_with_the_reason(store: Store, env: Env) {
         other => panic!("a denial refuses: {other:?}"),
     }
     assert!(
-        store
-            .grants(&env.tenant, "deploy")
-            .await
-            .expect("grants")
-            .is_empty(),
+        deploy_grants(&store, &env).await.is_empty(),
         "a denial grants nothing"
     );
     ask(&s1, &deploy(3), "call_2").await;
@@ -342,13 +343,7 @@ async fn unanswered_approvals_refuse(store: Store, env: Env) {
         }
         other => panic!("an expired approval refuses: {other:?}"),
     }
-    assert!(
-        store
-            .grants(&env.tenant, "deploy")
-            .await
-            .expect("grants")
-            .is_empty()
-    );
+    assert!(deploy_grants(&store, &env).await.is_empty());
 }
 
 async fn call_waits_for_the_human_and_runs_the_tool_once(store: Store, env: Env) {
@@ -400,11 +395,7 @@ async fn call_waits_for_the_human_and_runs_the_tool_once(store: Store, env: Env)
     }
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert!(
-        store
-            .grants(&env.tenant, "deploy")
-            .await
-            .expect("grants")
-            .is_empty(),
+        deploy_grants(&store, &env).await.is_empty(),
         "`once` is not remembered"
     );
 }

@@ -21,8 +21,13 @@ async fn server() -> (Server, String) {
 }
 
 fn clarify(server: &Server, key: &str) -> Command {
+    clarify_at(&server.url, key)
+}
+
+/// `clarify` pointed at `url`, with `key`.
+fn clarify_at(url: &str, key: &str) -> Command {
     let mut c = Command::new(BIN);
-    c.env("CLARIFY_URL", &server.url)
+    c.env("CLARIFY_URL", url)
         .env("CLARIFY_TOKEN", key)
         .env("NO_COLOR", "1")
         .stdin(Stdio::null());
@@ -72,7 +77,12 @@ impl Drop for Asking {
 
 /// Starts `clarify ask ARGS` in the background.
 fn spawn_ask(server: &Server, key: &str, args: &[&str]) -> Asking {
-    let mut c = clarify(server, key);
+    spawn_ask_at(&server.url, key, args)
+}
+
+/// Starts `clarify ask ARGS` in the background against `url`.
+fn spawn_ask_at(url: &str, key: &str, args: &[&str]) -> Asking {
+    let mut c = clarify_at(url, key);
     c.arg("ask")
         .args(args)
         .stdout(Stdio::piped())
@@ -646,15 +656,7 @@ async fn proxy_losing_the_first_response(upstream: &str) -> String {
 async fn ask_retries_a_lost_create_without_asking_twice() {
     let (server, key) = server().await;
     let proxy = proxy_losing_the_first_response(&server.url).await;
-    let mut c = Command::new(BIN);
-    c.env("CLARIFY_URL", &proxy)
-        .env("CLARIFY_TOKEN", &key)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .args(["ask", "Ship it?", "-c", "yes", "-c", "no"]);
-    let child = Asking(Some(c.spawn().expect("ask starts")));
+    let child = spawn_ask_at(&proxy, &key, &["Ship it?", "-c", "yes", "-c", "no"]);
     let api = Api::new(&server.url, &key);
     let r = newest_pending(&api).await;
     let id = r["id"].as_str().unwrap_or("").to_owned();
