@@ -33,7 +33,7 @@ async fn session(clock: Option<Arc<ManualClock>>) -> (Client, Store) {
 
 /// Calls `get_answer` with `args`; `Ok(status)` or `Err(message)`.
 async fn get_answer(client: &Client, args: Value) -> Result<String, String> {
-    let result = support::call(client, "get_answer", args).await;
+    let result = client.call("get_answer", args).await;
     if result.is_error == Some(true) {
         Err(support::text(&result))
     } else {
@@ -47,12 +47,12 @@ async fn get_answer(client: &Client, args: Value) -> Result<String, String> {
 #[tokio::test]
 async fn get_answer_arguments() {
     let (client, _) = session(None).await;
-    let asked = support::call(
-        &client,
-        "ask_human_async",
-        json!({"question": "Deploy?", "choices": ["yes", "no"]}),
-    )
-    .await;
+    let asked = client
+        .call(
+            "ask_human_async",
+            json!({"question": "Deploy?", "choices": ["yes", "no"]}),
+        )
+        .await;
     let id = asked.structured_content.expect("structured")["request_id"].clone();
     let pending = || Ok("pending".to_owned());
     let refused = |part: &str| Err(part.to_owned());
@@ -111,12 +111,12 @@ async fn ask_human_returns_expiry_with_its_note() {
     ));
     let (client, store) = session(Some(Arc::clone(&clock))).await;
     let ask = tokio::spawn(async move {
-        support::call(
-            &client,
-            "ask_human",
-            json!({"question": "Still there?", "timeout_seconds": 600}),
-        )
-        .await
+        client
+            .call(
+                "ask_human",
+                json!({"question": "Still there?", "timeout_seconds": 600}),
+            )
+            .await
     });
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while store.count_pending().await.expect("counted") == 0 {

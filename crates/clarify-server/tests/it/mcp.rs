@@ -6,138 +6,27 @@
 use std::time::Duration;
 
 use clarify_store::{ListQuery, RequestRecord, Role, Store};
+use clarify_testkit::{CLIENT_NAME, McpAgent, PATIENCE, finish, question, structured, text};
 use reqwest::StatusCode;
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
-    ClientRequest, Implementation, ProgressNotificationParam, ProtocolVersion, ServerResult,
-};
-use rmcp::service::{
-    NotificationContext, PeerRequestOptions, RequestHandle, RoleClient, RunningService,
-};
+use rmcp::model::ProtocolVersion;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 use crate::support::{TestServer, code};
 
-const PATIENCE: Duration = Duration::from_secs(30);
-
-/// The client side: records every progress notification.
-#[derive(Clone)]
-struct Listener {
-    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
-    version: ProtocolVersion,
+/// A session at `/mcp` with `key`, offering protocol `version`.
+async fn connect_with(server: &TestServer, key: &str, version: ProtocolVersion) -> McpAgent {
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", server.url))
+            .auth_header(key),
+    );
+    McpAgent::connect_with(transport, version).await
 }
 
-impl ClientHandler for Listener {
-    fn get_info(&self) -> ClientConfig {
-        let mut config = ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("test-agent", "1.0"),
-        );
-        config.protocol_version = self.version.clone();
-        config
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.progress.send(params);
-    }
-}
-
-struct Agent {
-    client: RunningService<RoleClient, Listener>,
-    progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
-}
-
-impl Agent {
-    /// A session at `/mcp` with `key`, on protocol 2025-06-18 (what clients speak today).
-    async fn connect(server: &TestServer, key: &str) -> Self {
-        Self::connect_with(server, key, ProtocolVersion::V_2025_06_18).await
-    }
-
-    async fn connect_with(server: &TestServer, key: &str, version: ProtocolVersion) -> Self {
-        let transport = StreamableHttpClientTransport::from_config(
-            StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", server.url))
-                .auth_header(key),
-        );
-        let (tx, progress) = mpsc::unbounded_channel();
-        let listener = Listener {
-            progress: tx,
-            version,
-        };
-        let client = tokio::time::timeout(PATIENCE, listener.serve(transport))
-            .await
-            .expect("initialized in time")
-            .expect("the session initializes");
-        Self { client, progress }
-    }
-
-    async fn call(&self, tool: &str, args: Value) -> CallToolResult {
-        finish(self.begin(tool, args).await).await
-    }
-
-    async fn begin(&self, tool: &str, args: Value) -> RequestHandle<RoleClient> {
-        let Value::Object(args) = args else {
-            panic!("tool arguments are an object")
-        };
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
-        self.client
-            .peer()
-            .send_cancellable_request(
-                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
-                PeerRequestOptions::no_options(),
-            )
-            .await
-            .expect("the call is sent")
-    }
-
-    async fn next_progress(&mut self) -> ProgressNotificationParam {
-        tokio::time::timeout(PATIENCE, self.progress.recv())
-            .await
-            .expect("a progress notification in time")
-            .expect("the client is running")
-    }
-}
-
-async fn finish(handle: RequestHandle<RoleClient>) -> CallToolResult {
-    let response = tokio::time::timeout(PATIENCE, handle.await_response())
-        .await
-        .expect("the call returns in time")
-        .expect("the call succeeds at the protocol level");
-    match response {
-        ServerResult::CallToolResult(result) => result,
-        other => panic!("not a tool result: {other:?}"),
-    }
-}
-
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.clone())
-        .unwrap_or_default()
-}
-
-fn structured(result: &CallToolResult) -> &Value {
-    result
-        .structured_content
-        .as_ref()
-        .expect("structured content")
-}
-
-fn question(text: &str) -> Value {
-    json!({"questions": [{
-        "question": text,
-        "kind": "single",
-        "options": [{"label": "Postgres"}, {"label": "SQLite"}],
-    }]})
+/// A session at `/mcp` with `key`, on protocol 2025-06-18 (what clients speak today).
+async fn connect(server: &TestServer, key: &str) -> McpAgent {
+    connect_with(server, key, ProtocolVersion::V_2025_06_18).await
 }
 
 /// A server whose waiting calls report progress every 200 ms.
@@ -177,14 +66,14 @@ async fn tools_work_over_http_with_progress_and_a_person_answering() {
     let server = server().await;
     let key = server.key(Role::Agent, "bot", "default").await;
     let alice = server.key(Role::Responder, "alice", "default").await;
-    let mut agent = Agent::connect(&server, &key).await;
+    let mut agent = connect(&server, &key).await;
     let tools = agent.client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names, ["ask_human", "ask_human_async", "get_answer"]);
 
     let call = agent.begin("ask_human", question("Which database?")).await;
     let record = wait_pending(&server.store, "default", "Which database?").await;
-    assert_eq!(record.request.agent.as_deref(), Some("test-agent"));
+    assert_eq!(record.request.agent.as_deref(), Some(CLIENT_NAME));
     let progress = agent.next_progress().await;
     assert_eq!(progress.progress_token, call.progress_token);
     let (status, _) = server
@@ -249,7 +138,7 @@ async fn tools_work_over_http_with_progress_and_a_person_answering() {
 async fn cancelling_a_call_cancels_the_request() {
     let server = server().await;
     let key = server.key(Role::Agent, "bot", "default").await;
-    let agent = Agent::connect(&server, &key).await;
+    let agent = connect(&server, &key).await;
     let call = agent.begin("ask_human", question("Drop the table?")).await;
     let record = wait_pending(&server.store, "default", "Drop the table?").await;
     call.cancel(None).await.expect("cancellation sent");
@@ -276,7 +165,7 @@ async fn cancelling_a_call_cancels_the_request() {
 async fn the_newest_protocol_works_without_sessions() {
     let server = server().await;
     let key = server.key(Role::Agent, "bot", "default").await;
-    let agent = Agent::connect_with(&server, &key, ProtocolVersion::LATEST).await;
+    let agent = connect_with(&server, &key, ProtocolVersion::LATEST).await;
     let asked = agent.call("ask_human_async", question("Stateless?")).await;
     let id = structured(&asked)["request_id"]
         .as_str()
@@ -301,7 +190,7 @@ async fn shutdown_returns_the_pending_request_id() {
     let server = server().await;
     let key = server.key(Role::Agent, "bot", "default").await;
     let store = server.store.clone();
-    let agent = Agent::connect(&server, &key).await;
+    let agent = connect(&server, &key).await;
     let call = agent
         .begin("ask_human", question("Across a restart?"))
         .await;
@@ -385,8 +274,8 @@ async fn tenants_and_their_sessions_stay_apart() {
     let server = server().await;
     let acme = server.key(Role::Agent, "acme-bot", "acme").await;
     let globex = server.key(Role::Agent, "globex-bot", "globex").await;
-    let a = Agent::connect(&server, &acme).await;
-    let b = Agent::connect(&server, &globex).await;
+    let a = connect(&server, &acme).await;
+    let b = connect(&server, &globex).await;
     let asked = a.call("ask_human_async", question("Acme only?")).await;
     let id = structured(&asked)["request_id"]
         .as_str()

@@ -8,151 +8,37 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use clarify_store::{Actor, Clarify, ListQuery, RequestRecord, Store, StoreOptions};
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
-    ClientRequest, Implementation, ProgressNotificationParam, ProtocolVersion, ServerResult,
-};
-use rmcp::service::{
-    NotificationContext, PeerRequestOptions, RequestHandle, RoleClient, RunningService,
-};
+use clarify_testkit::{CLIENT_NAME, McpAgent, PATIENCE, finish, question, structured, text};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
 
 use crate::support::{self, Api, BIN, Server};
 
-const PATIENCE: Duration = Duration::from_secs(30);
-
-/// The client side: records every progress notification.
-#[derive(Clone)]
-struct Listener {
-    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+/// Starts `clarify mcp ARGS` with `env` and initializes a session; also returns its pid.
+async fn start_process(args: &[&str], env: &[(&str, &str)]) -> (McpAgent, u32) {
+    let mut command = tokio::process::Command::new(BIN);
+    command
+        .arg("mcp")
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("CLARIFY_URL")
+        .env_remove("CLARIFY_TOKEN")
+        .env_remove("CLARIFY_DB");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("clarify mcp starts");
+    let pid = transport.id().expect("the process runs");
+    (McpAgent::connect(transport).await, pid)
 }
 
-impl ClientHandler for Listener {
-    fn get_info(&self) -> ClientConfig {
-        let mut config = ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("test-agent", "1.0"),
-        );
-        config.protocol_version = ProtocolVersion::V_2025_06_18;
-        config
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.progress.send(params);
-    }
-}
-
-/// A connected MCP client of one `clarify mcp` process.
-struct Agent {
-    client: RunningService<RoleClient, Listener>,
-    progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
-    pid: u32,
-}
-
-impl Agent {
-    /// Starts `clarify mcp ARGS` with `env` and initializes a session.
-    async fn start(args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut command = tokio::process::Command::new(BIN);
-        command
-            .arg("mcp")
-            .args(args)
-            .env("NO_COLOR", "1")
-            .env_remove("CLARIFY_URL")
-            .env_remove("CLARIFY_TOKEN")
-            .env_remove("CLARIFY_DB");
-        for (name, value) in env {
-            command.env(name, value);
-        }
-        let (transport, _) = TokioChildProcess::builder(command)
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("clarify mcp starts");
-        let pid = transport.id().expect("the process runs");
-        let (tx, progress) = mpsc::unbounded_channel();
-        let client = tokio::time::timeout(PATIENCE, Listener { progress: tx }.serve(transport))
-            .await
-            .expect("initialized in time")
-            .expect("the session initializes");
-        Self {
-            client,
-            progress,
-            pid,
-        }
-    }
-
-    /// Calls `tool` and waits for its result.
-    async fn call(&self, tool: &str, args: Value) -> CallToolResult {
-        let handle = self.begin(tool, args).await;
-        finish(handle).await
-    }
-
-    /// Sends a call without waiting for it (so it can be cancelled).
-    async fn begin(&self, tool: &str, args: Value) -> RequestHandle<RoleClient> {
-        let Value::Object(args) = args else {
-            panic!("tool arguments are an object")
-        };
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
-        self.client
-            .peer()
-            .send_cancellable_request(
-                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
-                PeerRequestOptions::no_options(),
-            )
-            .await
-            .expect("the call is sent")
-    }
-
-    /// The next progress notification.
-    async fn next_progress(&mut self) -> ProgressNotificationParam {
-        tokio::time::timeout(PATIENCE, self.progress.recv())
-            .await
-            .expect("a progress notification in time")
-            .expect("the client is running")
-    }
-}
-
-async fn finish(handle: RequestHandle<RoleClient>) -> CallToolResult {
-    let response = tokio::time::timeout(PATIENCE, handle.await_response())
-        .await
-        .expect("the call returns in time")
-        .expect("the call succeeds at the protocol level");
-    match response {
-        ServerResult::CallToolResult(result) => result,
-        other => panic!("not a tool result: {other:?}"),
-    }
-}
-
-/// The first text block of a result.
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.clone())
-        .unwrap_or_default()
-}
-
-fn structured(result: &CallToolResult) -> &Value {
-    result
-        .structured_content
-        .as_ref()
-        .expect("structured content")
-}
-
-fn question(text: &str) -> Value {
-    json!({"questions": [{
-        "question": text,
-        "kind": "single",
-        "options": [{"label": "Postgres"}, {"label": "SQLite"}],
-    }]})
+/// Starts `clarify mcp ARGS` with `env` and initializes a session.
+async fn start(args: &[&str], env: &[(&str, &str)]) -> McpAgent {
+    start_process(args, env).await.0
 }
 
 /// A second party on the same store as the `clarify mcp` process.
@@ -222,7 +108,7 @@ fn temp_db(name: &str) -> String {
 #[tokio::test]
 async fn lists_the_three_tools_with_the_committed_schema() {
     let db = temp_db("mcp-list");
-    let agent = Agent::start(&["--db", &db], &[]).await;
+    let agent = start(&["--db", &db], &[]).await;
     let info = agent.client.peer_info().expect("server info");
     assert_eq!(
         info.server_info.as_ref().map(|i| i.name.as_str()),
@@ -255,12 +141,12 @@ async fn lists_the_three_tools_with_the_committed_schema() {
 #[tokio::test]
 async fn ask_human_reports_progress_until_a_person_answers() {
     let db = temp_db("mcp-ask");
-    let mut agent = Agent::start(&["--db", &db, "--progress-interval", "200ms"], &[]).await;
+    let mut agent = start(&["--db", &db, "--progress-interval", "200ms"], &[]).await;
     let person = Person::open(&db).await;
     let call = agent.begin("ask_human", question("Which database?")).await;
     let token = call.progress_token.clone();
     let record = person.wait_pending("Which database?").await;
-    assert_eq!(record.request.agent.as_deref(), Some("test-agent"));
+    assert_eq!(record.request.agent.as_deref(), Some(CLIENT_NAME));
 
     let first = agent.next_progress().await;
     let second = agent.next_progress().await;
@@ -293,7 +179,7 @@ async fn ask_human_reports_progress_until_a_person_answers() {
 #[tokio::test]
 async fn ask_human_async_then_get_answer() {
     let db = temp_db("mcp-async");
-    let mut agent = Agent::start(&["--db", &db, "--progress-interval", "200ms"], &[]).await;
+    let mut agent = start(&["--db", &db, "--progress-interval", "200ms"], &[]).await;
     let person = Person::open(&db).await;
     let asked = agent.call("ask_human_async", question("Deploy?")).await;
     assert_eq!(asked.is_error, Some(false));
@@ -343,7 +229,7 @@ async fn ask_human_async_then_get_answer() {
 #[tokio::test]
 async fn invalid_input_is_a_tool_error_and_stores_nothing() {
     let db = temp_db("mcp-invalid");
-    let agent = Agent::start(&["--db", &db], &[]).await;
+    let agent = start(&["--db", &db], &[]).await;
     let person = Person::open(&db).await;
     let five = json!({"questions": [{
         "question": "Which one?", "kind": "single",
@@ -367,7 +253,7 @@ async fn invalid_input_is_a_tool_error_and_stores_nothing() {
 #[tokio::test]
 async fn cancelling_ask_human_cancels_the_request() {
     let db = temp_db("mcp-cancel");
-    let agent = Agent::start(&["--db", &db], &[]).await;
+    let agent = start(&["--db", &db], &[]).await;
     let person = Person::open(&db).await;
     let call = agent.begin("ask_human", question("Drop the table?")).await;
     let record = person.wait_pending("Drop the table?").await;
@@ -377,7 +263,7 @@ async fn cancelling_ask_human_cancels_the_request() {
     let resolved = person.wait_resolved(&record.id).await;
     assert_eq!(resolved.status, clarify_core::Status::Cancelled);
     let outcome = resolved.outcome().expect("outcome");
-    assert_eq!(outcome.answered_by.as_deref(), Some("test-agent"));
+    assert_eq!(outcome.answered_by.as_deref(), Some(CLIENT_NAME));
 }
 
 /// SIGTERM (a client or supervisor stopping the process) ends the session like the client
@@ -386,12 +272,12 @@ async fn cancelling_ask_human_cancels_the_request() {
 #[tokio::test]
 async fn sigterm_cancels_the_waiting_ask_human_and_exits() {
     let db = temp_db("mcp-sigterm");
-    let agent = Agent::start(&["--db", &db], &[]).await;
+    let (agent, pid) = start_process(&["--db", &db], &[]).await;
     let person = Person::open(&db).await;
     let call = agent.begin("ask_human", question("Deploy now?")).await;
     let record = person.wait_pending("Deploy now?").await;
     let sent = std::process::Command::new("kill")
-        .args(["-TERM", &agent.pid.to_string()])
+        .args(["-TERM", &pid.to_string()])
         .status()
         .expect("kill runs");
     assert!(sent.success());
@@ -443,11 +329,11 @@ async fn remote_mode_asks_through_the_server() {
         ("CLARIFY_URL", server.url.as_str()),
         ("CLARIFY_TOKEN", key.as_str()),
     ];
-    let mut agent = Agent::start(&["--progress-interval", "200ms"], &env).await;
+    let mut agent = start(&["--progress-interval", "200ms"], &env).await;
 
     let call = agent.begin("ask_human", question("Which database?")).await;
     let record = wait_remote(&api, "Which database?").await;
-    assert_eq!(record["agent"], "test-agent");
+    assert_eq!(record["agent"], CLIENT_NAME);
     let progress = agent.next_progress().await;
     assert_eq!(progress.total, Some(3600.0));
     let id = record["id"].as_str().expect("id");
@@ -503,7 +389,7 @@ async fn remote_mode_cancels_on_the_server() {
         ("CLARIFY_URL", server.url.as_str()),
         ("CLARIFY_TOKEN", key.as_str()),
     ];
-    let agent = Agent::start(&[], &env).await;
+    let agent = start(&[], &env).await;
     let call = agent.begin("ask_human", question("Drop the table?")).await;
     let record = wait_remote(&api, "Drop the table?").await;
     let id = record["id"].as_str().expect("id");
