@@ -1,10 +1,10 @@
 //! An MCP client connected to a [`ClarifyMcp`] through an in-memory pipe.
 
 use clarify_mcp::ClarifyMcp;
-use clarify_testkit::McpAgent;
+use clarify_testkit::mcp::McpAgent;
 use rmcp::ServiceExt;
 
-pub use clarify_testkit::text;
+pub use clarify_testkit::mcp::text;
 
 pub type Client = McpAgent;
 

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use clarify_store::{ListQuery, RequestRecord, Role, Store};
-use clarify_testkit::{CLIENT_NAME, McpAgent, PATIENCE, finish, question, structured, text};
+use clarify_testkit::mcp::{CLIENT_NAME, McpAgent, PATIENCE, finish, question, structured, text};
 use reqwest::StatusCode;
 use rmcp::model::ProtocolVersion;
 use rmcp::transport::StreamableHttpClientTransport;

@@ -14,7 +14,9 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::proxy::Proxy;
-use crate::support::{TestServer, code, postgres};
+use clarify_testkit::postgres_url;
+
+use crate::support::{TestServer, code};
 
 /// Longest any response may take while the database is out of reach: the store gives up on a
 /// connection after 5 s, so anything near this bound is a hang.
@@ -122,7 +124,7 @@ fn load(s: &TestServer, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<Vec<(u
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_outage_is_a_clear_503_and_heals_without_a_restart() {
-    let Some(pg) = postgres() else { return };
+    let Some(pg) = postgres_url() else { return };
     let proxy = Proxy::start(&pg).await;
     // Server A reaches the database through the proxy and polls the event log only once a
     // minute, so every wake-up on A in this test comes from LISTEN/NOTIFY or from the wake-all

@@ -170,20 +170,3 @@ pub fn suffix() -> String {
 pub fn code(body: &Value) -> &str {
     body["error"]["code"].as_str().unwrap_or("<no error code>")
 }
-
-/// The PostgreSQL URL to test against, or `None` (with the reason printed) to skip.
-pub fn postgres() -> Option<String> {
-    match std::env::var("CLARIFY_TEST_POSTGRES") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var_os("CLARIFY_REQUIRE_SERVICES").is_none(),
-                "CLARIFY_REQUIRE_SERVICES is set but CLARIFY_TEST_POSTGRES is not"
-            );
-            eprintln!(
-                "skipped: PostgreSQL tests need CLARIFY_TEST_POSTGRES (./scripts/test sets it)"
-            );
-            None
-        }
-    }
-}

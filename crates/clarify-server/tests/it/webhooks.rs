@@ -11,10 +11,10 @@ use axum::http::{HeaderMap, StatusCode as AxumStatus};
 use chrono::{TimeDelta, Utc};
 use clarify_server::Config;
 use clarify_store::{ManualClock, Role, StoreOptions};
-use hmac::{Hmac, Mac};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use sha2::Sha256;
+
+use clarify_testkit::signature_valid;
 
 use crate::support::{TestServer, code};
 
@@ -145,27 +145,6 @@ async fn settled(s: &TestServer, id: &str) -> Vec<Value> {
     }
 }
 
-/// Checks `Clarify-Signature: t=<unix>,v1=<hex>` against `secret` the way a receiver would.
-fn verify(secret: &str, signature: &str, body: &[u8]) -> bool {
-    let Some((t, v1)) = signature
-        .split_once(',')
-        .and_then(|(t, v1)| Some((t.strip_prefix("t=")?, v1.strip_prefix("v1=")?)))
-    else {
-        return false;
-    };
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("any key length");
-    mac.update(t.as_bytes());
-    mac.update(b".");
-    mac.update(body);
-    let expected: String = mac
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    expected == v1
-}
-
 async fn secret_of(s: &TestServer, token: &str) -> String {
     let (status, body) = s.get("/v1/webhook-secret", token).await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -221,15 +200,21 @@ async fn an_answer_is_posted_once_and_signed_with_the_tenant_secret() {
     );
     let secret = secret_of(&s, &s.admin).await;
     assert!(secret.starts_with("whsec_"), "{secret}");
-    assert!(verify(&secret, signature, &call.body), "{signature}");
+    assert!(
+        signature_valid(&secret, signature, &call.body),
+        "{signature}"
+    );
     let mut altered = call.body.to_vec();
     altered.push(b' ');
-    assert!(!verify(&secret, signature, &altered), "the body is covered");
+    assert!(
+        !signature_valid(&secret, signature, &altered),
+        "the body is covered"
+    );
 
     let acme = s.key(Role::Agent, "acme-bot", "acme").await;
     let other = secret_of(&s, &acme).await;
     assert_ne!(other, secret, "each tenant has its own secret");
-    assert!(!verify(&other, signature, &call.body));
+    assert!(!signature_valid(&other, signature, &call.body));
     let responder = s.key(Role::Responder, "alice", "default").await;
     assert_eq!(
         s.get("/v1/webhook-secret", &responder).await.0,
@@ -392,7 +377,7 @@ async fn cancellation_and_expiry_are_delivered_too() {
         assert_eq!(body["request_id"], id.as_str());
         assert_eq!(body["status"], status);
         assert!(body["note"].is_string(), "the model is told: {body}");
-        assert!(verify(
+        assert!(signature_valid(
             &secret,
             call.header("clarify-signature"),
             &call.body

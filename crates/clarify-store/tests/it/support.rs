@@ -21,6 +21,8 @@ use serde_json::Value;
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 
+pub use clarify_testkit::postgres_url;
+
 /// A timeout no test's clock ever reaches: requests with it stay pending unless resolved.
 pub const DAY: u64 = 86_400;
 /// The time limit of requests that tests expire.
@@ -166,23 +168,6 @@ pub fn options(clock: &Arc<ManualClock>) -> StoreOptions {
         ids: Arc::new(RandomIds),
         poll_interval: None,
         reaper_interval: None,
-    }
-}
-
-/// The PostgreSQL test database, or `None` (after saying so) when none is configured.
-pub fn postgres_url() -> Option<String> {
-    match std::env::var("CLARIFY_TEST_POSTGRES") {
-        Ok(url) if !url.trim().is_empty() => Some(url.trim().to_owned()),
-        _ if std::env::var("CLARIFY_REQUIRE_SERVICES").as_deref() == Ok("1") => {
-            panic!(
-                "CLARIFY_TEST_POSTGRES is not set, but CLARIFY_REQUIRE_SERVICES=1 requires \
-                 PostgreSQL; set it, e.g. postgres://postgres@127.0.0.1:5432/test"
-            )
-        }
-        _ => {
-            eprintln!("skipping PostgreSQL: CLARIFY_TEST_POSTGRES is not set");
-            None
-        }
     }
 }
 

@@ -18,13 +18,13 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use clarify_client::{Client, ClientError};
-use hmac::{Hmac, Mac};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use sha2::Sha256;
 
-use crate::support::{Api, Server, create_key, free_port, postgres, sqlite_url, temp_dir, unique};
+use clarify_testkit::{postgres_url, signature_valid};
+
+use crate::support::{Api, Server, create_key, free_port, sqlite_url, temp_dir, unique};
 
 /// SIGKILL/restart cycles per run.
 const CYCLES: usize = 24;
@@ -99,27 +99,6 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
         .get(name)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
-}
-
-/// Checks `Clarify-Signature: t=<unix>,v1=<hex>` as a receiver would.
-fn signed(secret: &str, signature: &str, body: &[u8]) -> bool {
-    let Some((t, v1)) = signature
-        .split_once(',')
-        .and_then(|(t, v1)| Some((t.strip_prefix("t=")?, v1.strip_prefix("v1=")?)))
-    else {
-        return false;
-    };
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("any key length");
-    mac.update(t.as_bytes());
-    mac.update(b".");
-    mac.update(body);
-    let expected: String = mac
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    expected == v1
 }
 
 /// Whether a failed call may simply be tried again: the server was down or cut off mid-reply.
@@ -490,7 +469,7 @@ async fn crash_and_check(db: &str, tenant: &str) {
         let mut by_request: HashMap<String, Vec<(String, bool, Value)>> = HashMap::new();
         for (headers, body) in locked(&hooks.calls).iter() {
             let delivery = header(headers, "clarify-delivery").to_owned();
-            let valid = signed(&secret, header(headers, "clarify-signature"), body);
+            let valid = signature_valid(&secret, header(headers, "clarify-signature"), body);
             let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
             let id = body["request_id"].as_str().unwrap_or_default().to_owned();
             by_request
@@ -554,6 +533,6 @@ async fn sigkill_under_load_on_sqlite_loses_nothing_acknowledged() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_under_load_on_postgres_loses_nothing_acknowledged() {
-    let Some(pg) = postgres() else { return };
+    let Some(pg) = postgres_url() else { return };
     crash_and_check(&pg, &format!("crash-{}", unique())).await;
 }

@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use clarify_store::{Actor, Clarify, ListQuery, RequestRecord, Store, StoreOptions};
-use clarify_testkit::{CLIENT_NAME, McpAgent, PATIENCE, finish, question, structured, text};
+use clarify_testkit::mcp::{CLIENT_NAME, McpAgent, PATIENCE, finish, question, structured, text};
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Api, Server, create_key, postgres, run, sqlite_url, temp_dir, unique};
+use clarify_testkit::postgres_url;
+
+use crate::support::{Api, Server, create_key, run, sqlite_url, temp_dir, unique};
 
 fn find<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     let start = text.find(prefix)?;
@@ -302,7 +304,7 @@ async fn sigkill_with_pending_requests_and_a_queued_webhook_loses_nothing() {
 
 #[tokio::test]
 async fn two_servers_on_one_postgres_database_wake_each_other() {
-    let Some(pg) = postgres() else { return };
+    let Some(pg) = postgres_url() else { return };
     let tenant = format!("two-{}", unique());
     let key = create_key(&pg, "admin", &format!("root-{tenant}"), &tenant);
     let a = Server::start(&pg, &[]).await;

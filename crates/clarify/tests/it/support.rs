@@ -196,23 +196,6 @@ pub fn unique() -> u64 {
     u64::from(nanos) * 1000 + N.fetch_add(1, Ordering::Relaxed)
 }
 
-/// The PostgreSQL URL to test against, or `None` (with the reason printed) to skip.
-pub fn postgres() -> Option<String> {
-    match std::env::var("CLARIFY_TEST_POSTGRES") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var_os("CLARIFY_REQUIRE_SERVICES").is_none(),
-                "CLARIFY_REQUIRE_SERVICES is set but CLARIFY_TEST_POSTGRES is not"
-            );
-            eprintln!(
-                "skipped: PostgreSQL tests need CLARIFY_TEST_POSTGRES (./scripts/test sets it)"
-            );
-            None
-        }
-    }
-}
-
 /// A small HTTP client bound to one server and key.
 #[derive(Clone)]
 pub struct Api {
