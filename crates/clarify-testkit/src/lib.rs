@@ -1,7 +1,9 @@
 //! Support shared by clarify's test suites (not published): where the PostgreSQL tests find their
-//! database, a webhook receiver's signature check, and (feature `mcp`) an MCP test client.
+//! database, a webhook receiver's signature check, what a model provider requires of a
+//! transcript, and (feature `mcp`) an MCP test client.
 
 use hmac::{Hmac, Mac};
+use serde_json::Value;
 use sha2::Sha256;
 
 #[cfg(feature = "mcp")]
@@ -47,4 +49,38 @@ pub fn signature_valid(secret: &str, signature: &str, body: &[u8]) -> bool {
         .map(|b| format!("{b:02x}"))
         .collect();
     expected == v1
+}
+
+/// What a provider requires of the messages it is sent: every tool call answered by exactly one
+/// result right after it (before the next non-tool message), every result answering a call, and
+/// only the five chat roles (no clarify protocol messages).
+pub fn assert_valid_for_provider(messages: &[Value]) {
+    let mut open: Vec<String> = Vec::new();
+    for m in messages {
+        let role = m["role"].as_str().unwrap_or_default();
+        assert!(
+            ["system", "developer", "user", "assistant", "tool"].contains(&role),
+            "a {role:?} message reached the model: {m}"
+        );
+        if role == "tool" {
+            let id = m["tool_call_id"].as_str().unwrap_or_default();
+            assert!(
+                open.iter().any(|o| o == id),
+                "result {id} answers no open call: {messages:#?}"
+            );
+            open.retain(|o| o != id);
+            continue;
+        }
+        assert!(open.is_empty(), "calls {open:?} have no result before {m}");
+        if let Some(list) = m["tool_calls"].as_array() {
+            open = list
+                .iter()
+                .map(|c| c["id"].as_str().unwrap_or_default().to_owned())
+                .collect();
+        }
+    }
+    assert!(
+        open.is_empty(),
+        "calls {open:?} end the transcript without a result"
+    );
 }

@@ -3,6 +3,7 @@
 //! never reach the model; what the model is sent always pairs every call with one result.
 
 use clarify_core::transcript::{Message, PendingRequest, ToolCall, Transcript, TranscriptError};
+use clarify_testkit::assert_valid_for_provider;
 use serde_json::{Value, json};
 
 /// Parses `input` as a message, writes it back, and compares with `want` (`None`: unchanged).
@@ -177,40 +178,6 @@ fn no_result(id: &str) -> Value {
     })
     .to_string();
     result(id, &content)
-}
-
-/// What a provider requires of a transcript: every call answered by exactly one result right
-/// after it (before the next non-tool message), every result answering a call, no other roles.
-fn assert_valid_for_provider(messages: &[Value]) {
-    let mut open: Vec<String> = Vec::new();
-    for m in messages {
-        let role = m["role"].as_str().unwrap_or_default();
-        assert!(
-            ["system", "developer", "user", "assistant", "tool"].contains(&role),
-            "a {role:?} message reached the model: {m}"
-        );
-        if role == "tool" {
-            let id = m["tool_call_id"].as_str().unwrap_or_default();
-            let at = open.iter().position(|o| o == id);
-            assert!(
-                at.is_some(),
-                "result {id} answers no open call: {messages:?}"
-            );
-            open.retain(|o| o != id);
-            continue;
-        }
-        assert!(open.is_empty(), "calls {open:?} have no result before {m}");
-        if let Some(list) = m["tool_calls"].as_array() {
-            open = list
-                .iter()
-                .map(|c| c["id"].as_str().unwrap_or_default().to_owned())
-                .collect();
-        }
-    }
-    assert!(
-        open.is_empty(),
-        "calls {open:?} end the transcript without a result"
-    );
 }
 
 #[test]

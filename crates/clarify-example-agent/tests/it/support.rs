@@ -16,6 +16,7 @@ use axum::{Json, Router};
 use clarify_client::{Client, ListFilter, Record};
 use clarify_server::{AppState, Config};
 use clarify_store::{Role, Store, StoreOptions};
+pub use clarify_testkit::assert_valid_for_provider;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -453,40 +454,6 @@ pub async fn file_contains(path: &Path, needle: &str, agent: &mut AgentRun) {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-/// What a provider requires of the messages it is sent: every tool call answered by exactly one
-/// result right after it, every result answering a call, and only the five chat roles (no
-/// clarify protocol messages).
-pub fn assert_valid_for_provider(messages: &[Value]) {
-    let mut open: Vec<String> = Vec::new();
-    for m in messages {
-        let role = m["role"].as_str().unwrap_or_default();
-        assert!(
-            ["system", "developer", "user", "assistant", "tool"].contains(&role),
-            "a {role:?} message reached the model: {m}"
-        );
-        if role == "tool" {
-            let id = m["tool_call_id"].as_str().unwrap_or_default();
-            assert!(
-                open.iter().any(|o| o == id),
-                "result {id} answers no open call: {messages:#?}"
-            );
-            open.retain(|o| o != id);
-            continue;
-        }
-        assert!(open.is_empty(), "calls {open:?} have no result before {m}");
-        if let Some(list) = m["tool_calls"].as_array() {
-            open = list
-                .iter()
-                .map(|c| c["id"].as_str().unwrap_or_default().to_owned())
-                .collect();
-        }
-    }
-    assert!(
-        open.is_empty(),
-        "calls {open:?} end the transcript without a result"
-    );
 }
 
 /// The committed OpenAI definition of `ask_human`.
