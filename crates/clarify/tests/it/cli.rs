@@ -57,6 +57,13 @@ async fn newest_pending(api: &Api) -> Value {
     }
 }
 
+/// Answers request `id` with `body` through the API; the answer must be accepted.
+async fn answer(api: &Api, id: &str, body: Value) {
+    let path = format!("/v1/requests/{id}/answer");
+    let (status, reply) = api.post(&path, body).await;
+    assert_eq!(status, 200, "{reply}");
+}
+
 /// A background `clarify ask`, killed if a test fails before it ends.
 struct Asking(Option<std::process::Child>);
 
@@ -108,8 +115,9 @@ async fn ask_prints_the_answer_and_exits_by_status() {
     let child = spawn_ask(&server, &key, &["Deploy to prod?", "-c", "yes", "-c", "no"]);
     let r = newest_pending(&api).await;
     assert_eq!(r["questions"][0]["options"][0]["label"], "yes");
-    api.post(
-        &format!("/v1/requests/{}/answer", r["id"].as_str().unwrap_or("")),
+    answer(
+        &api,
+        r["id"].as_str().unwrap_or(""),
         json!({"option": "yes"}),
     )
     .await;
@@ -126,8 +134,9 @@ async fn ask_prints_the_answer_and_exits_by_status() {
     );
     let r = newest_pending(&api).await;
     assert_eq!(r["questions"][0]["kind"], "multi");
-    api.post(
-        &format!("/v1/requests/{}/answer", r["id"].as_str().unwrap_or("")),
+    answer(
+        &api,
+        r["id"].as_str().unwrap_or(""),
         json!({"options": ["eu", "asia"]}),
     )
     .await;
@@ -140,11 +149,7 @@ async fn ask_prints_the_answer_and_exits_by_status() {
     let child = spawn_ask(&server, &key, &["Lunch?", "--context", "It is noon."]);
     let r = newest_pending(&api).await;
     assert_eq!(r["context"], "It is noon.");
-    api.post(
-        &format!("/v1/requests/{}/answer", r["id"].as_str().unwrap_or("")),
-        json!({"skip": true}),
-    )
-    .await;
+    answer(&api, r["id"].as_str().unwrap_or(""), json!({"skip": true})).await;
     assert_eq!(finish(child).0, 3, "skipped exits 3");
 
     let (code, stdout, stderr) = output({
@@ -184,8 +189,9 @@ async fn ask_works_as_a_gate_in_a_shell_script() {
         .spawn()
         .expect("sh runs");
     let r = newest_pending(&api).await;
-    api.post(
-        &format!("/v1/requests/{}/answer", r["id"].as_str().unwrap_or("")),
+    answer(
+        &api,
+        r["id"].as_str().unwrap_or(""),
         json!({"option": "yes"}),
     )
     .await;
@@ -502,13 +508,12 @@ async fn the_inbox_answers_every_kind_through_a_pipe() {
         .as_str()
         .unwrap_or("")
         .to_owned();
-    let (status, _) = Api::new(&server.url, &responder)
-        .post(
-            &format!("/v1/requests/{}/answer", ids[4]),
-            json!({"option": "a"}),
-        )
-        .await;
-    assert_eq!(status, 200);
+    answer(
+        &Api::new(&server.url, &responder),
+        &ids[4],
+        json!({"option": "a"}),
+    )
+    .await;
     inbox.reply("b");
     inbox.expect("by bob");
     inbox.expect("Skippable?");
@@ -598,13 +603,7 @@ async fn ask_reconnects_when_the_server_restarts() {
     first.kill();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let second = Server::start_on(port, &db, &[]).await;
-    let (status, _) = Api::new(&second.url, &key)
-        .post(
-            &format!("/v1/requests/{id}/answer"),
-            json!({"option": "yes"}),
-        )
-        .await;
-    assert_eq!(status, 200);
+    answer(&Api::new(&second.url, &key), &id, json!({"option": "yes"})).await;
     let (code, stdout, stderr) = finish(child);
     assert_eq!(
         (code, stdout.as_str()),
@@ -661,13 +660,7 @@ async fn ask_retries_a_lost_create_without_asking_twice() {
     let r = newest_pending(&api).await;
     let id = r["id"].as_str().unwrap_or("").to_owned();
     // Answered before or after the retry lands: either way the retry returns this request.
-    let (status, _) = api
-        .post(
-            &format!("/v1/requests/{id}/answer"),
-            json!({"option": "yes"}),
-        )
-        .await;
-    assert_eq!(status, 200);
+    answer(&api, &id, json!({"option": "yes"})).await;
     let (code, stdout, stderr) = finish(child);
     assert_eq!((code, stdout.as_str()), (0, "yes\n"), "{stderr}");
     assert!(
