@@ -160,6 +160,16 @@ fn fits(question: &Question, answer: &Answer, body: &Value) {
                 free_text(reason);
             }
         }
+        (QuestionKind::Form(form), Answer::Form(values)) => {
+            for (id, value) in values {
+                let field = form.field(id).unwrap_or_else(|| panic!("{body}: no field {id:?}"));
+                assert_eq!(
+                    clarify_core::form::check_value(field, value).as_ref(),
+                    Ok(value),
+                    "{body}: value of {id:?} is not canonical"
+                );
+            }
+        }
         (kind, answer) => panic!("{body}: a {} question got {answer:?}", kind.name()),
     }
 }

@@ -350,7 +350,7 @@ fn answer(u: &mut Unstructured<'_>, question: &Question) -> Result<Value> {
             QuestionKind::Open => 0,
             QuestionKind::Single(_) => 1,
             QuestionKind::Multi(_) => 2,
-            QuestionKind::Approval(_) => 3,
+            QuestionKind::Approval(_) | QuestionKind::Form(_) => 3,
         }
     };
     let mut obj = Map::new();

@@ -27,6 +27,11 @@ pub enum Submission {
 pub struct Answers(Vec<(String, Answer)>);
 
 impl Answers {
+    /// Answers already checked against their request, in its question order.
+    pub(crate) fn from_parts(parts: Vec<(String, Answer)>) -> Self {
+        Self(parts)
+    }
+
     /// The answer to the question with this id.
     pub fn get(&self, question_id: &str) -> Option<&Answer> {
         self.0
@@ -68,6 +73,18 @@ pub enum Answer {
     Text(String),
     /// `approval`.
     Approval(ApprovalAnswer),
+    /// `form`: each given (or defaulted) field's canonical value, in the form's field order.
+    Form(Vec<(String, Value)>),
+}
+
+impl Answer {
+    /// A form answer's values as a JSON object.
+    pub fn form_values(&self) -> Option<Map<String, Value>> {
+        match self {
+            Self::Form(values) => Some(values.iter().cloned().collect()),
+            _ => None,
+        }
+    }
 }
 
 /// The human's decision on a proposed action.
@@ -80,7 +97,7 @@ pub struct ApprovalAnswer {
     pub reason: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     Approve,
@@ -119,6 +136,7 @@ impl Serialize for Answer {
                     map.serialize_entry("reason", reason)?;
                 }
             }
+            Self::Form(_) => map.serialize_entry("values", &self.form_values())?,
         }
         map.end()
     }
@@ -183,6 +201,12 @@ pub enum AnswerError {
     EditNotAllowed { id: String },
     #[error("answers.{id}.edited_arguments: edited arguments come only with approve")]
     EditWithDeny { id: String },
+    #[error("answers.{id}.values.{field}: {message}")]
+    InvalidValue {
+        id: String,
+        field: String,
+        message: String,
+    },
 }
 
 impl AnswerError {
@@ -205,7 +229,35 @@ impl AnswerError {
             Self::ScopeNotOffered { .. } => "scope_not_offered",
             Self::EditNotAllowed { .. } => "edit_not_allowed",
             Self::EditWithDeny { .. } => "edit_with_deny",
+            Self::InvalidValue { message, .. } if message == "is required" => "missing_value",
+            Self::InvalidValue { .. } => "invalid_value",
         }
+    }
+
+    /// Where in the answer body the problem is (`answers.q1.values.budget`), for a surface that
+    /// shows the error beside that input.
+    pub fn path(&self) -> Option<String> {
+        Some(match self {
+            Self::InvalidValue { id, field, .. } => format!("answers.{id}.values.{field}"),
+            Self::MissingAnswer { id }
+            | Self::WrongKind { id, .. }
+            | Self::UnknownOption { id, .. }
+            | Self::NotSingle { id }
+            | Self::EmptySelection { id }
+            | Self::OtherNotAllowed { id } => format!("answers.{id}"),
+            Self::EmptyText { id, field } | Self::TextTooLong { id, field, .. } => {
+                format!("answers.{id}.{field}")
+            }
+            Self::InvalidDecision { id, .. } => format!("answers.{id}.decision"),
+            Self::ScopeNotOffered { id, .. } => format!("answers.{id}.scope"),
+            Self::EditNotAllowed { id } | Self::EditWithDeny { id } => {
+                format!("answers.{id}.edited_arguments")
+            }
+            Self::InvalidType { field, .. } => field.clone(),
+            Self::NotAnObject { .. } | Self::SkipNotAllowed | Self::UnknownQuestion { .. } => {
+                return None;
+            }
+        })
     }
 }
 
@@ -371,6 +423,26 @@ pub fn answer(q: &Question, raw: &Value) -> Result<Answer, AnswerError> {
                 .collect();
             Ok(Answer::Options { ids, other })
         }
+        QuestionKind::Form(form) => {
+            let values = match obj.get("values") {
+                Some(Value::Object(values)) if obj.len() == 1 => values,
+                Some(Value::Object(_)) | None => return Err(wrong_kind()),
+                Some(other) => {
+                    return Err(AnswerError::InvalidType {
+                        field: format!("answers.{id}.values"),
+                        expected: "an object keyed by field id",
+                        got: json_type(other),
+                    });
+                }
+            };
+            crate::form::check_values(form, values)
+                .map(Answer::Form)
+                .map_err(|(field, message)| AnswerError::InvalidValue {
+                    id: id.clone(),
+                    field,
+                    message,
+                })
+        }
         QuestionKind::Approval(approval) => {
             if !has("decision") || has("option") || has("options") || has("text") {
                 return Err(wrong_kind());
@@ -453,6 +525,7 @@ fn shape_hint(kind: &QuestionKind) -> &'static str {
         QuestionKind::Single(_) => r#"{"option": "<option id>"} or {"other": "..."}"#,
         QuestionKind::Multi(_) => r#"{"options": ["<option id>", ...]}, optionally with "other""#,
         QuestionKind::Approval(_) => r#"{"decision": "approve" or "deny", "scope": ...}"#,
+        QuestionKind::Form(_) => r#"{"values": {"<field id>": <value>, ...}}"#,
     }
 }
 

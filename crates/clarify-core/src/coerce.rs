@@ -21,7 +21,14 @@
 //!   identifiers: they become the option's id when it has none, never its label;
 //! - a label ending in "(recommended)" loses the suffix and, when no `recommended` was named,
 //!   becomes the recommended option;
+//! - a question's `schema`, a flat JSON Schema object (MCP elicitation's `requestedSchema`),
+//!   becomes its form `fields` (see [`crate::schema`]), and `fields` or `schema` without a kind
+//!   make it a `form`;
 //! - `null` anywhere means absent (strict-mode tool calls send every optional field as `null`).
+//!
+//! Any other key, at the top level or in a question, is refused with an `unknown_field` error
+//! naming it (and the nearest known key, when it looks misspelt): keys the one-question
+//! shorthand takes from the top level are known only when the shorthand is used.
 
 use serde_json::{Map, Value};
 
@@ -29,7 +36,7 @@ use crate::error::ValidationError;
 use crate::text::{is_valid_id, slug, strip_recommended_suffix};
 
 /// Request fields passed through unchanged to validation.
-const REQUEST_FIELDS: [&str; 10] = [
+const REQUEST_FIELDS: [&str; 15] = [
     "context",
     "session",
     "agent",
@@ -40,10 +47,15 @@ const REQUEST_FIELDS: [&str; 10] = [
     "idempotency_key",
     "dedupe",
     "tags",
+    "approvals_required",
+    "remind_every_seconds",
+    "escalate_after_seconds",
+    "escalate_to",
+    "on_timeout",
 ];
 
 /// Question fields that the one-question shorthand takes from the top level.
-const SHORTHAND_QUESTION_FIELDS: [&str; 9] = [
+const SHORTHAND_QUESTION_FIELDS: [&str; 11] = [
     "id",
     "header",
     "kind",
@@ -53,7 +65,85 @@ const SHORTHAND_QUESTION_FIELDS: [&str; 9] = [
     "action",
     "scopes",
     "allow_edit",
+    "fields",
+    "schema",
 ];
+
+/// Keys of the one-question shorthand beyond the question's own fields.
+const SHORTHAND_KEYS: [&str; 5] = ["question", "prompt", "choices", "options", "multi_select"];
+
+/// Every key a question object may have, in the canonical shape or an accepted LLM shape.
+const QUESTION_KEYS: [&str; 17] = [
+    "id",
+    "header",
+    "text",
+    "question",
+    "prompt",
+    "kind",
+    "type",
+    "options",
+    "choices",
+    "multi_select",
+    "allow_other",
+    "recommended",
+    "action",
+    "scopes",
+    "allow_edit",
+    "fields",
+    "schema",
+];
+
+/// Refuses a key of `obj` outside `known`, naming it by `path` and suggesting the nearest known
+/// name: a misspelt `approval_required` must never quietly mean one approval.
+fn refuse_unknown<'a>(
+    obj: &Map<String, Value>,
+    path: &str,
+    known: impl Iterator<Item = &'a str> + Clone,
+) -> Result<(), ValidationError> {
+    let mut keys: Vec<&String> = obj.keys().collect();
+    keys.sort();
+    match keys
+        .into_iter()
+        .find(|k| !known.clone().any(|n| n == k.as_str()))
+    {
+        None => Ok(()),
+        Some(key) => Err(ValidationError::UnknownField {
+            field: if path.is_empty() {
+                key.clone()
+            } else {
+                format!("{path}.{key}")
+            },
+            hint: suggestion(key, &known.collect::<Vec<_>>()),
+        }),
+    }
+}
+
+/// The known name nearest to `key` (ignoring case), when it is close enough to be a misspelling.
+pub(crate) fn suggestion(key: &str, known: &[&str]) -> Option<String> {
+    let key = key.to_ascii_lowercase();
+    known
+        .iter()
+        .map(|k| (distance(&key, k), *k))
+        .filter(|(d, k)| *d <= (k.len() / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k.to_owned())
+}
+
+/// Levenshtein distance, on characters.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
 
 /// Reshapes any accepted request shape into the canonical one.
 pub fn normalize(raw: &Value) -> Result<Value, ValidationError> {
@@ -68,15 +158,26 @@ pub fn normalize(raw: &Value) -> Result<Value, ValidationError> {
     let shorthand = ["question", "prompt"]
         .into_iter()
         .find(|k| top.contains_key(*k));
+    let request_keys = REQUEST_FIELDS
+        .into_iter()
+        .chain(["questions", "responders"]);
+    if shorthand.is_some() {
+        refuse_unknown(
+            &top,
+            "",
+            request_keys
+                .chain(SHORTHAND_KEYS)
+                .chain(SHORTHAND_QUESTION_FIELDS),
+        )?;
+    } else {
+        refuse_unknown(&top, "", request_keys)?;
+    }
     let questions = match (top.get("questions"), shorthand) {
         (Some(_), Some(shorthand)) => return Err(ValidationError::AmbiguousShape { shorthand }),
         (Some(questions), None) => normalize_questions(questions)?,
         (None, Some(_)) => {
             let mut q = Map::new();
-            for key in ["question", "prompt", "choices", "options", "multi_select"]
-                .into_iter()
-                .chain(SHORTHAND_QUESTION_FIELDS)
-            {
+            for key in SHORTHAND_KEYS.into_iter().chain(SHORTHAND_QUESTION_FIELDS) {
                 if let Some(v) = top.get(key) {
                     q.insert(key.to_owned(), v.clone());
                 }
@@ -129,6 +230,8 @@ fn normalize_question(item: &Value, index: usize) -> Result<Value, ValidationErr
         Value::Object(q) => without_nulls(q),
         other => return Ok(other.clone()),
     };
+    let path = format!("questions[{index}]");
+    refuse_unknown(&q, &path, QUESTION_KEYS.into_iter())?;
     let mut out = Map::new();
     for key in [
         "id",
@@ -138,6 +241,7 @@ fn normalize_question(item: &Value, index: usize) -> Result<Value, ValidationErr
         "action",
         "scopes",
         "allow_edit",
+        "fields",
     ] {
         if let Some(v) = q.get(key) {
             out.insert(key.to_owned(), v.clone());
@@ -162,12 +266,38 @@ fn normalize_question(item: &Value, index: usize) -> Result<Value, ValidationErr
         out.insert("options".to_owned(), options);
     }
 
+    // Form fields' options take the same shapes as a question's.
+    if let Some(Value::Array(fields)) = out.get_mut("fields") {
+        for (i, field) in fields.iter_mut().enumerate() {
+            if let Value::Object(f) = field {
+                f.retain(|_, v| !v.is_null());
+                if let Some(options) = f.get("options") {
+                    let path = format!("{path}.fields[{i}].options");
+                    let options = normalize_options(options, &path)?;
+                    f.insert("options".to_owned(), options);
+                }
+            }
+        }
+    }
+    if let Some(schema) = q.get("schema") {
+        if q.contains_key("fields") {
+            return Err(ValidationError::UnsupportedSchema {
+                field: format!("{path}.schema"),
+                reason: "give either fields or schema, not both".to_owned(),
+            });
+        }
+        let fields = crate::schema::fields(&parse_json_string(schema), &format!("{path}.schema"))?;
+        out.insert("fields".to_owned(), fields);
+    }
+    let is_form = q.contains_key("fields") || q.contains_key("schema");
+
     let kind = match q.get("kind").or_else(|| q.get("type")) {
         Some(Value::String(kind)) => Value::String(kind_alias(kind).unwrap_or(kind).to_owned()),
         Some(other) => other.clone(),
         None if q.get("multi_select") == Some(&Value::Bool(true)) => "multi".into(),
         None if options_key.is_some() => "single".into(),
         None if q.contains_key("action") => "approval".into(),
+        None if is_form => "form".into(),
         None => "open".into(),
     };
     // Strict-mode models send `options: []` on every question, open ones included.
@@ -188,6 +318,7 @@ fn kind_alias(kind: &str) -> Option<&'static str> {
         "multi" | "multi_select" | "multiple" | "multiple_choice" | "multi_choice" | "checkbox"
         | "checkboxes" => "multi",
         "approval" | "approve" | "confirm" | "confirmation" => "approval",
+        "form" | "fields" => "form",
         _ => return None,
     })
 }

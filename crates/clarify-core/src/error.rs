@@ -35,7 +35,7 @@ pub enum ValidationError {
     NoQuestions,
     #[error("questions: at most {max} questions are allowed, got {got}")]
     TooManyQuestions { max: usize, got: usize },
-    #[error("{field}: unknown kind {}; use open, single, multi or approval", quoted(.got))]
+    #[error("{field}: unknown kind {}; use open, single, multi, approval or form", quoted(.got))]
     UnknownKind { field: String, got: String },
     #[error("{field}: a {kind} question needs at least 1 option")]
     NoOptions { field: String, kind: &'static str },
@@ -91,6 +91,63 @@ pub enum ValidationError {
     },
     #[error("{field}: {reason}")]
     InvalidUrl { field: String, reason: String },
+    #[error("{field}: unknown field{}", .hint.as_ref().map(|h| format!("; did you mean {h}?")).unwrap_or_default())]
+    UnknownField { field: String, hint: Option<String> },
+    #[error("{field}: {kind} questions take no fields; use kind form")]
+    FieldsNotAllowed { field: String, kind: String },
+    #[error("{field}: a form question needs at least 1 field")]
+    NoFields { field: String },
+    #[error("{field}: at most {max} fields are allowed, got {got}")]
+    TooManyFields {
+        field: String,
+        max: usize,
+        got: usize,
+    },
+    #[error(
+        "{field}: unknown field type {}; use text, number, integer, boolean, choice or choices",
+        quoted(.got)
+    )]
+    UnknownFieldType { field: String, got: String },
+    #[error("{field}: a {kind} field takes no such limit")]
+    LimitNotAllowed { field: String, kind: String },
+    #[error("{field}: must be at most {max}, got {got}")]
+    LimitTooLarge { field: String, max: u64, got: u64 },
+    #[error("{field}: {low} is above {high}")]
+    InvalidRange {
+        field: String,
+        low: String,
+        high: String,
+    },
+    #[error("{field}: {reason}")]
+    InvalidPattern { field: String, reason: String },
+    #[error("{field}: unknown format {}; use email, url, date or datetime", quoted(.got))]
+    UnknownFormat { field: String, got: String },
+    #[error("{field}: the default does not fit its own field: {reason}")]
+    InvalidDefault { field: String, reason: String },
+    #[error("{field}: {reason}")]
+    UnsupportedSchema { field: String, reason: String },
+    #[error("approvals_required: must be a whole number from 1 to {max}, got {got}")]
+    InvalidQuorum { max: u32, got: String },
+    #[error(
+        "approvals_required: a quorum of {required} needs every question to be an approval; {field} is {kind}"
+    )]
+    QuorumNeedsApprovals {
+        required: u32,
+        field: String,
+        kind: &'static str,
+    },
+    #[error(
+        "{field}: allow_edit cannot be combined with approvals_required above 1 (each approver must see the same action)"
+    )]
+    QuorumWithEdit { field: String },
+    #[error(
+        "approvals_required: {required} approvals can never be reached with only {allowed} allowed responders"
+    )]
+    QuorumUnreachable { required: u32, allowed: usize },
+    #[error("{field}: {reason}")]
+    InvalidSchedule { field: String, reason: String },
+    #[error("on_timeout: {reason}")]
+    InvalidOnTimeout { reason: String },
 }
 
 impl ValidationError {
@@ -121,6 +178,24 @@ impl ValidationError {
             Self::JsonTooLarge { .. } => "json_too_large",
             Self::TimeoutOutOfRange { .. } => "invalid_timeout",
             Self::InvalidUrl { .. } => "invalid_url",
+            Self::UnknownField { .. } => "unknown_field",
+            Self::FieldsNotAllowed { .. } => "fields_not_allowed",
+            Self::NoFields { .. } => "no_fields",
+            Self::TooManyFields { .. } => "too_many_fields",
+            Self::UnknownFieldType { .. } => "unknown_field_type",
+            Self::LimitNotAllowed { .. } => "limit_not_allowed",
+            Self::LimitTooLarge { .. } => "limit_too_large",
+            Self::InvalidRange { .. } => "invalid_range",
+            Self::InvalidPattern { .. } => "invalid_pattern",
+            Self::UnknownFormat { .. } => "unknown_format",
+            Self::InvalidDefault { .. } => "invalid_default",
+            Self::UnsupportedSchema { .. } => "unsupported_schema",
+            Self::InvalidQuorum { .. } => "invalid_quorum",
+            Self::QuorumNeedsApprovals { .. } => "quorum_needs_approvals",
+            Self::QuorumWithEdit { .. } => "quorum_with_edit",
+            Self::QuorumUnreachable { .. } => "quorum_unreachable",
+            Self::InvalidSchedule { .. } => "invalid_schedule",
+            Self::InvalidOnTimeout { .. } => "invalid_on_timeout",
         }
     }
 }

@@ -20,11 +20,14 @@
 pub mod answer;
 pub mod coerce;
 mod error;
+pub mod form;
 mod limits;
 mod model;
 pub mod outcome;
 pub mod policy;
+pub mod quorum;
 pub mod reply;
+mod schema;
 mod text;
 pub mod tool;
 pub mod transcript;
@@ -34,12 +37,14 @@ pub use answer::{
     Answer, AnswerError, Answers, ApprovalAnswer, Decision, Submission, parse_submission,
 };
 pub use error::ValidationError;
+pub use form::{Field, FieldKind, Form, TextFormat};
 pub use limits::{Limits, LimitsError};
 pub use model::{
-    Action, Approval, Choice, Choices, Context, NewRequest, Question, QuestionKind, Scope, Status,
-    StatusParseError,
+    Action, Approval, Choice, Choices, Context, NewRequest, OnTimeout, Question, QuestionKind,
+    RecommendedWord, Scope, Status, StatusParseError,
 };
 pub use outcome::{Mode, Outcome, QuestionOutcome, Resolution};
+pub use quorum::Vote;
 pub use text::{humanize_seconds, quoted, slug};
 
 /// Parses a raw create-request body (any of the accepted shapes) into a validated [`NewRequest`].

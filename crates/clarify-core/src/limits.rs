@@ -44,6 +44,14 @@ impl Limits {
     /// One year: longer waits are almost certainly a unit mistake.
     pub const MAX_TIMEOUT_SECONDS: u64 = 365 * 24 * 3600;
     pub const DEFAULT_TIMEOUT_SECONDS: u64 = 3_600;
+    /// Fields of one form question.
+    pub const MAX_FIELDS: usize = 20;
+    /// A text field's `pattern`.
+    pub const MAX_PATTERN_CHARS: usize = 500;
+    /// The largest quorum (`approvals_required`).
+    pub const MAX_APPROVALS_REQUIRED: u32 = 10;
+    /// The shortest reminder period.
+    pub const MIN_REMIND_SECONDS: u64 = 60;
     /// Free text in an answer (`text`, `other`) and an approval's `reason`.
     pub const MAX_ANSWER_CHARS: usize = 10_000;
 

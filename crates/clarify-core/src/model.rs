@@ -11,6 +11,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::form::{Field, Form};
+
 /// A validated request, ready to be stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewRequest {
@@ -39,6 +41,53 @@ pub struct NewRequest {
     /// Return an identical pending request of the same session instead of asking again.
     #[serde(default)]
     pub dedupe: bool,
+    /// How many responders must approve (1 to 10); above 1 every question is an approval and
+    /// each responder's decision is a vote.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub approvals_required: u32,
+    /// While pending, announce the request again this often (at least 60 seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remind_every_seconds: Option<u64>,
+    /// Escalation: after this many seconds of waiting, `escalate_to` may answer too and are
+    /// notified. Both are set, or neither.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalate_after_seconds: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub escalate_to: Vec<String>,
+    /// What the outcome carries when nobody answers in time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_timeout: Option<OnTimeout>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// The answer applied when a request expires unanswered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OnTimeout {
+    /// Approvals: this decision for every approval question.
+    Decision {
+        decision: crate::answer::Decision,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A one-question `single` request: this option.
+    Option { option: String },
+    /// Every `single` question: its recommended option.
+    Recommended(RecommendedWord),
+}
+
+/// The word `"recommended"`, the only string `on_timeout` takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecommendedWord {
+    Recommended,
 }
 
 impl NewRequest {
@@ -47,12 +96,19 @@ impl NewRequest {
         self.questions.iter().find(|q| q.id == id)
     }
 
-    /// Whether `responder` may answer: always when the request names no responders.
-    pub fn allows_responder(&self, responder: &str) -> bool {
+    /// Whether `responder` may answer: always when the request names no responders. Once
+    /// `escalated`, the escalation's responders may answer too.
+    pub fn allows_responder(&self, responder: &str, escalated: bool) -> bool {
+        let escalated_to = || escalated && self.escalate_to.iter().any(|n| n == responder);
         match &self.responders {
             None => true,
-            Some(names) => names.iter().any(|n| n == responder),
+            Some(names) => names.iter().any(|n| n == responder) || escalated_to(),
         }
+    }
+
+    /// Whether answers are votes counted towards a quorum of approvals.
+    pub fn is_quorum(&self) -> bool {
+        self.approvals_required > 1
     }
 
     /// The timeout, or `None` when the request never expires.
@@ -90,6 +146,8 @@ pub enum QuestionKind {
     Multi(Choices),
     /// Approve or deny a proposed action.
     Approval(Approval),
+    /// Typed fields answered together.
+    Form(Form),
 }
 
 impl QuestionKind {
@@ -100,6 +158,7 @@ impl QuestionKind {
             Self::Single(_) => "single",
             Self::Multi(_) => "multi",
             Self::Approval(_) => "approval",
+            Self::Form(_) => "form",
         }
     }
 
@@ -107,7 +166,7 @@ impl QuestionKind {
     pub fn choices(&self) -> Option<&Choices> {
         match self {
             Self::Single(c) | Self::Multi(c) => Some(c),
-            Self::Open | Self::Approval(_) => None,
+            Self::Open | Self::Approval(_) | Self::Form(_) => None,
         }
     }
 }
@@ -285,6 +344,8 @@ struct QuestionRepr {
     scopes: Option<Vec<Scope>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     allow_edit: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fields: Option<Vec<Field>>,
 }
 
 impl From<Question> for QuestionRepr {
@@ -300,6 +361,7 @@ impl From<Question> for QuestionRepr {
             action: None,
             scopes: None,
             allow_edit: None,
+            fields: None,
         };
         match q.kind {
             QuestionKind::Open => {}
@@ -313,6 +375,7 @@ impl From<Question> for QuestionRepr {
                 repr.scopes = Some(a.scopes);
                 repr.allow_edit = Some(a.allow_edit);
             }
+            QuestionKind::Form(f) => repr.fields = Some(f.fields),
         }
         repr
     }
@@ -343,6 +406,9 @@ impl TryFrom<QuestionRepr> for Question {
                     .filter(|s| !s.is_empty())
                     .unwrap_or_else(|| vec![Scope::Once]),
                 allow_edit: r.allow_edit.unwrap_or(false),
+            }),
+            "form" => QuestionKind::Form(Form {
+                fields: r.fields.filter(|f| !f.is_empty()).ok_or("fields missing")?,
             }),
             other => return Err(format!("unknown question kind {other:?}")),
         };

@@ -7,10 +7,11 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Serialize, Serializer};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use crate::answer::{Answer, Answers, Decision};
-use crate::model::{NewRequest, QuestionKind, Scope, Status};
+use crate::answer::{Answer, Answers, ApprovalAnswer, Decision};
+use crate::model::{NewRequest, OnTimeout, QuestionKind, Scope, Status};
+use crate::quorum::Vote;
 use crate::text::humanize_seconds;
 
 /// How a request was resolved.
@@ -46,6 +47,12 @@ pub struct Outcome {
     pub resolved_at: DateTime<Utc>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The request expired and its `on_timeout` default is the answer.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub default_applied: bool,
+    /// A quorum request's votes, in the order cast.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub votes: Vec<Vote>,
 }
 
 /// One question of an outcome.
@@ -82,6 +89,10 @@ pub enum Mode {
     Text,
     /// An approval decision.
     Decision,
+    /// A form's values.
+    Form,
+    /// Nobody answered; the request's `on_timeout` default.
+    Default,
 }
 
 impl Mode {
@@ -91,6 +102,8 @@ impl Mode {
             Self::Other => "other",
             Self::Text => "text",
             Self::Decision => "decision",
+            Self::Form => "form",
+            Self::Default => "default",
         }
     }
 }
@@ -104,10 +117,15 @@ impl Outcome {
         answered_by: Option<&str>,
         resolved_at: DateTime<Utc>,
     ) -> Self {
-        let answers = match resolution {
-            Resolution::Answered(a) => Some(a),
+        let defaults = match resolution {
+            Resolution::Expired => request.on_timeout.as_ref().map(|d| defaults(request, d)),
             _ => None,
         };
+        let answers = match resolution {
+            Resolution::Answered(a) => Some(a),
+            _ => defaults.as_ref(),
+        };
+        let mode_of = |m: Mode| if defaults.is_some() { Mode::Default } else { m };
         let questions = request
             .questions
             .iter()
@@ -118,6 +136,7 @@ impl Outcome {
                         c.options.iter().map(|o| o.label.clone()).collect()
                     }
                     QuestionKind::Approval(_) => vec!["approve".to_owned(), "deny".to_owned()],
+                    QuestionKind::Form(f) => f.fields.iter().map(|f| f.label.clone()).collect(),
                 };
                 let mut out = QuestionOutcome {
                     id: q.id.clone(),
@@ -141,7 +160,7 @@ impl Outcome {
                     None => {}
                     Some(Answer::Option(id)) => {
                         out.answer = Value::String(label(id));
-                        out.mode = Some(Mode::Option);
+                        out.mode = Some(mode_of(Mode::Option));
                     }
                     Some(Answer::Other(text)) => {
                         out.answer = Value::String(text.clone());
@@ -164,11 +183,15 @@ impl Outcome {
                     }
                     Some(Answer::Approval(a)) => {
                         out.answer = Value::String(a.decision.as_str().to_owned());
-                        out.mode = Some(Mode::Decision);
+                        out.mode = Some(mode_of(Mode::Decision));
                         out.decision = Some(a.decision);
                         out.scope = Some(a.scope);
                         out.edited_arguments = a.edited_arguments.clone();
                         out.reason = a.reason.clone();
+                    }
+                    Some(answer @ Answer::Form(_)) => {
+                        out.answer = Value::Object(answer.form_values().unwrap_or_default());
+                        out.mode = Some(Mode::Form);
                     }
                 }
                 out
@@ -181,30 +204,91 @@ impl Outcome {
             questions,
             answered_by: answered_by.map(str::to_owned),
             resolved_at,
-            note: note(resolution, request.timeout()),
+            note: note(resolution, request.timeout(), request.on_timeout.as_ref()),
+            default_applied: defaults.is_some(),
+            votes: Vec::new(),
         }
+    }
+
+    /// The outcome with a quorum request's votes.
+    pub fn with_votes(mut self, votes: Vec<Vote>) -> Self {
+        self.votes = votes;
+        self
+    }
+
+    /// The values of form question `question_id`, once answered.
+    pub fn form_values(&self, question_id: &str) -> Option<&Map<String, Value>> {
+        self.questions
+            .iter()
+            .find(|q| q.id == question_id && q.mode == Some(Mode::Form))
+            .and_then(|q| q.answer.as_object())
     }
 }
 
+/// The answers an `on_timeout` default gives (validation made sure it fits the request).
+fn defaults(request: &NewRequest, default: &OnTimeout) -> Answers {
+    let parts = request
+        .questions
+        .iter()
+        .filter_map(|q| {
+            let answer = match (default, &q.kind) {
+                (OnTimeout::Decision { decision, reason }, QuestionKind::Approval(_)) => {
+                    Answer::Approval(ApprovalAnswer {
+                        decision: *decision,
+                        scope: Scope::Once,
+                        edited_arguments: None,
+                        reason: reason.clone(),
+                    })
+                }
+                (OnTimeout::Option { option }, QuestionKind::Single(_)) => {
+                    Answer::Option(option.clone())
+                }
+                (OnTimeout::Recommended(_), QuestionKind::Single(c)) => {
+                    Answer::Option(c.recommended.clone()?)
+                }
+                _ => return None,
+            };
+            Some((q.id.clone(), answer))
+        })
+        .collect();
+    Answers::from_parts(parts)
+}
+
 /// The plain-words note for a request that was not answered.
-fn note(resolution: &Resolution, timeout: Option<u64>) -> Option<String> {
+fn note(
+    resolution: &Resolution,
+    timeout: Option<u64>,
+    default: Option<&OnTimeout>,
+) -> Option<String> {
     const JUDGEMENT: &str = "use your best judgement and say which assumption you made.";
-    Some(match resolution {
-        Resolution::Answered(_) => return None,
-        Resolution::Skipped => format!("The human chose not to answer; {JUDGEMENT}"),
-        Resolution::Expired => match timeout {
-            Some(t) => format!(
-                "The human did not answer within {}; {JUDGEMENT}",
-                humanize_seconds(t)
-            ),
-            None => format!("The human did not answer in time; {JUDGEMENT}"),
-        },
-        Resolution::Cancelled => format!(
+    let within = match timeout {
+        Some(t) => format!("within {}", humanize_seconds(t)),
+        None => "in time".to_owned(),
+    };
+    Some(match (resolution, default) {
+        (Resolution::Answered(_), _) => return None,
+        (Resolution::Expired, Some(d)) => {
+            let what = match d {
+                OnTimeout::Decision {
+                    decision,
+                    reason: Some(r),
+                } => format!("{} ({r})", decision.as_str()),
+                OnTimeout::Decision { decision, .. } => decision.as_str().to_owned(),
+                OnTimeout::Option { option } => format!("the option {option:?}"),
+                OnTimeout::Recommended(_) => "the recommended option".to_owned(),
+            };
+            format!(
+                "The human did not answer {within}, so the default set for that case was applied: {what}. Treat it as the request's own fallback, not as a human's decision."
+            )
+        }
+        (Resolution::Skipped, _) => format!("The human chose not to answer; {JUDGEMENT}"),
+        (Resolution::Expired, None) => format!("The human did not answer {within}; {JUDGEMENT}"),
+        (Resolution::Cancelled, _) => format!(
             "The question was cancelled before the human answered; do not wait for an answer, {JUDGEMENT}"
         ),
     })
 }
 
-fn rfc3339<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn rfc3339<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&t.to_rfc3339_opts(SecondsFormat::Millis, true))
 }

@@ -384,6 +384,13 @@ pub fn settle(action: &Action, session: Option<&str>, reply: &ApprovalReply) -> 
                 grant,
             }
         }
+        // Nobody answered, and the request's own `on_timeout` default approves: the one who
+        // asked chose that fallback, for this one call only.
+        (Status::Expired, Some(Decision::Approve)) => Verdict::Run {
+            arguments: action.arguments.clone(),
+            edited: false,
+            grant: None,
+        },
         (Status::Answered, _) => Verdict::Refuse(Refusal {
             status: "denied",
             reason: match reply.reason.as_deref().map(str::trim) {

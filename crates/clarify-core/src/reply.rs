@@ -49,6 +49,8 @@ pub enum ReplyError {
     ScopeNotOffered { scope: String, offered: String },
     #[error("this action cannot be approved just once; reply approve followed by one of {offered}")]
     ScopeNeeded { offered: String },
+    #[error("this question is a form; answer it one field at a time")]
+    FormByField,
     #[error("the reply is too long: at most {max} characters, got {got}")]
     TooLong { max: usize, got: usize },
 }
@@ -82,6 +84,7 @@ pub fn parse_reply(
         QuestionKind::Single(c) => single(c, reply)?,
         QuestionKind::Multi(c) => multi(c, reply)?,
         QuestionKind::Approval(a) => approval(a, reply)?,
+        QuestionKind::Form(_) => return Err(ReplyError::FormByField),
     };
     Ok(Reply::Answer(answer))
 }

@@ -50,13 +50,69 @@ pub struct AskHumanQuestion {
     /// A very short label for the question, at most 32 characters, such as "Database".
     #[schemars(length(max = 32))]
     pub header: Option<String>,
-    /// `single`: the human picks one option; `multi`: one or more options; `open`: free text.
+    /// `single`: the human picks one option; `multi`: one or more options; `open`: free text;
+    /// `form`: typed values, one per field in `fields`.
     pub kind: AskHumanKind,
-    /// The options for `single` and `multi` (leave empty for `open`).
+    /// The options for `single` and `multi` (leave empty for `open` and `form`).
     #[schemars(length(max = 4))]
     pub options: Option<Vec<AskHumanOption>>,
     /// The label of the option you recommend, if any.
     pub recommended: Option<String>,
+    /// The fields of a `form` question, 1 to 20 (leave empty for the other kinds).
+    #[schemars(length(max = 20))]
+    pub fields: Option<Vec<AskHumanField>>,
+}
+
+/// One field of a form.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct AskHumanField {
+    /// A short identifier for the value in the answer, such as "budget".
+    pub id: Option<String>,
+    /// What the human sees beside the input.
+    #[schemars(length(max = 200))]
+    pub label: String,
+    /// `text`, `number`, `integer`, `boolean`, `choice` (one of `options`) or `choices` (several).
+    #[serde(rename = "type")]
+    #[schemars(rename = "type")]
+    pub kind: AskHumanFieldType,
+    /// Whether the human must fill it in (default true).
+    pub required: Option<bool>,
+    /// A hint shown under the input.
+    pub description: Option<String>,
+    /// `number` and `integer`: the smallest value allowed.
+    pub minimum: Option<f64>,
+    /// `number` and `integer`: the largest value allowed.
+    pub maximum: Option<f64>,
+    /// `text`: what the text must look like.
+    pub format: Option<AskHumanFormat>,
+    /// `text`: the most characters allowed.
+    pub max_length: Option<u32>,
+    /// `choice` and `choices`: the option labels.
+    #[schemars(length(max = 4))]
+    pub options: Option<Vec<String>>,
+}
+
+/// The type of a form field.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AskHumanFieldType {
+    Text,
+    Number,
+    Integer,
+    Boolean,
+    Choice,
+    Choices,
+}
+
+/// A text field's format.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AskHumanFormat {
+    Email,
+    Url,
+    Date,
+    Datetime,
 }
 
 /// The kind of answer a question takes.
@@ -66,6 +122,7 @@ pub enum AskHumanKind {
     Single,
     Multi,
     Open,
+    Form,
 }
 
 /// One option.

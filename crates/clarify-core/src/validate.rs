@@ -8,10 +8,12 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
+use crate::answer::Decision;
 use crate::error::{ValidationError, json_type};
 use crate::limits::Limits;
 use crate::model::{
-    Action, Approval, Choice, Choices, Context, NewRequest, Question, QuestionKind, Scope,
+    Action, Approval, Choice, Choices, Context, NewRequest, OnTimeout, Question, QuestionKind,
+    RecommendedWord, Scope,
 };
 use crate::text::{chars, is_valid_id, slug, strip_recommended_suffix};
 
@@ -57,6 +59,40 @@ pub fn request(canonical: &Value, limits: &Limits) -> Result<NewRequest, Validat
         None => limits.default_timeout_seconds(),
         Some(v) => timeout(v)?,
     };
+    let responders = responders(obj.get("responders"))?;
+    let remind_every_seconds = seconds(
+        obj.get("remind_every_seconds"),
+        "remind_every_seconds",
+        Limits::MIN_REMIND_SECONDS,
+    )?;
+    let escalate_after_seconds = seconds(
+        obj.get("escalate_after_seconds"),
+        "escalate_after_seconds",
+        1,
+    )?;
+    let escalate_to = names(obj.get("escalate_to"), "escalate_to")?.unwrap_or_default();
+    match (escalate_after_seconds, escalate_to.is_empty()) {
+        (Some(_), true) if obj.get("escalate_to").is_none_or(Value::is_null) => {
+            return Err(ValidationError::InvalidSchedule {
+                field: "escalate_after_seconds".to_owned(),
+                reason: "needs escalate_to, the responders to escalate to".to_owned(),
+            });
+        }
+        (None, false) => {
+            return Err(ValidationError::InvalidSchedule {
+                field: "escalate_to".to_owned(),
+                reason: "needs escalate_after_seconds, when to escalate".to_owned(),
+            });
+        }
+        _ => {}
+    }
+    let approvals_required = quorum(
+        obj.get("approvals_required"),
+        &questions,
+        responders.as_deref(),
+        &escalate_to,
+    )?;
+    let on_timeout = on_timeout(obj.get("on_timeout"), &questions, timeout_seconds)?;
 
     Ok(NewRequest {
         questions,
@@ -67,11 +103,207 @@ pub fn request(canonical: &Value, limits: &Limits) -> Result<NewRequest, Validat
         tool_call_id: fields.name("tool_call_id")?,
         timeout_seconds,
         allow_skip: fields.bool("allow_skip")?.unwrap_or(true),
-        responders: responders(obj.get("responders"))?,
+        responders,
         callback_url: callback_url(obj.get("callback_url"))?,
         idempotency_key: fields.name("idempotency_key")?,
         dedupe: fields.bool("dedupe")?.unwrap_or(false),
+        approvals_required,
+        remind_every_seconds,
+        escalate_after_seconds,
+        escalate_to,
+        on_timeout,
     })
+}
+
+/// `approvals_required`: 1 to 10; above 1, only approvals without edits, and reachable by the
+/// named responders (with those escalated to) when responders are named.
+fn quorum(
+    v: Option<&Value>,
+    questions: &[Question],
+    responders: Option<&[String]>,
+    escalate_to: &[String],
+) -> Result<u32, ValidationError> {
+    let max = Limits::MAX_APPROVALS_REQUIRED;
+    let required = match v {
+        None | Some(Value::Null) => return Ok(1),
+        Some(Value::Number(n)) => match n.as_u64().and_then(|n| u32::try_from(n).ok()) {
+            Some(r) if (1..=max).contains(&r) => r,
+            _ => {
+                return Err(ValidationError::InvalidQuorum {
+                    max,
+                    got: n.to_string(),
+                });
+            }
+        },
+        Some(other) => return Err(invalid_type("approvals_required", "a whole number", other)),
+    };
+    if required == 1 {
+        return Ok(1);
+    }
+    for (i, q) in questions.iter().enumerate() {
+        match &q.kind {
+            QuestionKind::Approval(a) if a.allow_edit => {
+                return Err(ValidationError::QuorumWithEdit {
+                    field: format!("questions[{i}].allow_edit"),
+                });
+            }
+            QuestionKind::Approval(_) => {}
+            other => {
+                return Err(ValidationError::QuorumNeedsApprovals {
+                    required,
+                    field: format!("questions[{i}]"),
+                    kind: other.name(),
+                });
+            }
+        }
+    }
+    if let Some(names) = responders {
+        let mut allowed: Vec<&String> = names.iter().chain(escalate_to).collect();
+        allowed.sort();
+        allowed.dedup();
+        if allowed.len() < required as usize {
+            return Err(ValidationError::QuorumUnreachable {
+                required,
+                allowed: allowed.len(),
+            });
+        }
+    }
+    Ok(required)
+}
+
+/// `on_timeout`: a decision for approval requests, an option (one-question `single` requests)
+/// or `"recommended"` (every question `single` with a recommended option).
+fn on_timeout(
+    v: Option<&Value>,
+    questions: &[Question],
+    timeout_seconds: u64,
+) -> Result<Option<OnTimeout>, ValidationError> {
+    let invalid = |reason: String| ValidationError::InvalidOnTimeout { reason };
+    let v = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(v) => v,
+    };
+    if timeout_seconds == 0 {
+        return Err(invalid(
+            "the request never expires (timeout_seconds is 0), so no default can apply".to_owned(),
+        ));
+    }
+    let kinds = || {
+        questions
+            .iter()
+            .map(|q| q.kind.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match v {
+        Value::String(s) if s.trim().eq_ignore_ascii_case("recommended") => {
+            for (i, q) in questions.iter().enumerate() {
+                match &q.kind {
+                    QuestionKind::Single(c) if c.recommended.is_some() => {}
+                    QuestionKind::Single(_) => {
+                        return Err(invalid(format!(
+                            "\"recommended\" needs a recommended option, and questions[{i}] has none"
+                        )));
+                    }
+                    other => {
+                        return Err(invalid(format!(
+                            "\"recommended\" applies to single questions; questions[{i}] is {}",
+                            other.name()
+                        )));
+                    }
+                }
+            }
+            Ok(Some(OnTimeout::Recommended(RecommendedWord::Recommended)))
+        }
+        Value::Object(obj) if obj.contains_key("decision") => {
+            if let Some(key) = obj.keys().find(|k| !["decision", "reason"].contains(&k.as_str())) {
+                return Err(invalid(format!("unknown key {key:?} beside decision; use decision and reason")));
+            }
+            if !questions.iter().all(|q| matches!(q.kind, QuestionKind::Approval(_))) {
+                return Err(invalid(format!(
+                    "a default decision applies to approval requests; the questions are {}",
+                    kinds()
+                )));
+            }
+            let decision = match &obj["decision"] {
+                Value::String(s) if s.trim().eq_ignore_ascii_case("approve") => Decision::Approve,
+                Value::String(s) if s.trim().eq_ignore_ascii_case("deny") => Decision::Deny,
+                other => {
+                    return Err(invalid(format!(
+                        "decision must be approve or deny, got {}",
+                        crate::text::quoted(&match other {
+                            Value::String(s) => s.clone(),
+                            v => v.to_string(),
+                        })
+                    )));
+                }
+            };
+            let reason = match obj.get("reason") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) if s.trim().is_empty() => None,
+                Some(Value::String(s)) => {
+                    check_len("on_timeout.reason", s.trim(), Limits::MAX_ANSWER_CHARS)?;
+                    Some(s.trim().to_owned())
+                }
+                Some(other) => return Err(invalid_type("on_timeout.reason", "a string", other)),
+            };
+            Ok(Some(OnTimeout::Decision { decision, reason }))
+        }
+        Value::Object(obj) if obj.contains_key("option") => {
+            if let Some(key) = obj.keys().find(|k| k.as_str() != "option") {
+                return Err(invalid(format!("unknown key {key:?} beside option")));
+            }
+            let [q] = questions else {
+                return Err(invalid(format!(
+                    "a default option needs a request of one single question; this one has {}",
+                    questions.len()
+                )));
+            };
+            let QuestionKind::Single(c) = &q.kind else {
+                return Err(invalid(format!(
+                    "a default option applies to single questions; the question is {}",
+                    q.kind.name()
+                )));
+            };
+            let wanted = match &obj["option"] {
+                Value::String(s) => s.trim().to_owned(),
+                Value::Number(n) => n.to_string(),
+                other => return Err(invalid_type("on_timeout.option", "an option id", other)),
+            };
+            match c.find(&wanted) {
+                Some(choice) => Ok(Some(OnTimeout::Option {
+                    option: choice.id.clone(),
+                })),
+                None => Err(invalid(format!(
+                    "{} is not an option of the question; its options are {}",
+                    crate::text::quoted(&wanted),
+                    c.options.iter().map(|o| o.id.as_str()).collect::<Vec<_>>().join(", ")
+                ))),
+            }
+        }
+        _ => Err(invalid(
+            "use {\"decision\": \"approve\" or \"deny\", \"reason\": ...}, {\"option\": \"<id>\"} or \"recommended\"".to_owned(),
+        )),
+    }
+}
+
+/// A whole number of seconds from `min` to a year, or absent.
+fn seconds(v: Option<&Value>, field: &str, min: u64) -> Result<Option<u64>, ValidationError> {
+    let n = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n,
+        Some(other) => return Err(invalid_type(field, "a number of seconds", other)),
+    };
+    match n.as_u64() {
+        Some(s) if (min..=Limits::MAX_TIMEOUT_SECONDS).contains(&s) => Ok(Some(s)),
+        _ => Err(ValidationError::InvalidSchedule {
+            field: field.to_owned(),
+            reason: format!(
+                "must be a whole number of seconds from {min} to {}, got {n}",
+                Limits::MAX_TIMEOUT_SECONDS
+            ),
+        }),
+    }
 }
 
 fn question(v: &Value, index: usize, limits: &Limits) -> Result<Question, ValidationError> {
@@ -111,7 +343,22 @@ fn question(v: &Value, index: usize, limits: &Limits) -> Result<Question, Valida
         Some(other) => return Err(invalid_type(&f.path("kind"), "a string", other)),
         None => "open",
     };
+    if kind_name != "form" && obj.contains_key("fields") {
+        return Err(ValidationError::FieldsNotAllowed {
+            field: f.path("fields"),
+            kind: kind_name.to_owned(),
+        });
+    }
     let kind = match kind_name {
+        "form" => {
+            if obj.contains_key("options") {
+                return Err(ValidationError::OptionsNotAllowed {
+                    field: f.path("options"),
+                    kind: "form",
+                });
+            }
+            QuestionKind::Form(crate::form::fields(obj.get("fields"), &prefix, limits)?)
+        }
         "open" | "approval" => {
             if obj.contains_key("options") {
                 return Err(ValidationError::OptionsNotAllowed {
@@ -151,9 +398,49 @@ fn choices(
     kind: &'static str,
     limits: &Limits,
 ) -> Result<Choices, ValidationError> {
-    let field = f.path("options");
-    let items = match f.obj.get("options") {
-        None => return Err(ValidationError::NoOptions { field, kind }),
+    let options = options(f.obj.get("options"), &f.path("options"), kind, limits)?;
+    let recommended = match f.string("recommended")? {
+        None => None,
+        Some(r) => {
+            let choices = Choices {
+                options: options.clone(),
+                allow_other: true,
+                recommended: None,
+            };
+            let found = choices.find(&r).or_else(|| {
+                // A model may mark the recommendation on the label it wrote.
+                let stripped = strip_recommended_suffix(&r);
+                choices.find(stripped)
+            });
+            match found {
+                Some(choice) => Some(choice.id.clone()),
+                None => {
+                    return Err(ValidationError::UnknownRecommended {
+                        field: f.path("recommended"),
+                        got: r,
+                    });
+                }
+            }
+        }
+    };
+
+    Ok(Choices {
+        options,
+        allow_other: f.bool("allow_other")?.unwrap_or(true),
+        recommended,
+    })
+}
+
+/// Validates a canonical options list (`questions[0].options`, or a form field's).
+pub(crate) fn options(
+    v: Option<&Value>,
+    field: &str,
+    kind: &'static str,
+    limits: &Limits,
+) -> Result<Vec<Choice>, ValidationError> {
+    let field = field.to_owned();
+    let items = match v {
+        None | Some(Value::Null) => return Err(ValidationError::NoOptions { field, kind }),
         Some(Value::Array(items)) => items,
         Some(other) => return Err(invalid_type(&field, "a list of options", other)),
     };
@@ -208,37 +495,7 @@ fn choices(
         });
     }
     assign_option_ids(&mut options, &field)?;
-
-    let recommended = match f.string("recommended")? {
-        None => None,
-        Some(r) => {
-            let choices = Choices {
-                options: options.clone(),
-                allow_other: true,
-                recommended: None,
-            };
-            let found = choices.find(&r).or_else(|| {
-                // A model may mark the recommendation on the label it wrote.
-                let stripped = strip_recommended_suffix(&r);
-                choices.find(stripped)
-            });
-            match found {
-                Some(choice) => Some(choice.id.clone()),
-                None => {
-                    return Err(ValidationError::UnknownRecommended {
-                        field: f.path("recommended"),
-                        got: r,
-                    });
-                }
-            }
-        }
-    };
-
-    Ok(Choices {
-        options,
-        allow_other: f.bool("allow_other")?.unwrap_or(true),
-        recommended,
-    })
+    Ok(options)
 }
 
 /// Gives every option without an explicit id one derived from its label (`slug`, or `option-N`
@@ -388,27 +645,32 @@ fn tags(v: Option<&Value>) -> Result<Vec<String>, ValidationError> {
 }
 
 fn responders(v: Option<&Value>) -> Result<Option<Vec<String>>, ValidationError> {
+    names(v, "responders")
+}
+
+/// A non-empty list of responder names (`responders`, `escalate_to`), without repeats.
+fn names(v: Option<&Value>, key: &str) -> Result<Option<Vec<String>>, ValidationError> {
     let items = match v {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Array(items)) => items,
-        Some(other) => return Err(invalid_type("responders", "a list of names", other)),
+        Some(other) => return Err(invalid_type(key, "a list of names", other)),
     };
     if items.is_empty() {
-        // An empty list would make the request unanswerable.
+        // An empty list would make the request unanswerable (or escalate to nobody).
         return Err(ValidationError::Empty {
-            field: "responders".to_owned(),
+            field: key.to_owned(),
         });
     }
     if items.len() > Limits::MAX_RESPONDERS {
         return Err(ValidationError::TooManyResponders {
-            field: "responders".to_owned(),
+            field: key.to_owned(),
             max: Limits::MAX_RESPONDERS,
             got: items.len(),
         });
     }
     let mut names: Vec<String> = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        let field = format!("responders[{i}]");
+        let field = format!("{key}[{i}]");
         let name = non_empty_string(item, &field)?;
         check_len(&field, &name, Limits::MAX_NAME_CHARS)?;
         if !names.contains(&name) {

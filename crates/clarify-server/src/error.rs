@@ -26,6 +26,8 @@ pub struct ApiError {
     pub message: String,
     /// For `409 already_resolved`: the request as it now is.
     pub record: Option<Box<RecordBody>>,
+    /// For answers that do not fit: where in the body, such as `answers.q1.values.budget`.
+    pub field: Option<String>,
 }
 
 /// The body of every error response.
@@ -43,6 +45,10 @@ pub struct ErrorDetail {
     pub code: String,
     /// What went wrong, for a person.
     pub message: String,
+    /// Where in the request body the problem is, when it is one place (answers:
+    /// `answers.q1.values.budget`), so a form can show the error beside its input.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
 }
 
 impl ApiError {
@@ -52,6 +58,7 @@ impl ApiError {
             code,
             message: message.into(),
             record: None,
+            field: None,
         }
     }
 
@@ -79,6 +86,11 @@ impl ApiError {
         tracing::warn!(error = %e, "store operation failed");
         match e {
             StoreError::InvalidCursor => Self::bad_request("invalid_cursor", e.to_string()),
+            StoreError::Unsupported(_) => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "not_supported",
+                e.to_string(),
+            ),
             _ => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "store_unavailable",
@@ -94,6 +106,7 @@ impl IntoResponse for ApiError {
             error: ErrorDetail {
                 code: self.code.to_owned(),
                 message: self.message,
+                field: self.field,
             },
             record: self.record,
         };
@@ -138,7 +151,9 @@ impl From<ValidationError> for ApiError {
 
 impl From<AnswerError> for ApiError {
     fn from(e: AnswerError) -> Self {
-        Self::new(StatusCode::UNPROCESSABLE_ENTITY, e.code(), e.to_string())
+        let mut error = Self::new(StatusCode::UNPROCESSABLE_ENTITY, e.code(), e.to_string());
+        error.field = e.path();
+        error
     }
 }
 

@@ -11,6 +11,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use clarify_core::{Context, QuestionKind};
 use clarify_store::RequestRecord;
+use serde_json::Value;
 
 use crate::inbox::asset_path;
 
@@ -150,6 +151,11 @@ pub fn link_page(record: &RequestRecord, error: Option<&str>) -> Response {
                     "<textarea name=\"{id}.text\" rows=\"4\" cols=\"60\"></textarea>"
                 );
             }
+            QuestionKind::Form(form) => {
+                for f in &form.fields {
+                    form_field(&mut body, &id, f);
+                }
+            }
             QuestionKind::Single(c) | QuestionKind::Multi(c) => {
                 let (input, field) = match &q.kind {
                     QuestionKind::Single(_) => ("radio", "option"),
@@ -239,4 +245,117 @@ pub fn link_page(record: &RequestRecord, error: Option<&str>) -> Response {
         Some("link"),
         Some("link.js"),
     )
+}
+
+/// One input of a form question on the link page, named `<question>.values.<field>`; what is
+/// typed is read back by `clarify_core::form::value_from_text`.
+fn form_field(body: &mut String, question: &str, f: &clarify_core::Field) {
+    use clarify_core::{FieldKind, TextFormat};
+    let name = format!("{question}.values.{}", escape(&f.id));
+    let required = if f.required { " required" } else { "" };
+    let default = f.default.as_ref();
+    let default_text = match default {
+        Some(Value::String(s)) => escape(s),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    };
+    let _ = write!(
+        body,
+        "<label>{}{}<br>",
+        escape(&f.label),
+        if f.required { " *" } else { "" }
+    );
+    match &f.kind {
+        FieldKind::Text {
+            max_length, format, ..
+        } => {
+            let input = match format {
+                Some(TextFormat::Email) => "email",
+                Some(TextFormat::Url) => "url",
+                Some(TextFormat::Date) => "date",
+                // A datetime-local value has no zone; it is read as UTC.
+                Some(TextFormat::Datetime) => "datetime-local",
+                None => "text",
+            };
+            let max = max_length
+                .map(|m| format!(" maxlength=\"{m}\""))
+                .unwrap_or_default();
+            let _ = write!(
+                body,
+                "<input type=\"{input}\" name=\"{name}\" value=\"{default_text}\"{max}{required}>"
+            );
+        }
+        FieldKind::Number { minimum, maximum } => {
+            let min = minimum.map(|m| format!(" min=\"{m}\"")).unwrap_or_default();
+            let max = maximum.map(|m| format!(" max=\"{m}\"")).unwrap_or_default();
+            let _ = write!(
+                body,
+                "<input type=\"number\" step=\"any\" name=\"{name}\" value=\"{default_text}\"{min}{max}{required}>"
+            );
+        }
+        FieldKind::Integer { minimum, maximum } => {
+            let min = minimum.map(|m| format!(" min=\"{m}\"")).unwrap_or_default();
+            let max = maximum.map(|m| format!(" max=\"{m}\"")).unwrap_or_default();
+            let _ = write!(
+                body,
+                "<input type=\"number\" step=\"1\" name=\"{name}\" value=\"{default_text}\"{min}{max}{required}>"
+            );
+        }
+        FieldKind::Boolean => {
+            // A select rather than a checkbox: an unchecked box sends nothing, which would read
+            // as "not answered" instead of "no".
+            let pick = |v: bool| {
+                if default == Some(&Value::Bool(v)) {
+                    " selected"
+                } else {
+                    ""
+                }
+            };
+            let _ = write!(
+                body,
+                "<select name=\"{name}\"{required}><option value=\"\"></option>\
+                 <option value=\"yes\"{}>Yes</option><option value=\"no\"{}>No</option></select>",
+                pick(true),
+                pick(false)
+            );
+        }
+        FieldKind::Choice { options } => {
+            let _ = write!(
+                body,
+                "<select name=\"{name}\"{required}><option value=\"\"></option>"
+            );
+            for o in options {
+                let selected = if default.and_then(Value::as_str) == Some(o.id.as_str()) {
+                    " selected"
+                } else {
+                    ""
+                };
+                let _ = write!(
+                    body,
+                    "<option value=\"{}\"{selected}>{}</option>",
+                    escape(&o.id),
+                    escape(&o.label)
+                );
+            }
+            body.push_str("</select>");
+        }
+        FieldKind::Choices { options, .. } => {
+            for o in options {
+                let checked = default
+                    .and_then(Value::as_array)
+                    .is_some_and(|d| d.iter().any(|v| v.as_str() == Some(o.id.as_str())));
+                let _ = write!(
+                    body,
+                    "<label><input type=\"checkbox\" name=\"{name}\" value=\"{}\"{}> {}</label> ",
+                    escape(&o.id),
+                    if checked { " checked" } else { "" },
+                    escape(&o.label)
+                );
+            }
+        }
+    }
+    if let Some(d) = &f.description {
+        let _ = write!(body, "<br><small>{}</small>", escape(d));
+    }
+    body.push_str("</label><br>");
 }

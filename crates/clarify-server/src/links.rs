@@ -169,6 +169,10 @@ fn form_answer(record: &RequestRecord, body: &[u8]) -> Result<Value, String> {
         if value.is_empty() {
             continue;
         }
+        if let Some((question, field)) = name.split_once(".values.") {
+            form_value(record, &mut answers, question, field, &value)?;
+            continue;
+        }
         let Some((question, field)) = name.rsplit_once('.') else {
             continue;
         };
@@ -204,6 +208,41 @@ fn form_answer(record: &RequestRecord, body: &[u8]) -> Result<Value, String> {
     } else {
         Ok(json!({ "answers": answers }))
     }
+}
+
+/// Reads one typed form value (`<question>.values.<field>`) into the answer; a repeated
+/// `choices` field adds to its list. A value that cannot be read is reported with the field's
+/// label for the page.
+fn form_value(
+    record: &RequestRecord,
+    answers: &mut Map<String, Value>,
+    question: &str,
+    field_id: &str,
+    text: &str,
+) -> Result<(), String> {
+    let Some(QuestionKind::Form(form)) = record.request.question(question).map(|q| &q.kind) else {
+        return Ok(());
+    };
+    let Some(field) = form.field(field_id) else {
+        return Ok(());
+    };
+    let Some(value) = clarify_core::form::value_from_text(field, text)
+        .map_err(|e| format!("{}: {e}", field.label))?
+    else {
+        return Ok(());
+    };
+    let entry = answers
+        .entry(question.to_owned())
+        .or_insert_with(|| json!({"values": {}}));
+    if let Some(values) = entry.get_mut("values").and_then(Value::as_object_mut) {
+        match (values.get_mut(field_id), value) {
+            (Some(Value::Array(list)), Value::Array(more)) => list.extend(more),
+            (_, value) => {
+                values.insert(field_id.to_owned(), value);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Turns the form's `edited_arguments` text into an edit, or drops it. The page pre-fills the

@@ -6,7 +6,7 @@
 //! LLM-shaped coercion), so their types here only document the canonical shape.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use clarify_core::{Context, Outcome, Question, QuestionKind};
+use clarify_core::{Context, Field, FieldKind, Outcome, Question, QuestionKind};
 use clarify_store::{ApiKey, Attempt, Delivery, RequestRecord};
 use serde::Serialize;
 use serde_json::Value;
@@ -35,6 +35,11 @@ pub struct RecordBody {
     pub responders: Option<Vec<String>>,
     pub callback_url: Option<String>,
     pub timeout_seconds: u64,
+    /// What the outcome carries when nobody answers in time: `{"decision", "reason"?}`,
+    /// `{"option"}` or `"recommended"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub on_timeout: Option<Value>,
     pub created_at: String,
     /// `null` when the request never expires.
     pub expires_at: Option<String>,
@@ -68,6 +73,10 @@ impl RecordBody {
             responders: request.responders.clone(),
             callback_url: request.callback_url.clone(),
             timeout_seconds: request.timeout_seconds,
+            on_timeout: request
+                .on_timeout
+                .as_ref()
+                .and_then(|d| serde_json::to_value(d).ok()),
             created_at: time(record.created_at),
             expires_at: record.expires_at.map(time),
             resolved_at: resolution.map(|r| time(r.resolved_at)),
@@ -84,7 +93,7 @@ pub struct QuestionBody {
     pub id: String,
     pub header: Option<String>,
     pub text: String,
-    /// `open`, `single`, `multi` or `approval`.
+    /// `open`, `single`, `multi`, `approval` or `form`.
     pub kind: String,
     /// single and multi only.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -104,6 +113,111 @@ pub struct QuestionBody {
     /// approval only: whether the human may edit the arguments.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allow_edit: Option<bool>,
+    /// form only: the fields, in the order shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fields: Option<Vec<FieldBody>>,
+}
+
+/// One field of a form question; the limits present are those of its type.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FieldBody {
+    pub id: String,
+    pub label: String,
+    /// `text`, `number`, `integer`, `boolean`, `choice` or `choices`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub required: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The value used when the field is left empty; of the field's type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub default: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_length: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<usize>,
+    /// A regular expression the text must contain a match of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// `email`, `url`, `date` (YYYY-MM-DD) or `datetime` (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub minimum: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maximum: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<OptionBody>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_items: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_items: Option<usize>,
+}
+
+impl From<&Field> for FieldBody {
+    fn from(f: &Field) -> Self {
+        let mut body = Self {
+            id: f.id.clone(),
+            label: f.label.clone(),
+            kind: f.kind.name().to_owned(),
+            required: f.required,
+            description: f.description.clone(),
+            default: f.default.clone(),
+            min_length: None,
+            max_length: None,
+            pattern: None,
+            format: None,
+            minimum: None,
+            maximum: None,
+            options: f.kind.options().map(options),
+            min_items: None,
+            max_items: None,
+        };
+        match &f.kind {
+            FieldKind::Text {
+                min_length,
+                max_length,
+                pattern,
+                format,
+            } => {
+                body.min_length = *min_length;
+                body.max_length = *max_length;
+                body.pattern.clone_from(pattern);
+                body.format = format.map(|f| f.as_str().to_owned());
+            }
+            FieldKind::Number { minimum, maximum } => {
+                body.minimum = *minimum;
+                body.maximum = *maximum;
+            }
+            // Integers are exact in f64 up to 2^53, far beyond any bound a form needs.
+            FieldKind::Integer { minimum, maximum } => {
+                body.minimum = minimum.map(|m| m as f64);
+                body.maximum = maximum.map(|m| m as f64);
+            }
+            FieldKind::Choices {
+                min_items,
+                max_items,
+                ..
+            } => {
+                body.min_items = *min_items;
+                body.max_items = *max_items;
+            }
+            FieldKind::Boolean | FieldKind::Choice { .. } => {}
+        }
+        body
+    }
+}
+
+fn options(options: &[clarify_core::Choice]) -> Vec<OptionBody> {
+    options
+        .iter()
+        .map(|o| OptionBody {
+            id: o.id.clone(),
+            label: o.label.clone(),
+            description: o.description.clone(),
+        })
+        .collect()
 }
 
 impl From<&Question> for QuestionBody {
@@ -119,20 +233,15 @@ impl From<&Question> for QuestionBody {
             action: None,
             scopes: None,
             allow_edit: None,
+            fields: None,
         };
         match &q.kind {
             QuestionKind::Open => {}
+            QuestionKind::Form(f) => {
+                body.fields = Some(f.fields.iter().map(FieldBody::from).collect())
+            }
             QuestionKind::Single(c) | QuestionKind::Multi(c) => {
-                body.options = Some(
-                    c.options
-                        .iter()
-                        .map(|o| OptionBody {
-                            id: o.id.clone(),
-                            label: o.label.clone(),
-                            description: o.description.clone(),
-                        })
-                        .collect(),
-                );
+                body.options = Some(options(&c.options));
                 body.allow_other = Some(c.allow_other);
                 body.recommended = c.recommended.clone();
             }
@@ -175,6 +284,9 @@ pub struct OutcomeBody {
     /// For statuses other than `answered`: what happened, for the model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Present and true when the request expired and its `on_timeout` default is the answer.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub default_applied: bool,
 }
 
 impl From<&Outcome> for OutcomeBody {
@@ -201,6 +313,7 @@ impl From<&Outcome> for OutcomeBody {
             answered_by: o.answered_by.clone(),
             resolved_at: time(o.resolved_at),
             note: o.note.clone(),
+            default_applied: o.default_applied,
         }
     }
 }
@@ -213,9 +326,12 @@ pub struct QuestionOutcomeBody {
     pub kind: String,
     /// The labels offered (`approve` and `deny` for an approval; empty for open text).
     pub choices_offered: Vec<String>,
-    /// The chosen label, the labels (multi), the text, or the decision; `null` when unanswered.
+    /// The chosen label, the labels (multi), the text, the decision, or a form's values object;
+    /// `null` when unanswered.
+    #[schema(value_type = Object)]
     pub answer: Value,
-    /// `option`, `other`, `text` or `decision`; `null` when unanswered.
+    /// `option`, `other`, `text`, `decision`, `form`, or `default` (an `on_timeout` default);
+    /// `null` when unanswered.
     pub mode: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<String>,

@@ -23,6 +23,9 @@ pub enum StoreError {
     Corrupt(String),
     #[error("invalid cursor; pass the next_cursor of the previous page")]
     InvalidCursor,
+    /// The request asks for something this store does not do yet; nothing was stored.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 impl From<rusqlite::Error> for StoreError {

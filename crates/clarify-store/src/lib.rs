@@ -174,6 +174,25 @@ impl Store {
     /// whatever its status; with `dedupe`, an identical pending request of the same session is
     /// returned instead of a new one.
     pub async fn create(&self, tenant: &str, request: NewRequest) -> Result<Created, StoreError> {
+        // Accepting these and then not acting on them would let one person approve what needs
+        // two, or let a request wait unreminded: refused until the store counts votes and
+        // schedules reminders.
+        let unsupported = [
+            (request.is_quorum(), "approvals_required above 1"),
+            (
+                request.remind_every_seconds.is_some(),
+                "remind_every_seconds",
+            ),
+            (
+                request.escalate_after_seconds.is_some(),
+                "escalate_after_seconds",
+            ),
+        ];
+        if let Some((_, what)) = unsupported.iter().find(|(asked, _)| *asked) {
+            return Err(StoreError::Unsupported(format!(
+                "{what}: not supported by this version of the store yet; leave it out"
+            )));
+        }
         let created_at = self.now();
         let expires_at = request
             .timeout()
@@ -402,7 +421,7 @@ impl Store {
             return Err(ResolveError::AlreadyResolved(Box::new(record)));
         }
         if let Some(name) = &actor.name {
-            if !record.request.allows_responder(name) {
+            if !record.request.allows_responder(name, false) {
                 return Err(ResolveError::NotAllowed {
                     responder: name.clone(),
                 });

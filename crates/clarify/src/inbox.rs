@@ -126,6 +126,13 @@ async fn handle(client: &Client, input: &mut Input, record: Record) -> anyhow::R
             .zip(record.0["questions"].as_array().into_iter().flatten())
         {
             print!("{}", render::question(shown));
+            if let QuestionKind::Form(form) = &q.kind {
+                let Some(values) = form_values(input, form) else {
+                    return Ok(Done::EndOfInput);
+                };
+                answers.insert(q.id.clone(), json!({ "values": values }));
+                continue;
+            }
             let answer = loop {
                 let Some(line) = input.next("> ") else {
                     return Ok(Done::EndOfInput);
@@ -191,6 +198,33 @@ async fn handle(client: &Client, input: &mut Input, record: Record) -> anyhow::R
             Err(e) => return Err(e.into()),
         }
     }
+}
+
+/// Asks for a form's fields one at a time: each typed value is read and checked at once, and a
+/// refused one is asked again with the reason; a blank line takes the default, or leaves an
+/// optional field empty. `None` at the end of input.
+fn form_values(input: &mut Input, form: &clarify_core::Form) -> Option<Map<String, Value>> {
+    let mut values = Map::new();
+    for field in &form.fields {
+        println!("{}", render::field_prompt(field));
+        let value = loop {
+            let line = input.next(&format!("{}> ", field.label))?;
+            let typed = clarify_core::form::value_from_text(field, &line).and_then(|v| match v {
+                Some(v) => clarify_core::form::check_value(field, &v).map(Some),
+                None if field.default.is_some() => Ok(field.default.clone()),
+                None if field.required => Err("is required".to_owned()),
+                None => Ok(None),
+            });
+            match typed {
+                Ok(v) => break v,
+                Err(e) => eprintln!("  {}: {e}; try again", field.label),
+            }
+        };
+        if let Some(v) = value {
+            values.insert(field.id.clone(), v);
+        }
+    }
+    Some(values)
 }
 
 /// Asks for replacement arguments as JSON; an empty line keeps the proposed ones. `None` at the

@@ -566,9 +566,9 @@ fn shape_errors_and_request_fields() {
             Ok(json!({"responders": ["alice"]})),
         ),
         (
-            "unknown top-level fields are ignored",
+            "unknown top-level fields are refused",
             json!({"question": "Why?", "temperature": 0.2}),
-            Ok(json!({"questions": [{"text": "Why?"}], "temperature": null})),
+            Err("unknown_field"),
         ),
     ]);
 }

@@ -3,6 +3,7 @@
 mod answers;
 mod approvals;
 mod coercion;
+mod decisions;
 mod outcomes;
 mod policy;
 mod properties;

@@ -564,6 +564,7 @@ fn answer_json(q: &Question, a: &ASpec) -> Value {
         QuestionKind::Single(_) => 1,
         QuestionKind::Multi(_) => 2,
         QuestionKind::Approval(_) => 3,
+        QuestionKind::Form(_) => 4,
     };
     let picks: Vec<Value> = match q.kind.choices() {
         Some(c) => a.picks.iter().map(|p| option_ref(c, *p)).collect(),
@@ -651,6 +652,7 @@ fn fitting_answer(q: &Question, a: &ASpec) -> Value {
             }
             out
         }
+        QuestionKind::Form(_) => json!({"values": {}}),
     }
 }
 

@@ -410,7 +410,7 @@ fn kinds_and_recommended() {
             one(json!({"text": "Why?", "kind": "essay"})),
             err(
                 "unknown_kind",
-                "questions[0].kind: unknown kind \"essay\"; use open, single, multi or approval",
+                "questions[0].kind: unknown kind \"essay\"; use open, single, multi, approval or form",
             ),
         ),
         (

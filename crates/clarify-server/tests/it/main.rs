@@ -3,6 +3,7 @@
 mod abuse;
 mod browser;
 mod chrome;
+mod decisions;
 mod events;
 mod inbox;
 mod links;
