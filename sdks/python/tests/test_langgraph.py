@@ -182,7 +182,7 @@ def test_an_unanswered_request_rejects_and_runs_nothing(
     with person(lambda r: {"skip": True}):
         output = run_with_humans(graph, {"messages": [("user", "delete")]}, config, agent)
     assert ran == []
-    assert "skipped" in tool_results(output)["call_0"]
+    assert "(skipped)" in tool_results(output)["call_0"]
 
 
 def test_per_call_mode_approves_each_call(agent: Client, person: Answer, session: str) -> None:

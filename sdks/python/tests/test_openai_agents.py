@@ -171,7 +171,7 @@ def test_a_state_saved_in_one_process_is_settled_in_another(
     for record in records:
         alice.answer(record.id, decide(record))
     restored = asyncio.run(RunState.from_string(assistant, saved))
-    settled = settle_state(agent, restored, timeout=0, session=session)
+    settled = settle_state(agent, restored, timeout=0, state_id="run-42", session=session)
     assert sorted(s.request_id for s in settled) == sorted(r.id for r in records)
     assert [s.approved for s in settled] == [True, False]
     final = Runner.run_sync(assistant, restored)
@@ -199,4 +199,4 @@ def test_async_settling_rejects_what_nobody_answered(
     model = assistant.model
     assert isinstance(model, ScriptedModel)
     outputs = outputs_of(model.inputs[-1])
-    assert all("skipped" in o for o in outputs.values()), outputs
+    assert all("nobody approved it (skipped)" in o for o in outputs.values()), outputs

@@ -121,9 +121,8 @@ def _decision(
     outcome: Outcome, qid: str, name: str, args: Any, allowed: Sequence[str]
 ) -> dict[str, Any]:
     """The middleware decision for one action, from the outcome of its question."""
-    refusal = outcome.note or f"The person did not approve {name}."
     if not outcome.answered:
-        return _refuse(refusal, allowed)
+        return _refuse(_unanswered(outcome, name), allowed)
     q = outcome.question(qid)
     if q.kind == "open":
         return {"type": "respond", "message": str(q.answer or "")}
@@ -135,6 +134,13 @@ def _decision(
             return {"type": "approve"}
         return {"type": "edit", "edited_action": {"name": name, "args": edited or args}}
     return _refuse(q.reason or f"The person denied {name}.", allowed)
+
+
+def _unanswered(outcome: Outcome, name: str) -> str:
+    """Why a tool did not run when nobody approved it: the status, then the outcome's note."""
+    return (
+        f"{name} was not run: nobody approved it ({outcome.status}). {outcome.note or ''}".strip()
+    )
 
 
 def _refuse(message: str, allowed: Sequence[str]) -> dict[str, Any]:

@@ -10,16 +10,19 @@ answered (skipped, expired, cancelled) rejects with the outcome's note, so nothi
 unapproved. The SDK has no way to run a tool with edited arguments, so approvals here do not
 offer edits.
 
-Each request's idempotency key is made of the tool call id, so settling the same state again
-(in another process, after a restart) finds the same requests instead of asking twice. For a
+Each request's idempotency key is made of the session, the `state_id`, the tool call id and a
+digest of the call, so settling the same state again (in another process, after a restart) finds
+the same requests instead of asking twice; give each run a session or a state id of its own. For a
 run that must outlive its process, save `state.to_string()` under an id of yours and pass that
 id as `state_id`: it is put into each request's context, where a webhook receiver finds it
 (`client.get(request_id).context["run_state_id"]`), restores the state with
-`RunState.from_string(agent, saved)` and calls `settle_state` on it.
+`RunState.from_string(agent, saved)` and calls `settle_state` on it with the same `state_id`
+and `session`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -93,10 +96,16 @@ def _body(
         "agent": agent or "openai-agents",
         "context": context,
     }
+    body.update({k: v for k, v in fields.items() if v is not None})
     if isinstance(call_id, str) and call_id:
         body["tool_call_id"] = call_id
-        body["idempotency_key"] = f"openai-agents:{call_id}"
-    body.update({k: v for k, v in fields.items() if v is not None})
+        if "idempotency_key" not in fields:
+            # Call ids are unique per model response, not across runs or tenants' agents:
+            # the session, the saved state's id and the call itself narrow the key to this run.
+            call = json.dumps([name, body["questions"][0]["action"]["arguments"]], sort_keys=True)
+            digest = hashlib.sha256(call.encode()).hexdigest()[:16]
+            session = body.get("session") or ""
+            body["idempotency_key"] = f"openai-agents:{session}:{state_id or ''}:{call_id}:{digest}"
     return body
 
 
@@ -107,7 +116,12 @@ def _apply(state: Any, settled: Settled) -> None:
     if settled.approved:
         state.approve(settled.item, always_approve=outcome.scope == "always")
         return
-    message = (outcome.reason if outcome.answered else outcome.note) or "The person denied this."
+    name = getattr(settled.item, "name", None) or "the tool"
+    if outcome.answered:
+        message = outcome.reason or f"The person denied {name}."
+    else:
+        message = f"{name} was not run: nobody approved it ({outcome.status}). {outcome.note or ''}"
+    message = message.strip()
     state.reject(settled.item, rejection_message=message)
 
 
