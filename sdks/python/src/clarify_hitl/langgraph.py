@@ -335,7 +335,7 @@ def run_with_humans(
             return output if output is not None else graph.get_state(config).values
         resume = resolve_interrupts(client, interrupts, config, **fields)
         if resume is None:  # only with a timeout in fields, which waits forever here
-            raise RuntimeError("a request is still pending")
+            raise RuntimeError("a request is still pending after the timeout given in fields")
         output = graph.invoke(_command(resume), config)
 
 
@@ -353,5 +353,5 @@ async def arun_with_humans(
             return output if output is not None else (await graph.aget_state(config)).values
         resume = await aresolve_interrupts(client, interrupts, config, **fields)
         if resume is None:
-            raise RuntimeError("a request is still pending")
+            raise RuntimeError("a request is still pending after the timeout given in fields")
         output = await graph.ainvoke(_command(resume), config)
