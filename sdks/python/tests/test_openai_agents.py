@@ -1,0 +1,202 @@
+"""OpenAI Agents SDK runs whose tools need approval, settled through a real clarify server, with a
+scripted `Model` standing in for the LLM."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from agents import Agent, Runner, function_tool, set_tracing_disabled
+from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
+from agents.models.interface import Model
+from agents.run_state import RunState
+from agents.usage import Usage
+from conftest import ClarifyServer, Person
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
+
+from clarify_hitl import AsyncClient, Client, Record
+from clarify_hitl.openai_agents import (
+    asettle_interruptions,
+    settle_interruptions,
+    settle_state,
+    submit_state,
+)
+
+Answer = Callable[[Callable[[Record], Any]], Person]
+
+set_tracing_disabled(True)
+
+
+class ScriptedModel(Model):
+    """Replies with the scripted outputs in turn: tool calls first, then a final text."""
+
+    def __init__(self, turns: list[list[Any]]) -> None:
+        self.turns = turns
+        self.inputs: list[Any] = []
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        *args: Any,
+        **kwargs: Any,
+    ) -> ModelResponse:
+        self.inputs.append(input)
+        output = self.turns.pop(0)
+        return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
+        raise NotImplementedError("these tests do not stream")
+
+
+def call(name: str, call_id: str, **arguments: Any) -> ResponseFunctionToolCall:
+    return ResponseFunctionToolCall(
+        type="function_call",
+        name=name,
+        call_id=call_id,
+        arguments=json.dumps(arguments),
+        id=f"fc_{call_id}",
+        status="completed",
+    )
+
+
+def text(words: str) -> ResponseOutputMessage:
+    return ResponseOutputMessage(
+        id="msg_1",
+        type="message",
+        role="assistant",
+        status="completed",
+        content=[ResponseOutputText(type="output_text", text=words, annotations=[])],
+    )
+
+
+FIRST_TURN = [
+    call("send_email", "call_a", to="ada@example.com", subject="hi"),
+    call("delete_file", "call_b", path="/tmp/report"),
+]
+
+
+def make_agent(
+    ran: list[tuple[str, dict[str, Any]]], turns: list[list[Any]] | None = None
+) -> Agent[Any]:
+    @function_tool(needs_approval=True)
+    def send_email(to: str, subject: str) -> str:
+        """Send an email."""
+        ran.append(("send_email", {"to": to, "subject": subject}))
+        return f"sent to {to}"
+
+    @function_tool(needs_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        ran.append(("delete_file", {"path": path}))
+        return f"deleted {path}"
+
+    model = ScriptedModel(turns or [FIRST_TURN, [text("done")]])
+    return Agent(
+        name="assistant", instructions="help", tools=[send_email, delete_file], model=model
+    )
+
+
+def outputs_of(items: Any) -> dict[str, str]:
+    """The tool results in a model input, by call id."""
+    return {
+        i["call_id"]: str(i["output"])
+        for i in items
+        if isinstance(i, dict) and i.get("type") == "function_call_output"
+    }
+
+
+def decide(record: Record) -> Any:
+    if record.questions[0]["action"]["name"] == "send_email":
+        return {"decision": "approve", "scope": "always"}
+    return {"decision": "deny", "reason": "keep the report"}
+
+
+def test_two_approvals_one_approved_always_one_denied(
+    agent: Client, person: Answer, session: str
+) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    # After the approvals the model mails Ada again: scope `always` lets that run unasked.
+    again = [call("send_email", "call_c", to="ada@example.com", subject="again")]
+    assistant = make_agent(ran, [FIRST_TURN, again, [text("done")]])
+    result = Runner.run_sync(assistant, "mail Ada and clean up")
+    assert len(result.interruptions) == 2
+    with person(decide) as p:
+        state = settle_interruptions(agent, result, session=session)
+    asked = {r.questions[0]["action"]["name"]: r for r in p.answered}
+    assert asked["send_email"].questions[0]["action"]["arguments"] == {
+        "to": "ada@example.com",
+        "subject": "hi",
+    }
+    assert asked["send_email"].tool_call_id == "call_a"
+    assert asked["send_email"].questions[0]["scopes"] == ["once", "always"]
+    assert asked["send_email"].questions[0]["allow_edit"] is False
+
+    final = Runner.run_sync(assistant, state)
+    assert final.interruptions == []
+    assert final.final_output == "done"
+    assert ran == [
+        ("send_email", {"to": "ada@example.com", "subject": "hi"}),
+        ("send_email", {"to": "ada@example.com", "subject": "again"}),
+    ]
+    assert len(p.answered) == 2
+    model = assistant.model
+    assert isinstance(model, ScriptedModel)
+    second_turn = outputs_of(model.inputs[1])
+    assert second_turn["call_a"] == "sent to ada@example.com"
+    assert "keep the report" in second_turn["call_b"]
+
+
+def test_a_state_saved_in_one_process_is_settled_in_another(
+    agent: Client, alice: Client, session: str
+) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    assistant = make_agent(ran)
+    result = Runner.run_sync(assistant, "mail Ada and clean up")
+    saved = result.to_state().to_string()
+    records = submit_state(agent, result.to_state(), state_id="run-42", session=session)
+    assert len(records) == 2
+    assert all(
+        r.context == {"tool_call_id": r.tool_call_id, "run_state_id": "run-42"} for r in records
+    )
+
+    # Later, elsewhere: a webhook says the requests were answered; the state is restored and
+    # settled from the same requests (found again by their idempotency keys).
+    for record in records:
+        alice.answer(record.id, decide(record))
+    restored = asyncio.run(RunState.from_string(assistant, saved))
+    settled = settle_state(agent, restored, timeout=0, state_id="run-42", session=session)
+    assert sorted(s.request_id for s in settled) == sorted(r.id for r in records)
+    assert [s.approved for s in settled] == [True, False]
+    final = Runner.run_sync(assistant, restored)
+    assert final.final_output == "done"
+    assert ran == [("send_email", {"to": "ada@example.com", "subject": "hi"})]
+    assert len(list(agent.list(session=session))) == 2
+
+
+def test_async_settling_rejects_what_nobody_answered(
+    server: ClarifyServer, agent_key: str, alice: Client, session: str
+) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    assistant = make_agent(ran)
+
+    async def main() -> Any:
+        async with AsyncClient(server.url, agent_key) as client:
+            result = await Runner.run(assistant, "mail Ada and clean up")
+            with Person(alice, session, lambda r: {"skip": True}):
+                state = await asettle_interruptions(client, result, session=session)
+            return await Runner.run(assistant, state)
+
+    final = asyncio.run(main())
+    assert final.final_output == "done"
+    assert ran == []
+    model = assistant.model
+    assert isinstance(model, ScriptedModel)
+    outputs = outputs_of(model.inputs[-1])
+    assert all("nobody approved it (skipped)" in o for o in outputs.values()), outputs
