@@ -1,8 +1,9 @@
 /**
  * Tool approvals of the Vercel AI SDK (`ai` 6 and 7) answered by people through clarify.
  *
- * A tool with `needsApproval` (or a `toolApproval` setting that says `'user-approval'`) makes
- * `generateText` / `streamText` stop with `tool-approval-request` parts instead of running it.
+ * A `toolApproval` setting that says `'user-approval'` for a call (in AI SDK 6, a tool with
+ * `needsApproval`) makes `generateText` / `streamText` stop with `tool-approval-request` parts
+ * instead of running it.
  * `askForApprovals` raises one clarify approval per such request, waits for the people's
  * decisions, and returns the `role: 'tool'` message of `tool-approval-response` parts that the
  * next call expects; denials carry the person's reason, which the model sees.
@@ -21,6 +22,8 @@ export type { ApprovalOptions, Decision, ToolCall } from "./approval.js";
 /** A tool call waiting for approval: the SDK's approval id and the call. */
 export interface ToolApprovalRequest extends ToolCall {
   approvalId: string;
+  /** Why it needs approval, when the `toolApproval` setting gave a reason. */
+  approvalReason?: string;
 }
 
 /** A decision on one approval request. */
@@ -91,7 +94,13 @@ export async function decideToolApprovals(
   try {
     return await Promise.all(
       requests.map(async (request) => {
-        const body = approvalRequest(request, options, { idempotencyKey: `ai-sdk:${request.approvalId}` });
+        // The reason the approval setting gave is what the person should know, unless the
+        // caller says otherwise.
+        const shown =
+          options.context === undefined && request.approvalReason !== undefined
+            ? { ...options, context: request.approvalReason }
+            : options;
+        const body = approvalRequest(request, shown, { idempotencyKey: `ai-sdk:${request.approvalId}` });
         return { ...request, ...(await decide(client, body, signal)) };
       }),
     );
@@ -170,7 +179,12 @@ function approvalRequestOf(
         ? { toolName: embedded.toolName, input: embedded.input }
         : calls.get(toolCallId);
     if (call === undefined) return undefined;
-    return { approvalId: part.approvalId, toolCallId, ...call };
+    return {
+      approvalId: part.approvalId,
+      toolCallId,
+      ...call,
+      ...(typeof part.reason === "string" ? { approvalReason: part.reason } : {}),
+    };
   }
   // A UI message's tool part: `tool-<name>` (or `dynamic-tool` with `toolName`), waiting in
   // state `approval-requested` with its `approval`.

@@ -97,7 +97,6 @@ function deployTools(ran: string[]) {
     deploy: tool({
       description: "Deploy a release to an environment",
       inputSchema: z.object({ env: z.string() }),
-      needsApproval: true,
       execute: async ({ env }) => {
         ran.push(env);
         return `deployed to ${env}`;
@@ -105,6 +104,9 @@ function deployTools(ran: string[]) {
     }),
   };
 }
+
+/** AI SDK 7's way to ask for approval: every `deploy` call needs a person's. */
+const toolApproval = { deploy: "user-approval" } as const;
 
 describe("generateText", () => {
   test("approved: the tool runs and the model sees its result", async () => {
@@ -114,7 +116,12 @@ describe("generateText", () => {
     const { model, prompts } = scriptedModel([{ toolName: "deploy", input: { env: "prod" } }]);
     const messages: ModelMessage[] = [{ role: "user", content: "Deploy the release to prod" }];
 
-    let result = await generateText({ model, tools, messages, stopWhen: stepCountIs(5) });
+    // An approval setting may say why; the person is shown that as the request's context.
+    const why = {
+      deploy: ({ env }: { env: string }) =>
+        env === "prod" ? { type: "user-approval" as const, reason: "production deploys need a person" } : "approved",
+    } as const;
+    let result = await generateText({ model, tools, messages, stopWhen: stepCountIs(5), toolApproval: why });
     assert.deepEqual(ran, [], "nothing runs before the approval");
     messages.push(...result.response.messages);
 
@@ -122,12 +129,13 @@ describe("generateText", () => {
     const { record } = await answerNext(server.alice(), { session }, { decision: "approve" });
     assertApprovalRecord(record, "deploy", { env: "prod" }, "call-1");
     assert.equal(record.agent, "release-bot");
+    assert.equal(record.context, "production deploys need a person");
     const approvals = await asking;
     assert.ok(approvals);
     assert.deepEqual(approvals.content.map((p) => [p.type, p.approved]), [["tool-approval-response", true]]);
 
     messages.push(approvals);
-    result = await generateText({ model, tools, messages, stopWhen: stepCountIs(5) });
+    result = await generateText({ model, tools, messages, stopWhen: stepCountIs(5), toolApproval: why });
     assert.deepEqual(ran, ["prod"]);
     assert.deepEqual(toolOutputs(prompts.at(-1)!), { "call-1": { type: "text", value: "deployed to prod" } });
     assert.match(result.text, /deployed to prod/);
@@ -141,7 +149,7 @@ describe("generateText", () => {
     const { model, prompts } = scriptedModel([{ toolName: "deploy", input: { env: "prod" } }]);
     const messages: ModelMessage[] = [{ role: "user", content: "Deploy the release to prod" }];
 
-    const first = await generateText({ model, tools, messages, stopWhen: stepCountIs(5) });
+    const first = await generateText({ model, tools, messages, stopWhen: stepCountIs(5), toolApproval });
     messages.push(...first.response.messages);
     // The history is enough: the approval request is read from the messages.
     const asking = askForApprovals(server.agent(), messages, { session });
@@ -150,7 +158,7 @@ describe("generateText", () => {
     assert.deepEqual(approvals?.content.map((p) => [p.approved, p.reason]), [[false, "release freeze until Monday"]]);
 
     messages.push(approvals!);
-    const second = await generateText({ model, tools, messages, stopWhen: stepCountIs(5) });
+    const second = await generateText({ model, tools, messages, stopWhen: stepCountIs(5), toolApproval });
     assert.deepEqual(ran, []);
     assert.deepEqual(toolOutputs(prompts.at(-1)!), {
       "call-1": { type: "execution-denied", reason: "release freeze until Monday" },
@@ -162,7 +170,8 @@ describe("generateText", () => {
     const session = uniqueSession("ai-expire");
     const ran: string[] = [];
     const { model } = scriptedModel([{ toolName: "deploy", input: { env: "prod" } }]);
-    const result = await generateText({ model, tools: deployTools(ran), prompt: "Deploy", stopWhen: stepCountIs(5) });
+    const tools = deployTools(ran);
+    const result = await generateText({ model, tools, prompt: "Deploy", stopWhen: stepCountIs(5), toolApproval });
     const [decision] = await decideToolApprovals(server.agent(), result, { session, timeoutSeconds: 1 });
     assert.equal(decision?.approved, false);
     assert.equal(decision?.outcome.status, "expired");
@@ -177,7 +186,8 @@ describe("generateText", () => {
       { toolName: "deploy", input: { env: "staging" } },
       { toolName: "deploy", input: { env: "prod" } },
     ]);
-    const result = await generateText({ model, tools, prompt: "Deploy everywhere", stopWhen: stepCountIs(5) });
+    const prompt = "Deploy everywhere";
+    const result = await generateText({ model, tools, prompt, stopWhen: stepCountIs(5), toolApproval });
     const requests = toolApprovalRequests(result);
     assert.deepEqual(
       requests.map((r) => [r.toolCallId, r.toolName, r.input]),
@@ -217,7 +227,7 @@ describe("generateText", () => {
   test("nothing to approve: no message, and nothing asked", async () => {
     const session = uniqueSession("ai-none");
     const { model } = scriptedModel([]);
-    const result = await generateText({ model, prompt: "Hello" });
+    const result = await generateText({ model, prompt: "Hello", tools: deployTools([]), toolApproval });
     assert.equal(await askForApprovals(server.agent(), result, { session }), undefined);
     for await (const _ of server.agent().list({ session })) assert.fail("nothing should be asked");
   });
@@ -253,7 +263,7 @@ describe("streamText and UI messages", () => {
 
     // What a chat route streams to the browser, as `useChat` assembles it.
     const history: UIMessage[] = [{ id: "u1", role: "user", parts: [{ type: "text", text: "Deploy to prod" }] }];
-    const first = streamText({ model, tools, messages: await convertToModelMessages(history) });
+    const first = streamText({ model, tools, toolApproval, messages: await convertToModelMessages(history) });
     let assistant: UIMessage | undefined;
     for await (const message of readUIMessageStream({ stream: first.toUIMessageStream() })) assistant = message;
     assert.ok(assistant);
@@ -272,7 +282,7 @@ describe("streamText and UI messages", () => {
       }
     }
     assert.deepEqual(toolApprovalRequests(history), [], "the responded part no longer waits");
-    const second = streamText({ model, tools, messages: await convertToModelMessages(history) });
+    const second = streamText({ model, tools, toolApproval, messages: await convertToModelMessages(history) });
     assert.match(await second.text, /deployed to prod/);
     assert.deepEqual(ran, ["prod"]);
   });
