@@ -1,0 +1,26 @@
+/**
+ * `@clarify-hitl/client`: ask people questions and approvals from an agent, through a clarify
+ * server, and wait for the answers without losing them.
+ *
+ * The helpers for agent frameworks live in subpaths: `@clarify-hitl/client/ai-sdk` (the Vercel
+ * AI SDK) and `@clarify-hitl/client/openai-agents` (the OpenAI Agents SDK).
+ */
+
+export {
+  type AskOptions,
+  type CallOptions,
+  Client,
+  type ClientOptions,
+  type CreateOptions,
+  type EventsOptions,
+  type WaitOptions,
+} from "./client.js";
+export { ClarifyError } from "./errors.js";
+export type * from "./types.js";
+export type { Record as RequestRecord } from "./types.js";
+export {
+  type VerifyWebhookOptions,
+  verifyWebhook,
+  type WebhookHeaders,
+  WebhookVerificationError,
+} from "./webhook.js";
