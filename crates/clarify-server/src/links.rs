@@ -112,10 +112,19 @@ async fn answer(
         }
         Err(e) => return e.into_response(),
     };
+    let typed = if is_form {
+        url_pairs(&body)
+    } else {
+        Vec::new()
+    };
+    let refused = |message: String| crate::html::Refused {
+        message,
+        typed: typed.clone(),
+    };
     let raw = if is_form {
-        match form_answer(&record, &body) {
+        match form_answer(&record, &typed) {
             Ok(v) => v,
-            Err(message) => return crate::html::link_page(&record, Some(&message)),
+            Err(message) => return crate::html::link_page(&record, Some(&refused(message))),
         }
     } else {
         match parse_json::<Value>(&body) {
@@ -140,7 +149,7 @@ async fn answer(
             }
             match e.status {
                 StatusCode::CONFLICT => Redirect::to(&format!("/a/{token}")).into_response(),
-                _ => crate::html::link_page(&record, Some(&e.message)),
+                _ => crate::html::link_page(&record, Some(&refused(e.message))),
             }
         }
     }
@@ -157,12 +166,12 @@ fn wants_json(headers: &HeaderMap) -> bool {
 /// `option`, `options` (repeated), `other`, `text`, `decision`, `scope`, `reason`,
 /// `edited_arguments` (JSON text); or `skip`. Blank fields count as absent. Fails, with a
 /// message for the page, when edited arguments are not JSON.
-fn form_answer(record: &RequestRecord, body: &[u8]) -> Result<Value, String> {
+fn form_answer(record: &RequestRecord, pairs: &[(String, String)]) -> Result<Value, String> {
     let mut answers: Map<String, Value> = Map::new();
     let mut skip = false;
-    for (name, value) in url_pairs(body) {
+    for (name, value) in pairs {
         let value = value.trim().to_owned();
-        if name == "skip" {
+        if name.as_str() == "skip" {
             skip = true;
             continue;
         }
