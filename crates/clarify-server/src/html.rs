@@ -172,8 +172,13 @@ pub fn link_page(record: &RequestRecord, refused: Option<&Refused>) -> Response 
     let required = wire["approvals_required"].as_u64().unwrap_or(1);
     if required > 1 {
         quorum_notice(&mut body, &wire, required);
+        // The one refusal a link meets here is that it cannot vote.
         return page(
-            StatusCode::OK,
+            if error.is_some() {
+                StatusCode::FORBIDDEN
+            } else {
+                StatusCode::OK
+            },
             "Answer",
             &body,
             Some("link"),

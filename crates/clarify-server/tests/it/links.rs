@@ -584,3 +584,125 @@ async fn the_page_form_grants_the_one_scope_an_action_offers() {
         (&json!("approve"), &json!("session"))
     );
 }
+
+#[tokio::test]
+async fn the_page_form_answers_a_form_and_a_refused_value_comes_back_as_typed() {
+    let s = TestServer::start().await;
+    let record = s
+        .ask(
+            &s.admin,
+            json!({"questions": [{"id": "trip", "text": "Trip details", "kind": "form", "fields": [
+                {"id": "budget", "label": "Budget", "type": "number", "maximum": 5000,
+                 "description": "In EUR", "default": 100},
+                {"id": "nights", "label": "Nights", "type": "integer", "minimum": 1},
+                {"id": "start", "label": "Start", "type": "text", "format": "date"},
+                {"id": "ok", "label": "Agree", "type": "boolean", "default": false},
+                {"id": "plan", "label": "Plan", "type": "choice",
+                 "options": [{"id": "basic", "label": "Basic"}, {"id": "full", "label": "Full board"}]},
+                {"id": "extras", "label": "Extras", "type": "choices", "required": false,
+                 "options": [{"id": "wifi", "label": "Wi-Fi"}, {"id": "parking", "label": "Parking"}]}]}]}),
+        )
+        .await;
+    let link = link_of(&record);
+    let (status, _, html) = page(&link).await;
+    assert_eq!(status, StatusCode::OK);
+    for part in [
+        "<input type=\"number\" id=\"f-trip-0\" name=\"trip.budget\" value=\"100\" step=\"any\" max=\"5000\" required",
+        "<label for=\"f-trip-0\">Budget *</label>",
+        "<p class=\"field-desc\" id=\"f-trip-0-desc\">In EUR</p>",
+        "name=\"trip.nights\" value=\"\" step=\"1\" min=\"1\" required",
+        "<input type=\"date\" id=\"f-trip-2\" name=\"trip.start\"",
+        "<input type=\"checkbox\" id=\"f-trip-3\" name=\"trip.ok\" value=\"true\"",
+        "<select id=\"f-trip-4\" name=\"trip.plan\" required",
+        "<legend>Extras (optional)</legend>",
+        "<input type=\"checkbox\" name=\"trip.extras\" value=\"parking\"",
+    ] {
+        assert!(html.contains(part), "{part} in {html}");
+    }
+
+    let typed = [
+        ("trip.budget", "9000"),
+        ("trip.nights", "2"),
+        ("trip.start", "2026-12-01"),
+        ("trip.ok", "false"),
+        ("trip.ok", "true"),
+        ("trip.plan", "full"),
+        ("trip.extras", "wifi"),
+        ("trip.extras", "parking"),
+    ];
+    let response = post_form(&link, &typed).await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = response.text().await.expect("html");
+    for part in [
+        "name=\"trip.budget\" value=\"9000\"",
+        "aria-describedby=\"f-trip-0-desc f-trip-0-err\" aria-invalid=\"true\"",
+        "<p class=\"field-error\" id=\"f-trip-0-err\" role=\"alert\">must be at most 5000",
+        "name=\"trip.nights\" value=\"2\"",
+        "name=\"trip.ok\" value=\"true\" checked",
+        "<option value=\"full\" selected>",
+        "value=\"parking\" checked",
+    ] {
+        assert!(html.contains(part), "kept as typed: {part} in {html}");
+    }
+    assert_eq!(status_of(&s, &id_of(&record)).await["status"], "pending");
+
+    let mut fixed = typed.to_vec();
+    fixed[0] = ("trip.budget", "120.5");
+    let response = post_form(&link, &fixed).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let done = status_of(&s, &id_of(&record)).await;
+    assert_eq!(
+        done["outcome"]["questions"][0]["answer"],
+        json!({"budget": 120.5, "nights": 2, "start": "2026-12-01", "ok": true, "plan": "full",
+               "extras": ["wifi", "parking"]}),
+        "{done}"
+    );
+}
+
+#[tokio::test]
+async fn a_request_that_needs_several_approvals_cannot_be_voted_on_through_its_link() {
+    let s = TestServer::start().await;
+    let record = s
+        .ask(
+            &s.admin,
+            json!({"questions": [{"text": "Drop the staging database?", "kind": "approval",
+                    "action": {"name": "db.drop", "arguments": {"name": "staging"}}}],
+                   "approvals_required": 2}),
+        )
+        .await;
+    let id = id_of(&record);
+    let alice = s
+        .key(clarify_store::Role::Responder, "alice", "default")
+        .await;
+    let (status, body) = s
+        .post(
+            &format!("/v1/requests/{id}/answer"),
+            &alice,
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+
+    let link = link_of(&record);
+    let (status, _, html) = page(&link).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        html.contains("<strong>1 of 2 approvals</strong> · approved by alice"),
+        "{html}"
+    );
+    assert!(
+        html.contains("needs approvals from 2 signed-in responders"),
+        "{html}"
+    );
+    assert!(!html.contains("<form"), "no form to vote with: {html}");
+
+    let response = post_form(&link, &[("q1.decision", "approve")]).await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    let (status, body) = post_json(&link, json!({"decision": "approve"})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(code(&body), "quorum_needs_identity");
+    assert_eq!(
+        status_of(&s, &id).await["votes"].as_array().map(Vec::len),
+        Some(1)
+    );
+}
