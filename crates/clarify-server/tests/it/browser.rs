@@ -808,6 +808,7 @@ fn field_error(label: &str) -> String {
 }
 
 #[tokio::test]
+#[ignore = "needs the server side of forms and quorum (issue 14); un-ignore once merged with it"]
 async fn a_form_is_answered_with_real_inputs_and_a_refused_value_is_fixed_inline() {
     let Some(b) = Browser::launch(1280, 900).await else {
         return;
@@ -926,6 +927,7 @@ async fn a_form_is_answered_with_real_inputs_and_a_refused_value_is_fixed_inline
 }
 
 #[tokio::test]
+#[ignore = "needs the server side of forms and quorum (issue 14); un-ignore once merged with it"]
 async fn two_responders_in_two_browsers_approve_a_request_that_needs_two_approvals() {
     let Some(alice) = Browser::launch(1280, 900).await else {
         return;
