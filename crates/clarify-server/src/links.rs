@@ -169,6 +169,14 @@ fn wants_json(headers: &HeaderMap) -> bool {
 fn form_answer(record: &RequestRecord, pairs: &[(String, String)]) -> Result<Value, String> {
     let mut answers: Map<String, Value> = Map::new();
     let mut skip = false;
+    let wire = serde_json::to_value(RecordBody::new(record, None)).unwrap_or_default();
+    let forms: Vec<&str> = wire["questions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|q| q["kind"] == "form")
+        .filter_map(|q| q["id"].as_str())
+        .collect();
     for (name, value) in pairs {
         let value = value.trim().to_owned();
         if name.as_str() == "skip" {
@@ -181,7 +189,9 @@ fn form_answer(record: &RequestRecord, pairs: &[(String, String)]) -> Result<Val
         let Some((question, field)) = name.rsplit_once('.') else {
             continue;
         };
-        if record.request.question(question).is_none() {
+        // A form question's inputs are named by its field ids, which may be any of the names
+        // below: they are not read as the parts of another kind's answer.
+        if record.request.question(question).is_none() || forms.contains(&question) {
             continue;
         }
         let entry = answers
