@@ -9,9 +9,20 @@
 
 import { h, put, fill, when, ago, timeLeft } from "./dom.js";
 import { call, useCsrf } from "./api.js";
-import { requestView, requestTitle, resolvedBy, answerText } from "./request.js";
+import { requestView, requestTitle, resolvedBy, answerText, quorumOf } from "./request.js";
 
-const EVENTS = ["request.created", "request.answered", "request.skipped", "request.expired", "request.cancelled"];
+// Every event carries the request as it is now; a vote, a reminder or an escalation changes a
+// pending request (its votes, who may answer), so the list and the open view are refreshed.
+const EVENTS = [
+  "request.created",
+  "request.answered",
+  "request.skipped",
+  "request.expired",
+  "request.cancelled",
+  "request.voted",
+  "request.reminded",
+  "request.escalated",
+];
 const PAGE = 100;
 
 const app = document.getElementById("app");
@@ -316,13 +327,15 @@ function kindOf(record) {
   return "questions";
 }
 
-const KIND_CHIPS = { approval: "Approval", single: "Choice", multi: "Multiple choice", open: "Open", questions: "Questions" };
+const KIND_CHIPS = { approval: "Approval", single: "Choice", multi: "Multiple choice", open: "Open", form: "Form", questions: "Questions" };
 
 function pendingRow(record, current, isNew) {
   const questions = record.questions || [];
   const first = questions[0] || { text: "" };
   const left = timeLeft(record.expires_at, true);
   const extra = questions.length > 1 ? ` (+${questions.length - 1} more)` : "";
+  const quorum = quorumOf(record);
+  const voted = quorum && state.session && (record.votes || []).some((v) => v.by === state.session.name);
   const a = h(
     "a",
     { class: `row${isNew ? " row-new" : ""}`, href: `#/requests/${encodeURIComponent(record.id)}`, "aria-current": current ? "true" : false },
@@ -331,6 +344,7 @@ function pendingRow(record, current, isNew) {
       "span",
       { class: "row-meta" },
       h("span", { class: "chip kind" }, KIND_CHIPS[kindOf(record)]),
+      quorum ? h("span", { class: "chip quorum", title: quorum.approvers.length ? `approved by ${quorum.approvers.join(", ")}` : null }, quorum.text, voted ? " · you voted" : null) : null,
       first.header ? h("span", { class: "chip" }, first.header) : null,
       record.agent ? h("span", {}, record.agent) : null,
       record.session ? h("span", {}, `session ${record.session}`) : null,
@@ -589,6 +603,7 @@ async function openDetail(r) {
   }
   if (seq !== state.opening) return;
   const view = requestView(record, {
+    me: state.session.name,
     submit: (body) => call("POST", `/v1/requests/${encodeURIComponent(record.id)}/answer`, body),
     onSent: () => {
       state.pending.delete(record.id);
@@ -660,7 +675,7 @@ function renderHistory() {
         {},
         hist.rows.map((record) => {
           const first = (record.questions || [])[0] || { text: "" };
-          const summary = record.outcome && record.status === "answered" ? record.outcome.questions.map(answerText).join(" · ") : "";
+          const summary = record.outcome && record.status === "answered" ? record.outcome.questions.map((oq) => answerText(oq, (record.questions || []).find((q) => q.id === oq.id)).replaceAll("\n", "; ")).join(" · ") : "";
           const link = h("a", { href: `#/history/${encodeURIComponent(record.id)}`, "aria-current": current === record.id ? "true" : false }, first.text || requestTitle(record));
           const row = h(
             "tr",

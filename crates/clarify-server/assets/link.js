@@ -21,7 +21,8 @@ async function enhance() {
     return;
   }
   if (!record || record.status !== "pending") return;
-  const view = requestView(record, { submit: (body) => call("POST", address, body) });
+  // Whoever holds the link is nobody in particular, so it cannot be one of several approvers.
+  const view = requestView(record, { anonymous: true, submit: (body) => call("POST", address, body) });
   fill(main, h("p", { class: "meta" }, "Someone asked for your answer. Only this request can be answered here."), view.el);
   view.heading.focus();
 }

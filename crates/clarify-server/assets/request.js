@@ -6,12 +6,14 @@
 // resolved elsewhere meanwhile says by whom and what the answer was.
 
 import { h, put, fill, freshId, when, ago, timeLeft } from "./dom.js";
+import { formControls, formAnswerLines } from "./fields.js";
 
 const KIND_TITLES = {
   open: "Question",
   single: "Choose one",
   multi: "Choose any",
   approval: "Approval requested",
+  form: "Please fill in",
 };
 
 const SCOPE_LABELS = {
@@ -78,9 +80,32 @@ export function resolutionSentence(record) {
   }
 }
 
-/** An outcome question's answer in words. */
-export function answerText(oq) {
+/** Approvals so far and approvals needed, when a request needs more than one. */
+export function quorumOf(record) {
+  const required = record.approvals_required || 1;
+  if (required <= 1) return null;
+  const approvers = (record.votes || []).filter((v) => v.decision === "approve").map((v) => v.by);
+  return { required, approvers, text: `${approvers.length} of ${required} approvals` };
+}
+
+/** The quorum line of a request: "1 of 2 approvals · approved by alice". */
+function quorumLine(quorum) {
+  return [
+    h("strong", {}, quorum.text),
+    quorum.approvers.length ? ` · approved by ${quorum.approvers.join(", ")}` : " · nobody has approved yet",
+  ];
+}
+
+/** An outcome question's answer in words; `q` (the request's question) names form fields. */
+export function answerText(oq, q) {
   if (oq.mode === null || oq.mode === undefined) return "No answer";
+  if (oq.mode === "default") {
+    const applied = answerText({ ...oq, mode: oq.decision ? "decision" : "default-value" }, q);
+    return `${applied}\n(the default, applied because nobody answered in time)`;
+  }
+  if (oq.mode === "form" || (oq.answer && typeof oq.answer === "object" && !Array.isArray(oq.answer))) {
+    return formAnswerLines(q && q.fields, oq.answer || {}).join("\n") || "Nothing filled in";
+  }
   if (oq.mode === "decision") {
     let text = oq.decision === "approve" ? "Approved" : "Denied";
     if (oq.decision === "approve" && oq.scope && oq.scope !== "once") text += ` (${oq.scope})`;
@@ -94,11 +119,12 @@ export function answerText(oq) {
   return String(oq.answer);
 }
 
-/** The outcome as a list of question and answer. */
-export function outcomeList(outcome) {
+/** The outcome as a list of question and answer; `questions` are the request's. */
+export function outcomeList(outcome, questions) {
   const list = h("dl", { class: "outcome" });
   for (const oq of (outcome && outcome.questions) || []) {
-    put(list, [h("dt", {}, oq.question), h("dd", {}, answerText(oq))]);
+    const q = (questions || []).find((x) => x.id === oq.id);
+    put(list, [h("dt", {}, oq.question), h("dd", {}, answerText(oq, q))]);
   }
   return list;
 }
@@ -294,31 +320,76 @@ function questionControls(q, labelId) {
       return multiControls(q);
     case "approval":
       return approvalControls(q);
+    case "form":
+      return formControls(q, (message, control) => new LocalError(message, control));
     default:
       return openControls(q, labelId);
   }
 }
 
 /**
- * A request view. `options.submit(body)` sends an answer body and resolves to the outcome;
+ * A request view. `options.submit(body)` sends an answer body and resolves to the outcome (or,
+ * for a vote that does not yet complete a quorum, to the record, still pending);
  * `options.onSent(outcome)` runs after a successful answer; `options.next` (optional) adds a
- * button after an answer, `{label, go}`. Returns `{el, heading, update(record), destroy()}`.
+ * button after an answer, `{label, go}`; `options.me` is the signed-in responder's name, to
+ * know whether they voted already; `options.anonymous` (the answer link) cannot vote, so a
+ * request that needs several approvals is shown without a form. Returns
+ * `{el, heading, update(record), destroy()}`.
  */
 export function requestView(record, options = {}) {
   const headingId = freshId("title");
   const heading = h("h2", { id: headingId, tabindex: "-1" }, requestTitle(record));
   const deadline = h("span", { class: "deadline" });
   const banner = h("div", { role: "status" });
+  const quorumEl = h("p", { class: "quorum", role: "status" });
   const el = h("article", { class: "request", "aria-labelledby": headingId });
-  put(el, [h("header", { class: "request-head" }, heading, metaLine(record, record.status === "pending" ? deadline : null)), banner, contextBlock(record.context)]);
+  put(el, [
+    h("header", { class: "request-head" }, heading, metaLine(record, record.status === "pending" ? deadline : null)),
+    quorumEl,
+    banner,
+    contextBlock(record.context),
+  ]);
 
   let timer = null;
-  const state = { resolved: record.status !== "pending", sent: false, busy: false };
+  let current = record;
+  const state = { resolved: record.status !== "pending", sent: false, busy: false, voted: false };
+
+  function showQuorum(now) {
+    const quorum = quorumOf(now);
+    quorumEl.hidden = !quorum;
+    if (quorum) fill(quorumEl, quorumLine(quorum));
+  }
+  showQuorum(record);
 
   if (state.resolved) {
     put(banner, resolvedNotice(record, false, false));
     showQuestionsRead(el, record);
     return { el, heading, update() {}, destroy() {} };
+  }
+
+  const quorum = quorumOf(record);
+  if (quorum && options.anonymous) {
+    put(
+      banner,
+      h(
+        "div",
+        { class: "notice" },
+        h("strong", {}, `This request needs approvals from ${quorum.required} signed-in responders.`),
+        " An answer link cannot vote: open the request in the inbox, signed in, to approve or deny it.",
+      ),
+    );
+    showQuestionsRead(el, record);
+    return {
+      el,
+      heading,
+      update(now) {
+        if (now.id !== record.id) return;
+        current = now;
+        showQuorum(now);
+        if (now.status !== "pending") fill(banner, resolvedNotice(now, false, false));
+      },
+      destroy() {},
+    };
   }
 
   const form = h("form", { class: "answer", novalidate: true });
@@ -344,7 +415,12 @@ export function requestView(record, options = {}) {
     event.preventDefault();
     submit(false);
   });
-  put(el, form);
+  const mine = (now) => quorumOf(now) && options.me && (now.votes || []).some((v) => v.by === options.me);
+  if (mine(record)) {
+    showVoted(record, null, false);
+  } else {
+    put(el, form);
+  }
 
   const controls = () => [send, skip, ...parts.flatMap((p) => p.part.controls)].filter(Boolean);
   const setDisabled = (disabled) => {
@@ -368,6 +444,7 @@ export function requestView(record, options = {}) {
     for (const p of parts) {
       p.fieldset.classList.remove("invalid");
       p.fieldset.removeAttribute("aria-invalid");
+      if (p.part.clearErrors) p.part.clearErrors();
     }
   }
 
@@ -377,10 +454,27 @@ export function requestView(record, options = {}) {
     return m ? m[1] : null;
   }
 
+  /**
+   * Marks the form field a refusal names (`field`: `answers.<question>.values.<field>`) next to
+   * its input; the control to focus, or `null` when the error is not about one field.
+   */
+  function markField(error) {
+    const where = error && typeof error.field === "string" ? error.field : "";
+    const m = /^answers\.(.+?)\.values\.(.+)$/.exec(where);
+    if (!m) return null;
+    const p = parts.find((x) => x.q.id === m[1]);
+    if (!p || !p.part.fieldError) return null;
+    let message = String(error.message || "");
+    if (message.startsWith(`${where}: `)) message = message.slice(where.length + 2);
+    message = message.charAt(0).toUpperCase() + message.slice(1);
+    return p.part.fieldError(m[2], message);
+  }
+
   async function submit(skipping) {
-    if (state.busy || state.resolved) return;
+    if (state.busy || state.resolved || state.voted) return;
     let body;
     try {
+      clearError();
       if (skipping) {
         body = { skip: true };
       } else {
@@ -393,44 +487,77 @@ export function requestView(record, options = {}) {
       }
     } catch (e) {
       if (!(e instanceof LocalError)) throw e;
-      showError(e.message, null);
+      const p = parts.find((x) => e.control && x.fieldset.contains(e.control));
+      showError(p ? `“${questionName(p.q)}”: ${e.message}` : e.message, p ? p.q.id : null);
       if (e.control) e.control.focus();
       return;
     }
-    clearError();
     state.busy = true;
     setDisabled(true);
     send.textContent = "Sending…";
+    let focus = null;
     try {
-      const outcome = await options.submit(body);
+      const result = await options.submit(body);
+      if (result && result.status === "pending" && Array.isArray(result.questions)) {
+        // A vote, recorded; the request waits for more approvals.
+        showVoted(result, "Your approval is recorded.", true);
+        return;
+      }
       state.sent = true;
       state.resolved = true;
       stop();
       form.remove();
-      fill(banner, sentNotice(outcome));
-      if (options.onSent) options.onSent(outcome);
+      fill(banner, sentNotice(result));
+      showQuorum({ ...current, votes: result && result.votes ? result.votes : current.votes });
+      if (options.onSent) options.onSent(result);
       const next = banner.querySelector("button");
       (next || heading).focus();
     } catch (e) {
       if (e.code === "already_resolved" && e.body && e.body.record) {
         resolveElsewhere(e.body.record, true);
+      } else if (e.code === "already_voted") {
+        showVoted(current, "You have already voted on this request.", true);
       } else {
         const about = questionIn(e.message || "");
         const q = parts.find((p) => p.q.id === about);
         const message = e.message || String(e);
         showError(q ? `“${questionName(q.q)}”: ${message}` : message, about);
+        focus = markField(e.body && e.body.error);
         alert.scrollIntoView({ block: "nearest" });
       }
     } finally {
       state.busy = false;
       send.textContent = "Send answer";
-      if (!state.resolved) setDisabled(false);
+      if (!state.resolved && !state.voted) setDisabled(false);
+      if (focus) focus.focus();
     }
+  }
+
+  /** This person has voted: the form goes, the quorum stays in view and keeps counting. */
+  function showVoted(now, said, focus) {
+    state.voted = true;
+    form.remove();
+    current = now;
+    showQuorum(now);
+    const vote = (now.votes || []).find((v) => v.by === options.me);
+    const what = vote ? (vote.decision === "approve" ? "You approved this request" : "You denied this request") : "You voted on this request";
+    const quorum = quorumOf(now);
+    const missing = quorum ? Math.max(0, quorum.required - quorum.approvers.length) : 0;
+    fill(
+      banner,
+      h(
+        "div",
+        { class: "notice ok voted" },
+        h("strong", {}, said || `${what}.`),
+        ` ${said ? `${what}. ` : ""}It waits for ${missing === 1 ? "1 more approval" : `${missing} more approvals`} from other responders; this page shows the outcome when it comes.`,
+      ),
+    );
+    if (focus) heading.focus();
   }
 
   function sentNotice(outcome) {
     const skipped = outcome && outcome.status === "skipped";
-    const notice = h("div", { class: "notice ok" }, h("strong", {}, skipped ? "Skipped." : "Answer sent."), skipped ? null : outcomeList(outcome));
+    const notice = h("div", { class: "notice ok" }, h("strong", {}, skipped ? "Skipped." : "Answer sent."), skipped ? null : outcomeList(outcome, record.questions));
     if (options.next) {
       put(notice, h("div", { class: "actions" }, h("button", { type: "button", class: "btn primary", onclick: options.next.go }, options.next.label)));
     }
@@ -444,7 +571,8 @@ export function requestView(record, options = {}) {
     stop();
     setDisabled(true);
     clearError();
-    fill(banner, resolvedNotice(now, true, afterSubmit));
+    showQuorum(now);
+    fill(banner, resolvedNotice(now, !state.voted, afterSubmit));
     banner.setAttribute("role", "alert");
   }
 
@@ -469,7 +597,13 @@ export function requestView(record, options = {}) {
     heading,
     /** A newer version of this request (from the event stream). */
     update(now) {
-      if (now.id !== record.id || now.status === "pending" || state.sent) return;
+      if (now.id !== record.id || state.sent || state.resolved) return;
+      if (now.status === "pending") {
+        current = now;
+        showQuorum(now);
+        if (state.voted || mine(now)) showVoted(now, null, false);
+        return;
+      }
       resolveElsewhere(now, false);
     },
     destroy: stop,
@@ -481,9 +615,11 @@ function resolvedNotice(record, elsewhere, afterSubmit) {
   const kind = elsewhere || record.status !== "answered" ? "notice warn" : "notice";
   const notice = h("div", { class: kind }, h("strong", {}, resolutionSentence(record)));
   if (afterSubmit) put(notice, " Your answer was not sent.");
-  if (record.outcome && record.status === "answered") put(notice, outcomeList(record.outcome));
-  if (record.outcome && record.outcome.note && record.status !== "answered") {
-    put(notice, h("p", { class: "meta" }, `The agent was told: ${record.outcome.note}`));
+  const outcome = record.outcome;
+  if (outcome && outcome.default_applied) put(notice, h("p", {}, "A default answer was applied."));
+  if (outcome && (record.status === "answered" || outcome.default_applied)) put(notice, outcomeList(outcome, record.questions));
+  if (outcome && outcome.note && record.status !== "answered") {
+    put(notice, h("p", { class: "meta" }, `The agent was told: ${outcome.note}`));
   }
   return notice;
 }
@@ -494,6 +630,9 @@ function showQuestionsRead(el, record) {
     const items = [];
     if (q.options) {
       items.push(h("ul", {}, q.options.map((o) => h("li", {}, o.label, o.id === q.recommended ? h("span", { class: "recommended" }, "Recommended") : null))));
+    }
+    if (q.fields) {
+      items.push(h("ul", { class: "field-list" }, q.fields.map((f) => h("li", {}, f.label, f.description ? h("span", { class: "choice-desc" }, ` — ${f.description}`) : null))));
     }
     if (q.action) {
       items.push(h("div", { class: "action" }, h("code", { class: "action-name" }, q.action.name), h("pre", {}, JSON.stringify(q.action.arguments, null, 2))));

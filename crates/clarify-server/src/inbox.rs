@@ -52,6 +52,7 @@ const ASSETS: &[Asset] = &[
     asset!("icon.svg", "image/svg+xml"),
     asset!("dom.js", JS),
     asset!("api.js", JS),
+    asset!("fields.js", JS),
     asset!("request.js", JS),
     asset!("inbox.js", JS),
     asset!("link.js", JS),

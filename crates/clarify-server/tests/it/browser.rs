@@ -794,6 +794,232 @@ async fn filters_narrow_the_live_list_and_an_expired_request_says_so() {
     .await;
 }
 
+/// The control of the form field labelled `label` (its label holds the text).
+fn form_input(label: &str) -> String {
+    format!("//*[@id = //label[contains(@class, 'field-label')][contains(., '{label}')]/@for]")
+}
+
+/// The inline error under the form field labelled `label`.
+fn field_error(label: &str) -> String {
+    format!(
+        "//div[contains(@class, 'form-field')][.//label[contains(., '{label}')]]\
+         //p[@class = 'field-error'][not(@hidden)]"
+    )
+}
+
+#[tokio::test]
+async fn a_form_is_answered_with_real_inputs_and_a_refused_value_is_fixed_inline() {
+    let Some(b) = Browser::launch(1280, 900).await else {
+        return;
+    };
+    let s = TestServer::start().await;
+    b.run("form", async {
+        let request = s
+            .ask(
+                &s.admin,
+                json!({"questions": [{"id": "trip", "text": "Trip details", "kind": "form", "fields": [
+                    {"id": "budget", "label": "Budget", "type": "number", "minimum": 0, "maximum": 5000,
+                     "description": "In EUR, flights included", "default": 100},
+                    {"id": "nights", "label": "Nights", "type": "integer", "minimum": 1},
+                    {"id": "email", "label": "E-mail", "type": "text", "format": "email", "required": false,
+                     "pattern": "^[a-z.]+@example[.]com$", "max_length": 200},
+                    {"id": "start", "label": "Start", "type": "text", "format": "date"},
+                    {"id": "ok", "label": "Agree to the terms", "type": "boolean", "default": false},
+                    {"id": "plan", "label": "Plan", "type": "choice",
+                     "options": [{"id": "basic", "label": "Basic", "description": "Room only"},
+                                 {"id": "full", "label": "Full board"}]},
+                    {"id": "extras", "label": "Extras", "type": "choices", "required": false, "max_items": 2,
+                     "options": [{"id": "wifi", "label": "Wi-Fi"}, {"id": "parking", "label": "Parking"},
+                                 {"id": "late", "label": "Late check-out"}]}]}],
+                       "agent": "travel"}),
+            )
+            .await;
+        login(&b, &s, "alice").await;
+        b.click(&row("Trip details")).await;
+
+        // Each type has its own control, bound to its label; the default is filled in.
+        let budget = b.wait_for(&form_input("Budget")).await;
+        let shown = b
+            .js(
+                "const by = (l) => document.getElementById([...document.querySelectorAll('label.field-label')]                      .find((x) => x.textContent.startsWith(l)).htmlFor);                  const budget = by('Budget');                  return {budget: [budget.type, budget.value, budget.min, budget.max, budget.step],                          described: document.getElementById(budget.getAttribute('aria-describedby').split(' ')[0]).textContent,                          nights: [by('Nights').type, by('Nights').step, by('Nights').required],                          email: [by('E-mail').type, by('E-mail').maxLength, by('E-mail').required],                          start: by('Start').type, ok: [by('Agree').type, by('Agree').checked],                          plan: [by('Plan').tagName, by('Plan').value],                          extras: document.querySelectorAll('fieldset.form-field input[type=checkbox]').length}",
+                vec![],
+            )
+            .await;
+        assert_eq!(shown["budget"], json!(["number", "100", "0", "5000", "any"]), "{shown}");
+        assert_eq!(shown["described"], "In EUR, flights included", "{shown}");
+        assert_eq!(shown["nights"], json!(["number", "1", true]), "{shown}");
+        assert_eq!(shown["email"], json!(["email", 200, false]), "{shown}");
+        assert_eq!(shown["start"], "date", "{shown}");
+        assert_eq!(shown["ok"], json!(["checkbox", false]), "{shown}");
+        assert_eq!(shown["plan"], json!(["SELECT", ""]), "{shown}");
+        assert_eq!(shown["extras"], 3, "{shown}");
+
+        // What the page can check itself is marked at once, and nothing is sent.
+        budget.clear().await.expect("cleared");
+        budget.send_keys("9000").await.expect("typed");
+        b.click(SEND).await;
+        b.wait_for(&format!("{}[contains(., 'at most 5000')]", field_error("Budget")))
+            .await;
+        b.wait_for(&format!("{}[contains(., 'Fill this in')]", field_error("Nights")))
+            .await;
+        assert_eq!(
+            b.js("return document.activeElement.getAttribute('aria-invalid')", vec![]).await,
+            "true",
+            "the first field at fault has the focus"
+        );
+        assert_eq!(record(&s, &request["id"]).await["status"], "pending");
+
+        budget.clear().await.expect("cleared");
+        budget.send_keys("120").await.expect("typed");
+        b.type_into(&form_input("Nights"), "2").await;
+        b.type_into(&form_input("E-mail"), "bob@elsewhere.org").await;
+        // A date picker's keys depend on the locale; the value it holds does not.
+        b.js(
+            "const start = document.querySelector('input[type=date]'); start.value = '2026-12-01';              start.dispatchEvent(new Event('input', {bubbles: true})); return true",
+            vec![],
+        )
+        .await;
+        b.click("//label[contains(., 'Agree to the terms')]").await;
+        let plan = b.wait_for(&form_input("Plan")).await;
+        plan.select_by_value("full").await.expect("plan chosen");
+        b.click("//fieldset[contains(@class, 'form-field')]//label[contains(., 'Wi-Fi')]")
+            .await;
+
+        // The server refuses the address (its pattern), and says so next to that input; the
+        // rest stays as typed.
+        b.click(SEND).await;
+        let error = b.wait_for(&field_error("E-mail")).await;
+        let message = error.text().await.expect("error text");
+        assert!(!message.starts_with("answers."), "the path is not repeated: {message}");
+        let kept = b
+            .js(
+                "const by = (l) => document.getElementById([...document.querySelectorAll('label.field-label')]                      .find((x) => x.textContent.startsWith(l)).htmlFor);                  return [by('Budget').value, by('Nights').value, by('E-mail').value,                          by('E-mail').getAttribute('aria-invalid'), document.activeElement === by('E-mail'),                          document.querySelectorAll('p.field-error:not([hidden])').length]",
+                vec![],
+            )
+            .await;
+        assert_eq!(
+            kept,
+            json!(["120", "2", "bob@elsewhere.org", "true", true, 1]),
+            "what was typed stays, and only the address is marked"
+        );
+        assert_eq!(record(&s, &request["id"]).await["status"], "pending");
+
+        // Fixed, it is sent; the answer is typed values, and the page reads them back by label.
+        let email = b.wait_for(&form_input("E-mail")).await;
+        email.clear().await.expect("cleared");
+        email.send_keys("bob@example.com").await.expect("typed");
+        b.click(SEND).await;
+        b.wait_for(&format!("{SENT}//dd[contains(., 'Budget: 120')][contains(., 'Plan: Full board')]"))
+            .await;
+        let done = record(&s, &request["id"]).await;
+        assert_eq!(done["status"], "answered", "{done}");
+        let q = &done["outcome"]["questions"][0];
+        assert_eq!(q["mode"], "form", "{done}");
+        assert_eq!(
+            q["answer"],
+            json!({"budget": 120, "nights": 2, "email": "bob@example.com", "start": "2026-12-01",
+                   "ok": true, "plan": "full", "extras": ["wifi"]}),
+            "{done}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+#[ignore = "the store refuses approvals_required above 1 until it counts votes (issue 14)"]
+async fn two_responders_in_two_browsers_approve_a_request_that_needs_two_approvals() {
+    let Some(alice) = Browser::launch(1280, 900).await else {
+        return;
+    };
+    let s = TestServer::start().await;
+    alice
+        .run("quorum", async {
+            let request = s
+                .ask(
+                    &s.admin,
+                    json!({"questions": [{"text": "Drop the staging database?", "kind": "approval",
+                            "action": {"name": "db.drop", "arguments": {"name": "staging"}}}],
+                           "approvals_required": 2}),
+                )
+                .await;
+            let id = request["id"].as_str().expect("id").to_owned();
+
+            // The answer link cannot vote: it says who can.
+            let link = request["answer_url"].as_str().expect("answer link");
+            alice.goto(link).await;
+            alice
+                .wait_for("//div[contains(@class, 'notice')][contains(., 'needs approvals from 2 signed-in responders')]")
+                .await;
+            assert_eq!(
+                alice
+                    .js("return document.querySelectorAll('form, button.choice').length", vec![])
+                    .await,
+                0,
+                "nothing to answer through the link"
+            );
+
+            login(&alice, &s, "alice").await;
+            alice
+                .wait_for(&format!("{}[.//span[contains(., '0 of 2 approvals')]]", row("Drop the staging")))
+                .await;
+            alice.click(&row("Drop the staging")).await;
+            alice.click(&choice("Approve")).await;
+            alice.click(SEND).await;
+            alice
+                .wait_for("//div[contains(@class, 'notice')][contains(., 'Your approval is recorded')]")
+                .await;
+            alice
+                .wait_for("//p[@class = 'quorum'][contains(., '1 of 2 approvals')][contains(., 'approved by alice')]")
+                .await;
+            assert_eq!(
+                alice.js("return document.querySelectorAll('.request form').length", vec![]).await,
+                0,
+                "a vote cast leaves nothing to send again"
+            );
+            let now = record(&s, &json!(id)).await;
+            assert_eq!(now["status"], "pending", "{now}");
+            assert_eq!(now["votes"][0]["by"], "alice", "{now}");
+
+            // Bob, in a browser of his own, sees the first approval and gives the second.
+            let bob = alice.another(1280, 900).await;
+            bob.run("quorum_bob", async {
+                login(&bob, &s, "bob").await;
+                bob.wait_for(&format!("{}[.//span[contains(., '1 of 2 approvals')]]", row("Drop the staging")))
+                    .await;
+                bob.click(&row("Drop the staging")).await;
+                bob.wait_for("//p[@class = 'quorum'][contains(., 'approved by alice')]")
+                    .await;
+                bob.click(&choice("Approve")).await;
+                bob.click(SEND).await;
+                bob.wait_for(SENT).await;
+            })
+            .await;
+
+            let done = record(&s, &json!(id)).await;
+            assert_eq!(done["status"], "answered", "{done}");
+            assert_eq!(done["outcome"]["questions"][0]["decision"], "approve", "{done}");
+            let voters: Vec<&str> = done["votes"]
+                .as_array()
+                .expect("votes")
+                .iter()
+                .filter_map(|v| v["by"].as_str())
+                .collect();
+            assert_eq!(voters, ["alice", "bob"], "{done}");
+
+            // Alice's page learns of the outcome without a reload.
+            alice
+                .wait_for("//div[contains(@class, 'notice')][contains(., 'Answered by bob')]")
+                .await;
+            alice
+                .wait_for("//p[@class = 'quorum'][contains(., '2 of 2 approvals')]")
+                .await;
+            alice
+                .until("the list to empty", "return document.querySelectorAll('a.row').length === 0", vec![])
+                .await;
+        })
+        .await;
+}
+
 /// Writes `docs/inbox.png` for the README; `./scripts/screenshot` runs it.
 #[tokio::test]
 #[ignore = "writes docs/inbox.png; run it when the inbox's look changes"]

@@ -3,8 +3,9 @@
 //! `CLARIFY_TEST_CHROMEDRIVER` names chromedriver (`./scripts/test` sets it when Debian's
 //! `chromium-driver` is installed, and installs it when it can); without it the browser tests
 //! print that they skip, or fail under `CLARIFY_REQUIRE_SERVICES=1`, like the PostgreSQL tests.
-//! Each browser has its own chromedriver on a free port and a fresh profile. Browsers run one at
-//! a time, so a loaded two-core machine is not asked to run several at once. A failing test
+//! Each browser has its own chromedriver on a free port and a fresh profile. Tests take turns,
+//! so a loaded two-core machine is not asked to run several at once; a test that needs two
+//! people at once opens a second browser within its turn ([`Browser::another`]). A failing test
 //! keeps a screenshot and the page source under the target directory and prints where.
 
 use std::future::Future;
@@ -66,7 +67,8 @@ pub struct Browser {
     pub client: Client,
     driver: tokio::process::Child,
     _profile: tempfile::TempDir,
-    _turn: SemaphorePermit<'static>,
+    /// The test's turn; `None` for a second browser of the same test.
+    _turn: Option<SemaphorePermit<'static>>,
 }
 
 impl Browser {
@@ -87,17 +89,32 @@ impl Browser {
             .acquire()
             .await
             .expect("the semaphore is never closed");
+        Some(Self::open(&driver_path, screen, Some(turn)).await)
+    }
+
+    /// A second desktop browser with its own profile (so its own cookies: another person),
+    /// within the turn of the test that holds `self`.
+    pub async fn another(&self, width: u32, height: u32) -> Self {
+        let driver_path = chromedriver().expect("a first browser was launched");
+        Self::open(&driver_path, Screen::Desktop { width, height }, None).await
+    }
+
+    async fn open(
+        driver_path: &std::path::Path,
+        screen: Screen,
+        turn: Option<SemaphorePermit<'static>>,
+    ) -> Self {
         let mut last_error = String::new();
         // A free port can be taken between choosing and binding it; try a few.
         for _ in 0..3 {
-            match Self::start(&driver_path, screen).await {
+            match Self::start(driver_path, screen).await {
                 Ok((client, driver, profile)) => {
-                    return Some(Self {
+                    return Self {
                         client,
                         driver,
                         _profile: profile,
                         _turn: turn,
-                    });
+                    };
                 }
                 Err(e) => last_error = e,
             }
