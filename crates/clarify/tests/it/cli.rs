@@ -718,3 +718,51 @@ async fn flags_override_the_environment_and_output_to_a_pipe_is_plain() {
     assert_eq!(code, 0);
     assert!(!stdout.contains('\x1b'));
 }
+
+#[tokio::test]
+async fn the_inbox_answers_a_form_field_by_field_through_a_pipe() {
+    let (server, key) = server().await;
+    let api = Api::new(&server.url, &key);
+    let (status, r) = api
+        .post(
+            "/v1/requests",
+            json!({"question": "Trip details", "fields": [
+                {"id": "budget", "label": "Budget", "type": "number", "maximum": 5000},
+                {"id": "nights", "label": "Nights", "type": "integer", "minimum": 1, "default": 2},
+                {"id": "plan", "label": "Plan", "type": "choice", "options": ["Basic", "Pro"]},
+                {"id": "email", "label": "E-mail", "type": "text", "format": "email", "required": false}
+            ]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{r}");
+    let id = r["id"].as_str().unwrap_or("").to_owned();
+
+    let mut inbox = Inbox::start(&server, &key);
+    inbox.expect("Trip details");
+    inbox.expect("Budget");
+    inbox.expect("up to 5000");
+    inbox.expect("Budget> ");
+    inbox.reply("9000");
+    inbox.expect("must be at most 5000, got 9000; try again");
+    inbox.reply("1200");
+    inbox.expect("empty keeps 2");
+    inbox.expect("Nights> ");
+    inbox.reply("");
+    inbox.expect("2. Pro");
+    inbox.expect("Plan> ");
+    inbox.reply("2");
+    inbox.expect("E-mail> ");
+    inbox.reply("");
+    inbox.expect("answered");
+    inbox.expect("No pending requests");
+    drop(inbox.stdin);
+    let status = inbox.child.wait().expect("inbox ends");
+    assert_eq!(status.code(), Some(0));
+
+    let (_, done) = api.get(&format!("/v1/requests/{id}")).await;
+    assert_eq!(
+        done["outcome"]["questions"][0]["answer"],
+        json!({"budget": 1200, "nights": 2, "plan": "pro"}),
+        "{done}"
+    );
+}
