@@ -4,6 +4,7 @@ mod abuse;
 mod browser;
 mod chrome;
 mod events;
+mod grants;
 mod inbox;
 mod links;
 mod mcp;
