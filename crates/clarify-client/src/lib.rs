@@ -5,6 +5,9 @@
 //! JSON the server sent (`serde_json::Value`) plus typed accessors, so a newer server's extra
 //! fields pass through untouched.
 //!
+//! Grants (`session` and `always` approvals remembered by the server) are checked, listed and
+//! revoked with [`Client::check_grant`], [`Client::grants`] and [`Client::revoke_grant`].
+//!
 //! [`Client::wait_resolved`] long-polls until the request is resolved, reconnecting with backoff
 //! when the server is briefly unreachable (a restart, another instance taking over).
 
@@ -315,6 +318,54 @@ impl Client {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Whether a grant lets `action` (`{"name", "arguments"}`) run in `session` without asking:
+    /// the server's `{"granted", "grant"}`.
+    pub async fn check_grant(
+        &self,
+        action: &Value,
+        session: Option<&str>,
+    ) -> Result<Value, ClientError> {
+        let mut body = serde_json::Map::new();
+        body.insert("action".to_owned(), action.clone());
+        if let Some(session) = session {
+            body.insert("session".to_owned(), Value::from(session));
+        }
+        Ok(self
+            .send(
+                reqwest::Method::POST,
+                "/v1/grants/check",
+                &[],
+                Some(&Value::Object(body)),
+                None,
+            )
+            .await?
+            .1)
+    }
+
+    /// The tenant's grants, oldest first; with `session`, only that session's.
+    pub async fn grants(&self, session: Option<&str>) -> Result<Vec<Value>, ClientError> {
+        let query: Vec<(&str, String)> = session
+            .map(|s| ("session", s.to_owned()))
+            .into_iter()
+            .collect();
+        let (_, value) = self
+            .send(reqwest::Method::GET, "/v1/grants", &query, None, None)
+            .await?;
+        value["grants"]
+            .as_array()
+            .cloned()
+            .ok_or_else(|| ClientError::Protocol("a grant list without `grants`".to_owned()))
+    }
+
+    /// Revokes grant `id`; returns it as it was.
+    pub async fn revoke_grant(&self, id: &str) -> Result<Value, ClientError> {
+        let path = format!("/v1/grants/{}", segment(id));
+        Ok(self
+            .send(reqwest::Method::DELETE, &path, &[], None, None)
+            .await?
+            .1)
     }
 
     async fn send(

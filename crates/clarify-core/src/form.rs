@@ -608,17 +608,14 @@ fn compile(pattern: &str) -> Result<regex::Regex, String> {
 
 /// A bound as JSON: whole numbers without a fraction, so the canonical form reads as written.
 fn number(x: f64) -> Option<Number> {
-    match Number::from_f64(x) {
-        Some(n) => Some(integer(&n).map_or(n, Number::from)),
-        None => None,
-    }
+    Number::from_f64(x).map(|n| integer(&n).map_or(n, Number::from))
 }
 
 fn integer(n: &Number) -> Option<i64> {
     n.as_i64().or_else(|| {
         let f = n.as_f64()?;
-        // 2^63 as f64; a whole float in range converts exactly.
-        (f.fract() == 0.0 && f.abs() < 9.223_372_036_854_775_807e18).then_some(f as i64)
+        // Below 2^63 in magnitude a whole float converts exactly.
+        (f.fract() == 0.0 && f.abs() < 9_223_372_036_854_775_808.0).then_some(f as i64)
     })
 }
 

@@ -16,7 +16,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::answer::Decision;
+use crate::answer::{Answer, Answers, Decision};
 use crate::model::{Action, NewRequest, QuestionKind, Scope, Status};
 use crate::outcome::Outcome;
 
@@ -359,6 +359,38 @@ impl Refusal {
     pub fn tool_result(&self) -> String {
         json!({"status": self.status, "reason": self.reason}).to_string()
     }
+}
+
+/// The grants an answer to `request` gives: one for each approval question approved with scope
+/// `session` (when the request has a session) or `always`, covering the arguments that run (the
+/// human's edit, if any). A store records them in the transaction that records the answer, so a
+/// grant exists exactly when such an answer does.
+pub fn grants_of(request: &NewRequest, answers: &Answers) -> Vec<Grant> {
+    request
+        .questions
+        .iter()
+        .filter_map(|q| {
+            let QuestionKind::Approval(approval) = &q.kind else {
+                return None;
+            };
+            let Some(Answer::Approval(answer)) = answers.get(&q.id) else {
+                return None;
+            };
+            if answer.decision != Decision::Approve {
+                return None;
+            }
+            let arguments = answer
+                .edited_arguments
+                .as_ref()
+                .unwrap_or(&approval.action.arguments);
+            Grant::new(
+                &approval.action.name,
+                arguments,
+                answer.scope,
+                request.session.as_deref(),
+            )
+        })
+        .collect()
 }
 
 /// What the human's `reply` to an approval of `action`, asked in `session`, means for the call.

@@ -237,12 +237,15 @@ impl Agent {
                     arguments,
                 };
                 let session = Some(self.state.session.as_str());
-                match Policy::default().decide(
-                    WRITE_FILE,
-                    &action.arguments,
-                    session,
-                    &self.state.grants,
-                ) {
+                // Grants (earlier `session` or `always` approvals) are the server's.
+                let decision =
+                    match Policy::default().decide(WRITE_FILE, &action.arguments, session, &[]) {
+                        PolicyDecision::Ask if self.granted(&action, session).await? => {
+                            PolicyDecision::Granted(Scope::Always)
+                        }
+                        decision => decision,
+                    };
+                match decision {
                     PolicyDecision::Allowed | PolicyDecision::Granted(_) => Verdict::Run {
                         arguments: action.arguments,
                         edited: false,
@@ -267,23 +270,22 @@ impl Agent {
             }
         };
         Ok(match verdict {
+            // A `session` or `always` grant was recorded by the server with the answer.
             Verdict::Run {
-                arguments,
-                edited,
-                grant,
-            } => {
-                if let Some(grant) = grant {
-                    self.state.remember(grant);
-                    self.save()?;
-                }
-                match self.sandbox.write(&arguments) {
-                    Ok(output) if edited => edited_result(&arguments, &output),
-                    Ok(output) => output,
-                    Err(e) => invalid(&e.to_string()),
-                }
-            }
+                arguments, edited, ..
+            } => match self.sandbox.write(&arguments) {
+                Ok(output) if edited => edited_result(&arguments, &output),
+                Ok(output) => output,
+                Err(e) => invalid(&e.to_string()),
+            },
             Verdict::Refuse(refusal) => refusal.tool_result(),
         })
+    }
+
+    /// Whether the server holds a grant that lets `action` run in `session` without asking.
+    async fn granted(&self, action: &Action, session: Option<&str>) -> Result<bool, AgentError> {
+        let action = json!({"name": action.name, "arguments": action.arguments});
+        Ok(self.clarify.check_grant(&action, session).await?["granted"] == true)
     }
 
     /// Creates a request for `call`, records it, and says where to answer it.

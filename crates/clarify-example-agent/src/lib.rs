@@ -6,16 +6,14 @@
 //! people answer in the server's inbox, by link or from the terminal, and the agent needs only a
 //! URL and an agent key, never the database. Everything it knows lives in a state file rewritten
 //! (atomically) after every step: the transcript, with the requests it raised recorded as
-//! protocol messages, its session id and the grants people gave. So a restart, even after
+//! protocol messages, and its session id. So a restart, even after
 //! `SIGKILL` while a question is pending, resumes waiting for the very same request, and a
 //! request raised just before a crash is found again through its idempotency key rather than
 //! asked twice.
 //!
-//! Approval grants live in the state file: `session` grants belong to the agent's session, which
-//! is the state file's, and `always` grants last as long as the file. (The HTTP API has no route
-//! for grants; an embedded agent uses [`clarify_store::Gate`] and keeps them in the store.)
-//!
-//! [`clarify_store::Gate`]: https://docs.rs/clarify-store
+//! Approval grants are the server's: an approval answered with scope `session` (the state file's
+//! session) or `always` is recorded by the server with the answer, and the agent asks
+//! `POST /v1/grants/check` before raising an approval, as the Rust `Gate` asks the store.
 
 mod agent;
 mod error;

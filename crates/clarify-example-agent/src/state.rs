@@ -8,7 +8,6 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use clarify_core::policy::Grant;
 use clarify_core::transcript::Transcript;
 use serde::{Deserialize, Serialize};
 
@@ -19,11 +18,9 @@ use crate::error::AgentError;
 pub struct State {
     /// The layout of this file; only version 1 exists.
     pub version: u32,
-    /// The session of every request the agent raises, and the home of `session` grants.
+    /// The session of every request the agent raises, and the home of its `session` grants
+    /// (which the server keeps).
     pub session: String,
-    /// Approvals given with scope `session` or `always`.
-    #[serde(default)]
-    pub grants: Vec<Grant>,
     /// The conversation, with the requests raised for tool calls as protocol messages.
     pub transcript: Transcript,
 }
@@ -36,7 +33,6 @@ impl State {
         Self {
             version: Self::VERSION,
             session: format!("agent-{:016x}", rand::random::<u64>()),
-            grants: Vec::new(),
             transcript: Transcript::new(),
         }
     }
@@ -92,13 +88,6 @@ impl State {
             let _ = fs::remove_file(&temporary);
             error(e.to_string())
         })
-    }
-
-    /// Remembers a grant, once.
-    pub fn remember(&mut self, grant: Grant) {
-        if !self.grants.contains(&grant) {
-            self.grants.push(grant);
-        }
     }
 }
 

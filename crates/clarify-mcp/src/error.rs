@@ -87,4 +87,7 @@ pub enum ServeError {
     Initialize(String),
     #[error("the MCP session ended abnormally: {0}")]
     Session(String),
+    /// `clarify gate` could not start or reach the server it stands in front of.
+    #[error("the gated MCP server did not start a session: {0}")]
+    Upstream(String),
 }

@@ -1,4 +1,5 @@
-//! The clarify MCP server: `ask_human`, `ask_human_async` and `get_answer` for any MCP client.
+//! The clarify MCP server: `ask_human`, `ask_human_async`, `get_answer` and `approve_tool_use`
+//! for any MCP client, and [`gate`]: an approval gate in front of another MCP server.
 //!
 //! [`ClarifyMcp`] is one MCP server handler over an [`Upstream`], the place requests go: a store
 //! opened in this process ([`Embedded`], one tenant) or a running clarify server
@@ -18,12 +19,16 @@
 //! - `ask_human_async` creates the request and returns `{request_id}` at once.
 //! - `get_answer` waits up to `wait_seconds` (at most 50) for the outcome, or returns
 //!   `{request_id, status: "pending"}`; cancelling it leaves the request alone.
+//! - `approve_tool_use` (Claude Code's `--permission-prompt-tool`) allows a call an `always`
+//!   grant covers, or raises an approval and waits for it like `ask_human`; its text result is
+//!   `{"behavior": "allow", "updatedInput"}` or `{"behavior": "deny", "message"}`.
 //!
 //! Arguments that do not make a valid request come back as a tool error (`isError: true`) with
 //! the validation message, so the model can correct itself. This is the only crate that uses
 //! `rmcp`.
 
 mod error;
+pub mod gate;
 mod http;
 mod tools;
 mod upstream;
@@ -46,8 +51,8 @@ use tokio_util::task::TaskTracker;
 pub use error::{ServeError, ToolError};
 pub use http::{HttpCaller, HttpOptions, HttpService, http_service};
 pub use tools::{
-    ASK_HUMAN, ASK_HUMAN_ASYNC, DEFAULT_WAIT_SECONDS, GET_ANSWER, MAX_WAIT_SECONDS, definitions,
-    summary,
+    APPROVE_TOOL_USE, ASK_HUMAN, ASK_HUMAN_ASYNC, DEFAULT_WAIT_SECONDS, GET_ANSWER,
+    MAX_WAIT_SECONDS, definitions, summary,
 };
 pub use upstream::{Embedded, Observer, Upstream};
 
@@ -262,6 +267,53 @@ impl ClarifyMcp {
         )
     }
 
+    async fn approve_tool_use(
+        &self,
+        party: &Party,
+        args: &Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ToolError> {
+        use clarify_core::policy::{ApprovalReply, ApprovalSpec, Verdict, settle};
+        let call = tools::approve_tool_use_args(args)?;
+        let action = &call.action;
+        let allow = |arguments: &Value| {
+            tools::permission(serde_json::json!({"behavior": "allow", "updatedInput": arguments}))
+        };
+        let deny = |message: &str| {
+            tools::permission(serde_json::json!({"behavior": "deny", "message": message}))
+        };
+        if party.upstream.granted(action, None).await? {
+            return Ok(allow(&action.arguments));
+        }
+        // Claude Code sends no session, so `session` scope has nothing to hold in.
+        let spec = ApprovalSpec {
+            scopes: vec![clarify_core::Scope::Once, clarify_core::Scope::Always],
+            allow_edit: true,
+            timeout_seconds: None,
+        };
+        let body = spec.request(action, call.tool_use_id.as_deref(), None);
+        let opened = party.upstream.ask(body, party.agent.as_deref()).await?;
+        let outcome = match self
+            .wait(party, &opened.id, opened.timeout, None, context)
+            .await?
+        {
+            Waited::Resolved(outcome) => outcome,
+            waited => {
+                tracing::info!(id = %opened.id, ?waited, "approve_tool_use ended before an answer; cancelling the request");
+                party.upstream.cancel(&opened.id, &party.actor).await?;
+                return Ok(deny(
+                    "The approval was abandoned before a human answered, so the call was not run.",
+                ));
+            }
+        };
+        let reply =
+            ApprovalReply::from_json(&outcome).map_err(|e| ToolError::Arguments(e.to_string()))?;
+        Ok(match settle(action, None, &reply) {
+            Verdict::Run { arguments, .. } => allow(&arguments),
+            Verdict::Refuse(refusal) => deny(&refusal.reason),
+        })
+    }
+
     /// Waits for request `id` until it resolves, `deadline` passes, the client cancels or the
     /// host shuts down; reports progress meanwhile. `timeout` is the request's own time limit,
     /// shown as the progress total.
@@ -402,10 +454,10 @@ impl ServerHandler for ClarifyMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.as_ref();
-        if ![ASK_HUMAN, ASK_HUMAN_ASYNC, GET_ANSWER].contains(&name) {
+        if ![ASK_HUMAN, ASK_HUMAN_ASYNC, GET_ANSWER, APPROVE_TOOL_USE].contains(&name) {
             return Err(ErrorData::invalid_params(
                 format!(
-                    "unknown tool {name:?}; the tools are {ASK_HUMAN}, {ASK_HUMAN_ASYNC} and {GET_ANSWER}"
+                    "unknown tool {name:?}; the tools are {ASK_HUMAN}, {ASK_HUMAN_ASYNC}, {GET_ANSWER} and {APPROVE_TOOL_USE}"
                 ),
                 None,
             ));
@@ -421,6 +473,7 @@ impl ServerHandler for ClarifyMcp {
                     .ask(args, party.agent.as_deref())
                     .await
                     .map(|opened| tools::asked(&opened.id)),
+                APPROVE_TOOL_USE => self.approve_tool_use(&party, &args, &context).await,
                 _ => self.get_answer(&party, &args, &context).await,
             },
         };

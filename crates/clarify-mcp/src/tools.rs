@@ -19,6 +19,9 @@ use crate::error::ToolError;
 pub const ASK_HUMAN: &str = tool::NAME;
 pub const ASK_HUMAN_ASYNC: &str = "ask_human_async";
 pub const GET_ANSWER: &str = "get_answer";
+/// Claude Code's permission prompt tool (`claude -p --permission-prompt-tool
+/// mcp__clarify__approve_tool_use`).
+pub const APPROVE_TOOL_USE: &str = "approve_tool_use";
 
 /// The longest `get_answer` wait, so a call ends well inside the usual 60 s client timeouts.
 pub const MAX_WAIT_SECONDS: u64 = 50;
@@ -47,7 +50,76 @@ pub fn definitions() -> Vec<Tool> {
             Arc::new(get_answer_schema()),
         )
         .with_title("Get a human's answer"),
+        Tool::new(
+            APPROVE_TOOL_USE,
+            APPROVE_DESCRIPTION,
+            Arc::new(approve_tool_use_schema()),
+        )
+        .with_title("Ask a human to approve a tool call"),
     ]
+}
+
+const APPROVE_DESCRIPTION: &str = "Ask a human to approve a tool call before it runs; for Claude \
+Code's --permission-prompt-tool. Waits for the decision and returns, as text, \
+{\"behavior\": \"allow\", \"updatedInput\": {...}} (the arguments to run with, possibly edited by \
+the human) or {\"behavior\": \"deny\", \"message\": \"...\"}. A call the human approved earlier \
+with scope always is allowed without asking.";
+
+fn approve_tool_use_schema() -> JsonObject {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "tool_name": {"type": "string", "description": "The tool that wants to run."},
+            "input": {"type": "object", "description": "Its arguments."},
+            "tool_use_id": {"type": "string", "description": "The id of the tool call."}
+        },
+        "required": ["tool_name", "input"]
+    });
+    match schema {
+        Value::Object(schema) => schema,
+        _ => JsonObject::new(),
+    }
+}
+
+/// The arguments of an `approve_tool_use` call.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ApproveToolUse {
+    pub action: clarify_core::Action,
+    pub tool_use_id: Option<String>,
+}
+
+pub(crate) fn approve_tool_use_args(args: &Value) -> Result<ApproveToolUse, ToolError> {
+    let name = match args.get("tool_name") {
+        Some(Value::String(n)) if !n.trim().is_empty() => n.clone(),
+        _ => {
+            return Err(ToolError::Arguments(
+                "tool_name is required: the name of the tool that wants to run".to_owned(),
+            ));
+        }
+    };
+    let arguments = match args.get("input") {
+        None | Some(Value::Null) => Value::Object(serde_json::Map::new()),
+        Some(v @ Value::Object(_)) => v.clone(),
+        Some(_) => {
+            return Err(ToolError::Arguments(
+                "input must be an object: the tool's arguments".to_owned(),
+            ));
+        }
+    };
+    let tool_use_id = args
+        .get("tool_use_id")
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty())
+        .map(str::to_owned);
+    Ok(ApproveToolUse {
+        action: clarify_core::Action { name, arguments },
+        tool_use_id,
+    })
+}
+
+/// The permission prompt tool's answer: its text is the JSON Claude Code reads.
+pub(crate) fn permission(decision: Value) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(decision.to_string())])
 }
 
 /// The committed MCP input schema of `ask_human`.

@@ -201,6 +201,32 @@ impl Upstream {
     }
 }
 
+impl Upstream {
+    /// Whether a stored grant lets `action` run in `session` without asking.
+    pub(crate) async fn granted(
+        &self,
+        action: &clarify_core::Action,
+        session: Option<&str>,
+    ) -> Result<bool, ToolError> {
+        match self {
+            Self::Store(e) => Ok(e
+                .store
+                .check_grant(&e.tenant, action, session)
+                .await?
+                .is_some()),
+            Self::Server(client) => {
+                let action =
+                    serde_json::json!({"name": action.name, "arguments": action.arguments});
+                let checked = client
+                    .check_grant(&action, session)
+                    .await
+                    .map_err(|e| ToolError::from_client(e, None))?;
+                Ok(checked["granted"] == true)
+            }
+        }
+    }
+}
+
 /// A server record's time limit: from `created_at` to `expires_at`.
 fn remote_timeout(record: &Record) -> Option<Duration> {
     let at = |field: &str| {

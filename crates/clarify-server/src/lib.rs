@@ -8,6 +8,7 @@
 //! - [`api`]: the `/v1` routes over the store: requests, answers, long-poll, keys;
 //! - [`auth`]: API keys, inbox sessions and CSRF; roles and tenants;
 //! - [`events`]: the `/v1/events` stream, fed from the store's event log;
+//! - [`grants`]: `/v1/grants`: list, check and revoke the grants approvals gave;
 //! - [`links`]: signed single-use answer links `/a/<token>`;
 //! - `inbox`: the web inbox at `/` and its embedded assets;
 //! - [`mcp`]: the MCP tools over Streamable HTTP at `/mcp`, behind the API's keys;
@@ -20,6 +21,7 @@ pub mod api;
 pub mod auth;
 pub mod error;
 pub mod events;
+pub mod grants;
 mod html;
 mod inbox;
 pub mod links;
@@ -161,6 +163,7 @@ pub fn app(state: AppState) -> Router {
     let mut router = Router::new()
         .merge(api::routes())
         .merge(auth::routes())
+        .merge(grants::routes())
         .merge(links::routes())
         .merge(mcp::routes(&state))
         .route("/v1/events", get(events::stream))

@@ -26,6 +26,9 @@ use utoipa::{Modify, OpenApi};
         crate::api::list_keys,
         crate::api::create_key,
         crate::api::revoke_key,
+        crate::grants::list,
+        crate::grants::check,
+        crate::grants::revoke,
         crate::events::stream,
         crate::auth::login,
         crate::auth::logout,
@@ -40,6 +43,7 @@ use utoipa::{Modify, OpenApi};
         (name = "events", description = "The live event stream"),
         (name = "webhooks", description = "Outcome deliveries to callback URLs"),
         (name = "keys", description = "API key management (admins)"),
+        (name = "grants", description = "Remembered approvals: list, check, revoke"),
         (name = "inbox", description = "Inbox sessions"),
         (name = "health", description = "Liveness, readiness and metrics"),
     )

@@ -7,10 +7,10 @@
 
 use chrono::{DateTime, Utc};
 use clarify_core::NewRequest;
-use clarify_core::policy::Grant;
 
 use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, TokenKind};
 use crate::error::StoreError;
+use crate::grant::{GrantFilter, StoredGrant};
 use crate::memory::MemoryBackend;
 use crate::postgres::PgBackend;
 use crate::record::{Created, Event, ListQuery, Page, RequestRecord, StoredResolution};
@@ -100,13 +100,14 @@ impl Backend {
     }
 
     /// Resolves a pending request that is not past its deadline at `now` (expiry itself is
-    /// allowed only once the deadline has passed).
+    /// allowed only once the deadline has passed), recording `grants` with it when it wins.
     pub(crate) async fn resolve(
         &self,
         id: &str,
         resolution: StoredResolution,
+        grants: &[StoredGrant],
     ) -> Result<Resolved, StoreError> {
-        dispatch!(self, b => b.resolve(id, resolution).await)
+        dispatch!(self, b => b.resolve(id, resolution, grants).await)
     }
 
     /// Expires up to `limit` pending requests whose deadline is at or before `now`; returns
@@ -133,17 +134,22 @@ impl Backend {
         dispatch!(self, b => b.last_event_seq().await)
     }
 
-    pub(crate) async fn add_grant(
+    /// The grants of `tenant` that `filter` lets through, oldest first.
+    pub(crate) async fn grants(
         &self,
         tenant: &str,
-        grant: &Grant,
-        at: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        dispatch!(self, b => b.add_grant(tenant, grant, at).await)
+        filter: GrantFilter<'_>,
+    ) -> Result<Vec<StoredGrant>, StoreError> {
+        dispatch!(self, b => b.grants(tenant, filter).await)
     }
 
-    pub(crate) async fn grants(&self, tenant: &str, tool: &str) -> Result<Vec<Grant>, StoreError> {
-        dispatch!(self, b => b.grants(tenant, tool).await)
+    /// Deletes grant `id` of `tenant`; returns it, or `None` when there is none.
+    pub(crate) async fn revoke_grant(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<StoredGrant>, StoreError> {
+        dispatch!(self, b => b.revoke_grant(tenant, id).await)
     }
 
     pub(crate) async fn count_pending(&self) -> Result<u64, StoreError> {

@@ -46,9 +46,14 @@ impl Clock for ManualClock {
     }
 }
 
-/// The source of request ids.
+/// The source of request and grant ids.
 pub trait IdGenerator: Send + Sync + Debug + 'static {
     fn request_id(&self) -> String;
+
+    /// A grant's id; by default drawn like a request id.
+    fn grant_id(&self) -> String {
+        self.request_id()
+    }
 }
 
 /// 128 random bits as 26 lowercase Crockford base32 characters: unguessable and URL-safe.
@@ -63,14 +68,20 @@ impl IdGenerator for RandomIds {
     }
 }
 
-/// Ids `r000001`, `r000002`, ... for tests that want to predict them.
+/// Ids `r000001`, `r000002`, ... (and grants `g000001`, ...) for tests that want to predict
+/// them.
 #[derive(Debug, Default)]
-pub struct SequentialIds(std::sync::atomic::AtomicU64);
+pub struct SequentialIds(std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU64);
 
 impl IdGenerator for SequentialIds {
     fn request_id(&self) -> String {
         let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         format!("r{n:06}")
+    }
+
+    fn grant_id(&self) -> String {
+        let n = self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        format!("g{n:06}")
     }
 }
 

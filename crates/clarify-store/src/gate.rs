@@ -170,9 +170,9 @@ impl Gate {
         }
     }
 
-    /// Waits up to `timeout` for approval request `request_id` and settles it: remembers the
-    /// grant a `session` or `always` approval gives, and returns what to do with the call.
-    /// `None` while the request is still pending.
+    /// Waits up to `timeout` for approval request `request_id` and settles it: returns what to
+    /// do with the call. `None` while the request is still pending. (The grant a `session` or
+    /// `always` approval gives was recorded by the store with the answer.)
     pub async fn settle(
         &self,
         request_id: &str,
@@ -190,14 +190,11 @@ impl Gate {
                 request_id: request_id.to_owned(),
             })?;
         let reply = ApprovalReply::from_outcome(&outcome)?;
-        let verdict = settle(action, record.request.session.as_deref(), &reply);
-        if let Verdict::Run {
-            grant: Some(grant), ..
-        } = &verdict
-        {
-            store.add_grant(self.clarify.tenant(), grant).await?;
-        }
-        Ok(Some(verdict))
+        Ok(Some(settle(
+            action,
+            record.request.session.as_deref(),
+            &reply,
+        )))
     }
 
     /// The whole flow in place: propose, wait for a human when one must decide (as long as the

@@ -31,6 +31,7 @@ mod clock;
 mod codec;
 mod error;
 mod gate;
+mod grant;
 mod memory;
 mod postgres;
 mod record;
@@ -41,8 +42,8 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use clarify_core::policy::{Grant, canonical_json};
-use clarify_core::{NewRequest, Resolution, Status, Submission, parse_submission};
+use clarify_core::policy::{Grant, canonical_json, grants_of};
+use clarify_core::{Action, NewRequest, Resolution, Status, Submission, parse_submission};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -54,6 +55,7 @@ pub use agent::{Asked, Clarify};
 pub use clock::{Clock, IdGenerator, ManualClock, RandomIds, SequentialIds, SystemClock};
 pub use error::{AskError, ResolveError, StoreError};
 pub use gate::{Gate, GateError, Gated, Proposal};
+pub use grant::StoredGrant;
 pub use record::{
     Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution,
 };
@@ -252,7 +254,7 @@ impl Store {
     ) -> Result<RequestRecord, ResolveError> {
         let record = self.pending(tenant, id, actor).await?;
         let submission = parse_submission(&record.request, body)?;
-        self.resolve(id, resolution_of(submission), actor).await
+        self.resolve_answer(&record, submission, actor).await
     }
 
     /// Resolves the request with an already-checked submission.
@@ -263,8 +265,8 @@ impl Store {
         submission: Submission,
         actor: &Actor,
     ) -> Result<RequestRecord, ResolveError> {
-        self.pending(tenant, id, actor).await?;
-        self.resolve(id, resolution_of(submission), actor).await
+        let record = self.pending(tenant, id, actor).await?;
+        self.resolve_answer(&record, submission, actor).await
     }
 
     /// Skips the request, when it allows skipping.
@@ -383,20 +385,62 @@ impl Store {
         self.inner.backend.last_event_seq().await
     }
 
-    /// Remembers an approval given with scope `session` or `always`.
-    pub async fn add_grant(&self, tenant: &str, grant: &Grant) -> Result<(), StoreError> {
-        self.inner
-            .backend
-            .add_grant(tenant, grant, self.now())
-            .await
+    /// The grants of `tenant` for `tool`.
+    pub async fn grants(&self, tenant: &str, tool: &str) -> Result<Vec<Grant>, StoreError> {
+        let tool = tool.trim().to_lowercase();
+        let filter = grant::GrantFilter {
+            tool: Some(&tool),
+            session: None,
+        };
+        let stored = self.inner.backend.grants(tenant, filter).await?;
+        Ok(stored.into_iter().map(|g| g.grant).collect())
     }
 
-    /// The remembered grants of `tenant` for `tool`.
-    pub async fn grants(&self, tenant: &str, tool: &str) -> Result<Vec<Grant>, StoreError> {
-        self.inner
+    /// The grants of `tenant`, oldest first; with `session`, only that session's grants.
+    pub async fn list_grants(
+        &self,
+        tenant: &str,
+        session: Option<&str>,
+    ) -> Result<Vec<StoredGrant>, StoreError> {
+        let filter = grant::GrantFilter {
+            tool: None,
+            session,
+        };
+        self.inner.backend.grants(tenant, filter).await
+    }
+
+    /// The grant that lets `action` run in `session` without asking, if any: an `always`
+    /// grant before a `session` one.
+    pub async fn check_grant(
+        &self,
+        tenant: &str,
+        action: &Action,
+        session: Option<&str>,
+    ) -> Result<Option<StoredGrant>, StoreError> {
+        let tool = action.name.trim().to_lowercase();
+        let filter = grant::GrantFilter {
+            tool: Some(&tool),
+            session: None,
+        };
+        let mut covering: Vec<StoredGrant> = self
+            .inner
             .backend
-            .grants(tenant, &tool.trim().to_lowercase())
-            .await
+            .grants(tenant, filter)
+            .await?
+            .into_iter()
+            .filter(|g| g.grant.covers(&action.name, &action.arguments, session))
+            .collect();
+        covering.sort_by_key(|g| std::cmp::Reverse(g.grant.scope));
+        Ok(covering.into_iter().next())
+    }
+
+    /// Revokes grant `id` of `tenant`; returns it, or `None` when there is no such grant.
+    pub async fn revoke_grant(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<StoredGrant>, StoreError> {
+        self.inner.backend.revoke_grant(tenant, id).await
     }
 
     /// Whether the store answers.
@@ -430,6 +474,36 @@ impl Store {
         Ok(record)
     }
 
+    /// Resolves the pending `record` with a checked submission, with the grants the answer
+    /// gives: the one place grants are made.
+    async fn resolve_answer(
+        &self,
+        record: &RequestRecord,
+        submission: Submission,
+        actor: &Actor,
+    ) -> Result<RequestRecord, ResolveError> {
+        let resolved_at = self.now();
+        let grants = match &submission {
+            Submission::Answered(answers) => grants_of(&record.request, answers)
+                .into_iter()
+                .map(|grant| StoredGrant {
+                    id: self.inner.ids.grant_id(),
+                    grant,
+                    request_id: Some(record.id.clone()),
+                    granted_by: actor.name.clone(),
+                    created_at: resolved_at,
+                })
+                .collect(),
+            Submission::Skipped => Vec::new(),
+        };
+        let stored = StoredResolution {
+            resolution: resolution_of(submission),
+            actor: actor.clone(),
+            resolved_at,
+        };
+        self.resolve_stored(&record.id, stored, &grants).await
+    }
+
     async fn resolve(
         &self,
         id: &str,
@@ -441,7 +515,16 @@ impl Store {
             actor: actor.clone(),
             resolved_at: self.now(),
         };
-        match self.inner.backend.resolve(id, stored).await? {
+        self.resolve_stored(id, stored, &[]).await
+    }
+
+    async fn resolve_stored(
+        &self,
+        id: &str,
+        stored: StoredResolution,
+        grants: &[StoredGrant],
+    ) -> Result<RequestRecord, ResolveError> {
+        match self.inner.backend.resolve(id, stored, grants).await? {
             Resolved::Won(record) => {
                 self.inner.waiters.notify(id);
                 Ok(record)
@@ -459,7 +542,7 @@ impl Store {
     /// Expires one overdue request; returns its final record.
     async fn expire_one(&self, id: &str) -> Result<Option<RequestRecord>, StoreError> {
         let expired = StoredResolution::expired(self.now());
-        Ok(match self.inner.backend.resolve(id, expired).await? {
+        Ok(match self.inner.backend.resolve(id, expired, &[]).await? {
             Resolved::Won(record) => {
                 self.inner.waiters.notify(id);
                 Some(record)

@@ -9,11 +9,11 @@ use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 use clarify_core::Status;
-use clarify_core::policy::Grant;
 
 use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, DeliveryStatus, KeyRow, TokenKind};
 use crate::backend::{NewRow, Resolved};
 use crate::error::StoreError;
+use crate::grant::{GrantFilter, StoredGrant};
 use crate::record::{
     Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution, encode_cursor,
 };
@@ -41,7 +41,7 @@ struct State {
     resolved_order: VecDeque<String>,
     events: VecDeque<Event>,
     next_event: u64,
-    grants: Vec<(String, Grant)>,
+    grants: Vec<(String, StoredGrant)>,
     keys: Vec<KeyRow>,
     /// Token digest → (kind, key id, expires at).
     tokens: HashMap<String, (TokenKind, String, DateTime<Utc>)>,
@@ -170,6 +170,7 @@ impl MemoryBackend {
         &self,
         id: &str,
         res: StoredResolution,
+        grants: &[StoredGrant],
     ) -> Result<Resolved, StoreError> {
         let mut s = self.state();
         let Some(row) = s.rows.get(id) else {
@@ -181,8 +182,11 @@ impl MemoryBackend {
         if r.status.is_resolved() || expiring != overdue {
             return Ok(Resolved::Lost(r.clone()));
         }
-        Ok(s.resolve_row(id, res)
-            .map_or(Resolved::NotFound, Resolved::Won))
+        let Some(record) = s.resolve_row(id, res) else {
+            return Ok(Resolved::NotFound);
+        };
+        s.insert_grants(&record.tenant, grants);
+        Ok(Resolved::Won(record))
     }
 
     pub(crate) async fn expire_due(
@@ -230,28 +234,30 @@ impl MemoryBackend {
         Ok(self.state().next_event)
     }
 
-    pub(crate) async fn add_grant(
+    pub(crate) async fn grants(
         &self,
         tenant: &str,
-        grant: &Grant,
-        _at: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        let mut s = self.state();
-        let entry = (tenant.to_owned(), grant.clone());
-        if !s.grants.contains(&entry) {
-            s.grants.push(entry);
-        }
-        Ok(())
-    }
-
-    pub(crate) async fn grants(&self, tenant: &str, tool: &str) -> Result<Vec<Grant>, StoreError> {
+        filter: GrantFilter<'_>,
+    ) -> Result<Vec<StoredGrant>, StoreError> {
         Ok(self
             .state()
             .grants
             .iter()
-            .filter(|(t, g)| t == tenant && g.tool == tool)
+            .filter(|(t, g)| t == tenant && filter.matches(&g.grant))
             .map(|(_, g)| g.clone())
             .collect())
+    }
+
+    pub(crate) async fn revoke_grant(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<StoredGrant>, StoreError> {
+        let mut s = self.state();
+        let Some(at) = s.grants.iter().position(|(t, g)| t == tenant && g.id == id) else {
+            return Ok(None);
+        };
+        Ok(Some(s.grants.remove(at).1))
     }
 
     pub(crate) async fn count_pending(&self) -> Result<u64, StoreError> {
@@ -410,6 +416,19 @@ impl MemoryBackend {
 
 impl State {
     /// Applies a resolution the caller has checked; returns the new record.
+    /// Records the grants an answer gave, each once: the first of equal grants is kept.
+    fn insert_grants(&mut self, tenant: &str, grants: &[StoredGrant]) {
+        for grant in grants {
+            let known = self
+                .grants
+                .iter()
+                .any(|(t, g)| t == tenant && g.grant == grant.grant);
+            if !known {
+                self.grants.push((tenant.to_owned(), grant.clone()));
+            }
+        }
+    }
+
     fn resolve_row(&mut self, id: &str, res: StoredResolution) -> Option<RequestRecord> {
         let row = self.rows.get_mut(id)?;
         let seq = row.seq;

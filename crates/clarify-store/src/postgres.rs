@@ -29,8 +29,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use clarify_core::policy::Grant;
-use clarify_core::{Scope, Status};
+use clarify_core::Status;
 use sha2::{Digest, Sha256};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolOptions, PgRow};
 use sqlx::{ConnectOptions, Connection, Executor, Row};
@@ -44,6 +43,7 @@ use crate::codec::{
     attempt_values, millis, reaped_callback_url, spec_json,
 };
 use crate::error::StoreError;
+use crate::grant::{GRANT_COLUMNS, GrantFilter, GrantParts, StoredGrant};
 use crate::record::{
     Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution,
     encode_cursor,
@@ -76,7 +76,7 @@ const LISTEN_BACKOFF_MIN: Duration = Duration::from_millis(100);
 const LISTEN_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
 /// The layout of `codec` (see there), plus indexes for every lookup the store makes.
@@ -191,6 +191,15 @@ CREATE TABLE clarify_delivery_attempts (
     duration_ms bigint NOT NULL,
     PRIMARY KEY (delivery_id, number)
 );
+";
+
+/// Grants get an id to be revoked by, and the request and person that gave them. Grants stored
+/// before have neither; they get a random id.
+const SCHEMA_V3: &str = "
+ALTER TABLE clarify_grants ADD COLUMN id text, ADD COLUMN request_id text, ADD COLUMN granted_by text;
+UPDATE clarify_grants SET id = replace(gen_random_uuid()::text, '-', '') WHERE id IS NULL;
+ALTER TABLE clarify_grants ALTER COLUMN id SET NOT NULL;
+CREATE UNIQUE INDEX clarify_grants_id ON clarify_grants (id);
 ";
 
 #[derive(Debug)]
@@ -413,6 +422,7 @@ impl PgBackend {
         &self,
         id: &str,
         res: StoredResolution,
+        grants: &[StoredGrant],
     ) -> Result<Resolved, StoreError> {
         let status = res.resolution.status();
         let expiring = status == Status::Expired;
@@ -452,6 +462,7 @@ impl PgBackend {
             let target = (record.tenant.clone(), record.id.clone(), url.clone());
             queue_deliveries(&mut tx, std::slice::from_ref(&target), at).await?;
         }
+        insert_grants(&mut tx, &record.tenant, grants).await?;
         append_events(
             &mut tx,
             EventKind::for_status(status),
@@ -576,58 +587,39 @@ impl PgBackend {
         to_u64(seq)
     }
 
-    pub(crate) async fn add_grant(
+    pub(crate) async fn grants(
         &self,
         tenant: &str,
-        grant: &Grant,
-        at: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        let digest: String = Sha256::digest(grant.arguments.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        sqlx::query(
-            "INSERT INTO clarify_grants \
-             (tenant, tool, arguments, arguments_sha256, scope, session, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
-        )
+        filter: GrantFilter<'_>,
+    ) -> Result<Vec<StoredGrant>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {GRANT_COLUMNS} FROM clarify_grants WHERE tenant = $1 \
+             AND ($2::text IS NULL OR tool = $2) AND ($3::text IS NULL OR session = $3) \
+             ORDER BY seq"
+        ))
         .bind(tenant)
-        .bind(&grant.tool)
-        .bind(&grant.arguments)
-        .bind(digest)
-        .bind(grant.scope.as_str())
-        .bind(grant.session.as_deref().unwrap_or(""))
-        .bind(millis(at))
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(())
-    }
-
-    pub(crate) async fn grants(&self, tenant: &str, tool: &str) -> Result<Vec<Grant>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT tool, arguments, scope, session FROM clarify_grants \
-             WHERE tenant = $1 AND tool = $2 ORDER BY seq",
-        )
-        .bind(tenant)
-        .bind(tool)
+        .bind(filter.tool)
+        .bind(filter.session)
         .fetch_all(&self.pool)
         .await
         .map_err(db_err)?;
-        rows.iter()
-            .map(|row| {
-                let scope: String = row.try_get("scope").map_err(corrupt_row)?;
-                let session: String = row.try_get("session").map_err(corrupt_row)?;
-                Ok(Grant {
-                    tool: row.try_get("tool").map_err(corrupt_row)?,
-                    arguments: row.try_get("arguments").map_err(corrupt_row)?,
-                    scope: Scope::parse(&scope).ok_or_else(|| {
-                        StoreError::Corrupt(format!("grant scope {scope:?} is not a scope"))
-                    })?,
-                    session: (!session.is_empty()).then_some(session),
-                })
-            })
-            .collect()
+        rows.iter().map(|row| grant_parts(row)?.decode()).collect()
+    }
+
+    pub(crate) async fn revoke_grant(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<StoredGrant>, StoreError> {
+        let row = sqlx::query(&format!(
+            "DELETE FROM clarify_grants WHERE tenant = $1 AND id = $2 RETURNING {GRANT_COLUMNS}"
+        ))
+        .bind(tenant)
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        row.map(|row| grant_parts(&row)?.decode()).transpose()
     }
 
     pub(crate) async fn insert_key(&self, row: KeyRow) -> Result<bool, StoreError> {
@@ -1259,6 +1251,52 @@ fn parts(row: &PgRow) -> Result<RowParts, StoreError> {
         answered_by: row.try_get("answered_by").map_err(corrupt_row)?,
         channel: row.try_get("channel").map_err(corrupt_row)?,
         answers: row.try_get("answers").map_err(corrupt_row)?,
+    })
+}
+
+/// Records the grants an answer gave, in its transaction; an equal grant already stored is kept.
+async fn insert_grants(
+    conn: &mut PgConnection,
+    tenant: &str,
+    grants: &[StoredGrant],
+) -> Result<(), StoreError> {
+    for g in grants {
+        let digest: String = Sha256::digest(g.grant.arguments.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        sqlx::query(
+            "INSERT INTO clarify_grants (tenant, tool, arguments, arguments_sha256, scope, \
+             session, created_at, id, request_id, granted_by) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING",
+        )
+        .bind(tenant)
+        .bind(&g.grant.tool)
+        .bind(&g.grant.arguments)
+        .bind(digest)
+        .bind(g.grant.scope.as_str())
+        .bind(g.grant.session.as_deref().unwrap_or(""))
+        .bind(millis(g.created_at))
+        .bind(&g.id)
+        .bind(&g.request_id)
+        .bind(&g.granted_by)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    }
+    Ok(())
+}
+
+fn grant_parts(row: &PgRow) -> Result<GrantParts, StoreError> {
+    Ok(GrantParts {
+        id: row.try_get("id").map_err(corrupt_row)?,
+        tool: row.try_get("tool").map_err(corrupt_row)?,
+        arguments: row.try_get("arguments").map_err(corrupt_row)?,
+        scope: row.try_get("scope").map_err(corrupt_row)?,
+        session: row.try_get("session").map_err(corrupt_row)?,
+        request_id: row.try_get("request_id").map_err(corrupt_row)?,
+        granted_by: row.try_get("granted_by").map_err(corrupt_row)?,
+        created_at: row.try_get("created_at").map_err(corrupt_row)?,
     })
 }
 

@@ -25,7 +25,6 @@ use std::thread;
 
 use chrono::{DateTime, Utc};
 use clarify_core::Status;
-use clarify_core::policy::Grant;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use tokio::sync::oneshot;
 
@@ -37,6 +36,7 @@ use crate::codec::{
     attempt_values, millis, reaped_callback_url, spec_json,
 };
 use crate::error::StoreError;
+use crate::grant::{GRANT_COLUMNS, GrantFilter, GrantParts, StoredGrant};
 use crate::record::{
     Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution, encode_cursor,
 };
@@ -151,8 +151,18 @@ CREATE TABLE delivery_attempts (
 ) WITHOUT ROWID;
 ";
 
+/// Schema version 3: grants get an id to be revoked by, and the request and person that gave
+/// them. Grants stored before have neither; they get a random id.
+const SCHEMA_V3: &str = "
+ALTER TABLE grants ADD COLUMN id TEXT;
+ALTER TABLE grants ADD COLUMN request_id TEXT;
+ALTER TABLE grants ADD COLUMN granted_by TEXT;
+UPDATE grants SET id = lower(hex(randomblob(16))) WHERE id IS NULL;
+CREATE UNIQUE INDEX grants_id ON grants (id);
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
 /// Runs once the batch's commit outcome is known, with that outcome.
@@ -342,10 +352,12 @@ impl SqliteBackend {
         &self,
         id: &str,
         res: StoredResolution,
+        grants: &[StoredGrant],
     ) -> Result<Resolved, StoreError> {
         let id = id.to_owned();
         let answers = answers_json(&res.resolution)?;
-        self.write(move |conn| resolve(conn, &id, &res, answers.as_deref()))
+        let grants = grants.to_vec();
+        self.write(move |conn| resolve(conn, &id, &res, answers.as_deref(), &grants))
             .await
     }
 
@@ -414,59 +426,38 @@ impl SqliteBackend {
         })
     }
 
-    pub(crate) async fn add_grant(
+    pub(crate) async fn grants(
         &self,
         tenant: &str,
-        grant: &Grant,
-        at: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        let (tenant, grant) = (tenant.to_owned(), grant.clone());
-        self.write(move |conn| {
-            conn.prepare_cached(
-                "INSERT OR IGNORE INTO grants (tenant, tool, arguments, scope, session, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?
-            .execute(params![
-                tenant,
-                grant.tool,
-                grant.arguments,
-                grant.scope.as_str(),
-                grant.session.as_deref().unwrap_or(""),
-                millis(at)
-            ])?;
-            Ok(())
+        filter: GrantFilter<'_>,
+    ) -> Result<Vec<StoredGrant>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {GRANT_COLUMNS} FROM grants WHERE tenant = ?1 \
+                 AND (?2 IS NULL OR tool = ?2) AND (?3 IS NULL OR session = ?3) \
+                 ORDER BY created_at, id"
+            ))?;
+            let rows = stmt.query_map(params![tenant, filter.tool, filter.session], grant_parts)?;
+            rows.map(|row| row?.decode()).collect()
         })
-        .await
     }
 
-    pub(crate) async fn grants(&self, tenant: &str, tool: &str) -> Result<Vec<Grant>, StoreError> {
-        self.read(|conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT tool, arguments, scope, session FROM grants WHERE tenant = ?1 AND tool = ?2 \
-                 ORDER BY created_at",
-            )?;
-            let rows = stmt.query_map(params![tenant, tool], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                ))
-            })?;
-            let mut grants = Vec::new();
-            for row in rows {
-                let (tool, arguments, scope, session) = row?;
-                let scope = clarify_core::Scope::parse(&scope)
-                    .ok_or_else(|| StoreError::Corrupt(format!("grant scope {scope:?}")))?;
-                grants.push(Grant {
-                    tool,
-                    arguments,
-                    scope,
-                    session: (!session.is_empty()).then_some(session),
-                });
-            }
-            Ok(grants)
+    pub(crate) async fn revoke_grant(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<StoredGrant>, StoreError> {
+        let (tenant, id) = (tenant.to_owned(), id.to_owned());
+        self.write(move |conn| {
+            let parts = conn
+                .prepare_cached(&format!(
+                    "DELETE FROM grants WHERE tenant = ?1 AND id = ?2 RETURNING {GRANT_COLUMNS}"
+                ))?
+                .query_row(params![tenant, id], grant_parts)
+                .optional()?;
+            parts.map(GrantParts::decode).transpose()
         })
+        .await
     }
 
     pub(crate) async fn insert_key(&self, row: KeyRow) -> Result<bool, StoreError> {
@@ -820,6 +811,7 @@ fn resolve(
     id: &str,
     res: &StoredResolution,
     answers: Option<&str>,
+    grants: &[StoredGrant],
 ) -> Result<Resolved, StoreError> {
     let status = res.resolution.status();
     let at = millis(res.resolved_at);
@@ -851,6 +843,7 @@ fn resolve(
             if let Some(url) = &record.request.callback_url {
                 queue_delivery(conn, &record.id, &record.tenant, url, at)?;
             }
+            insert_grants(conn, &record.tenant, grants)?;
             append_event(
                 conn,
                 &record.tenant,
@@ -891,6 +884,45 @@ fn append_event(
         at
     ])?;
     Ok(())
+}
+
+/// Records the grants an answer gave, in its transaction; an equal grant already stored is kept.
+fn insert_grants(
+    conn: &Connection,
+    tenant: &str,
+    grants: &[StoredGrant],
+) -> Result<(), StoreError> {
+    for g in grants {
+        conn.prepare_cached(
+            "INSERT OR IGNORE INTO grants (tenant, tool, arguments, scope, session, created_at, \
+             id, request_id, granted_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        )?
+        .execute(params![
+            tenant,
+            g.grant.tool,
+            g.grant.arguments,
+            g.grant.scope.as_str(),
+            g.grant.session.as_deref().unwrap_or(""),
+            millis(g.created_at),
+            g.id,
+            g.request_id,
+            g.granted_by,
+        ])?;
+    }
+    Ok(())
+}
+
+fn grant_parts(r: &rusqlite::Row<'_>) -> rusqlite::Result<GrantParts> {
+    Ok(GrantParts {
+        id: r.get(0)?,
+        tool: r.get(1)?,
+        arguments: r.get(2)?,
+        scope: r.get(3)?,
+        session: r.get(4)?,
+        request_id: r.get(5)?,
+        granted_by: r.get(6)?,
+        created_at: r.get(7)?,
+    })
 }
 
 /// Queues the webhook delivery of a request just resolved at `at`, due at once.

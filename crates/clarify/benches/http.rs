@@ -11,6 +11,9 @@
 //!   sending the answer to the waiter's response (p50, p99), on SQLite.
 //! - `pg-wake`: the same across two server processes sharing PostgreSQL
 //!   (`CLARIFY_TEST_POSTGRES`, default `postgres://postgres@127.0.0.1:5432/test`).
+//! - `hook` (only when named): the time one `clarify hook claude-code` process takes, from start
+//!   to its decision on stdout, when the policy decides and when a grant does (no human either
+//!   way), beside the time to start the binary at all (`clarify --version`); on SQLite.
 
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -129,6 +132,109 @@ async fn post(client: &reqwest::Client, url: String, key: &str, body: Value) -> 
         .expect("sent");
     assert!(r.status().is_success(), "{}", r.status());
     r.json().await.expect("json")
+}
+
+/// Runs `clarify ARGS` with `stdin` `samples` times; the sorted wall times.
+fn timed(
+    args: &[&str],
+    env: &[(&str, &str)],
+    stdin: &str,
+    expect: &str,
+    samples: usize,
+) -> Vec<Duration> {
+    use std::io::Write as _;
+    let mut times = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let started = Instant::now();
+        let mut child = Command::new(BIN)
+            .args(args)
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("clarify starts");
+        if let Some(mut input) = child.stdin.take() {
+            input.write_all(stdin.as_bytes()).expect("stdin written");
+        }
+        let out = child.wait_with_output().expect("clarify ends");
+        times.push(started.elapsed());
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains(expect),
+            "{stdout} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    times.sort();
+    times
+}
+
+async fn hook(dir: &std::path::Path) {
+    let db = format!("sqlite://{}", dir.join("hook.db").display());
+    let admin = key(&db, "admin", "default");
+    let server = Server::start(&db).await;
+    let client = reqwest::Client::new();
+    // A grant: an approval of this call answered with scope `always`.
+    let action = json!({"name": "Bash", "arguments": {"command": "npm test"}});
+    let record = post(
+        &client,
+        format!("{}/v1/requests", server.url),
+        &admin,
+        json!({
+        "questions": [{"text": "Run it?", "kind": "approval", "action": action,
+                       "scopes": ["once", "always"]}]}),
+    )
+    .await;
+    let id = record["id"].as_str().expect("id");
+    post(
+        &client,
+        format!("{}/v1/requests/{id}/answer", server.url),
+        &admin,
+        json!({"decision": "approve", "scope": "always"}),
+    )
+    .await;
+    let policy = dir.join("policy.toml");
+    std::fs::write(&policy, "allow = [\"Read\"]\n").expect("policy");
+    let policy = policy.display().to_string();
+    let event = |tool: &str, input: Value| {
+        json!({
+        "session_id": "bench", "cwd": "/tmp", "hook_event_name": "PreToolUse",
+        "tool_name": tool, "tool_input": input, "tool_use_id": "toolu_1"})
+        .to_string()
+    };
+    let env = [
+        ("CLARIFY_URL", server.url.as_str()),
+        ("CLARIFY_TOKEN", admin.as_str()),
+    ];
+    let samples = 100;
+    let start = timed(&["--version"], &env, "", "clarify", samples);
+    let by_policy = timed(
+        &["hook", "claude-code", "--policy", &policy],
+        &env,
+        &event("Read", json!({"file_path": "/tmp/a"})),
+        "\"allow\"",
+        samples,
+    );
+    let by_grant = timed(
+        &["hook", "claude-code", "--policy", &policy],
+        &env,
+        &event("Bash", json!({"command": "npm test"})),
+        "Approved earlier",
+        samples,
+    );
+    for (name, times) in [
+        ("start only (clarify --version)", &start),
+        ("decided by the policy", &by_policy),
+        ("decided by a grant (HTTP check)", &by_grant),
+    ] {
+        println!(
+            "hook claude-code, {name}: {} runs, process start to decision p50 {:.2} ms, p99 {:.2} ms",
+            times.len(),
+            ms(percentile(times, 0.5)),
+            ms(percentile(times, 0.99))
+        );
+    }
 }
 
 async fn roundtrip(dir: &std::path::Path, clients: usize, run_for: Duration) {
@@ -303,6 +409,9 @@ async fn main() {
     }
     if want("pg-wake") {
         pg_wake().await;
+    }
+    if args.iter().any(|a| a == "hook") {
+        hook(&dir).await;
     }
     if args.iter().any(|a| a == "clients") {
         for clients in [1, 64, 1024] {

@@ -1,16 +1,20 @@
 //! The `clarify` command: parses flags and calls into the library crates.
 //!
 //! Server commands (`serve`, `keys`) work on a store; client commands (`ask`, `inbox`, `answer`,
-//! `list`, `show`, `cancel`) talk HTTP to a running server at `CLARIFY_URL` with the key in
+//! `list`, `show`, `cancel`, `hook`) talk HTTP to a running server at `CLARIFY_URL` with the key in
 //! `CLARIFY_TOKEN`; `mcp` serves MCP on stdio over either. Errors are one line on stderr saying what went wrong and what to do.
 
 mod client;
 mod duration;
+mod gate;
+mod hook;
 mod inbox;
 mod keys;
 mod mcp;
+mod policy;
 mod render;
 mod serve;
+mod settings;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -87,6 +91,20 @@ enum Command {
         after_help = "Uses the store in --db (the file `clarify serve` uses), or the server at CLARIFY_URL\nwith the key in CLARIFY_TOKEN. An MCP client configuration:\n  {\"mcpServers\": {\"clarify\": {\"command\": \"clarify\", \"args\": [\"mcp\"]}}}"
     )]
     Mcp(mcp::McpArgs),
+    /// An MCP server in front of another one: tool calls run when the policy allows them, a
+    /// grant covers them, or a human approves them.
+    #[command(
+        after_help = "Examples:\n  clarify gate --policy policy.toml -- npx -y @modelcontextprotocol/server-filesystem /srv\n  clarify gate --url http://127.0.0.1:9000/mcp\n\nApprovals go to the server at CLARIFY_URL with the key in CLARIFY_TOKEN."
+    )]
+    Gate(gate::GateArgs),
+    /// Gate Claude Code's tool calls on a human: the hook, and its installation.
+    #[command(
+        after_help = "Examples:\n  clarify hook install --scope project\n  echo '{...hook event...}' | clarify hook claude-code --policy policy.toml"
+    )]
+    Hook {
+        #[command(subcommand)]
+        command: hook::HookCommand,
+    },
     /// Print the LLM tool definition of `ask_human`.
     #[command(after_help = "Example:\n  clarify tools --format anthropic")]
     Tools {
@@ -182,5 +200,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Show(args) => client::show(args).await,
         Command::Cancel(args) => client::cancel(args).await,
         Command::Mcp(args) => mcp::run(args).await,
+        Command::Hook { command } => hook::run(command).await,
+        Command::Gate(args) => gate::run(args).await,
     }
 }

@@ -14,7 +14,10 @@ use serde_json::{Value, json};
 
 /// Parses each request; `Ok(pattern)` must match the canonical form partially (see
 /// `coercion::matches`), `Err((code, message))` exactly (an empty message checks the code only).
-fn check_requests(cases: Vec<(&str, Value, Result<Value, (&str, &str)>)>) {
+/// A case: its name, the raw request, and the canonical pattern or the error (code, message).
+type RequestCase<'a> = (&'a str, Value, Result<Value, (&'a str, &'a str)>);
+
+fn check_requests(cases: Vec<RequestCase<'_>>) {
     let mut failures = Vec::new();
     for (name, input, want) in cases {
         let got = parse_request(&input, &Limits::default());
@@ -611,7 +614,8 @@ fn typed_text_becomes_a_value_the_checks_accept() {
         panic!("a form");
     };
     let field = |id: &str| form.field(id).expect("field").clone();
-    let cases: Vec<(&str, &str, Result<Option<Value>, ()>)> = vec![
+    type TextCase<'a> = (&'a str, &'a str, Result<Option<Value>, ()>);
+    let cases: Vec<TextCase<'_>> = vec![
         ("budget", "1200", Ok(Some(json!(1200)))),
         ("budget", "12.5", Ok(Some(json!(12.5)))),
         ("budget", "lots", Err(())),

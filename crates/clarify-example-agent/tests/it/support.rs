@@ -243,6 +243,11 @@ impl ClarifyServer {
         }
     }
 
+    /// The grants the server keeps, oldest first.
+    pub async fn grants(&self) -> Vec<Value> {
+        self.person.grants(None).await.expect("grants")
+    }
+
     pub async fn answer(&self, id: &str, body: Value) -> Value {
         self.person
             .answer(id, &body)

@@ -5,6 +5,7 @@ mod browser;
 mod chrome;
 mod decisions;
 mod events;
+mod grants;
 mod inbox;
 mod links;
 mod mcp;

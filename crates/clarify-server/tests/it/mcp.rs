@@ -69,7 +69,15 @@ async fn tools_work_over_http_with_progress_and_a_person_answering() {
     let mut agent = connect(&server, &key).await;
     let tools = agent.client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["ask_human", "ask_human_async", "get_answer"]);
+    assert_eq!(
+        names,
+        [
+            "ask_human",
+            "ask_human_async",
+            "get_answer",
+            "approve_tool_use"
+        ]
+    );
 
     let call = agent.begin("ask_human", question("Which database?")).await;
     let record = wait_pending(&server.store, "default", "Which database?").await;

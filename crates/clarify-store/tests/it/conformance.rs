@@ -1339,49 +1339,194 @@ async fn event_log_tail_misses_nothing_under_concurrency(store: Store, env: Env)
 // ---------------------------------------------------------------------------------------------
 // Grants and health
 
+/// Raises an approval of `deploy(args)` in `session` (every scope, edits allowed) and answers it
+/// with `answer`; returns the request id.
+async fn approve(
+    store: &Store,
+    env: &Env,
+    session: Option<&str>,
+    args: Value,
+    answer: Value,
+) -> String {
+    let mut body = json!({
+        "questions": [{"text": "Deploy?", "kind": "approval",
+                       "action": {"name": "Deploy", "arguments": args},
+                       "scopes": ["once", "session", "always"], "allow_edit": true}],
+        "timeout_seconds": 0,
+    });
+    if let Some(session) = session {
+        body["session"] = json!(session);
+    }
+    let created = store
+        .create(&env.tenant, request(body))
+        .await
+        .expect("create");
+    store
+        .answer(&env.tenant, &created.record.id, &answer, &alice())
+        .await
+        .unwrap_or_else(|e| panic!("answering {answer}: {e}"));
+    created.record.id
+}
+
 async fn grants_round_trip(store: Store, env: Env) {
     let t = &env.tenant;
     let args = json!({"env": "prod", "replicas": 3});
     let same_args = json!({"replicas": 3, "env": "prod"});
-    let session = Grant::new("Deploy", &args, Scope::Session, Some("s1")).expect("a grant");
-    let always = Grant::new("deploy", &same_args, Scope::Always, None).expect("a grant");
-    let other_session = Grant::new("deploy", &args, Scope::Session, Some("s2")).expect("a grant");
-    store.add_grant(t, &session).await.expect("add");
-    store.add_grant(t, &always).await.expect("add");
-    store.add_grant(t, &session).await.expect("add again");
-    let same = Grant::new(" DEPLOY", &same_args, Scope::Session, Some("s1")).expect("a grant");
-    store.add_grant(t, &same).await.expect("add the same grant");
-    store.add_grant(t, &other_session).await.expect("add");
-
-    // Grants come in no promised order; the policy only asks whether one covers a call.
-    let sorted = |mut grants: Vec<Grant>| {
-        grants.sort_by_key(|g| (g.scope, g.session.clone()));
-        grants
+    let action = |arguments: &Value| clarify_core::Action {
+        name: "deploy".to_owned(),
+        arguments: arguments.clone(),
     };
-    let got = sorted(store.grants(t, "deploy").await.expect("grants"));
-    let want = sorted(vec![session, always, other_session]);
-    assert_eq!(got, want, "each grant once");
-    let loose = store.grants(t, " Deploy ").await.expect("grants");
-    assert_eq!(sorted(loose), got, "tool names ignore case and spaces");
-    assert!(store.grants(t, "destroy").await.expect("grants").is_empty());
-    let other = env.other_tenant();
+    // Answers that give no grant: once, deny, skip.
+    approve(
+        &store,
+        &env,
+        Some("s1"),
+        args.clone(),
+        json!({"decision": "approve"}),
+    )
+    .await;
+    approve(
+        &store,
+        &env,
+        Some("s1"),
+        args.clone(),
+        json!({"decision": "deny", "scope": "always"}),
+    )
+    .await;
+    assert!(
+        store.list_grants(t, None).await.expect("list").is_empty(),
+        "only session and always approvals grant"
+    );
+
+    let by_session = approve(
+        &store,
+        &env,
+        Some("s1"),
+        args.clone(),
+        json!({"decision": "approve", "scope": "session"}),
+    )
+    .await;
+    approve(
+        &store,
+        &env,
+        Some("s1"),
+        same_args.clone(),
+        json!({"decision": "approve", "scope": "session"}),
+    )
+    .await;
+    let always = approve(
+        &store,
+        &env,
+        None,
+        json!({"env": "dev"}),
+        json!({"decision": "approve", "scope": "always",
+               "edited_arguments": {"env": "staging"}}),
+    )
+    .await;
+
+    let listed = store.list_grants(t, None).await.expect("list");
+    assert_eq!(listed.len(), 2, "an equal grant is stored once: {listed:?}");
+    let session_grant = &listed[0];
+    assert_eq!(
+        session_grant.request_id.as_deref(),
+        Some(by_session.as_str())
+    );
+    assert_eq!(session_grant.granted_by.as_deref(), Some("alice"));
+    assert_eq!(
+        session_grant.grant,
+        Grant::new("deploy", &args, Scope::Session, Some("s1")).expect("grant")
+    );
+    assert_eq!(listed[1].request_id.as_deref(), Some(always.as_str()));
+    assert_eq!(
+        listed[1].grant,
+        Grant::new("deploy", &json!({"env": "staging"}), Scope::Always, None).expect("grant"),
+        "the grant covers the arguments as edited"
+    );
+    assert_eq!(
+        store.list_grants(t, Some("s1")).await.expect("list").len(),
+        1
+    );
     assert!(
         store
-            .grants(&other, "deploy")
+            .list_grants(t, Some("s2"))
             .await
-            .expect("grants")
+            .expect("list")
             .is_empty()
+    );
+    assert!(
+        store
+            .list_grants(&env.other_tenant(), None)
+            .await
+            .expect("list")
+            .is_empty()
+    );
+    assert_eq!(store.grants(t, " DEPLOY ").await.expect("grants").len(), 2);
+
+    // Checks: the session grant holds in its session only, key order does not matter.
+    let check = |arguments: Value, session: Option<&'static str>| {
+        let store = store.clone();
+        let t = t.clone();
+        let action = action(&arguments);
+        async move {
+            store
+                .check_grant(&t, &action, session)
+                .await
+                .expect("check")
+        }
+    };
+    assert_eq!(
+        check(same_args.clone(), Some("s1")).await.map(|g| g.id),
+        Some(session_grant.id.clone())
+    );
+    assert!(check(args.clone(), Some("s2")).await.is_none());
+    assert!(check(args.clone(), None).await.is_none());
+    assert!(
+        check(json!({"env": "dev"}), Some("s1")).await.is_none(),
+        "the proposed arguments were not approved"
+    );
+    assert_eq!(
+        check(json!({"env": "staging"}), Some("s9"))
+            .await
+            .map(|g| g.grant.scope),
+        Some(Scope::Always)
+    );
+
+    // Revocation: gone for this tenant; another tenant cannot revoke it.
+    assert!(
+        store
+            .revoke_grant(&env.other_tenant(), &session_grant.id)
+            .await
+            .expect("revoke")
+            .is_none()
+    );
+    let revoked = store
+        .revoke_grant(t, &session_grant.id)
+        .await
+        .expect("revoke");
+    assert_eq!(revoked.as_ref().map(|g| &g.id), Some(&session_grant.id));
+    assert!(
+        check(args.clone(), Some("s1")).await.is_none(),
+        "a revoked grant no longer lets the call through"
+    );
+    assert!(
+        store
+            .revoke_grant(t, &session_grant.id)
+            .await
+            .expect("revoke")
+            .is_none()
     );
 
     // Arguments may be large (64 KiB of JSON is allowed).
     let big = json!({"payload": "x".repeat(60_000)});
-    let large = Grant::new("upload", &big, Scope::Always, None).expect("a grant");
-    store.add_grant(t, &large).await.expect("add large");
-    store.add_grant(t, &large).await.expect("add large again");
-    assert_eq!(
-        store.grants(t, "upload").await.expect("grants"),
-        vec![large]
-    );
+    approve(
+        &store,
+        &env,
+        None,
+        big.clone(),
+        json!({"decision": "approve", "scope": "always"}),
+    )
+    .await;
+    assert!(check(big, None).await.is_some());
 }
 
 async fn ping_answers(store: Store, _env: Env) {

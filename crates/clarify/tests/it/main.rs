@@ -4,6 +4,8 @@ mod cli;
 mod crash;
 mod faults;
 mod flood;
+mod gate;
+mod hook;
 mod mcp;
 mod serve;
 mod support;

@@ -117,7 +117,15 @@ async fn lists_the_three_tools_with_the_committed_schema() {
     assert!(info.capabilities.tools.is_some());
     let tools = agent.client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["ask_human", "ask_human_async", "get_answer"]);
+    assert_eq!(
+        names,
+        [
+            "ask_human",
+            "ask_human_async",
+            "get_answer",
+            "approve_tool_use"
+        ]
+    );
     let committed: Value = serde_json::from_str(
         &std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),

@@ -1,0 +1,251 @@
+//! Merging the clarify hook into a Claude Code settings file without disturbing the rest.
+//!
+//! A settings file holds the user's own keys and hooks, in their order and layout. Parsing it
+//! into a `serde_json::Value` and writing it back would sort every object's keys, so the merge
+//! keeps each value it does not change as the exact text it was ([`RawValue`]) and rewrites only
+//! `hooks.PreToolUse`. The clarify hook is recognised by its command (`... hook claude-code`),
+//! so installing twice leaves one entry, updated to the newest matcher and command.
+
+use std::fmt;
+use std::path::Path;
+
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+/// What marks a hook command as this hook.
+const MARKER: &str = " hook claude-code";
+
+/// A JSON object with its entries in file order, each value as its original text.
+#[derive(Debug, Default)]
+struct Ordered(Vec<(String, Box<RawValue>)>);
+
+impl<'de> serde::Deserialize<'de> for Ordered {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entries;
+        impl<'de> Visitor<'de> for Entries {
+            type Value = Ordered;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Ordered, A::Error> {
+                let mut entries = Vec::new();
+                while let Some((key, value)) = map.next_entry::<String, Box<RawValue>>()? {
+                    entries.retain(|(k, _): &(String, Box<RawValue>)| *k != key);
+                    entries.push((key, value));
+                }
+                Ok(Ordered(entries))
+            }
+        }
+        deserializer.deserialize_map(Entries)
+    }
+}
+
+/// The settings text with the clarify hook registered for `PreToolUse` with `matcher`,
+/// `command` and `timeout` (seconds); `existing` is the file's text, if there is one.
+pub fn merge_hook(
+    existing: Option<&str>,
+    matcher: &str,
+    command: &str,
+    timeout: u64,
+) -> Result<String, String> {
+    let mut top = match existing.filter(|t| !t.trim().is_empty()) {
+        None => Ordered::default(),
+        Some(text) => serde_json::from_str::<Ordered>(text)
+            .map_err(|e| format!("not a JSON object of settings ({e})"))?,
+    };
+    let mut hooks = match top.0.iter().find(|(k, _)| k == "hooks") {
+        None => Ordered::default(),
+        Some((_, raw)) => serde_json::from_str::<Ordered>(raw.get())
+            .map_err(|e| format!("`hooks` is not an object ({e})"))?,
+    };
+    let groups: Vec<Box<RawValue>> = match hooks.0.iter().find(|(k, _)| k == "PreToolUse") {
+        None => Vec::new(),
+        Some((_, raw)) => serde_json::from_str(raw.get())
+            .map_err(|e| format!("`hooks.PreToolUse` is not a list ({e})"))?,
+    };
+    let ours = json!({
+        "matcher": matcher,
+        "hooks": [{"type": "command", "command": command, "timeout": timeout}],
+    });
+
+    // Each group as text at depth 3 (top > hooks > PreToolUse > group).
+    let mut texts: Vec<String> = Vec::new();
+    let mut placed = false;
+    for raw in &groups {
+        let mut group: Value = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+        if group == ours && !placed {
+            placed = true;
+            texts.push(raw.get().to_owned());
+            continue;
+        }
+        let Some(entries) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
+            texts.push(raw.get().to_owned());
+            continue;
+        };
+        let before = entries.len();
+        entries.retain(|h| !is_ours(h));
+        if entries.len() == before {
+            texts.push(raw.get().to_owned());
+        } else if !entries.is_empty() {
+            texts.push(pretty(&group, 3));
+        }
+    }
+    if !placed {
+        texts.push(pretty(&ours, 3));
+    }
+    set(&mut hooks, "PreToolUse", array(&texts, 2));
+    let hooks_text = object(&hooks, 1);
+    set(&mut top, "hooks", hooks_text);
+    let mut out = object(&top, 0);
+    out.push('\n');
+    Ok(out)
+}
+
+fn is_ours(hook: &Value) -> bool {
+    hook["command"]
+        .as_str()
+        .is_some_and(|c| c.contains(MARKER) || c.starts_with("hook claude-code"))
+}
+
+/// Replaces (or appends) `key` with the JSON text `text`.
+fn set(object: &mut Ordered, key: &str, text: String) {
+    // The text was built from valid JSON parts, so it parses; if it somehow did not, keeping the
+    // old value is the safe choice.
+    let Ok(raw) = RawValue::from_string(text) else {
+        return;
+    };
+    match object.0.iter_mut().find(|(k, _)| k == key) {
+        Some((_, value)) => *value = raw,
+        None => object.0.push((key.to_owned(), raw)),
+    }
+}
+
+fn pad(depth: usize) -> String {
+    "  ".repeat(depth)
+}
+
+/// `value` pretty-printed for a place at `depth`.
+fn pretty(value: &Value, depth: usize) -> String {
+    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| {
+            if i == 0 {
+                line.to_owned()
+            } else {
+                format!("{}{line}", pad(depth))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn object(entries: &Ordered, depth: usize) -> String {
+    if entries.0.is_empty() {
+        return "{}".to_owned();
+    }
+    let body: Vec<String> = entries
+        .0
+        .iter()
+        .map(|(k, v)| format!("{}{}: {}", pad(depth + 1), Value::from(k.as_str()), v.get()))
+        .collect();
+    format!("{{\n{}\n{}}}", body.join(",\n"), pad(depth))
+}
+
+fn array(items: &[String], depth: usize) -> String {
+    if items.is_empty() {
+        return "[]".to_owned();
+    }
+    let body: Vec<String> = items
+        .iter()
+        .map(|item| format!("{}{item}", pad(depth + 1)))
+        .collect();
+    format!("[\n{}\n{}]", body.join(",\n"), pad(depth))
+}
+
+/// Writes `text` to `path` through a temporary file in the same directory and a rename, so
+/// the file is never half written; creates the directory when needed.
+pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "settings.json".to_owned());
+    let temp = dir.join(format!(".{name}.clarify-{}", std::process::id()));
+    std::fs::write(&temp, text)?;
+    std::fs::rename(&temp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temp);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CMD: &str = "/usr/bin/clarify hook claude-code";
+
+    #[test]
+    fn keeps_other_keys_and_hooks_in_order_and_is_idempotent() {
+        let existing = r#"{
+  "permissions": {"allow": ["Bash(npm test)"]},
+  "hooks": {
+    "PostToolUse": [{"matcher": "Write", "hooks": [{"type": "command", "command": "fmt"}]}],
+    "PreToolUse": [
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "audit"}]}
+    ]
+  },
+  "model": "opus"
+}
+"#;
+        let once = merge_hook(Some(existing), "Bash|mcp__.*", CMD, 900).expect("merged");
+        let twice = merge_hook(Some(&once), "Bash|mcp__.*", CMD, 900).expect("merged");
+        assert_eq!(once, twice, "installing again changes nothing");
+        let v: Value = serde_json::from_str(&once).expect("valid JSON");
+        assert_eq!(v["model"], "opus");
+        assert_eq!(v["permissions"]["allow"][0], "Bash(npm test)");
+        assert_eq!(v["hooks"]["PostToolUse"][0]["hooks"][0]["command"], "fmt");
+        assert_eq!(v["hooks"]["PreToolUse"][0]["hooks"][0]["command"], "audit");
+        assert_eq!(v["hooks"]["PreToolUse"][1]["matcher"], "Bash|mcp__.*");
+        assert_eq!(v["hooks"]["PreToolUse"][1]["hooks"][0]["command"], CMD);
+        assert_eq!(v["hooks"]["PreToolUse"][1]["hooks"][0]["timeout"], 900);
+        let keys: Vec<&str> = ["\"permissions\"", "\"hooks\"", "\"model\""].to_vec();
+        let positions: Vec<usize> = keys.iter().map(|k| once.find(k).expect("key")).collect();
+        assert!(
+            positions.is_sorted(),
+            "top-level keys keep their order:\n{once}"
+        );
+        assert!(
+            once.contains(
+                r#"{"matcher": "Write", "hooks": [{"type": "command", "command": "fmt"}]}"#
+            ),
+            "untouched values keep their text:\n{once}"
+        );
+    }
+
+    #[test]
+    fn a_new_matcher_replaces_the_old_entry() {
+        let once = merge_hook(None, "Bash", CMD, 900).expect("merged");
+        let again = merge_hook(Some(&once), "Bash|Write", CMD, 900).expect("merged");
+        let v: Value = serde_json::from_str(&again).expect("valid JSON");
+        let groups = v["hooks"]["PreToolUse"].as_array().expect("groups");
+        assert_eq!(groups.len(), 1, "{again}");
+        assert_eq!(groups[0]["matcher"], "Bash|Write");
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_settings_object() {
+        for bad in [
+            "[1]",
+            "{\"hooks\": 3}",
+            "{\"hooks\": {\"PreToolUse\": {}}}",
+            "{nope",
+        ] {
+            assert!(merge_hook(Some(bad), "Bash", CMD, 900).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! `clarify gate` in front of a real MCP server (the `upstream_mcp` example, started by the gate
+//! as a child process), driven by an MCP client, with approvals answered over HTTP.
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clarify_testkit::mcp::{McpAgent, finish, text};
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
+
+use crate::support::{Api, BIN, Server, temp_dir};
+
+/// The gated server: built by `cargo test` (which builds the package's examples) next to the
+/// binary.
+fn upstream_path() -> std::path::PathBuf {
+    let bin = std::path::Path::new(BIN);
+    let path = bin
+        .parent()
+        .expect("target dir")
+        .join("examples")
+        .join("upstream_mcp");
+    assert!(
+        path.exists(),
+        "{} is missing: a filtered test run does not build examples; run `cargo build -p clarify --example upstream_mcp` first",
+        path.display()
+    );
+    path
+}
+
+struct Gated {
+    agent: McpAgent,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Gated {
+    fn stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The upstream's process id, as it reported it.
+    async fn upstream_pid(&self) -> u32 {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(pid) = self
+                .stderr()
+                .lines()
+                .find_map(|l| l.strip_prefix("upstream: pid "))
+                .and_then(|p| p.trim().parse().ok())
+            {
+                return pid;
+            }
+            assert!(Instant::now() < deadline, "the upstream never started");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+async fn gate(server: &Server, key: &str) -> Gated {
+    let dir = temp_dir("gate");
+    let policy = dir.join("policy.toml");
+    std::fs::write(
+        &policy,
+        "allow = [\"count\", \"wait\"]\ndeny = [\"delete_*\"]\n",
+    )
+    .expect("policy written");
+    let mut command = tokio::process::Command::new(BIN);
+    command
+        .arg("gate")
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--progress-interval")
+        .arg("100ms")
+        .arg("--")
+        .arg(upstream_path())
+        .env("CLARIFY_URL", &server.url)
+        .env("CLARIFY_TOKEN", key)
+        .env("NO_COLOR", "1");
+    let (transport, stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("clarify gate starts");
+    let sink = Arc::new(Mutex::new(String::new()));
+    if let Some(stderr) = stderr {
+        let sink = Arc::clone(&sink);
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut s = sink.lock().unwrap_or_else(|p| p.into_inner());
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+    }
+    Gated {
+        agent: McpAgent::connect(transport).await,
+        stderr: sink,
+    }
+}
+
+async fn server() -> (Server, Api) {
+    let server = Server::start("memory:", &[]).await;
+    let key = server
+        .stderr()
+        .split_whitespace()
+        .find(|w| w.starts_with("ck_"))
+        .expect("the first admin key is printed")
+        .to_owned();
+    let api = Api::new(&server.url, &key);
+    (server, api)
+}
+
+async fn pending(api: &Api) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, page) = api.get("/v1/requests?status=pending&limit=1").await;
+        if let Some(r) = page["requests"].get(0) {
+            return r.clone();
+        }
+        assert!(Instant::now() < deadline, "no approval appeared");
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+}
+
+async fn answer(api: &Api, record: &Value, body: Value) {
+    let id = record["id"].as_str().expect("id");
+    let (status, reply) = api.post(&format!("/v1/requests/{id}/answer"), body).await;
+    assert_eq!(status, 200, "{reply}");
+}
+
+async fn request_count(api: &Api) -> usize {
+    let (_, page) = api.get("/v1/requests?limit=500").await;
+    page["requests"].as_array().map_or(0, Vec::len)
+}
+
+#[tokio::test]
+async fn the_gate_passes_the_server_through_and_gates_its_calls() {
+    let (server, api) = server().await;
+    let gated = gate(&server, &api.key).await;
+    let agent = &gated.agent;
+
+    let info = agent.client.peer().peer_info().expect("server info");
+    let server = info.server_info.as_ref().expect("server info");
+    assert_eq!(server.name, "files-test");
+    assert_eq!(server.version, "1.2.3");
+    assert_eq!(info.instructions.as_deref(), Some("a test server"));
+    let tools = agent
+        .client
+        .peer()
+        .list_tools(None)
+        .await
+        .expect("tools/list");
+    let names: Vec<&str> = tools.tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["echo", "delete_file", "wait", "count"]);
+
+    // Allowed by the policy: runs at once, no approval.
+    let counted = agent.call("count", json!({})).await;
+    assert_eq!(text(&counted), "0");
+    // Denied by the policy: a tool error, never forwarded.
+    let denied = agent
+        .call("delete_file", json!({"path": "/etc/passwd"}))
+        .await;
+    assert_eq!(denied.is_error, Some(true));
+    assert!(text(&denied).contains("not allowed"), "{}", text(&denied));
+    assert_eq!(
+        request_count(&api).await,
+        0,
+        "the policy decided without asking"
+    );
+
+    // Anything else waits for a human; an edit is what runs.
+    let call = agent.begin("echo", json!({"msg": "hello"})).await;
+    let record = pending(&api).await;
+    assert_eq!(record["agent"], "files-test");
+    assert_eq!(
+        record["questions"][0]["action"],
+        json!({"name": "echo", "arguments": {"msg": "hello"}})
+    );
+    answer(
+        &api,
+        &record,
+        json!({"decision": "approve", "edited_arguments": {"msg": "hi"}}),
+    )
+    .await;
+    let ran = finish(call).await;
+    assert_eq!(ran.is_error, Some(false));
+    let echoed: Value =
+        serde_json::from_str(&text(&ran)).expect("the upstream's result, unchanged");
+    assert_eq!(echoed, json!({"tool": "echo", "arguments": {"msg": "hi"}}));
+
+    // A denial is a tool error with the reason, and nothing is forwarded.
+    let call = agent.begin("echo", json!({"msg": "rm"})).await;
+    let record = pending(&api).await;
+    answer(
+        &api,
+        &record,
+        json!({"decision": "deny", "reason": "not that one"}),
+    )
+    .await;
+    let refused = finish(call).await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(
+        text(&refused).contains("not that one"),
+        "{}",
+        text(&refused)
+    );
+    assert_eq!(
+        text(&agent.call("count", json!({})).await),
+        "2",
+        "count, echo: the denied call never arrived"
+    );
+
+    // Approved with scope always: the same call runs again without asking.
+    let call = agent.begin("echo", json!({"msg": "again"})).await;
+    let record = pending(&api).await;
+    answer(
+        &api,
+        &record,
+        json!({"decision": "approve", "scope": "always"}),
+    )
+    .await;
+    finish(call).await;
+    let before = request_count(&api).await;
+    let ran = agent.call("echo", json!({"msg": "again"})).await;
+    assert_eq!(ran.is_error, Some(false), "{}", text(&ran));
+    assert_eq!(request_count(&api).await, before, "no new approval");
+}
+
+#[tokio::test]
+async fn cancelling_cancels_the_approval_and_the_forwarded_call_and_leaving_ends_the_server() {
+    let (server, api) = server().await;
+    let gated = gate(&server, &api.key).await;
+    let upstream = gated.upstream_pid().await;
+
+    // Cancelled while waiting for a human: the approval is cancelled too.
+    let call = gated.agent.begin("echo", json!({"msg": "slow"})).await;
+    let record = pending(&api).await;
+    call.cancel(None).await.expect("cancel sent");
+    let id = record["id"].as_str().expect("id");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, now) = api.get(&format!("/v1/requests/{id}")).await;
+        if now["status"] == "cancelled" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the approval was not cancelled: {now}"
+        );
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+
+    // Cancelled while the upstream runs it: the upstream hears of it.
+    let call = gated.agent.begin("wait", json!({})).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    call.cancel(None).await.expect("cancel sent");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !gated.stderr().contains("upstream: wait was cancelled") {
+        assert!(
+            Instant::now() < deadline,
+            "the forwarded call was not cancelled: {}",
+            gated.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+
+    // The client goes away: the gate ends the upstream's process.
+    let Gated { agent, .. } = gated;
+    agent.client.cancel().await.expect("session closed");
+    let proc = std::path::PathBuf::from(format!("/proc/{upstream}"));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while proc.exists() && !zombie(&proc) {
+        assert!(Instant::now() < deadline, "the upstream server still runs");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A process that ended but was not reaped yet.
+fn zombie(proc: &std::path::Path) -> bool {
+    std::fs::read_to_string(proc.join("stat"))
+        .map(|s| s.split_whitespace().nth(2) == Some("Z"))
+        .unwrap_or(true)
+}
