@@ -309,4 +309,4 @@ pub(crate) fn from_millis(ms: i64) -> Option<DateTime<Utc>> {
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
 /// Version 2 added keys, tokens, server secrets and webhook deliveries.
-pub(crate) const SCHEMA_VERSION: i64 = 2;
+pub(crate) const SCHEMA_VERSION: i64 = 3;
