@@ -26,6 +26,8 @@ pub struct ApiError {
     pub message: String,
     /// For `409 already_resolved`: the request as it now is.
     pub record: Option<Box<RecordBody>>,
+    /// Seconds for a `Retry-After` header (`429`, `503 too_many_waiters`).
+    pub retry_after: Option<u64>,
 }
 
 /// The body of every error response.
@@ -52,6 +54,7 @@ impl ApiError {
             code,
             message: message.into(),
             record: None,
+            retry_after: None,
         }
     }
 
@@ -98,6 +101,11 @@ impl IntoResponse for ApiError {
             record: self.record,
         };
         let mut response = (self.status, Json(body)).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
         if self.status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,

@@ -5,6 +5,7 @@ mod browser;
 mod chrome;
 mod events;
 mod inbox;
+mod limits;
 mod links;
 mod mcp;
 mod openapi;

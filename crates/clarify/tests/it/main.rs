@@ -5,5 +5,6 @@ mod crash;
 mod faults;
 mod flood;
 mod mcp;
+mod operating;
 mod serve;
 mod support;
