@@ -357,6 +357,7 @@ pub struct WaitParams {
     responses(
         (status = 200, description = "The record: resolved, or still pending when the time ran out", body = RecordBody),
         (status = 400, description = "timeout_seconds is not a number", body = ErrorBody),
+        (status = 403, description = "The key's role may not wait for requests", body = ErrorBody),
         (status = 404, description = "No such request", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn wait(
@@ -379,6 +380,7 @@ pub async fn wait(
         })?,
     }
     .min(MAX_WAIT_SECONDS);
+    let _permit = state.waiter()?;
     let started = std::time::Instant::now();
     let waited = tokio::select! {
         r = state.store.wait(caller.tenant(), &id, Duration::from_secs(seconds)) => Some(r),
@@ -404,6 +406,7 @@ pub async fn wait(
     params(("id" = String, Path, description = "Request id")),
     responses(
         (status = 200, description = "Deliveries, oldest first", body = DeliveriesBody),
+        (status = 403, description = "The key's role may not read deliveries", body = ErrorBody),
         (status = 404, description = "No such request", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn deliveries(
@@ -431,7 +434,9 @@ pub struct WebhookSecretBody {
 
 /// The webhook signing secret of the caller's tenant (agents and admins).
 #[utoipa::path(get, path = "/v1/webhook-secret", tag = "webhooks",
-    responses((status = 200, description = "The secret", body = WebhookSecretBody)),
+    responses(
+        (status = 200, description = "The secret", body = WebhookSecretBody),
+        (status = 403, description = "The key's role may not read it", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn webhook_secret(
     State(state): State<AppState>,
@@ -445,7 +450,9 @@ pub async fn webhook_secret(
 
 /// The keys of the caller's tenant (admins).
 #[utoipa::path(get, path = "/v1/keys", tag = "keys",
-    responses((status = 200, description = "Keys, revoked ones included", body = Vec<KeyBody>)),
+    responses(
+        (status = 200, description = "Keys, revoked ones included", body = Vec<KeyBody>),
+        (status = 403, description = "Not an admin key", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn list_keys(
     State(state): State<AppState>,

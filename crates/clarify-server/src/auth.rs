@@ -114,6 +114,7 @@ impl FromRequestParts<AppState> for Caller {
             let key = state.store.authenticate(token).await?.ok_or_else(|| {
                 ApiError::unauthorized("this API key is unknown or revoked; ask an admin for a key")
             })?;
+            admit(state, &key)?;
             return Ok(Caller {
                 key,
                 channel: "api",
@@ -127,6 +128,7 @@ impl FromRequestParts<AppState> for Caller {
                 .ok_or_else(|| {
                     ApiError::unauthorized("the inbox session has ended; log in again")
                 })?;
+            admit(state, &key)?;
             if !matches!(parts.method, Method::GET | Method::HEAD) {
                 check_csrf(&parts.headers, state, session)?;
             }
@@ -139,6 +141,17 @@ impl FromRequestParts<AppState> for Caller {
             "no credentials: send `Authorization: Bearer <key>` (create one with `clarify keys create`)",
         ))
     }
+}
+
+/// Counts the request against its key's `--rate-limit`.
+fn admit(state: &AppState, key: &ApiKey) -> Result<(), ApiError> {
+    let Some(limit) = &state.rate_limit else {
+        return Ok(());
+    };
+    limit.admit(&key.id).map_err(|retry_after| {
+        state.metrics.rate_limited();
+        crate::limits::rate_limited(retry_after)
+    })
 }
 
 /// The value of cookie `name`, if the request carries it.
@@ -312,7 +325,8 @@ async fn start_session(
 
 /// Ends the inbox session.
 #[utoipa::path(post, path = "/v1/logout", tag = "inbox", responses(
-    (status = 204, description = "Session ended and cookie cleared")))]
+    (status = 204, description = "Session ended and cookie cleared")),
+    security(("bearer" = [])))]
 pub async fn logout(State(state): State<AppState>, caller: Caller, headers: HeaderMap) -> Response {
     let _ = caller;
     if let Some(session) = cookie(&headers, SESSION_COOKIE)
@@ -344,7 +358,8 @@ fn secure(state: &AppState) -> &'static str {
 /// Who the caller is; for a session, the CSRF token its writes need.
 #[utoipa::path(get, path = "/v1/session", tag = "inbox", responses(
     (status = 200, description = "The caller", body = SessionBody),
-    (status = 401, description = "Not logged in", body = crate::error::ErrorBody)))]
+    (status = 401, description = "Not logged in", body = crate::error::ErrorBody)),
+    security(("bearer" = [])))]
 pub async fn session(
     State(state): State<AppState>,
     caller: Caller,

@@ -28,6 +28,8 @@ pub struct ApiError {
     pub record: Option<Box<RecordBody>>,
     /// For answers that do not fit: where in the body, such as `answers.q1.values.budget`.
     pub field: Option<String>,
+    /// Seconds for a `Retry-After` header (`429`, `503 too_many_waiters`).
+    pub retry_after: Option<u64>,
 }
 
 /// The body of every error response.
@@ -59,6 +61,7 @@ impl ApiError {
             message: message.into(),
             record: None,
             field: None,
+            retry_after: None,
         }
     }
 
@@ -111,6 +114,11 @@ impl IntoResponse for ApiError {
             record: self.record,
         };
         let mut response = (self.status, Json(body)).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
         if self.status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,

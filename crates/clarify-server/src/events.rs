@@ -92,7 +92,8 @@ pub fn event_name(kind: EventKind) -> &'static str {
     responses(
         (status = 200, description = "`text/event-stream` of `request.created`, `request.answered`, `request.skipped`, `request.expired`, `request.cancelled`; data is the record", content_type = "text/event-stream"),
         (status = 400, description = "Last-Event-ID is not an event id", body = crate::error::ErrorBody),
-        (status = 503, description = "Too many open streams", body = crate::error::ErrorBody)),
+        (status = 503, description = "Too many long-polls and event streams are open (`too_many_waiters`), or the store is unreachable; retry after `Retry-After` seconds", body = crate::error::ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds to wait before retrying")))),
     security(("bearer" = [])))]
 pub async fn stream(State(state): State<AppState>, caller: Caller, headers: HeaderMap) -> Response {
     let resume = match headers.get("last-event-id") {
@@ -108,13 +109,9 @@ pub async fn stream(State(state): State<AppState>, caller: Caller, headers: Head
             }
         },
     };
-    let Ok(permit) = state.streams.clone().try_acquire_owned() else {
-        return ApiError::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            "too_many_streams",
-            "too many event streams are open on this server; retry in a moment",
-        )
-        .into_response();
+    let permit = match state.waiter() {
+        Ok(permit) => permit,
+        Err(e) => return e.into_response(),
     };
     let newest = match state.store.last_event_seq().await {
         Ok(seq) => seq,

@@ -13,6 +13,8 @@
 //! - `inbox`: the web inbox at `/` and its embedded assets;
 //! - [`mcp`]: the MCP tools over Streamable HTTP at `/mcp`, behind the API's keys;
 //! - [`webhooks`]: the delivery worker and its signatures;
+//! - [`limits`]: `--max-waiters` and the per-key `--rate-limit`;
+//! - `logs`: each request's id, route and outcome in the log;
 //! - [`metrics`], [`openapi`], [`wire`] (the JSON types), [`error`] (every error response).
 //!
 //! This is the only crate that knows HTTP status codes.
@@ -24,7 +26,9 @@ pub mod events;
 pub mod grants;
 mod html;
 mod inbox;
+pub mod limits;
 pub mod links;
+mod logs;
 pub mod mcp;
 pub mod metrics;
 pub mod openapi;
@@ -43,7 +47,7 @@ use axum::routing::get;
 use clarify_core::Limits;
 use clarify_store::{LOGIN_TTL, NewKey, Role, Store, TokenKind};
 use tokio::net::TcpListener;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
@@ -58,8 +62,11 @@ pub struct Config {
     pub limits: Limits,
     /// The largest request body accepted (then `413`).
     pub body_limit: usize,
-    /// The most concurrent `/v1/events` streams (then `503`).
-    pub max_streams: usize,
+    /// The most long-polls, event streams and `/mcp` requests at once (then
+    /// `503 too_many_waiters`).
+    pub max_waiters: usize,
+    /// Requests per second per key (then `429 rate_limited`); `None`: no limit.
+    pub rate_limit: Option<std::num::NonZeroU32>,
     /// How often the event log is checked for events written by other instances.
     pub event_poll: Duration,
     pub webhooks: webhooks::WebhookConfig,
@@ -75,7 +82,8 @@ impl Config {
             public_url: public_url.into().trim_end_matches('/').to_owned(),
             limits: Limits::default(),
             body_limit: 256 * 1024,
-            max_streams: 1024,
+            max_waiters: 10_000,
+            rate_limit: None,
             event_poll: Duration::from_millis(100),
             webhooks: webhooks::WebhookConfig::default(),
             session_ttl: chrono::TimeDelta::days(7),
@@ -99,8 +107,9 @@ pub struct Shared {
     pub webhooks_due: Notify,
     /// Cancelled when the server begins to shut down.
     pub shutdown: CancellationToken,
-    /// One permit per open event stream.
-    pub streams: Arc<Semaphore>,
+    /// Long-polls, event streams and `/mcp` requests in flight.
+    pub waiters: limits::Waiters,
+    pub rate_limit: Option<limits::RateLimit>,
 }
 
 /// Server secrets, read from the store at start so every instance shares them.
@@ -133,7 +142,10 @@ impl AppState {
             webhook: store.secret("webhook").await?,
         };
         let hub = events::EventHub::new(store.last_event_seq().await?);
-        let streams = Arc::new(Semaphore::new(config.max_streams));
+        let waiters = limits::Waiters::new(config.max_waiters);
+        let rate_limit = config
+            .rate_limit
+            .map(|n| limits::RateLimit::new(n, store.clock()));
         Ok(Self(Arc::new(Shared {
             store,
             secrets,
@@ -141,9 +153,17 @@ impl AppState {
             metrics: metrics::Metrics::new(),
             webhooks_due: Notify::new(),
             shutdown: CancellationToken::new(),
-            streams,
+            waiters,
+            rate_limit,
             config,
         })))
+    }
+
+    /// A permit to wait (a long-poll, a stream, an `/mcp` request), or `503 too_many_waiters`.
+    pub(crate) fn waiter(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
+        self.waiters
+            .enter()
+            .inspect_err(|_| self.metrics.waiter_refused())
     }
 
     /// Tells this instance's event streams and webhook worker that the store changed.
@@ -181,6 +201,7 @@ pub fn app(state: AppState) -> Router {
         ))
         .layer(DefaultBodyLimit::max(state.config.body_limit))
         .layer(CatchPanicLayer::custom(panicked));
+    router = logs::layer(router);
     for (name, value) in security_headers {
         router = router.layer(SetResponseHeaderLayer::if_not_present(
             name,
@@ -254,14 +275,14 @@ pub async fn login_link(
 
 /// Liveness: the process answers.
 #[utoipa::path(get, path = "/healthz", tag = "health",
-    responses((status = 200, description = "The process is alive")))]
+    responses((status = 200, description = "The process is alive", content_type = "text/plain")))]
 pub async fn healthz() -> &'static str {
     "ok\n"
 }
 
 /// Readiness: the store answers.
 #[utoipa::path(get, path = "/readyz", tag = "health", responses(
-    (status = 200, description = "The store answers"),
+    (status = 200, description = "The store answers", content_type = "text/plain"),
     (status = 503, description = "The store is unreachable", body = error::ErrorBody)))]
 pub async fn readyz(axum::extract::State(state): axum::extract::State<AppState>) -> Response {
     if state.shutdown.is_cancelled() {

@@ -4,19 +4,23 @@
 //! request to `/mcp` must carry `Authorization: Bearer <key>` of an `agent` or `admin` key
 //! (inbox cookies are not accepted, so no web page can call it); the caller's tenant scopes
 //! every tool call of that request. A session belongs to the key that opened it: another key
-//! presenting its `Mcp-Session-Id` is told the session does not exist.
+//! presenting its `Mcp-Session-Id` is told the session does not exist. Each request counts
+//! against the key's `--rate-limit` and, until its response ends, holds one of the
+//! `--max-waiters` permits.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use clarify_mcp::{Embedded, HttpCaller, Observer};
 use clarify_store::RequestRecord;
+use http_body_util::BodyExt;
 
 use crate::AppState;
 use crate::auth::Caller;
@@ -114,6 +118,8 @@ async fn authorize(gate: &Gate, request: Request, next: Next) -> Result<Response
     }
     let caller = Caller::from_request_parts(&mut parts, &gate.state).await?;
     caller.must_ask()?;
+    // Held until the response's body ends: an `ask_human` call waits inside it.
+    let permit = gate.state.waiter()?;
     let session = parts
         .headers
         .get(SESSION_HEADER)
@@ -147,5 +153,10 @@ async fn authorize(gate: &Gate, request: Request, next: Next) -> Result<Response
         Some(id) if closing && response.status().is_success() => gate.sessions.close(id),
         Some(_) => {}
     }
-    Ok(response)
+    Ok(response.map(|body| {
+        Body::new(body.map_frame(move |frame| {
+            let _held = &permit;
+            frame
+        }))
+    }))
 }

@@ -8,7 +8,10 @@
 //!   scrape time;
 //! - `clarify_wait_seconds{result}`: how long long-polls waited, `resolved` or `timeout`;
 //! - `clarify_time_to_answer_seconds`: from creation to resolution, for resolutions made here;
-//! - `clarify_webhook_failures_total`: failed delivery attempts.
+//! - `clarify_webhook_failures_total`: failed delivery attempts;
+//! - `clarify_waiters`: long-polls, event streams and `/mcp` requests open now, read at scrape
+//!   time; `clarify_waiters_refused_total`: those refused past `--max-waiters`;
+//! - `clarify_rate_limited_total`: requests refused by `--rate-limit`.
 
 use std::time::{Duration, Instant};
 
@@ -62,6 +65,9 @@ pub struct Metrics {
     waits: HistogramFamily<ResultLabel>,
     time_to_answer: Histogram,
     webhook_failures: Counter,
+    waiters: Gauge,
+    waiters_refused: Counter,
+    rate_limited: Counter,
 }
 
 fn latency_histogram() -> Histogram {
@@ -81,6 +87,9 @@ impl Metrics {
         let waits: HistogramFamily<ResultLabel> = Family::new_with_constructor(latency_histogram);
         let time_to_answer = Histogram::new(exponential_buckets(0.01, 2.0, 24));
         let webhook_failures = Counter::default();
+        let waiters = Gauge::default();
+        let waiters_refused = Counter::default();
+        let rate_limited = Counter::default();
         registry.register(
             "clarify_http_requests",
             "HTTP requests by route and status code",
@@ -121,6 +130,21 @@ impl Metrics {
             "Failed webhook delivery attempts",
             webhook_failures.clone(),
         );
+        registry.register(
+            "clarify_waiters",
+            "Long-polls, event streams and /mcp requests open on this instance",
+            waiters.clone(),
+        );
+        registry.register(
+            "clarify_waiters_refused",
+            "Long-polls, event streams and /mcp requests refused past --max-waiters",
+            waiters_refused.clone(),
+        );
+        registry.register(
+            "clarify_rate_limited",
+            "Requests refused by the per-key --rate-limit",
+            rate_limited.clone(),
+        );
         Self {
             registry,
             http_requests,
@@ -131,6 +155,9 @@ impl Metrics {
             waits,
             time_to_answer,
             webhook_failures,
+            waiters,
+            waiters_refused,
+            rate_limited,
         }
     }
 
@@ -159,6 +186,14 @@ impl Metrics {
 
     pub fn webhook_failed(&self) {
         self.webhook_failures.inc();
+    }
+
+    pub fn waiter_refused(&self) {
+        self.waiters_refused.inc();
+    }
+
+    pub fn rate_limited(&self) {
+        self.rate_limited.inc();
     }
 }
 
@@ -192,7 +227,7 @@ pub(crate) async fn track(State(state): State<AppState>, request: Request, next:
 
 /// The metrics in Prometheus text format.
 #[utoipa::path(get, path = "/metrics", tag = "health",
-    responses((status = 200, description = "Prometheus text exposition", content_type = "text/plain")))]
+    responses((status = 200, description = "OpenMetrics text exposition (Prometheus reads it)", content_type = "application/openmetrics-text")))]
 pub async fn render(State(state): State<AppState>) -> Response {
     match state.store.count_pending().await {
         Ok(n) => {
@@ -203,6 +238,11 @@ pub async fn render(State(state): State<AppState>) -> Response {
         }
         Err(e) => return ApiError::store(&e).into_response(),
     }
+    let open = state.waiters.open();
+    state
+        .metrics
+        .waiters
+        .set(i64::try_from(open).unwrap_or(i64::MAX));
     let mut text = String::new();
     if prometheus_client::encoding::text::encode(&mut text, &state.metrics.registry).is_err() {
         return ApiError::new(

@@ -120,6 +120,17 @@ impl Backend {
         dispatch!(self, b => b.expire_due(now, limit).await)
     }
 
+    /// Deletes up to `limit` requests resolved before `before` (oldest resolution first), with
+    /// their tags, events, deliveries and delivery attempts, in one transaction; a request whose
+    /// webhook is still being delivered is kept until it is done. Returns their ids.
+    pub(crate) async fn purge_resolved(
+        &self,
+        before: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        dispatch!(self, b => b.purge_resolved(before, limit).await)
+    }
+
     /// Events with a sequence above `after`, oldest first, of one tenant or of all.
     pub(crate) async fn events_after(
         &self,

@@ -308,5 +308,6 @@ pub(crate) fn from_millis(ms: i64) -> Option<DateTime<Utc>> {
 }
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-/// Version 2 added keys, tokens, server secrets and webhook deliveries; version 3 grant ids.
-pub(crate) const SCHEMA_VERSION: i64 = 3;
+/// Version 2 added keys, tokens, server secrets and webhook deliveries; version 3 grant ids;
+/// version 4 the indexes retention looks up.
+pub(crate) const SCHEMA_VERSION: i64 = 4;

@@ -15,10 +15,12 @@
 //!   the event log every [`StoreOptions::poll_interval`] (100 ms by default) for another process
 //!   sharing a SQLite file;
 //! - overdue requests are expired by a reaper (safe on several instances at once) and when the
-//!   store opens;
+//!   store opens; with [`StoreOptions::retain_resolved`] the reaper also purges old resolved
+//!   requests, in batches of short transactions;
 //! - every creation and resolution appends to an event log with a monotonic sequence;
 //! - resolving a request with a `callback_url` queues its webhook delivery in the same
-//!   transaction (see [`Store::claim_deliveries`]).
+//!   transaction (see [`Store::claim_deliveries`]);
+//! - [`backup`] copies a SQLite store consistently while it serves.
 //!
 //! [`Clarify`] is the API agents use on top: ask and await an outcome, or submit and come back
 //! later. [`Gate`] runs a model's tool calls through an approval policy, asking a human when the
@@ -27,6 +29,7 @@
 mod access;
 mod agent;
 mod backend;
+mod backup;
 mod clock;
 mod codec;
 mod error;
@@ -52,6 +55,7 @@ pub use access::{
     TokenKind,
 };
 pub use agent::{Asked, Clarify};
+pub use backup::{BackupError, BackupReport, backup};
 pub use clock::{Clock, IdGenerator, ManualClock, RandomIds, SequentialIds, SystemClock};
 pub use error::{AskError, ResolveError, StoreError};
 pub use gate::{Gate, GateError, Gated, Proposal};
@@ -75,6 +79,9 @@ pub struct StoreOptions {
     /// How often overdue requests are expired; `None` disables the reaper (tests drive expiry
     /// through [`Store::expire_due`]).
     pub reaper_interval: Option<Duration>,
+    /// Resolved requests older than this (by resolution time) are purged by the reaper, with
+    /// their events, tags and webhook deliveries; `None` keeps them forever.
+    pub retain_resolved: Option<TimeDelta>,
 }
 
 impl Default for StoreOptions {
@@ -84,6 +91,7 @@ impl Default for StoreOptions {
             ids: Arc::new(RandomIds),
             poll_interval: None,
             reaper_interval: Some(Duration::from_millis(500)),
+            retain_resolved: None,
         }
     }
 }
@@ -100,10 +108,14 @@ struct Inner {
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
     waiters: Arc<Waiters>,
+    retain_resolved: Option<TimeDelta>,
 }
 
 /// How many overdue requests one reaper pass expires.
 const EXPIRE_BATCH: usize = 1_000;
+/// How many resolved requests one purge transaction deletes: small enough that the write path
+/// waits for at most one short transaction.
+pub const PURGE_BATCH: usize = 500;
 /// How soon a waiter whose read failed reads again, unless woken sooner.
 pub const WAIT_RETRY: Duration = Duration::from_secs(1);
 
@@ -144,6 +156,7 @@ impl Store {
                 clock: options.clock,
                 ids: options.ids,
                 waiters,
+                retain_resolved: options.retain_resolved,
             }),
         };
         // Requests that fell due while no process was running are expired now.
@@ -163,6 +176,12 @@ impl Store {
     /// The backend's name: `memory`, `sqlite` or `postgres`.
     pub fn backend_name(&self) -> &'static str {
         self.inner.backend.name()
+    }
+
+    /// The clock this store reads, for edges that keep time-dependent state of their own (rate
+    /// limits), so one injected clock drives them all.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        Arc::clone(&self.inner.clock)
     }
 
     /// Now, at the millisecond precision the SQL backends store, so a record read back equals
@@ -297,6 +316,26 @@ impl Store {
             Some(r) if r.status.is_resolved() => Err(ResolveError::AlreadyResolved(Box::new(r))),
             Some(_) => self.resolve(id, Resolution::Cancelled, actor).await,
         }
+    }
+
+    /// Purges one batch (at most [`PURGE_BATCH`]) of the requests resolved longer ago than
+    /// [`StoreOptions::retain_resolved`], with their events, tags and webhook deliveries; returns
+    /// how many. Does nothing without a retention period. Several instances may purge at once:
+    /// each batch is one transaction, and a request is deleted once.
+    // The audit chain (hashed events) is not built yet; when it is, a purge must keep it
+    // verifiable, e.g. by recording the hash of the last purged event as the chain's new anchor
+    // in the same transaction.
+    pub async fn purge_resolved(&self) -> Result<usize, StoreError> {
+        let Some(retain) = self.inner.retain_resolved else {
+            return Ok(0);
+        };
+        let before = self.now() - retain;
+        let ids = self
+            .inner
+            .backend
+            .purge_resolved(before, PURGE_BATCH)
+            .await?;
+        Ok(ids.len())
     }
 
     /// Expires every pending request past its deadline; returns how many (at most one batch).
@@ -583,6 +622,18 @@ async fn reaper(inner: Weak<Inner>, every: Duration) {
         let store = Store { inner };
         if let Err(e) = store.expire_due().await {
             tracing::warn!(error = %e, "expiring overdue requests failed; retrying");
+        }
+        // Batch after batch until nothing is due, yielding in between so that the writes of
+        // agents and people interleave with the purge's.
+        loop {
+            match store.purge_resolved().await {
+                Ok(n) if n == PURGE_BATCH => tokio::task::yield_now().await,
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "purging resolved requests failed; retrying");
+                    break;
+                }
+            }
         }
     }
 }

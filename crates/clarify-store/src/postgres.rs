@@ -76,7 +76,7 @@ const LISTEN_BACKOFF_MIN: Duration = Duration::from_millis(100);
 const LISTEN_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
 /// The layout of `codec` (see there), plus indexes for every lookup the store makes.
@@ -200,6 +200,12 @@ ALTER TABLE clarify_grants ADD COLUMN id text, ADD COLUMN request_id text, ADD C
 UPDATE clarify_grants SET id = replace(gen_random_uuid()::text, '-', '') WHERE id IS NULL;
 ALTER TABLE clarify_grants ALTER COLUMN id SET NOT NULL;
 CREATE UNIQUE INDEX clarify_grants_id ON clarify_grants (id);
+";
+
+/// What retention (`--retain-resolved`) looks up: resolved requests by age, a request's events.
+const SCHEMA_V4: &str = "
+CREATE INDEX clarify_requests_resolved ON clarify_requests (resolved_at) WHERE status <> 'pending';
+CREATE INDEX clarify_events_request ON clarify_events (request_id);
 ";
 
 #[derive(Debug)]
@@ -475,6 +481,34 @@ impl PgBackend {
         notify(&mut tx, std::slice::from_ref(&record.id)).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(Resolved::Won(record))
+    }
+
+    pub(crate) async fn purge_resolved(
+        &self,
+        before: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        // One statement, one short transaction. Rows another instance is purging are skipped,
+        // not waited for; tags and delivery attempts go by their foreign keys' cascade.
+        let ids: Vec<String> = sqlx::query_scalar(
+            "WITH victims AS ( \
+                 SELECT seq, id FROM clarify_requests r \
+                 WHERE status <> 'pending' AND resolved_at < $1 AND NOT EXISTS ( \
+                     SELECT 1 FROM clarify_deliveries d \
+                     WHERE d.request_id = r.id AND d.status = 'pending') \
+                 ORDER BY resolved_at LIMIT $2 \
+                 FOR UPDATE SKIP LOCKED), \
+             events AS (DELETE FROM clarify_events e USING victims v WHERE e.request_id = v.id), \
+             deliveries AS ( \
+                 DELETE FROM clarify_deliveries d USING victims v WHERE d.request_id = v.id) \
+             DELETE FROM clarify_requests r USING victims v WHERE r.seq = v.seq RETURNING r.id",
+        )
+        .bind(millis(before))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(ids)
     }
 
     pub(crate) async fn expire_due(

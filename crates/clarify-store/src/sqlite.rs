@@ -161,8 +161,15 @@ UPDATE grants SET id = lower(hex(randomblob(16))) WHERE id IS NULL;
 CREATE UNIQUE INDEX grants_id ON grants (id);
 ";
 
+/// Schema version 4: what retention (`--retain-resolved`) looks up, resolved requests by age and
+/// a request's events.
+const SCHEMA_V4: &str = "
+CREATE INDEX requests_resolved ON requests (resolved_at) WHERE status <> 'pending';
+CREATE INDEX events_request ON events (request_id);
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
 /// Runs once the batch's commit outcome is known, with that outcome.
@@ -387,6 +394,48 @@ impl SqliteBackend {
                 append_event(conn, tenant, id, EventKind::Expired, None, Some("system"), now_ms)?;
             }
             Ok(expired.into_iter().map(|(id, _, _)| id).collect())
+        })
+        .await
+    }
+
+    pub(crate) async fn purge_resolved(
+        &self,
+        before: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.write(move |conn| {
+            let victims: Vec<(i64, String, String, String)> = {
+                let mut stmt = conn.prepare_cached(
+                    "SELECT seq, id, tenant, spec FROM requests r \
+                     WHERE status <> 'pending' AND resolved_at < ?1 AND NOT EXISTS ( \
+                         SELECT 1 FROM deliveries d WHERE d.request_id = r.id AND d.status = 'pending') \
+                     ORDER BY resolved_at LIMIT ?2",
+                )?;
+                let rows = stmt.query_map(params![millis(before), limit as i64], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                })?;
+                rows.collect::<Result<_, _>>()?
+            };
+            for (seq, id, tenant, spec) in &victims {
+                // The tags are in the stored request, so their rows are found by primary key.
+                conn.prepare_cached(
+                    "DELETE FROM request_tags WHERE tenant = ?1 AND seq = ?2 \
+                     AND tag IN (SELECT value FROM json_each(?3, '$.tags'))",
+                )?
+                .execute(params![tenant, seq, spec])?;
+                conn.prepare_cached("DELETE FROM events WHERE request_id = ?1")?
+                    .execute([id])?;
+                conn.prepare_cached(
+                    "DELETE FROM delivery_attempts WHERE delivery_id IN \
+                     (SELECT id FROM deliveries WHERE request_id = ?1)",
+                )?
+                .execute([id])?;
+                conn.prepare_cached("DELETE FROM deliveries WHERE request_id = ?1")?
+                    .execute([id])?;
+                conn.prepare_cached("DELETE FROM requests WHERE seq = ?1")?
+                    .execute([seq])?;
+            }
+            Ok(victims.into_iter().map(|(_, id, _, _)| id).collect())
         })
         .await
     }

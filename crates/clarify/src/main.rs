@@ -1,7 +1,7 @@
 //! The `clarify` command: parses flags and calls into the library crates.
 //!
-//! Server commands (`serve`, `keys`) work on a store; client commands (`ask`, `inbox`, `answer`,
-//! `list`, `show`, `cancel`, `hook`) talk HTTP to a running server at `CLARIFY_URL` with the key in
+//! Server commands (`serve`, `keys`, `backup`) work on a store; client commands (`ask`, `inbox`,
+//! `answer`, `list`, `show`, `cancel`, `hook`) talk HTTP to a running server at `CLARIFY_URL` with the key in
 //! `CLARIFY_TOKEN`; `mcp` serves MCP on stdio over either. Errors are one line on stderr saying what went wrong and what to do.
 
 mod client;
@@ -10,6 +10,7 @@ mod gate;
 mod hook;
 mod inbox;
 mod keys;
+mod logs;
 mod mcp;
 mod policy;
 mod render;
@@ -86,6 +87,17 @@ enum Command {
         )]
         db: String,
     },
+    /// Write a consistent copy of a SQLite store to a new file, also while servers use it.
+    #[command(
+        after_help = "Example:\n  clarify backup --db sqlite://clarify.db backups/clarify-$(date +%F).db\n\nTo restore, stop the servers, put the copy in place of the database file (and delete\nits -wal and -shm files), and start them again. PostgreSQL stores are backed up with\npg_dump."
+    )]
+    Backup {
+        /// The store: sqlite://PATH.
+        #[arg(long, env = "CLARIFY_DB", default_value = "sqlite://clarify.db")]
+        db: String,
+        /// The file to write; it must not exist yet.
+        out: std::path::PathBuf,
+    },
     /// Serve the MCP tools ask_human, ask_human_async and get_answer on stdio.
     #[command(
         after_help = "Uses the store in --db (the file `clarify serve` uses), or the server at CLARIFY_URL\nwith the key in CLARIFY_TOKEN. An MCP client configuration:\n  {\"mcpServers\": {\"clarify\": {\"command\": \"clarify\", \"args\": [\"mcp\"]}}}"
@@ -137,6 +149,22 @@ struct ServeArgs {
     /// died is retried this long (plus 5 s) after the claim.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     webhook_timeout: Duration,
+    /// The most long-polls, event streams and /mcp requests open at once; past it they get
+    /// 503 too_many_waiters.
+    #[arg(long, env = "CLARIFY_MAX_WAITERS", default_value_t = 10_000)]
+    max_waiters: usize,
+    /// Requests per second each key may send (a burst of that many); past it 429
+    /// rate_limited with Retry-After. Default: no limit.
+    #[arg(long, env = "CLARIFY_RATE_LIMIT")]
+    rate_limit: Option<std::num::NonZeroU32>,
+    /// Purge requests resolved longer ago than this (e.g. 30d), with their events, tags and
+    /// webhook deliveries, in small batches while serving. Default: keep them forever.
+    #[arg(long, env = "CLARIFY_RETAIN_RESOLVED", value_parser = parse_duration)]
+    retain_resolved: Option<Duration>,
+    /// How log lines are written to stderr: text (coloured only on a terminal without
+    /// NO_COLOR) or json (one object per line). RUST_LOG filters them.
+    #[arg(long, env = "CLARIFY_LOG_FORMAT", value_enum, default_value = "text")]
+    log_format: logs::LogFormat,
 }
 
 #[derive(Debug, Subcommand)]
@@ -187,6 +215,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => serve::run(args).await,
         Command::Keys { command, db } => keys::run(command, &db).await,
+        Command::Backup { db, out } => {
+            let report = clarify_store::backup(&db, &out).await?;
+            println!(
+                "clarify: backed up {} requests ({} KiB) to {}",
+                report.requests,
+                report.bytes.div_ceil(1024),
+                out.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Tools { format } => {
             let format = Format::parse(&format)
                 .ok_or_else(|| anyhow::anyhow!("unknown format; use openai, anthropic or mcp"))?;

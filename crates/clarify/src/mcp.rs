@@ -5,7 +5,6 @@
 //! to that server instead, with the key in `CLARIFY_TOKEN`. stdout carries only MCP messages;
 //! logs go to stderr (warnings and errors unless `RUST_LOG` says otherwise).
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -42,13 +41,7 @@ pub struct McpArgs {
 }
 
 pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .with_ansi(std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal())
-        .init();
+    crate::logs::init(crate::logs::LogFormat::Text, "warn");
     if args.progress_interval.is_zero() {
         anyhow::bail!("--progress-interval must be longer than 0, e.g. 10s");
     }

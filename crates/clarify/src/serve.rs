@@ -9,14 +9,20 @@ use clarify_store::{Store, StoreOptions};
 use crate::ServeArgs;
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_ansi(std::env::var_os("NO_COLOR").is_none())
-        .init();
-    let store = Store::open(&args.db, StoreOptions::default())
+    crate::logs::init(args.log_format, "info");
+    let retain_resolved = args
+        .retain_resolved
+        .map(chrono::TimeDelta::from_std)
+        .transpose()
+        .context("--retain-resolved is too long")?;
+    if retain_resolved.is_some_and(|d| d.is_zero()) {
+        anyhow::bail!("--retain-resolved must be longer than 0, e.g. 30d");
+    }
+    let options = StoreOptions {
+        retain_resolved,
+        ..StoreOptions::default()
+    };
+    let store = Store::open(&args.db, options)
         .await
         .with_context(|| format!("cannot open the store {}", args.db))?;
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -38,6 +44,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     config.webhooks.first_backoff = chrono::TimeDelta::from_std(args.webhook_first_retry)
         .context("--webhook-first-retry is too long")?;
     config.webhooks.timeout = args.webhook_timeout;
+    config.max_waiters = args.max_waiters;
+    config.rate_limit = args.rate_limit;
     if let Some((key, login)) = clarify_server::bootstrap(&store, &public_url).await? {
         eprintln!("clarify: created the first admin key (shown once; keep it):");
         eprintln!("  {}", key.token);

@@ -465,7 +465,7 @@ async fn a_body_without_a_length_is_cut_off_at_the_limit() {
 async fn a_flood_of_event_streams_is_refused_while_open_streams_keep_working() {
     const MAX: usize = 16;
     let s = TestServer::build("memory:", clarify_store::StoreOptions::default(), |c| {
-        c.max_streams = MAX;
+        c.max_waiters = MAX;
     })
     .await;
     let open = |s: &TestServer| {
@@ -486,7 +486,7 @@ async fn a_flood_of_event_streams_is_refused_while_open_streams_keep_working() {
         let response = response.expect("a refusal, not a dropped connection");
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
         let body: Value = response.json().await.expect("a JSON error");
-        assert_eq!(code(&body), "too_many_streams", "{body}");
+        assert_eq!(code(&body), "too_many_waiters", "{body}");
     }
 
     let record = s

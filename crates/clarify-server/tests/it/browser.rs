@@ -280,7 +280,7 @@ async fn a_failed_answer_keeps_what_was_typed_and_a_late_one_names_who_answered_
         return;
     };
     // No event stream can open, so the page learns of the other answer only when it posts.
-    let s = TestServer::build("memory:", StoreOptions::default(), |c| c.max_streams = 0).await;
+    let s = TestServer::build("memory:", StoreOptions::default(), |c| c.max_waiters = 0).await;
     b.run("late_answer", async {
         let request = s
             .ask(

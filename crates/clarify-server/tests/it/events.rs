@@ -362,13 +362,13 @@ async fn a_bad_last_event_id_or_no_credentials_is_refused() {
 
 #[tokio::test]
 async fn open_streams_are_capped_and_a_closed_stream_frees_its_slot() {
-    let s = TestServer::build("memory:", StoreOptions::default(), |c| c.max_streams = 2).await;
+    let s = TestServer::build("memory:", StoreOptions::default(), |c| c.max_waiters = 2).await;
     let first = Sse::open(&s, &s.admin, None).await;
     let mut second = Sse::open(&s, &s.admin, None).await;
     let refused = request(&s, Some(&s.admin), None).await;
     assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
     let err: Value = refused.json().await.expect("a JSON error");
-    assert_eq!(code(&err), "too_many_streams");
+    assert_eq!(code(&err), "too_many_waiters");
 
     drop(first);
     let deadline = tokio::time::Instant::now() + PATIENCE;

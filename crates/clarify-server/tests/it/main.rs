@@ -7,6 +7,7 @@ mod decisions;
 mod events;
 mod grants;
 mod inbox;
+mod limits;
 mod links;
 mod mcp;
 mod openapi;

@@ -1133,7 +1133,10 @@ async fn sqlite_v1_database_migrates_to_v2_keeping_its_requests() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("version");
-    assert_eq!(version, 3, "migrated to the current version (3: grant ids)");
+    assert_eq!(
+        version, 4,
+        "migrated to the current version (3: grant ids, 4: retention indexes)"
+    );
     drop(conn);
     let store = Store::open(&url, options(&clock)).await.expect("reopen");
     let found = store.authenticate(&key.token).await.expect("auth");

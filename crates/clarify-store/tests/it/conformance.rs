@@ -61,6 +61,7 @@ conformance! {
         event_log_tail_misses_nothing_under_concurrency,
         grants_round_trip,
         ping_answers,
+        retention_purges_old_resolved_requests_with_their_traces,
     ],
     durable: [
         reopen_keeps_requests_and_expires_overdue_ones,
@@ -1937,4 +1938,159 @@ async fn until_waiting(store: &Store, n: usize) {
     }
     // Registration precedes the waiter's first read; give that read time to finish.
     tokio::time::sleep(Duration::from_millis(50)).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Retention
+
+/// Requests resolved longer ago than the retention period are purged with their events, tags
+/// and deliveries; pending ones, young ones and ones whose webhook is still being delivered
+/// stay; several instances purging at once delete each request once and fail nowhere.
+async fn retention_purges_old_resolved_requests_with_their_traces(_store: Store, env: Env) {
+    let _clock = env.exclusive_clock().await;
+    let t = &env.tenant;
+    let retaining = || async {
+        let options = clarify_store::StoreOptions {
+            retain_resolved: Some(TimeDelta::days(5)),
+            ..crate::support::options(&env.clock)
+        };
+        Store::open(&env.url, options).await.expect("open")
+    };
+    let store = retaining().await;
+    // Other tests sharing a database resolve requests at the real time, which a cutoff five
+    // days back never reaches; this test's old requests are made ten days back, and never
+    // expire (another test's clock would find a deadline in the past overdue).
+    let now = env.now();
+    env.clock.set(now - TimeDelta::days(10));
+    let tagged = |text: &str, timeout: u64| {
+        request(
+            json!({"question": text, "choices": ["yes", "no"], "tags": ["old", "purge"],
+                       "timeout_seconds": timeout}),
+        )
+    };
+    let mut old = Vec::new();
+    for i in 0..7 {
+        let r = store
+            .create(t, tagged(&format!("Old {i}?"), 0))
+            .await
+            .expect("create");
+        let id = r.record.id;
+        if i % 2 == 0 {
+            store
+                .answer(t, &id, &json!({"option": "yes"}), &alice())
+                .await
+                .expect("answer");
+        } else {
+            store.cancel(t, &id, &alice()).await.expect("cancel");
+        }
+        old.push(id);
+    }
+    let pending = store
+        .create(t, tagged("Still open?", 0))
+        .await
+        .expect("create")
+        .record;
+    let hooked = store
+        .create(
+            t,
+            request(
+                json!({"question": "Hooked?", "choices": ["yes", "no"], "timeout_seconds": 0,
+                           "callback_url": "http://127.0.0.1:9/hook"}),
+            ),
+        )
+        .await
+        .expect("create")
+        .record;
+    store
+        .answer(t, &hooked.id, &json!({"option": "no"}), &alice())
+        .await
+        .expect("answer");
+    env.clock.set(now - TimeDelta::days(1));
+    let young = store
+        .create(t, tagged("Young?", 0))
+        .await
+        .expect("create")
+        .record;
+    store.cancel(t, &young.id, &alice()).await.expect("cancel");
+    env.clock.set(now);
+
+    // Two instances purge at once (on memory, each store is its own).
+    let other = if env.kind == crate::support::Kind::Memory {
+        None
+    } else {
+        Some(retaining().await)
+    };
+    let drain = |s: Store| async move {
+        let mut total = 0;
+        loop {
+            let n = s.purge_resolved().await.expect("purge");
+            total += n;
+            if n == 0 {
+                return total;
+            }
+        }
+    };
+    let (mine, theirs) = tokio::join!(drain(store.clone()), async {
+        match &other {
+            Some(s) => drain(s.clone()).await,
+            None => 0,
+        }
+    });
+    if !env.shared() {
+        assert_eq!(mine + theirs, old.len(), "each old request purged once");
+    }
+    for id in &old {
+        assert_eq!(store.get(t, id).await.expect("get"), None, "{id} was kept");
+    }
+    for (what, id) in [
+        ("pending", &pending.id),
+        ("young", &young.id),
+        ("still delivering", &hooked.id),
+    ] {
+        assert!(
+            store.get(t, id).await.expect("get").is_some(),
+            "the {what} request was purged"
+        );
+    }
+    let events = store.events_after(Some(t), 0, 1_000).await.expect("events");
+    assert!(
+        events.iter().all(|e| !old.contains(&e.request_id)),
+        "events of purged requests remain"
+    );
+    assert!(
+        events.iter().any(|e| e.request_id == young.id),
+        "young events stay"
+    );
+    let query = ListQuery {
+        tag: Some("purge".to_owned()),
+        ..ListQuery::default()
+    };
+    let listed: Vec<String> = store
+        .list(t, &query)
+        .await
+        .expect("list")
+        .records
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(
+        listed,
+        [young.id.clone(), pending.id.clone()],
+        "tags of purged requests remain"
+    );
+    assert_eq!(
+        store
+            .deliveries(t, &hooked.id)
+            .await
+            .expect("deliveries")
+            .len(),
+        1
+    );
+    if !env.shared() {
+        assert_eq!(
+            store.purge_resolved().await.expect("purge"),
+            0,
+            "nothing left to purge"
+        );
+    }
 }

@@ -168,6 +168,7 @@ pub fn options(clock: &Arc<ManualClock>) -> StoreOptions {
         ids: Arc::new(RandomIds),
         poll_interval: None,
         reaper_interval: None,
+        retain_resolved: None,
     }
 }
 

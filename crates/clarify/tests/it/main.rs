@@ -7,5 +7,6 @@ mod flood;
 mod gate;
 mod hook;
 mod mcp;
+mod operating;
 mod serve;
 mod support;
