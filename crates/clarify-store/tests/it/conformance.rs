@@ -36,6 +36,7 @@ conformance! {
     every: [
         create_and_get_round_trip,
         answers_of_every_kind_read_back_unchanged,
+        forms_and_defaults_read_back_unchanged,
         idempotency_key_returns_the_original,
         idempotency_key_race_stores_once,
         dedupe_returns_an_identical_pending_request,
@@ -188,6 +189,70 @@ async fn answers_of_every_kind_read_back_unchanged(store: Store, env: Env) {
     assert_eq!(go.scope, Some(Scope::Always));
     assert_eq!(go.edited_arguments, Some(json!({"to": "sqlite"})));
     assert_eq!(go.reason.as_deref(), Some("smaller"));
+}
+
+/// A form's typed values and an expired request's default survive the store on every backend:
+/// values canonical and in field order, the default computed from the stored request.
+async fn forms_and_defaults_read_back_unchanged(store: Store, env: Env) {
+    let _clock = env.exclusive_clock().await;
+    let t = &env.tenant;
+    let form = request(json!({"question": "Trip details", "fields": [
+        {"id": "nights", "label": "Nights", "type": "integer", "minimum": 1, "default": 2},
+        {"id": "budget", "label": "Budget", "type": "number", "maximum": 5000},
+        {"id": "start", "label": "Start", "type": "text", "format": "date", "required": false},
+        {"id": "extras", "label": "Extras", "type": "choices", "options": ["Wifi", "Parking"]}
+    ]}));
+    let id = store.create(t, form).await.expect("create").record.id;
+    let refused = store
+        .answer(
+            t,
+            &id,
+            &json!({"values": {"budget": 9000, "extras": ["wifi"]}}),
+            &alice(),
+        )
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(ResolveError::Invalid(AnswerError::InvalidValue { .. }))
+        ),
+        "{refused:?}"
+    );
+    let body =
+        json!({"values": {"budget": 12.5, "extras": ["parking", "Wifi"], "start": "2027-01-31"}});
+    let answered = store.answer(t, &id, &body, &alice()).await.expect("answer");
+    let stored = store.get(t, &id).await.expect("get").expect("exists");
+    assert_eq!(
+        stored, answered,
+        "the stored form answer reads back as given"
+    );
+    let outcome = stored.outcome().expect("resolved");
+    assert_eq!(outcome.questions[0].mode, Some(Mode::Form));
+    let values = outcome.form_values("q1").expect("values");
+    assert_eq!(
+        serde_json::to_string(values).expect("json"),
+        r#"{"nights":2,"budget":12.5,"start":"2027-01-31","extras":["wifi","parking"]}"#,
+        "canonical values in the form's field order"
+    );
+
+    let approval = request(
+        json!({"questions": [{"text": "Drop it?", "kind": "approval",
+        "action": {"name": "drop", "arguments": {}}}], "timeout_seconds": SHORT,
+        "on_timeout": {"decision": "deny", "reason": "nobody answered"}}),
+    );
+    let id = store.create(t, approval).await.expect("create").record.id;
+    env.advance(SHORT as i64 + 1);
+    store.expire_due().await.expect("expire");
+    let expired = store.get(t, &id).await.expect("get").expect("exists");
+    assert_eq!(expired.status, Status::Expired);
+    let outcome = expired.outcome().expect("resolved");
+    assert!(outcome.default_applied);
+    assert_eq!(outcome.questions[0].mode, Some(Mode::Default));
+    assert_eq!(outcome.questions[0].answer, json!("deny"));
+    assert_eq!(
+        outcome.questions[0].reason.as_deref(),
+        Some("nobody answered")
+    );
 }
 
 async fn idempotency_key_returns_the_original(store: Store, env: Env) {
