@@ -159,6 +159,9 @@ ALTER TABLE grants ADD COLUMN request_id TEXT;
 ALTER TABLE grants ADD COLUMN granted_by TEXT;
 UPDATE grants SET id = lower(hex(randomblob(16))) WHERE id IS NULL;
 CREATE UNIQUE INDEX grants_id ON grants (id);
+-- The order grants were given in (the table has no rowid; ids are random).
+ALTER TABLE grants ADD COLUMN seq INTEGER;
+CREATE INDEX grants_seq ON grants (seq);
 ";
 
 /// Schema version 4: what retention (`--retain-resolved`) looks up, resolved requests by age and
@@ -484,7 +487,7 @@ impl SqliteBackend {
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT {GRANT_COLUMNS} FROM grants WHERE tenant = ?1 \
                  AND (?2 IS NULL OR tool = ?2) AND (?3 IS NULL OR session = ?3) \
-                 ORDER BY created_at, id"
+                 ORDER BY seq, created_at, id"
             ))?;
             let rows = stmt.query_map(params![tenant, filter.tool, filter.session], grant_parts)?;
             rows.map(|row| row?.decode()).collect()
@@ -944,7 +947,8 @@ fn insert_grants(
     for g in grants {
         conn.prepare_cached(
             "INSERT OR IGNORE INTO grants (tenant, tool, arguments, scope, session, created_at, \
-             id, request_id, granted_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+             id, request_id, granted_by, seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, \
+             (SELECT COALESCE(MAX(seq), 0) + 1 FROM grants))",
         )?
         .execute(params![
             tenant,
