@@ -402,7 +402,11 @@ async fn thousands_of_questions_options_tags_and_answers_get_the_limit_named() {
                 M::POST,
                 "/v1/requests",
                 Some(json_bytes(&long_kind)),
-                (422, "unknown_kind", "use open, single, multi, approval or form"),
+                (
+                    422,
+                    "unknown_kind",
+                    "use open, single, multi, approval or form",
+                ),
             ),
             case(
                 "5,000 answers",
