@@ -390,19 +390,10 @@ fn field(v: &Value, path: &str, index: usize, limits: &Limits) -> Result<Field, 
         field: at("type"),
         got: type_name.clone(),
     })?;
-    // Limits of other types are refused, so a limit is never silently ignored.
-    const TYPED: [&str; 9] = [
-        "min_length",
-        "max_length",
-        "pattern",
-        "format",
-        "minimum",
-        "maximum",
-        "options",
-        "min_items",
-        "max_items",
-    ];
-    if let Some(key) = TYPED
+    // Limits of other types are refused, so a limit is never silently ignored. The limits are
+    // the keys after the six every field may have.
+    let typed = &FIELD_KEYS[6..];
+    if let Some(key) = typed
         .iter()
         .find(|k| get(k).is_some() && !ty.limits().contains(k))
     {
