@@ -72,27 +72,6 @@ const SHORTHAND_QUESTION_FIELDS: [&str; 11] = [
 /// Keys of the one-question shorthand beyond the question's own fields.
 const SHORTHAND_KEYS: [&str; 5] = ["question", "prompt", "choices", "options", "multi_select"];
 
-/// Every key a question object may have, in the canonical shape or an accepted LLM shape.
-const QUESTION_KEYS: [&str; 17] = [
-    "id",
-    "header",
-    "text",
-    "question",
-    "prompt",
-    "kind",
-    "type",
-    "options",
-    "choices",
-    "multi_select",
-    "allow_other",
-    "recommended",
-    "action",
-    "scopes",
-    "allow_edit",
-    "fields",
-    "schema",
-];
-
 /// Refuses a key of `obj` outside `known`, naming it by `path` and suggesting the nearest known
 /// name: a misspelt `approval_required` must never quietly mean one approval.
 fn refuse_unknown<'a>(
@@ -231,7 +210,12 @@ fn normalize_question(item: &Value, index: usize) -> Result<Value, ValidationErr
         other => return Ok(other.clone()),
     };
     let path = format!("questions[{index}]");
-    refuse_unknown(&q, &path, QUESTION_KEYS.into_iter())?;
+    // A question takes what the shorthand takes, with `text` for `question`.
+    let question_keys = SHORTHAND_QUESTION_FIELDS
+        .into_iter()
+        .chain(SHORTHAND_KEYS)
+        .chain(["text"]);
+    refuse_unknown(&q, &path, question_keys)?;
     let mut out = Map::new();
     for key in [
         "id",
