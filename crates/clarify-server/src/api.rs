@@ -277,15 +277,18 @@ pub async fn list(
 }
 
 /// Answers (or skips) a request. An answer that does not fit is refused with `422` and the
-/// request stays pending.
+/// request stays pending. On a quorum request (`approvals_required` above 1) the answer is the
+/// caller's vote: `202` with the record while more approvals are needed, `200` with the outcome
+/// once this vote decides it.
 #[utoipa::path(post, path = "/v1/requests/{id}/answer", tag = "requests",
     params(("id" = String, Path, description = "Request id")),
     request_body = AnswerRequestBody,
     responses(
         (status = 200, description = "Resolved; the outcome", body = OutcomeBody),
-        (status = 403, description = "Not an allowed responder, or the role may not answer", body = ErrorBody),
+        (status = 202, description = "A vote on a quorum request, counted; the request is still pending and its record shows the votes so far", body = RecordBody),
+        (status = 403, description = "Not an allowed responder (`not_a_responder`), the role may not answer, or a quorum request answered without a responder name (`quorum_needs_identity`)", body = ErrorBody),
         (status = 404, description = "No such request", body = ErrorBody),
-        (status = 409, description = "Already resolved; `record` shows by whom", body = ErrorBody),
+        (status = 409, description = "Already resolved (`already_resolved`; `record` shows by whom), or this responder already voted (`already_voted`)", body = ErrorBody),
         (status = 422, description = "The answer does not fit; still pending", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn answer(
@@ -293,14 +296,19 @@ pub async fn answer(
     caller: Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Value>,
-) -> Result<Json<OutcomeBody>, ApiError> {
+) -> Result<Response, ApiError> {
     caller.must_answer()?;
     let record = state
         .store
         .answer(caller.tenant(), &id, &body, &caller.actor())
         .await
         .map_err(|e| resolve_error(e, |r| render(&state, &caller, r)))?;
-    Ok(Json(resolved(&state, &record)?))
+    if record.status == Status::Pending {
+        state.changed();
+        let body = render(&state, &caller, &record);
+        return Ok((StatusCode::ACCEPTED, Json(body)).into_response());
+    }
+    Ok(Json(resolved(&state, &record)?).into_response())
 }
 
 /// Counts a resolution made here and renders its outcome.

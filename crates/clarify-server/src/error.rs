@@ -89,11 +89,6 @@ impl ApiError {
         tracing::warn!(error = %e, "store operation failed");
         match e {
             StoreError::InvalidCursor => Self::bad_request("invalid_cursor", e.to_string()),
-            StoreError::Unsupported(_) => Self::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "not_supported",
-                e.to_string(),
-            ),
             _ => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "store_unavailable",
@@ -198,6 +193,13 @@ pub fn resolve_error(
             }
         }
         ResolveError::NotAllowed { .. } => ApiError::forbidden("not_a_responder", e.to_string()),
+        ResolveError::QuorumNeedsIdentity { .. } => {
+            ApiError::forbidden("quorum_needs_identity", e.to_string())
+        }
+        ResolveError::AlreadyVoted { ref record, .. } => ApiError {
+            record: Some(Box::new(render(record))),
+            ..ApiError::new(StatusCode::CONFLICT, "already_voted", e.to_string())
+        },
         ResolveError::Invalid(e) => e.into(),
         ResolveError::Store(e) => ApiError::store(&e),
     }

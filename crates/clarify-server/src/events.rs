@@ -81,6 +81,9 @@ pub fn event_name(kind: EventKind) -> &'static str {
         EventKind::Skipped => "request.skipped",
         EventKind::Expired => "request.expired",
         EventKind::Cancelled => "request.cancelled",
+        EventKind::Voted => "request.voted",
+        EventKind::Reminded => "request.reminded",
+        EventKind::Escalated => "request.escalated",
     }
 }
 
@@ -90,7 +93,7 @@ pub fn event_name(kind: EventKind) -> &'static str {
 #[utoipa::path(get, path = "/v1/events", tag = "events",
     params(("Last-Event-ID" = Option<u64>, Header, description = "Resume after this event id")),
     responses(
-        (status = 200, description = "`text/event-stream` of `request.created`, `request.answered`, `request.skipped`, `request.expired`, `request.cancelled`; data is the record", content_type = "text/event-stream"),
+        (status = 200, description = "`text/event-stream` of `request.created`, `request.voted`, `request.reminded`, `request.escalated`, `request.answered`, `request.skipped`, `request.expired`, `request.cancelled`; data is the record", content_type = "text/event-stream"),
         (status = 400, description = "Last-Event-ID is not an event id", body = crate::error::ErrorBody),
         (status = 503, description = "Too many long-polls and event streams are open (`too_many_waiters`), or the store is unreachable; retry after `Retry-After` seconds", body = crate::error::ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait before retrying")))),

@@ -93,6 +93,26 @@ pub fn message_page(status: StatusCode, title: &str, message: &str) -> Response 
 }
 
 /// The answer form of a signed link, or what became of its request.
+/// "1 of 2 approvals (by alice)", and any deny, as a paragraph.
+fn quorum_summary(record: &RequestRecord) -> String {
+    let approvers: Vec<String> = record
+        .votes
+        .iter()
+        .filter(|v| v.decision == clarify_core::Decision::Approve)
+        .map(|v| escape(&v.by))
+        .collect();
+    let by = if approvers.is_empty() {
+        String::new()
+    } else {
+        format!(" (by {})", approvers.join(", "))
+    };
+    format!(
+        "<p><strong>{} of {} approvals</strong>{by}</p>",
+        approvers.len(),
+        record.request.approvals_required
+    )
+}
+
 pub fn link_page(record: &RequestRecord, error: Option<&str>) -> Response {
     let request = &record.request;
     let mut body = String::new();
@@ -134,6 +154,27 @@ pub fn link_page(record: &RequestRecord, error: Option<&str>) -> Response {
             body,
             "<p>Answer before {}.</p>",
             escape(&crate::wire::time(at))
+        );
+    }
+    if request.is_quorum() {
+        // Votes are counted per named responder; whoever holds a link is nobody in particular.
+        body.push_str(&quorum_summary(record));
+        for q in &request.questions {
+            let _ = write!(body, "<p>{}</p>", escape(&q.text));
+        }
+        let _ = write!(
+            body,
+            "<p>This request needs {} approvals from named responders, so it cannot be \
+             answered through this link. Answer it in the clarify inbox, in the terminal \
+             (<code>clarify inbox</code>) or over the API, with your own key.</p>",
+            request.approvals_required
+        );
+        return page(
+            StatusCode::OK,
+            "A question for you",
+            &body,
+            Some("link"),
+            Some("link.js"),
         );
     }
     body.push_str("<form method=\"post\">");

@@ -1,7 +1,9 @@
-//! Webhook deliveries: the outcome of a resolved request is POSTed to its `callback_url`.
+//! Webhook deliveries: the outcome of a resolved request is POSTed to its `callback_url`, and so
+//! are a pending request's reminders and escalation (`Clarify-Event: request.reminded` or
+//! `request.escalated`, with the request's record as the body).
 //!
-//! The store queues a delivery in the same transaction that resolves the request, so a crash
-//! cannot lose one. This worker claims due deliveries with a lease (so instances sharing a store
+//! The store queues a delivery in the same transaction that resolves the request (or writes the
+//! reminder or escalation), so a crash cannot lose one. This worker claims due deliveries with a lease (so instances sharing a store
 //! do not send the same delivery at once, and a delivery whose worker died is retried when the
 //! lease runs out), POSTs the outcome, and records the attempt. A non-2xx answer or a network
 //! error is retried with exponential backoff (10 s doubling, at most an hour apart) until
@@ -17,7 +19,7 @@ use chrono::TimeDelta;
 use clarify_store::{AfterAttempt, Attempt, Delivery};
 
 use crate::AppState;
-use crate::wire::OutcomeBody;
+use crate::wire::{OutcomeBody, RecordBody};
 
 /// How deliveries are tried.
 #[derive(Debug, Clone)]
@@ -137,13 +139,21 @@ async fn deliver(state: &AppState, client: &reqwest::Client, delivery: Delivery)
             return;
         }
     };
-    let Some(outcome) = record.outcome() else {
-        return;
+    // A reminder or an escalation announces the pending request: its record, as on the event
+    // stream. The resolution's delivery carries the outcome.
+    let (event, body) = match delivery.event {
+        Some(kind) => (kind, serde_json::to_vec(&RecordBody::new(&record, None))),
+        None => {
+            let Some(outcome) = record.outcome() else {
+                return;
+            };
+            (
+                clarify_store::EventKind::for_status(record.status),
+                serde_json::to_vec(&OutcomeBody::from(&outcome)),
+            )
+        }
     };
-    let body = match serde_json::to_vec(&OutcomeBody::from(&outcome)) {
-        Ok(b) => b,
-        Err(_) => return,
-    };
+    let Ok(body) = body else { return };
     let now = state.store.now();
     let secret = tenant_secret(state, &delivery.tenant);
     let started = Instant::now();
@@ -151,10 +161,7 @@ async fn deliver(state: &AppState, client: &reqwest::Client, delivery: Delivery)
         .post(&delivery.url)
         .header("content-type", "application/json")
         .header("clarify-delivery", delivery.id.to_string())
-        .header(
-            "clarify-event",
-            crate::events::event_name(clarify_store::EventKind::for_status(record.status)),
-        )
+        .header("clarify-event", crate::events::event_name(event))
         .header(
             "clarify-signature",
             signature(&secret, now.timestamp(), &body),

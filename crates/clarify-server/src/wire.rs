@@ -6,6 +6,7 @@
 //! LLM-shaped coercion), so their types here only document the canonical shape.
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use clarify_core::quorum::Vote;
 use clarify_core::{Context, Field, FieldKind, Outcome, Question, QuestionKind};
 use clarify_store::{ApiKey, Attempt, Delivery, RequestRecord};
 use serde::Serialize;
@@ -40,6 +41,24 @@ pub struct RecordBody {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub on_timeout: Option<Value>,
+    /// How many responders must approve; above 1 each answer is a vote.
+    pub approvals_required: u32,
+    /// A quorum request's votes so far, in the order cast.
+    pub votes: Vec<VoteBody>,
+    /// While pending, the request is announced again this often.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remind_every_seconds: Option<u64>,
+    /// When the next reminder is due, while pending.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_reminder_at: Option<String>,
+    /// After this long pending, `escalate_to` may answer too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub escalate_after_seconds: Option<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub escalate_to: Vec<String>,
+    /// When the request escalated; absent before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub escalated_at: Option<String>,
     pub created_at: String,
     /// `null` when the request never expires.
     pub expires_at: Option<String>,
@@ -77,6 +96,13 @@ impl RecordBody {
                 .on_timeout
                 .as_ref()
                 .and_then(|d| serde_json::to_value(d).ok()),
+            approvals_required: request.approvals_required,
+            votes: record.votes.iter().map(VoteBody::from).collect(),
+            remind_every_seconds: request.remind_every_seconds,
+            next_reminder_at: record.remind_at.map(time),
+            escalate_after_seconds: request.escalate_after_seconds,
+            escalate_to: request.escalate_to.clone(),
+            escalated_at: record.escalated_at.map(time),
             created_at: time(record.created_at),
             expires_at: record.expires_at.map(time),
             resolved_at: resolution.map(|r| time(r.resolved_at)),
@@ -287,6 +313,33 @@ pub struct OutcomeBody {
     /// Present and true when the request expired and its `on_timeout` default is the answer.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub default_applied: bool,
+    /// A quorum request's votes, in the order cast.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub votes: Vec<VoteBody>,
+}
+
+/// One responder's vote on a quorum request.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct VoteBody {
+    pub by: String,
+    /// `approve` or `deny`.
+    pub decision: String,
+    /// The narrowest scope the vote approved (`once` for a deny).
+    pub scope: String,
+    pub reason: Option<String>,
+    pub at: String,
+}
+
+impl From<&Vote> for VoteBody {
+    fn from(v: &Vote) -> Self {
+        Self {
+            by: v.by.clone(),
+            decision: v.decision.as_str().to_owned(),
+            scope: v.scope.as_str().to_owned(),
+            reason: v.reason.clone(),
+            at: time(v.at),
+        }
+    }
 }
 
 impl From<&Outcome> for OutcomeBody {
@@ -314,6 +367,7 @@ impl From<&Outcome> for OutcomeBody {
             resolved_at: time(o.resolved_at),
             note: o.note.clone(),
             default_applied: o.default_applied,
+            votes: o.votes.iter().map(VoteBody::from).collect(),
         }
     }
 }
@@ -361,6 +415,10 @@ pub struct DeliveryBody {
     pub status: String,
     pub created_at: String,
     pub next_attempt_at: Option<String>,
+    /// The event it announces: `request.reminded` or `request.escalated` for a pending
+    /// request; absent for the delivery of the resolution.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
     pub attempts: Vec<AttemptBody>,
 }
 
@@ -372,6 +430,7 @@ impl From<&Delivery> for DeliveryBody {
             status: d.status.as_str().to_owned(),
             created_at: time(d.created_at),
             next_attempt_at: d.next_attempt_at.map(time),
+            event: d.event.map(|e| crate::events::event_name(e).to_owned()),
             attempts: d.attempts.iter().map(AttemptBody::from).collect(),
         }
     }
@@ -457,6 +516,18 @@ pub struct CreateRequestBody {
     pub idempotency_key: Option<String>,
     /// Return an identical pending request of the same session instead of asking again.
     pub dedupe: Option<bool>,
+    /// 1 to 10 (default 1); above 1 every question must be an approval, each allowed
+    /// responder's decision is a vote, and a deny is final.
+    pub approvals_required: Option<u32>,
+    /// At least 60: while pending, announce the request again this often.
+    pub remind_every_seconds: Option<u64>,
+    /// At least 1, with `escalate_to`: after this long pending, those responders may answer.
+    pub escalate_after_seconds: Option<u64>,
+    pub escalate_to: Option<Vec<String>>,
+    /// The answer applied at expiry: `{"decision": "approve"|"deny", "reason"?}` for
+    /// approvals, `{"option": id}` or `"recommended"` for a single choice.
+    #[schema(value_type = Option<Object>)]
+    pub on_timeout: Option<Value>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -468,8 +539,16 @@ pub struct NewQuestionBody {
     pub header: Option<String>,
     /// Required; at most 4,000 characters.
     pub text: String,
-    /// `open`, `single`, `multi` or `approval`.
+    /// `open`, `single`, `multi`, `approval` or `form`.
     pub kind: Option<String>,
+    /// form: 1 to 20 fields, `{id, label, type, required?, description?, default?, ...}` with
+    /// the limits of their type.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub fields: Option<Vec<Value>>,
+    /// form, instead of `fields`: a flat JSON Schema object (MCP elicitation's
+    /// `requestedSchema` shape), coerced into fields.
+    #[schema(value_type = Option<Object>)]
+    pub schema: Option<Value>,
     /// single and multi: `{id?, label, description?}` objects or bare label strings.
     #[schema(value_type = Option<Vec<Object>>)]
     pub options: Option<Vec<Value>>,

@@ -157,6 +157,9 @@ pub struct Delivery {
     pub created_at: DateTime<Utc>,
     /// When the next attempt is due (while pending).
     pub next_attempt_at: Option<DateTime<Utc>>,
+    /// The event a pending request's delivery announces (`reminded`, `escalated`); `None` for
+    /// the delivery of the resolution, which announces how the request ended.
+    pub event: Option<crate::record::EventKind>,
     /// Every attempt so far, oldest first.
     pub attempts: Vec<Attempt>,
 }

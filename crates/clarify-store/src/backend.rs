@@ -5,8 +5,9 @@
 //! clocks, which live in [`crate::Store`]. Every resolution is one conditional update
 //! (`... WHERE status = 'pending'`), so exactly one writer wins.
 
-use chrono::{DateTime, Utc};
-use clarify_core::NewRequest;
+use chrono::{DateTime, TimeDelta, Utc};
+use clarify_core::quorum::{Vote, decide};
+use clarify_core::{Answers, NewRequest};
 
 use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, TokenKind};
 use crate::error::StoreError;
@@ -26,6 +27,10 @@ pub(crate) struct NewRow {
     pub expires_at: Option<DateTime<Utc>>,
     /// Set when the request asked for `dedupe`: a digest of what makes two requests identical.
     pub dedupe_key: Option<String>,
+    /// When the first reminder is due, if the request asks for reminders.
+    pub remind_at: Option<DateTime<Utc>>,
+    /// When the request escalates, if it asks to.
+    pub escalate_at: Option<DateTime<Utc>>,
 }
 
 impl NewRow {
@@ -38,8 +43,83 @@ impl NewRow {
             created_at: self.created_at,
             expires_at: self.expires_at,
             resolution: None,
+            votes: Vec::new(),
+            remind_at: self.remind_at,
+            escalated_at: None,
         }
     }
+}
+
+/// `at` plus `seconds`, when the request asks for it.
+pub(crate) fn after_seconds(at: DateTime<Utc>, seconds: Option<u64>) -> Option<DateTime<Utc>> {
+    let seconds = i64::try_from(seconds?).ok()?;
+    at.checked_add_signed(TimeDelta::try_seconds(seconds)?)
+}
+
+/// When the reminder after one sent at `now` is due: a whole period later, however late this
+/// one was (a store that was down does not send the reminders it missed in a burst).
+pub(crate) fn next_reminder(request: &NewRequest, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    after_seconds(now, request.remind_every_seconds)
+}
+
+/// Makes the grants the combined answers of a deciding vote give.
+pub(crate) type GrantMaker = Box<dyn FnOnce(&RequestRecord, &Answers) -> Vec<StoredGrant> + Send>;
+
+/// A vote on its way into the store.
+pub(crate) struct Ballot {
+    pub vote: Vote,
+    /// Through which channel it was cast.
+    pub channel: String,
+    /// Called only when this vote decides the request.
+    pub grants: GrantMaker,
+}
+
+impl std::fmt::Debug for Ballot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ballot")
+            .field("vote", &self.vote)
+            .field("channel", &self.channel)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The result of casting a vote.
+#[derive(Debug)]
+pub(crate) enum Cast {
+    /// The vote counts; the record is still pending, or answered when this vote decided it.
+    Counted(RequestRecord),
+    /// This responder had voted already; nothing changed.
+    AlreadyVoted(RequestRecord),
+    /// The request is resolved, or past its deadline (then it is still pending and the caller
+    /// expires it).
+    Lost(RequestRecord),
+    NotFound,
+}
+
+/// What a vote does to a request, decided while the backend holds the request locked.
+#[derive(Debug)]
+pub(crate) enum Tally {
+    Closed,
+    AlreadyVoted,
+    /// The votes with this one, and the answers that settle the request if they do.
+    Counted {
+        votes: Vec<Vote>,
+        decided: Option<Answers>,
+    },
+}
+
+pub(crate) fn tally(record: &RequestRecord, vote: &Vote) -> Tally {
+    let overdue = record.expires_at.is_some_and(|at| at <= vote.at);
+    if record.status.is_resolved() || overdue {
+        return Tally::Closed;
+    }
+    if record.votes.iter().any(|v| v.by == vote.by) {
+        return Tally::AlreadyVoted;
+    }
+    let mut votes = record.votes.clone();
+    votes.push(vote.clone());
+    let decided = decide(&record.request, &votes);
+    Tally::Counted { votes, decided }
 }
 
 /// The result of a conditional resolution.
@@ -118,6 +198,35 @@ impl Backend {
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
         dispatch!(self, b => b.expire_due(now, limit).await)
+    }
+
+    /// Casts a vote on a quorum request: counts it, and resolves the request in the same
+    /// transaction when it decides it. The request is locked meanwhile, so of two votes cast at
+    /// once each sees the other or neither; a request is decided once.
+    pub(crate) async fn vote(&self, id: &str, ballot: Ballot) -> Result<Cast, StoreError> {
+        dispatch!(self, b => b.vote(id, ballot).await)
+    }
+
+    /// Writes a `reminded` event (and queues its webhook) for up to `limit` pending requests
+    /// whose reminder is due at `now`, and moves each one's next reminder a period past `now`;
+    /// returns their ids. Of several instances doing this at once, each request is reminded once.
+    pub(crate) async fn remind_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        dispatch!(self, b => b.remind_due(now, limit).await)
+    }
+
+    /// Escalates up to `limit` pending requests whose escalation is due at `now`: records when,
+    /// writes an `escalated` event and queues its webhook; returns their ids. Each request
+    /// escalates once.
+    pub(crate) async fn escalate_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        dispatch!(self, b => b.escalate_due(now, limit).await)
     }
 
     /// Deletes up to `limit` requests resolved before `before` (oldest resolution first), with

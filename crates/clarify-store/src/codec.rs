@@ -10,6 +10,7 @@
 //! of being misread.
 
 use chrono::{DateTime, Utc};
+use clarify_core::quorum::Vote;
 use clarify_core::{NewRequest, Resolution, Status, Submission, parse_submission};
 
 use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, DeliveryStatus, KeyRow, Role};
@@ -29,11 +30,15 @@ pub(crate) struct RowParts {
     pub answered_by: Option<String>,
     pub channel: Option<String>,
     pub answers: Option<String>,
+    /// A quorum request's votes, as [`votes_json`] wrote them.
+    pub votes: Option<String>,
+    pub remind_at: Option<i64>,
+    pub escalated_at: Option<i64>,
 }
 
 /// The columns of [`RowParts`], in order, for SELECT lists.
-pub(crate) const COLUMNS: &str =
-    "id, tenant, status, spec, created_at, expires_at, resolved_at, answered_by, channel, answers";
+pub(crate) const COLUMNS: &str = "id, tenant, status, spec, created_at, expires_at, resolved_at, \
+     answered_by, channel, answers, votes, remind_at, escalated_at";
 
 impl RowParts {
     pub(crate) fn decode(self) -> Result<RequestRecord, StoreError> {
@@ -45,6 +50,18 @@ impl RowParts {
         let expires_at = match self.expires_at {
             None => None,
             Some(ms) => Some(from_millis(ms).ok_or_else(|| corrupt("expires_at"))?),
+        };
+        let remind_at = match self.remind_at {
+            None => None,
+            Some(ms) => Some(from_millis(ms).ok_or_else(|| corrupt("remind_at"))?),
+        };
+        let escalated_at = match self.escalated_at {
+            None => None,
+            Some(ms) => Some(from_millis(ms).ok_or_else(|| corrupt("escalated_at"))?),
+        };
+        let votes = match self.votes.as_deref() {
+            None => Vec::new(),
+            Some(json) => decode_votes(&request, json).map_err(|e| corrupt(&e))?,
         };
         let resolution = if status.is_resolved() {
             let resolved_at = self
@@ -87,8 +104,52 @@ impl RowParts {
             created_at,
             expires_at,
             resolution,
+            votes,
+            remind_at,
+            escalated_at,
         })
     }
+}
+
+/// One vote as stored: who, when, and the answer body it was cast with. Decision, scope and
+/// reason are derived again from the answers when read, so they cannot disagree with them.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StoredVote {
+    by: String,
+    at: i64,
+    answers: serde_json::Value,
+}
+
+/// A request's votes as stored in its row: a JSON array, in the order cast.
+pub(crate) fn votes_json(votes: &[Vote]) -> Result<String, StoreError> {
+    let stored = votes
+        .iter()
+        .map(|v| {
+            Ok(StoredVote {
+                by: v.by.clone(),
+                at: millis(v.at),
+                answers: serde_json::to_value(&v.answers)
+                    .map_err(|e| StoreError::Backend(e.to_string()))?,
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    serde_json::to_string(&stored).map_err(|e| StoreError::Backend(e.to_string()))
+}
+
+/// Reads [`votes_json`] back, checking each vote's answers against the request.
+fn decode_votes(request: &NewRequest, json: &str) -> Result<Vec<Vote>, String> {
+    let stored: Vec<StoredVote> = serde_json::from_str(json).map_err(|e| format!("votes: {e}"))?;
+    stored
+        .into_iter()
+        .map(|v| {
+            let at = from_millis(v.at).ok_or_else(|| format!("vote time {} out of range", v.at))?;
+            let body = serde_json::json!({ "answers": v.answers });
+            match parse_submission(request, &body) {
+                Ok(Submission::Answered(answers)) => Ok(Vote::new(v.by, answers, at)),
+                _ => Err(format!("the vote of {} does not fit the request", v.by)),
+            }
+        })
+        .collect()
 }
 
 /// An event row as read from SQL.
@@ -149,6 +210,27 @@ pub(crate) fn reaped_callback_url(id: &str, spec: &str) -> Option<String> {
     }
 }
 
+/// The reminder period of a request, in milliseconds, read from its `spec` like
+/// [`reaped_callback_url`]; `None` when it has none or the spec cannot be read (then its
+/// reminders stop rather than stall the reaper).
+pub(crate) fn reminder_period(id: &str, spec: &str) -> Option<i64> {
+    #[derive(serde::Deserialize)]
+    struct Reminders {
+        #[serde(default)]
+        remind_every_seconds: Option<u64>,
+    }
+    match serde_json::from_str::<Reminders>(spec) {
+        Ok(r) => r
+            .remind_every_seconds
+            .and_then(|s| i64::try_from(s).ok())
+            .map(|s| s.saturating_mul(1000)),
+        Err(e) => {
+            tracing::warn!(request = %id, error = %e, "stored request is unreadable; its reminders stop");
+            None
+        }
+    }
+}
+
 /// A key row as read from SQL.
 #[derive(Debug)]
 pub(crate) struct KeyParts {
@@ -202,11 +284,13 @@ pub(crate) struct DeliveryParts {
     pub status: String,
     pub created_at: i64,
     pub next_attempt_at: Option<i64>,
+    /// `NULL` for the resolution's delivery, else the event it announces.
+    pub event: Option<String>,
 }
 
 /// The columns of [`DeliveryParts`], in order, for SELECT and RETURNING lists.
 pub(crate) const DELIVERY_COLUMNS: &str =
-    "id, request_id, tenant, url, status, created_at, next_attempt_at";
+    "id, request_id, tenant, url, status, created_at, next_attempt_at, event";
 
 impl DeliveryParts {
     pub(crate) fn decode(self, attempts: Vec<Attempt>) -> Result<Delivery, StoreError> {
@@ -220,6 +304,13 @@ impl DeliveryParts {
                 .ok_or_else(|| corrupt(format!("{:?} is not a delivery status", self.status)))?,
             created_at: time(self.created_at)?,
             next_attempt_at: self.next_attempt_at.map(time).transpose()?,
+            event: match self.event.as_deref() {
+                None => None,
+                Some(kind) => Some(
+                    EventKind::parse(kind)
+                        .ok_or_else(|| corrupt(format!("{kind:?} is not an event kind")))?,
+                ),
+            },
             request_id: self.request_id,
             tenant: self.tenant,
             url: self.url,
@@ -309,5 +400,5 @@ pub(crate) fn from_millis(ms: i64) -> Option<DateTime<Utc>> {
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
 /// Version 2 added keys, tokens, server secrets and webhook deliveries; version 3 grant ids;
-/// version 4 the indexes retention looks up.
-pub(crate) const SCHEMA_VERSION: i64 = 4;
+/// version 4 the indexes retention looks up; version 5 votes, reminders and escalation.
+pub(crate) const SCHEMA_VERSION: i64 = 5;

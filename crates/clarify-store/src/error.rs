@@ -23,9 +23,6 @@ pub enum StoreError {
     Corrupt(String),
     #[error("invalid cursor; pass the next_cursor of the previous page")]
     InvalidCursor,
-    /// The request asks for something this store does not do yet; nothing was stored.
-    #[error("{0}")]
-    Unsupported(String),
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -56,6 +53,18 @@ pub enum ResolveError {
     AlreadyResolved(Box<RequestRecord>),
     #[error("{responder:?} is not among the responders allowed to answer this request")]
     NotAllowed { responder: String },
+    /// This responder already voted on the quorum request; the vote stands and nothing changed.
+    #[error("{responder:?} already voted on this request; each responder votes once")]
+    AlreadyVoted {
+        responder: String,
+        record: Box<RequestRecord>,
+    },
+    /// A quorum request counts votes by responder, so an answer without a name (through an
+    /// anonymous answer link) cannot be one.
+    #[error(
+        "this request needs {required} approvals from named responders; answer it in the inbox, the terminal or over the API with your own key, not through the anonymous link"
+    )]
+    QuorumNeedsIdentity { required: u32 },
     /// The answer does not fit the request, which stays pending.
     #[error(transparent)]
     Invalid(#[from] AnswerError),

@@ -15,7 +15,10 @@
 //!   the event log every [`StoreOptions::poll_interval`] (100 ms by default) for another process
 //!   sharing a SQLite file;
 //! - overdue requests are expired by a reaper (safe on several instances at once) and when the
-//!   store opens; with [`StoreOptions::retain_resolved`] the reaper also purges old resolved
+//!   store opens; the same reaper writes reminders and escalations, each once whatever the
+//!   number of instances;
+//! - a quorum request's votes are counted one per responder, each in one transaction that
+//!   locks the request, so two votes cast at the same instant decide it once; with [`StoreOptions::retain_resolved`] the reaper also purges old resolved
 //!   requests, in batches of short transactions;
 //! - every creation and resolution appends to an event log with a monotonic sequence;
 //! - resolving a request with a `callback_url` queues its webhook delivery in the same
@@ -46,7 +49,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use clarify_core::policy::{Grant, canonical_json, grants_of};
-use clarify_core::{Action, NewRequest, Resolution, Status, Submission, parse_submission};
+use clarify_core::quorum::Vote;
+use clarify_core::{Action, Answers, NewRequest, Resolution, Status, Submission, parse_submission};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -64,7 +68,7 @@ pub use record::{
     Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution,
 };
 
-use backend::{Backend, NewRow, Resolved};
+use backend::{Backend, Ballot, Cast, NewRow, Resolved};
 use waiters::Waiters;
 
 /// How a store behaves beyond its URL.
@@ -195,31 +199,14 @@ impl Store {
     /// whatever its status; with `dedupe`, an identical pending request of the same session is
     /// returned instead of a new one.
     pub async fn create(&self, tenant: &str, request: NewRequest) -> Result<Created, StoreError> {
-        // Accepting these and then not acting on them would let one person approve what needs
-        // two, or let a request wait unreminded: refused until the store counts votes and
-        // schedules reminders.
-        let unsupported = [
-            (request.is_quorum(), "approvals_required above 1"),
-            (
-                request.remind_every_seconds.is_some(),
-                "remind_every_seconds",
-            ),
-            (
-                request.escalate_after_seconds.is_some(),
-                "escalate_after_seconds",
-            ),
-        ];
-        if let Some((_, what)) = unsupported.iter().find(|(asked, _)| *asked) {
-            return Err(StoreError::Unsupported(format!(
-                "{what}: not supported by this version of the store yet; leave it out"
-            )));
-        }
         let created_at = self.now();
         let expires_at = request
             .timeout()
             .and_then(|s| i64::try_from(s).ok())
             .map(|s| created_at + TimeDelta::seconds(s));
         let dedupe_key = request.dedupe.then(|| dedupe_key(&request));
+        let remind_at = backend::next_reminder(&request, created_at);
+        let escalate_at = backend::after_seconds(created_at, request.escalate_after_seconds);
         self.inner
             .backend
             .create(NewRow {
@@ -229,6 +216,8 @@ impl Store {
                 created_at,
                 expires_at,
                 dedupe_key,
+                remind_at,
+                escalate_at,
             })
             .await
     }
@@ -264,6 +253,11 @@ impl Store {
     }
 
     /// Answers (or skips) the request with a raw answer body, checked against the live request.
+    ///
+    /// On a quorum request (`approvals_required` above 1) an answer is the responder's vote: the
+    /// returned record is still pending, with the vote in its `votes`, until enough responders
+    /// approved or one denied. A responder votes once ([`ResolveError::AlreadyVoted`]); an
+    /// anonymous actor cannot vote ([`ResolveError::QuorumNeedsIdentity`]).
     pub async fn answer(
         &self,
         tenant: &str,
@@ -348,6 +342,30 @@ impl Store {
         for id in &ids {
             self.inner.waiters.notify(id);
         }
+        Ok(ids.len())
+    }
+
+    /// Writes a `request.reminded` event (and queues its webhook) for every pending request
+    /// whose reminder is due, and schedules its next one a period from now; returns how many
+    /// (at most one batch). Safe on several instances: each reminder is written once.
+    pub async fn remind_due(&self) -> Result<usize, StoreError> {
+        let ids = self
+            .inner
+            .backend
+            .remind_due(self.now(), EXPIRE_BATCH)
+            .await?;
+        Ok(ids.len())
+    }
+
+    /// Escalates every pending request whose escalation is due: from now on its `escalate_to`
+    /// may answer, and a `request.escalated` event is written (and its webhook queued); returns
+    /// how many (at most one batch). Each request escalates once, whatever the instances.
+    pub async fn escalate_due(&self) -> Result<usize, StoreError> {
+        let ids = self
+            .inner
+            .backend
+            .escalate_due(self.now(), EXPIRE_BATCH)
+            .await?;
         Ok(ids.len())
     }
 
@@ -504,7 +522,7 @@ impl Store {
             return Err(ResolveError::AlreadyResolved(Box::new(record)));
         }
         if let Some(name) = &actor.name {
-            if !record.request.allows_responder(name, false) {
+            if !record.allows_responder(name) {
                 return Err(ResolveError::NotAllowed {
                     responder: name.clone(),
                 });
@@ -513,26 +531,20 @@ impl Store {
         Ok(record)
     }
 
-    /// Resolves the pending `record` with a checked submission, with the grants the answer
-    /// gives: the one place grants are made.
+    /// Resolves the pending `record` with a checked submission (or, on a quorum request, casts
+    /// it as a vote), with the grants the answer gives.
     async fn resolve_answer(
         &self,
         record: &RequestRecord,
         submission: Submission,
         actor: &Actor,
     ) -> Result<RequestRecord, ResolveError> {
+        if let (true, Submission::Answered(answers)) = (record.request.is_quorum(), &submission) {
+            return self.vote(record, answers.clone(), actor).await;
+        }
         let resolved_at = self.now();
         let grants = match &submission {
-            Submission::Answered(answers) => grants_of(&record.request, answers)
-                .into_iter()
-                .map(|grant| StoredGrant {
-                    id: self.inner.ids.grant_id(),
-                    grant,
-                    request_id: Some(record.id.clone()),
-                    granted_by: actor.name.clone(),
-                    created_at: resolved_at,
-                })
-                .collect(),
+            Submission::Answered(answers) => self.grants_for(record, answers, actor, resolved_at),
             Submission::Skipped => Vec::new(),
         };
         let stored = StoredResolution {
@@ -541,6 +553,66 @@ impl Store {
             resolved_at,
         };
         self.resolve_stored(&record.id, stored, &grants).await
+    }
+
+    /// The grants `answers` to `record` give, made by `actor`: the one place grants are made.
+    fn grants_for(
+        &self,
+        record: &RequestRecord,
+        answers: &Answers,
+        actor: &Actor,
+        at: DateTime<Utc>,
+    ) -> Vec<StoredGrant> {
+        grant_rows(
+            &*self.inner.ids,
+            &record.request,
+            &record.id,
+            answers,
+            actor,
+            at,
+        )
+    }
+
+    /// Casts `actor`'s vote on the quorum request `record`.
+    async fn vote(
+        &self,
+        record: &RequestRecord,
+        answers: Answers,
+        actor: &Actor,
+    ) -> Result<RequestRecord, ResolveError> {
+        let Some(name) = &actor.name else {
+            return Err(ResolveError::QuorumNeedsIdentity {
+                required: record.request.approvals_required,
+            });
+        };
+        let at = self.now();
+        let ids = Arc::clone(&self.inner.ids);
+        let decider = actor.clone();
+        let ballot = Ballot {
+            vote: Vote::new(name.clone(), answers, at),
+            channel: actor.channel.clone(),
+            grants: Box::new(move |record, answers| {
+                grant_rows(&*ids, &record.request, &record.id, answers, &decider, at)
+            }),
+        };
+        match self.inner.backend.vote(&record.id, ballot).await? {
+            Cast::Counted(record) => {
+                if record.status.is_resolved() {
+                    self.inner.waiters.notify(&record.id);
+                }
+                Ok(record)
+            }
+            Cast::AlreadyVoted(record) => Err(ResolveError::AlreadyVoted {
+                responder: name.clone(),
+                record: Box::new(record),
+            }),
+            Cast::Lost(record) if record.status == Status::Pending => {
+                let record = self.expire_one(&record.id).await?.unwrap_or(record);
+                Err(ResolveError::AlreadyResolved(Box::new(record)))
+            }
+            Cast::Lost(record) => Err(ResolveError::AlreadyResolved(Box::new(record))),
+            Cast::NotFound => Err(ResolveError::NotFound),
+        }
     }
 
     async fn resolve(
@@ -592,6 +664,27 @@ impl Store {
     }
 }
 
+/// The grants `answers` to a request give, each with a fresh id.
+fn grant_rows(
+    ids: &dyn IdGenerator,
+    request: &NewRequest,
+    request_id: &str,
+    answers: &Answers,
+    actor: &Actor,
+    at: DateTime<Utc>,
+) -> Vec<StoredGrant> {
+    grants_of(request, answers)
+        .into_iter()
+        .map(|grant| StoredGrant {
+            id: ids.grant_id(),
+            grant,
+            request_id: Some(request_id.to_owned()),
+            granted_by: actor.name.clone(),
+            created_at: at,
+        })
+        .collect()
+}
+
 fn resolution_of(submission: Submission) -> Resolution {
     match submission {
         Submission::Answered(answers) => Resolution::Answered(answers),
@@ -623,6 +716,12 @@ async fn reaper(inner: Weak<Inner>, every: Duration) {
         if let Err(e) = store.expire_due().await {
             tracing::warn!(error = %e, "expiring overdue requests failed; retrying");
         }
+        if let Err(e) = store.escalate_due().await {
+            tracing::warn!(error = %e, "escalating requests failed; retrying");
+        }
+        if let Err(e) = store.remind_due().await {
+            tracing::warn!(error = %e, "reminding of requests failed; retrying");
+        }
         // Batch after batch until nothing is due, yielding in between so that the writes of
         // agents and people interleave with the purge's.
         loop {
@@ -648,7 +747,7 @@ async fn poller(inner: Weak<Inner>, every: Duration, mut after: u64) {
         match inner.backend.events_after(None, after, 1_000).await {
             Ok(events) => {
                 for event in &events {
-                    if event.kind != EventKind::Created {
+                    if event.kind.resolves() {
                         inner.waiters.notify(&event.request_id);
                     }
                     after = after.max(event.seq);

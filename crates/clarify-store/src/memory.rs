@@ -8,14 +8,15 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
-use clarify_core::Status;
+use clarify_core::{Resolution, Status};
 
 use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, DeliveryStatus, KeyRow, TokenKind};
-use crate::backend::{NewRow, Resolved};
+use crate::backend::{Ballot, Cast, NewRow, Resolved, Tally, next_reminder, tally};
 use crate::error::StoreError;
 use crate::grant::{GrantFilter, StoredGrant};
 use crate::record::{
-    Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution, encode_cursor,
+    Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution,
+    encode_cursor,
 };
 
 pub(crate) const MAX_RESOLVED: usize = 100_000;
@@ -38,6 +39,10 @@ struct State {
     dedupe: HashMap<(String, Option<String>, String), String>,
     /// (deadline, seq) of pending requests that expire.
     deadlines: BTreeSet<(DateTime<Utc>, u64)>,
+    /// (next reminder, seq) of pending requests with reminders.
+    reminders: BTreeSet<(DateTime<Utc>, u64)>,
+    /// (escalation time, seq) of pending requests not escalated yet.
+    escalations: BTreeSet<(DateTime<Utc>, u64)>,
     resolved_order: VecDeque<String>,
     events: VecDeque<Event>,
     next_event: u64,
@@ -55,6 +60,7 @@ struct Row {
     seq: u64,
     record: RequestRecord,
     dedupe_key: Option<String>,
+    escalate_at: Option<DateTime<Utc>>,
 }
 
 impl MemoryBackend {
@@ -94,6 +100,7 @@ impl MemoryBackend {
 
         s.next_seq += 1;
         let seq = s.next_seq;
+        let escalate_at = row.escalate_at;
         let record = row.into_record();
         if let Some(key) = &record.request.idempotency_key {
             s.idempotency
@@ -105,6 +112,12 @@ impl MemoryBackend {
         if let Some(at) = record.expires_at {
             s.deadlines.insert((at, seq));
         }
+        if let Some(at) = record.remind_at {
+            s.reminders.insert((at, seq));
+        }
+        if let Some(at) = escalate_at {
+            s.escalations.insert((at, seq));
+        }
         s.order.insert(seq, record.id.clone());
         s.push_event(&record, EventKind::Created, None, None, record.created_at);
         s.rows.insert(
@@ -113,6 +126,7 @@ impl MemoryBackend {
                 seq,
                 record: record.clone(),
                 dedupe_key: dedupe.map(|(_, _, k)| k),
+                escalate_at,
             },
         );
         Ok(Created {
@@ -187,6 +201,119 @@ impl MemoryBackend {
         };
         s.insert_grants(&record.tenant, grants);
         Ok(Resolved::Won(record))
+    }
+
+    pub(crate) async fn vote(&self, id: &str, ballot: Ballot) -> Result<Cast, StoreError> {
+        let mut s = self.state();
+        let Some(row) = s.rows.get_mut(id) else {
+            return Ok(Cast::NotFound);
+        };
+        let Ballot {
+            vote,
+            channel,
+            grants,
+        } = ballot;
+        let (votes, decided) = match tally(&row.record, &vote) {
+            Tally::Closed => return Ok(Cast::Lost(row.record.clone())),
+            Tally::AlreadyVoted => return Ok(Cast::AlreadyVoted(row.record.clone())),
+            Tally::Counted { votes, decided } => (votes, decided),
+        };
+        row.record.votes = votes;
+        let record = row.record.clone();
+        let actor = Actor {
+            name: Some(vote.by.clone()),
+            channel,
+        };
+        s.push_event(
+            &record,
+            EventKind::Voted,
+            actor.name.clone(),
+            Some(actor.channel.clone()),
+            vote.at,
+        );
+        let Some(answers) = decided else {
+            return Ok(Cast::Counted(record));
+        };
+        let made = grants(&record, &answers);
+        let resolution = StoredResolution {
+            resolution: Resolution::Answered(answers),
+            actor,
+            resolved_at: vote.at,
+        };
+        let Some(record) = s.resolve_row(id, resolution) else {
+            return Ok(Cast::NotFound);
+        };
+        s.insert_grants(&record.tenant, &made);
+        Ok(Cast::Counted(record))
+    }
+
+    pub(crate) async fn remind_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut s = self.state();
+        let due: Vec<(DateTime<Utc>, u64)> = s
+            .reminders
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .take(limit)
+            .copied()
+            .collect();
+        let mut ids = Vec::with_capacity(due.len());
+        for key in due {
+            s.reminders.remove(&key);
+            let Some(row) = s
+                .order
+                .get(&key.1)
+                .cloned()
+                .and_then(|id| s.rows.get_mut(&id))
+            else {
+                continue;
+            };
+            let next = next_reminder(&row.record.request, now);
+            row.record.remind_at = next;
+            let record = row.record.clone();
+            if let Some(at) = next {
+                s.reminders.insert((at, key.1));
+            }
+            s.announce(&record, EventKind::Reminded, now);
+            ids.push(record.id);
+        }
+        Ok(ids)
+    }
+
+    pub(crate) async fn escalate_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut s = self.state();
+        let due: Vec<(DateTime<Utc>, u64)> = s
+            .escalations
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .take(limit)
+            .copied()
+            .collect();
+        let mut ids = Vec::with_capacity(due.len());
+        for key in due {
+            s.escalations.remove(&key);
+            let Some(row) = s
+                .order
+                .get(&key.1)
+                .cloned()
+                .and_then(|id| s.rows.get_mut(&id))
+            else {
+                continue;
+            };
+            row.escalate_at = None;
+            row.record.escalated_at = Some(now);
+            let record = row.record.clone();
+            s.announce(&record, EventKind::Escalated, now);
+            ids.push(record.id);
+        }
+        Ok(ids)
     }
 
     pub(crate) async fn purge_resolved(
@@ -489,6 +616,8 @@ impl State {
         let (actor, channel) = (res.actor.name.clone(), res.actor.channel.clone());
         row.record.status = status;
         row.record.resolution = Some(res);
+        let reminder = row.record.remind_at.take();
+        let escalation = row.escalate_at.take();
         let record = row.record.clone();
         if let Some(key) = row.dedupe_key.take() {
             self.dedupe
@@ -497,32 +626,15 @@ impl State {
         if let Some(deadline) = record.expires_at {
             self.deadlines.remove(&(deadline, seq));
         }
+        if let Some(at) = reminder {
+            self.reminders.remove(&(at, seq));
+        }
+        if let Some(at) = escalation {
+            self.escalations.remove(&(at, seq));
+        }
         self.push_event(&record, kind, actor, Some(channel), at);
         if let Some(url) = &record.request.callback_url {
-            self.next_delivery += 1;
-            let id = self.next_delivery;
-            self.deliveries.insert(
-                id,
-                Delivery {
-                    id,
-                    request_id: record.id.clone(),
-                    tenant: record.tenant.clone(),
-                    url: url.clone(),
-                    status: DeliveryStatus::Pending,
-                    created_at: at,
-                    next_attempt_at: Some(at),
-                    attempts: Vec::new(),
-                },
-            );
-            // Finished deliveries are forgotten first, like resolved requests.
-            while self.deliveries.len() > MAX_RESOLVED
-                && self
-                    .deliveries
-                    .first_key_value()
-                    .is_some_and(|(_, d)| d.status != DeliveryStatus::Pending)
-            {
-                self.deliveries.pop_first();
-            }
+            self.queue_delivery(&record, url, at, None);
         }
         self.resolved_order.push_back(record.id.clone());
         while self.resolved_order.len() > MAX_RESOLVED {
@@ -537,6 +649,48 @@ impl State {
             }
         }
         Some(record)
+    }
+
+    /// Writes a system event about a pending request, and queues its webhook.
+    fn announce(&mut self, record: &RequestRecord, kind: EventKind, at: DateTime<Utc>) {
+        self.push_event(record, kind, None, Some("system".to_owned()), at);
+        if let Some(url) = &record.request.callback_url {
+            self.queue_delivery(record, url, at, Some(kind));
+        }
+    }
+
+    fn queue_delivery(
+        &mut self,
+        record: &RequestRecord,
+        url: &str,
+        at: DateTime<Utc>,
+        event: Option<EventKind>,
+    ) {
+        self.next_delivery += 1;
+        let id = self.next_delivery;
+        self.deliveries.insert(
+            id,
+            Delivery {
+                id,
+                request_id: record.id.clone(),
+                tenant: record.tenant.clone(),
+                url: url.to_owned(),
+                status: DeliveryStatus::Pending,
+                created_at: at,
+                next_attempt_at: Some(at),
+                event,
+                attempts: Vec::new(),
+            },
+        );
+        // Finished deliveries are forgotten first, like resolved requests.
+        while self.deliveries.len() > MAX_RESOLVED
+            && self
+                .deliveries
+                .first_key_value()
+                .is_some_and(|(_, d)| d.status != DeliveryStatus::Pending)
+        {
+            self.deliveries.pop_first();
+        }
     }
 
     fn push_event(

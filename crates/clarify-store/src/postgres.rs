@@ -29,18 +29,18 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use clarify_core::Status;
+use clarify_core::{Resolution, Status};
 use sha2::{Digest, Sha256};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolOptions, PgRow};
 use sqlx::{ConnectOptions, Connection, Executor, Row};
 use tokio::sync::oneshot;
 
 use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, TokenKind};
-use crate::backend::{NewRow, Resolved};
+use crate::backend::{Ballot, Cast, NewRow, Resolved, Tally, tally};
 use crate::codec::{
     ATTEMPT_COLUMNS, AttemptParts, COLUMNS, DELIVERY_COLUMNS, DeliveryParts, EVENT_COLUMNS,
     EventParts, KEY_COLUMNS, KeyParts, RowParts, SCHEMA_VERSION, after_attempt, answers_json,
-    attempt_values, millis, reaped_callback_url, spec_json,
+    attempt_values, millis, reaped_callback_url, reminder_period, spec_json, votes_json,
 };
 use crate::error::StoreError;
 use crate::grant::{GRANT_COLUMNS, GrantFilter, GrantParts, StoredGrant};
@@ -76,7 +76,7 @@ const LISTEN_BACKOFF_MIN: Duration = Duration::from_millis(100);
 const LISTEN_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
 /// The layout of `codec` (see there), plus indexes for every lookup the store makes.
@@ -208,6 +208,18 @@ CREATE INDEX clarify_requests_resolved ON clarify_requests (resolved_at) WHERE s
 CREATE INDEX clarify_events_request ON clarify_events (request_id);
 ";
 
+/// A quorum request's votes, reminders and escalation, and webhooks that announce an event of a
+/// pending request (a reminder, an escalation).
+const SCHEMA_V5: &str = "
+ALTER TABLE clarify_requests ADD COLUMN votes text, ADD COLUMN remind_at bigint,
+    ADD COLUMN escalate_at bigint, ADD COLUMN escalated_at bigint;
+CREATE INDEX clarify_requests_remind ON clarify_requests (remind_at)
+    WHERE status = 'pending' AND remind_at IS NOT NULL;
+CREATE INDEX clarify_requests_escalate ON clarify_requests (escalate_at)
+    WHERE status = 'pending' AND escalate_at IS NOT NULL;
+ALTER TABLE clarify_deliveries ADD COLUMN event text;
+";
+
 #[derive(Debug)]
 pub(crate) struct PgBackend {
     pool: PgPool,
@@ -285,8 +297,8 @@ impl PgBackend {
             // next round reads what it stored.
             let seq: Option<i64> = sqlx::query_scalar(
                 "INSERT INTO clarify_requests (id, tenant, status, session, agent, spec, \
-                 created_at, expires_at, idempotency_key, dedupe_key) \
-                 VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9) \
+                 created_at, expires_at, idempotency_key, dedupe_key, remind_at, escalate_at) \
+                 VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11) \
                  ON CONFLICT DO NOTHING RETURNING seq",
             )
             .bind(&row.id)
@@ -298,6 +310,8 @@ impl PgBackend {
             .bind(expires_at)
             .bind(&row.request.idempotency_key)
             .bind(&row.dedupe_key)
+            .bind(row.remind_at.map(millis))
+            .bind(row.escalate_at.map(millis))
             .fetch_optional(&mut *tx)
             .await
             .map_err(db_err)?;
@@ -430,57 +444,160 @@ impl PgBackend {
         res: StoredResolution,
         grants: &[StoredGrant],
     ) -> Result<Resolved, StoreError> {
-        let status = res.resolution.status();
-        let expiring = status == Status::Expired;
-        let answers = answers_json(&res.resolution)?;
-        let at = millis(res.resolved_at);
         let mut tx = self.pool.begin().await.map_err(db_err)?;
-        // The deadline condition mirrors the memory backend: an answer, skip or cancellation only
-        // while the request is not overdue at `resolved_at`, an expiry only once it is.
-        let row = sqlx::query(&format!(
-            "UPDATE clarify_requests \
-             SET status = $2, resolved_at = $3, answered_by = $4, channel = $5, answers = $6 \
-             WHERE id = $1 AND status = 'pending' AND CASE WHEN $7::boolean \
-                 THEN expires_at IS NOT NULL AND expires_at <= $3 \
-                 ELSE expires_at IS NULL OR expires_at > $3 END \
-             RETURNING {COLUMNS}"
-        ))
-        .bind(id)
-        .bind(status.as_str())
-        .bind(at)
-        .bind(&res.actor.name)
-        .bind(&res.actor.channel)
-        .bind(&answers)
-        .bind(expiring)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        let Some(row) = row else {
+        let Some(record) = apply_resolution(&mut tx, id, &res, grants).await? else {
             tx.rollback().await.map_err(db_err)?;
             return Ok(match self.get(id).await? {
                 Some(record) => Resolved::Lost(record),
                 None => Resolved::NotFound,
             });
         };
-        let record = parts(&row)?.decode()?;
-        // Queued in the resolving transaction: both commit, or neither.
-        if let Some(url) = &record.request.callback_url {
-            let target = (record.tenant.clone(), record.id.clone(), url.clone());
-            queue_deliveries(&mut tx, std::slice::from_ref(&target), at).await?;
-        }
-        insert_grants(&mut tx, &record.tenant, grants).await?;
         append_events(
             &mut tx,
-            EventKind::for_status(status),
+            EventKind::for_status(record.status),
             &[(record.tenant.clone(), record.id.clone())],
             res.actor.name.as_deref(),
             Some(&res.actor.channel),
-            at,
+            millis(res.resolved_at),
         )
         .await?;
         notify(&mut tx, std::slice::from_ref(&record.id)).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(Resolved::Won(record))
+    }
+
+    pub(crate) async fn vote(&self, id: &str, ballot: Ballot) -> Result<Cast, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        // The row lock makes a second vote cast at the same instant wait for this one, then
+        // read the votes it wrote: the deciding vote is counted once.
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM clarify_requests WHERE id = $1 FOR UPDATE"
+        ))
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let Some(row) = row else {
+            tx.rollback().await.map_err(db_err)?;
+            return Ok(Cast::NotFound);
+        };
+        let record = parts(&row)?.decode()?;
+        let Ballot {
+            vote,
+            channel,
+            grants,
+        } = ballot;
+        let (votes, decided) = match tally(&record, &vote) {
+            Tally::Closed => {
+                tx.rollback().await.map_err(db_err)?;
+                return Ok(Cast::Lost(record));
+            }
+            Tally::AlreadyVoted => {
+                tx.rollback().await.map_err(db_err)?;
+                return Ok(Cast::AlreadyVoted(record));
+            }
+            Tally::Counted { votes, decided } => (votes, decided),
+        };
+        sqlx::query("UPDATE clarify_requests SET votes = $2 WHERE id = $1")
+            .bind(id)
+            .bind(votes_json(&votes)?)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let mut record = RequestRecord { votes, ..record };
+        let target = [(record.tenant.clone(), record.id.clone())];
+        let actor = Actor {
+            name: Some(vote.by.clone()),
+            channel,
+        };
+        let at = millis(vote.at);
+        let resolution = match decided {
+            None => None,
+            Some(answers) => {
+                let made = grants(&record, &answers);
+                let resolution = StoredResolution {
+                    resolution: Resolution::Answered(answers),
+                    actor: actor.clone(),
+                    resolved_at: vote.at,
+                };
+                match apply_resolution(&mut tx, id, &resolution, &made).await? {
+                    Some(resolved) => record = resolved,
+                    None => {
+                        tx.rollback().await.map_err(db_err)?;
+                        return Ok(Cast::Lost(record));
+                    }
+                }
+                Some(resolution)
+            }
+        };
+        let (name, channel) = (actor.name.as_deref(), Some(actor.channel.as_str()));
+        append_events(&mut tx, EventKind::Voted, &target, name, channel, at).await?;
+        if resolution.is_some() {
+            append_events(&mut tx, EventKind::Answered, &target, name, channel, at).await?;
+            notify(&mut tx, std::slice::from_ref(&record.id)).await?;
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(Cast::Counted(record))
+    }
+
+    pub(crate) async fn remind_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let at = millis(now);
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let due = due(&mut tx, "remind_at", at, limit).await?;
+        if due.is_empty() {
+            tx.rollback().await.map_err(db_err)?;
+            return Ok(Vec::new());
+        }
+        let (ids, next): (Vec<&str>, Vec<Option<i64>>) = due
+            .iter()
+            .map(|(_, id, spec)| {
+                let period = reminder_period(id, spec);
+                (id.as_str(), period.map(|p| at.saturating_add(p)))
+            })
+            .unzip();
+        sqlx::query(
+            "UPDATE clarify_requests r SET remind_at = u.next \
+             FROM unnest($1::text[], $2::bigint[]) AS u(id, next) WHERE r.id = u.id",
+        )
+        .bind(&ids)
+        .bind(&next)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let ids = announce(&mut tx, &due, EventKind::Reminded, at).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(ids)
+    }
+
+    pub(crate) async fn escalate_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let at = millis(now);
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let due = due(&mut tx, "escalate_at", at, limit).await?;
+        if due.is_empty() {
+            tx.rollback().await.map_err(db_err)?;
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = due.iter().map(|(_, id, _)| id.as_str()).collect();
+        sqlx::query(
+            "UPDATE clarify_requests SET escalate_at = NULL, escalated_at = $2 \
+             WHERE id = ANY($1)",
+        )
+        .bind(&ids)
+        .bind(at)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let ids = announce(&mut tx, &due, EventKind::Escalated, at).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(ids)
     }
 
     pub(crate) async fn purge_resolved(
@@ -529,7 +646,7 @@ impl PgBackend {
                  FOR UPDATE SKIP LOCKED) \
              UPDATE clarify_requests r \
              SET status = 'expired', resolved_at = $1, answered_by = $3, channel = $4, \
-                 answers = NULL \
+                 answers = NULL, remind_at = NULL, escalate_at = NULL \
              FROM due WHERE r.seq = due.seq AND r.status = 'pending' \
              RETURNING r.id, r.tenant, r.expires_at, r.seq, r.spec",
         )
@@ -560,7 +677,7 @@ impl PgBackend {
             .iter()
             .filter_map(|(_, _, t, id, url)| Some((t.clone(), id.clone(), url.clone()?)))
             .collect();
-        queue_deliveries(&mut tx, &hooks, at).await?;
+        queue_deliveries(&mut tx, &hooks, at, None).await?;
         let targets: Vec<(String, String)> =
             due.into_iter().map(|(_, _, t, id, _)| (t, id)).collect();
         let ids: Vec<String> = targets.iter().map(|(_, id)| id.clone()).collect();
@@ -1038,12 +1155,119 @@ async fn append_events(
     Ok(())
 }
 
-/// Queues a webhook delivery, due at once, for every `(tenant, request id, url)` resolved at
-/// `at`, in order. Runs inside the resolving transaction, before [`append_events`].
+/// Applies a resolution to a pending request that is not past its deadline at `resolved_at` (an
+/// expiry only once it is), with what goes with it in the same transaction: the webhook
+/// delivery and the grants. Returns the new record, or `None` when the request did not qualify.
+/// The caller appends the event.
+async fn apply_resolution(
+    conn: &mut PgConnection,
+    id: &str,
+    res: &StoredResolution,
+    grants: &[StoredGrant],
+) -> Result<Option<RequestRecord>, StoreError> {
+    let status = res.resolution.status();
+    let expiring = status == Status::Expired;
+    let answers = answers_json(&res.resolution)?;
+    let at = millis(res.resolved_at);
+    // The deadline condition mirrors the memory backend: an answer, skip or cancellation only
+    // while the request is not overdue at `resolved_at`, an expiry only once it is.
+    let row = sqlx::query(&format!(
+        "UPDATE clarify_requests \
+         SET status = $2, resolved_at = $3, answered_by = $4, channel = $5, answers = $6, \
+             remind_at = NULL, escalate_at = NULL \
+         WHERE id = $1 AND status = 'pending' AND CASE WHEN $7::boolean \
+             THEN expires_at IS NOT NULL AND expires_at <= $3 \
+             ELSE expires_at IS NULL OR expires_at > $3 END \
+         RETURNING {COLUMNS}"
+    ))
+    .bind(id)
+    .bind(status.as_str())
+    .bind(at)
+    .bind(&res.actor.name)
+    .bind(&res.actor.channel)
+    .bind(&answers)
+    .bind(expiring)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    let Some(row) = row else { return Ok(None) };
+    let record = parts(&row)?.decode()?;
+    // Queued in the resolving transaction: both commit, or neither.
+    if let Some(url) = &record.request.callback_url {
+        let target = (record.tenant.clone(), record.id.clone(), url.clone());
+        queue_deliveries(conn, std::slice::from_ref(&target), at, None).await?;
+    }
+    insert_grants(conn, &record.tenant, grants).await?;
+    Ok(Some(record))
+}
+
+/// Locks up to `limit` pending requests whose `column` time is due at `at` and that no other
+/// transaction holds, and returns their `(tenant, id, spec)`, oldest due first.
+async fn due(
+    conn: &mut PgConnection,
+    column: &str,
+    at: i64,
+    limit: usize,
+) -> Result<Vec<(String, String, String)>, StoreError> {
+    let rows = sqlx::query(&format!(
+        "SELECT tenant, id, spec FROM clarify_requests \
+         WHERE status = 'pending' AND {column} IS NOT NULL AND {column} <= $1 \
+         ORDER BY {column}, seq LIMIT $2 FOR UPDATE SKIP LOCKED"
+    ))
+    .bind(at)
+    .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    rows.iter()
+        .map(|row| {
+            Ok((
+                row.try_get("tenant").map_err(corrupt_row)?,
+                row.try_get("id").map_err(corrupt_row)?,
+                row.try_get("spec").map_err(corrupt_row)?,
+            ))
+        })
+        .collect()
+}
+
+/// Writes a system event about each of the `due` pending requests and queues their webhooks;
+/// returns their ids. Ends the transaction's writes (see [`append_events`]).
+async fn announce(
+    conn: &mut PgConnection,
+    due: &[(String, String, String)],
+    kind: EventKind,
+    at: i64,
+) -> Result<Vec<String>, StoreError> {
+    let hooks: Vec<(String, String, String)> = due
+        .iter()
+        .filter_map(|(t, id, spec)| Some((t.clone(), id.clone(), reaped_callback_url(id, spec)?)))
+        .collect();
+    queue_deliveries(conn, &hooks, at, Some(kind)).await?;
+    let targets: Vec<(String, String)> = due
+        .iter()
+        .map(|(t, id, _)| (t.clone(), id.clone()))
+        .collect();
+    let system = Actor::system();
+    append_events(
+        conn,
+        kind,
+        &targets,
+        system.name.as_deref(),
+        Some(&system.channel),
+        at,
+    )
+    .await?;
+    Ok(targets.into_iter().map(|(_, id)| id).collect())
+}
+
+/// Queues a webhook delivery, due at once, for every `(tenant, request id, url)`, in order: of
+/// a request resolved at `at` (`event` is `None`), or announcing `event` of a pending one. Runs
+/// inside the writing transaction, before [`append_events`].
 async fn queue_deliveries(
     conn: &mut PgConnection,
     targets: &[(String, String, String)],
     at: i64,
+    event: Option<EventKind>,
 ) -> Result<(), StoreError> {
     if targets.is_empty() {
         return Ok(());
@@ -1058,8 +1282,8 @@ async fn queue_deliveries(
     }
     sqlx::query(
         "INSERT INTO clarify_deliveries \
-         (request_id, tenant, url, status, created_at, next_attempt_at) \
-         SELECT id, t, url, 'pending', $4, $4 \
+         (request_id, tenant, url, status, created_at, next_attempt_at, event) \
+         SELECT id, t, url, 'pending', $4, $4, $5 \
          FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(t, id, url, n) \
          ORDER BY n",
     )
@@ -1067,6 +1291,7 @@ async fn queue_deliveries(
     .bind(ids)
     .bind(urls)
     .bind(at)
+    .bind(event.map(EventKind::as_str))
     .execute(&mut *conn)
     .await
     .map_err(db_err)?;
@@ -1285,6 +1510,9 @@ fn parts(row: &PgRow) -> Result<RowParts, StoreError> {
         answered_by: row.try_get("answered_by").map_err(corrupt_row)?,
         channel: row.try_get("channel").map_err(corrupt_row)?,
         answers: row.try_get("answers").map_err(corrupt_row)?,
+        votes: row.try_get("votes").map_err(corrupt_row)?,
+        remind_at: row.try_get("remind_at").map_err(corrupt_row)?,
+        escalated_at: row.try_get("escalated_at").map_err(corrupt_row)?,
     })
 }
 
@@ -1355,6 +1583,7 @@ fn delivery_parts(row: &PgRow) -> Result<DeliveryParts, StoreError> {
         status: row.try_get("status").map_err(corrupt_row)?,
         created_at: row.try_get("created_at").map_err(corrupt_row)?,
         next_attempt_at: row.try_get("next_attempt_at").map_err(corrupt_row)?,
+        event: row.try_get("event").map_err(corrupt_row)?,
     })
 }
 

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use clarify_core::quorum::Vote;
 use clarify_core::{NewRequest, Outcome, Resolution, Status};
 use serde::Serialize;
 
@@ -19,19 +20,43 @@ pub struct RequestRecord {
     pub expires_at: Option<DateTime<Utc>>,
     /// Present once the request is resolved.
     pub resolution: Option<StoredResolution>,
+    /// A quorum request's votes so far, in the order cast (one per responder).
+    pub votes: Vec<Vote>,
+    /// When the next reminder is due, while the request is pending and asks for reminders.
+    pub remind_at: Option<DateTime<Utc>>,
+    /// When `escalate_to` was let in; `None` before that, or without escalation.
+    pub escalated_at: Option<DateTime<Utc>>,
 }
 
 impl RequestRecord {
     /// The outcome, once resolved.
     pub fn outcome(&self) -> Option<Outcome> {
         let r = self.resolution.as_ref()?;
-        Some(Outcome::new(
-            &self.id,
-            &self.request,
-            &r.resolution,
-            r.actor.name.as_deref(),
-            r.resolved_at,
-        ))
+        Some(
+            Outcome::new(
+                &self.id,
+                &self.request,
+                &r.resolution,
+                r.actor.name.as_deref(),
+                r.resolved_at,
+            )
+            .with_votes(self.votes.clone()),
+        )
+    }
+
+    /// Whether `responder` may answer (or vote) now: one of `responders` (or anyone when none
+    /// are named), or one of `escalate_to` once the request has escalated.
+    pub fn allows_responder(&self, responder: &str) -> bool {
+        self.request
+            .allows_responder(responder, self.escalated_at.is_some())
+    }
+
+    /// How many approving votes a quorum request has so far.
+    pub fn approvals(&self) -> usize {
+        self.votes
+            .iter()
+            .filter(|v| v.decision == clarify_core::Decision::Approve)
+            .count()
     }
 
     pub fn resolved_at(&self) -> Option<DateTime<Utc>> {
@@ -106,15 +131,24 @@ pub enum EventKind {
     Skipped,
     Expired,
     Cancelled,
+    /// A responder voted on a quorum request; the deciding vote is followed by `answered`.
+    Voted,
+    /// A pending request's reminder fell due.
+    Reminded,
+    /// A pending request escalated: `escalate_to` may answer from now on.
+    Escalated,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 5] = [
+    pub const ALL: [EventKind; 8] = [
         EventKind::Created,
         EventKind::Answered,
         EventKind::Skipped,
         EventKind::Expired,
         EventKind::Cancelled,
+        EventKind::Voted,
+        EventKind::Reminded,
+        EventKind::Escalated,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -124,7 +158,18 @@ impl EventKind {
             Self::Skipped => "skipped",
             Self::Expired => "expired",
             Self::Cancelled => "cancelled",
+            Self::Voted => "voted",
+            Self::Reminded => "reminded",
+            Self::Escalated => "escalated",
         }
+    }
+
+    /// Whether this event resolves its request.
+    pub fn resolves(self) -> bool {
+        matches!(
+            self,
+            Self::Answered | Self::Skipped | Self::Expired | Self::Cancelled
+        )
     }
 
     pub fn parse(s: &str) -> Option<Self> {

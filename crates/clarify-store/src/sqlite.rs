@@ -24,21 +24,22 @@ use std::sync::Mutex;
 use std::thread;
 
 use chrono::{DateTime, Utc};
-use clarify_core::Status;
+use clarify_core::{Resolution, Status};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use tokio::sync::oneshot;
 
 use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, TokenKind};
-use crate::backend::{NewRow, Resolved};
+use crate::backend::{Ballot, Cast, NewRow, Resolved, Tally, tally};
 use crate::codec::{
     ATTEMPT_COLUMNS, AttemptParts, COLUMNS, DELIVERY_COLUMNS, DeliveryParts, EVENT_COLUMNS,
     EventParts, KEY_COLUMNS, KeyParts, RowParts, SCHEMA_VERSION, after_attempt, answers_json,
-    attempt_values, millis, reaped_callback_url, spec_json,
+    attempt_values, millis, reaped_callback_url, reminder_period, spec_json, votes_json,
 };
 use crate::error::StoreError;
 use crate::grant::{GRANT_COLUMNS, GrantFilter, GrantParts, StoredGrant};
 use crate::record::{
-    Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution, encode_cursor,
+    Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution,
+    encode_cursor,
 };
 
 /// The most writes grouped into one commit.
@@ -171,8 +172,22 @@ CREATE INDEX requests_resolved ON requests (resolved_at) WHERE status <> 'pendin
 CREATE INDEX events_request ON events (request_id);
 ";
 
+/// Schema version 5: a quorum request's votes, reminders and escalation, and webhooks that
+/// announce an event of a pending request (a reminder, an escalation).
+const SCHEMA_V5: &str = "
+ALTER TABLE requests ADD COLUMN votes TEXT;
+ALTER TABLE requests ADD COLUMN remind_at INTEGER;
+ALTER TABLE requests ADD COLUMN escalate_at INTEGER;
+ALTER TABLE requests ADD COLUMN escalated_at INTEGER;
+CREATE INDEX requests_remind ON requests (remind_at)
+    WHERE status = 'pending' AND remind_at IS NOT NULL;
+CREATE INDEX requests_escalate ON requests (escalate_at)
+    WHERE status = 'pending' AND escalate_at IS NOT NULL;
+ALTER TABLE deliveries ADD COLUMN event TEXT;
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
 /// Runs once the batch's commit outcome is known, with that outcome.
@@ -337,7 +352,7 @@ impl SqliteBackend {
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(&sql)?;
             let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), |row| {
-                Ok((row_parts(row)?, row.get::<_, i64>(10)?))
+                Ok((row_parts(row)?, row.get::<_, i64>(ROW_COLUMNS)?))
             })?;
             let mut records = Vec::with_capacity(limit);
             let mut next_cursor = None;
@@ -381,7 +396,7 @@ impl SqliteBackend {
             let expired: Vec<(String, String, String)> = {
                 let mut stmt = conn.prepare_cached(
                     "UPDATE requests SET status = 'expired', resolved_at = ?1, answered_by = NULL, \
-                     channel = 'system' WHERE seq IN (SELECT seq FROM requests WHERE status = 'pending' \
+                     channel = 'system', remind_at = NULL, escalate_at = NULL WHERE seq IN (SELECT seq FROM requests WHERE status = 'pending' \
                      AND expires_at IS NOT NULL AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2) \
                      RETURNING id, tenant, spec",
                 )?;
@@ -392,11 +407,55 @@ impl SqliteBackend {
             };
             for (id, tenant, spec) in &expired {
                 if let Some(url) = reaped_callback_url(id, spec) {
-                    queue_delivery(conn, id, tenant, &url, now_ms)?;
+                    queue_delivery(conn, id, tenant, &url, now_ms, None)?;
                 }
                 append_event(conn, tenant, id, EventKind::Expired, None, Some("system"), now_ms)?;
             }
             Ok(expired.into_iter().map(|(id, _, _)| id).collect())
+        })
+        .await
+    }
+
+    pub(crate) async fn vote(&self, id: &str, ballot: Ballot) -> Result<Cast, StoreError> {
+        let id = id.to_owned();
+        self.write(move |conn| vote(conn, &id, ballot)).await
+    }
+
+    pub(crate) async fn remind_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.write(move |conn| {
+            let now_ms = millis(now);
+            let due = due(conn, "remind_at", now_ms, limit)?;
+            for row in &due {
+                let period = reminder_period(&row.0, &row.2);
+                conn.prepare_cached("UPDATE requests SET remind_at = ?2 WHERE id = ?1")?
+                    .execute(params![row.0, period.map(|p| now_ms.saturating_add(p))])?;
+                announce(conn, row, EventKind::Reminded, now_ms)?;
+            }
+            Ok(due.into_iter().map(|(id, _, _)| id).collect())
+        })
+        .await
+    }
+
+    pub(crate) async fn escalate_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.write(move |conn| {
+            let now_ms = millis(now);
+            let due = due(conn, "escalate_at", now_ms, limit)?;
+            for row in &due {
+                conn.prepare_cached(
+                    "UPDATE requests SET escalate_at = NULL, escalated_at = ?2 WHERE id = ?1",
+                )?
+                .execute(params![row.0, now_ms])?;
+                announce(conn, row, EventKind::Escalated, now_ms)?;
+            }
+            Ok(due.into_iter().map(|(id, _, _)| id).collect())
         })
         .await
     }
@@ -814,7 +873,8 @@ fn create(conn: &Connection, row: NewRow, spec: &str) -> Result<Created, StoreEr
     let created_ms = millis(row.created_at);
     conn.prepare_cached(
         "INSERT INTO requests (id, tenant, status, session, agent, spec, created_at, expires_at, \
-         idempotency_key, dedupe_key) VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+         idempotency_key, dedupe_key, remind_at, escalate_at) \
+         VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
         row.id,
@@ -826,6 +886,8 @@ fn create(conn: &Connection, row: NewRow, spec: &str) -> Result<Created, StoreEr
         row.expires_at.map(millis),
         row.request.idempotency_key,
         row.dedupe_key,
+        row.remind_at.map(millis),
+        row.escalate_at.map(millis),
     ])?;
     let seq = conn.last_insert_rowid();
     if !row.request.tags.is_empty() {
@@ -871,7 +933,7 @@ fn resolve(
     let updated = conn
         .prepare_cached(&format!(
             "UPDATE requests SET status = ?2, resolved_at = ?3, answered_by = ?4, channel = ?5, \
-             answers = ?6 WHERE id = ?1 AND status = 'pending' AND CASE WHEN ?7 \
+             answers = ?6, remind_at = NULL, escalate_at = NULL WHERE id = ?1 AND status = 'pending' AND CASE WHEN ?7 \
              THEN expires_at IS NOT NULL AND expires_at <= ?3 \
              ELSE expires_at IS NULL OR expires_at > ?3 END RETURNING {COLUMNS}"
         ))?
@@ -893,7 +955,7 @@ fn resolve(
             let record = parts.decode()?;
             // Queued in the resolving transaction: both happen, or neither.
             if let Some(url) = &record.request.callback_url {
-                queue_delivery(conn, &record.id, &record.tenant, url, at)?;
+                queue_delivery(conn, &record.id, &record.tenant, url, at, None)?;
             }
             insert_grants(conn, &record.tenant, grants)?;
             append_event(
@@ -978,20 +1040,108 @@ fn grant_parts(r: &rusqlite::Row<'_>) -> rusqlite::Result<GrantParts> {
     })
 }
 
-/// Queues the webhook delivery of a request just resolved at `at`, due at once.
+/// Queues a webhook delivery due at once: of a request just resolved at `at` (`event` is
+/// `None`), or announcing `event` of a pending one.
 fn queue_delivery(
     conn: &Connection,
     request_id: &str,
     tenant: &str,
     url: &str,
     at: i64,
+    event: Option<EventKind>,
 ) -> Result<(), StoreError> {
     conn.prepare_cached(
-        "INSERT INTO deliveries (request_id, tenant, url, status, created_at, next_attempt_at) \
-         VALUES (?1, ?2, ?3, 'pending', ?4, ?4)",
+        "INSERT INTO deliveries (request_id, tenant, url, status, created_at, next_attempt_at, \
+         event) VALUES (?1, ?2, ?3, 'pending', ?4, ?4, ?5)",
     )?
-    .execute(params![request_id, tenant, url, at])?;
+    .execute(params![
+        request_id,
+        tenant,
+        url,
+        at,
+        event.map(EventKind::as_str)
+    ])?;
     Ok(())
+}
+
+/// Casts `ballot` on request `id`; runs in the writer's transaction, which serializes votes.
+fn vote(conn: &Connection, id: &str, ballot: Ballot) -> Result<Cast, StoreError> {
+    let Some(record) = get(conn, id)? else {
+        return Ok(Cast::NotFound);
+    };
+    let Ballot {
+        vote,
+        channel,
+        grants,
+    } = ballot;
+    let (votes, decided) = match tally(&record, &vote) {
+        Tally::Closed => return Ok(Cast::Lost(record)),
+        Tally::AlreadyVoted => return Ok(Cast::AlreadyVoted(record)),
+        Tally::Counted { votes, decided } => (votes, decided),
+    };
+    let at = millis(vote.at);
+    conn.prepare_cached("UPDATE requests SET votes = ?2 WHERE id = ?1")?
+        .execute(params![id, votes_json(&votes)?])?;
+    append_event(
+        conn,
+        &record.tenant,
+        id,
+        EventKind::Voted,
+        Some(&vote.by),
+        Some(&channel),
+        at,
+    )?;
+    let record = RequestRecord { votes, ..record };
+    let Some(answers) = decided else {
+        return Ok(Cast::Counted(record));
+    };
+    let made = grants(&record, &answers);
+    let resolution = StoredResolution {
+        resolution: Resolution::Answered(answers),
+        actor: Actor {
+            name: Some(vote.by),
+            channel,
+        },
+        resolved_at: vote.at,
+    };
+    let body = answers_json(&resolution.resolution)?;
+    Ok(
+        match resolve(conn, id, &resolution, body.as_deref(), &made)? {
+            Resolved::Won(record) => Cast::Counted(record),
+            Resolved::Lost(record) => Cast::Lost(record),
+            Resolved::NotFound => Cast::NotFound,
+        },
+    )
+}
+
+/// The ids, tenants and specs of up to `limit` pending requests whose `column` time is due.
+fn due(
+    conn: &Connection,
+    column: &str,
+    now: i64,
+    limit: usize,
+) -> Result<Vec<(String, String, String)>, StoreError> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT id, tenant, spec FROM requests WHERE status = 'pending' \
+         AND {column} IS NOT NULL AND {column} <= ?1 ORDER BY {column} LIMIT ?2"
+    ))?;
+    let rows = stmt.query_map(params![now, limit as i64], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Writes a system event about a pending request, and queues its webhook.
+fn announce(
+    conn: &Connection,
+    (id, tenant, spec): &(String, String, String),
+    kind: EventKind,
+    at: i64,
+) -> Result<(), StoreError> {
+    if let Some(url) = reaped_callback_url(id, spec) {
+        queue_delivery(conn, id, tenant, &url, at, Some(kind))?;
+    }
+    append_event(conn, tenant, id, kind, None, Some("system"), at)
 }
 
 /// The deliveries with their attempts, in the order given.
@@ -1051,8 +1201,12 @@ fn delivery_parts(row: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryParts> {
         status: row.get(4)?,
         created_at: row.get(5)?,
         next_attempt_at: row.get(6)?,
+        event: row.get(7)?,
     })
 }
+
+/// How many columns [`COLUMNS`] names: the index of a column selected after them.
+const ROW_COLUMNS: usize = 13;
 
 fn row_parts(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowParts> {
     Ok(RowParts {
@@ -1066,6 +1220,9 @@ fn row_parts(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowParts> {
         answered_by: row.get(7)?,
         channel: row.get(8)?,
         answers: row.get(9)?,
+        votes: row.get(10)?,
+        remind_at: row.get(11)?,
+        escalated_at: row.get(12)?,
     })
 }
 
@@ -1211,4 +1368,14 @@ fn open_reader(path: &str) -> Result<Connection, StoreError> {
     let conn = Connection::open(path).map_err(|e| classify(path, e))?;
     configure(&conn).map_err(|e| classify(path, e))?;
     Ok(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_columns_counts_the_selected_columns() {
+        assert_eq!(COLUMNS.split(", ").count(), ROW_COLUMNS);
+    }
 }

@@ -267,6 +267,8 @@ pub async fn answer(args: AnswerArgs) -> anyhow::Result<ExitCode> {
     let outcome = client.answer(&args.id, &body).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
+    } else if let Some(line) = render::quorum(&outcome).filter(|_| outcome["status"] == "pending") {
+        eprintln!("clarify: vote counted on request {}: {line}", args.id);
     } else {
         let status = outcome["status"].as_str().unwrap_or("resolved");
         eprintln!("clarify: request {} is {status}", args.id);

@@ -118,6 +118,9 @@ async fn handle(client: &Client, input: &mut Input, record: Record) -> anyhow::R
         } {
             println!("{}\n", render::dim(&ctx));
         }
+        if let Some(line) = render::quorum(&record.0) {
+            println!("{}\n", render::bold(&line));
+        }
         let mut answers = Map::new();
         let mut skip = false;
         for (q, shown) in request
@@ -165,9 +168,19 @@ async fn handle(client: &Client, input: &mut Input, record: Record) -> anyhow::R
         };
         match client.answer(&id, &body).await {
             Ok(outcome) => {
-                let status = outcome["status"].as_str().unwrap_or("answered");
-                println!("✓ {status}\n");
+                // A vote on a quorum request that needs more approvals comes back pending.
+                match render::quorum(&outcome).filter(|_| outcome["status"] == "pending") {
+                    Some(line) => println!("✓ vote counted: {line}\n"),
+                    None => {
+                        let status = outcome["status"].as_str().unwrap_or("answered");
+                        println!("✓ {status}\n");
+                    }
+                }
                 return Ok(Done::Answered);
+            }
+            Err(ClientError::Api { code, message, .. }) if code == "already_voted" => {
+                println!("{id}: {message}. Moving on.\n");
+                return Ok(Done::Moved);
             }
             Err(ClientError::Api {
                 code,

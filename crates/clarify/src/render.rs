@@ -124,10 +124,31 @@ pub fn request(record: &Record) -> String {
         }
         _ => {}
     }
+    if let Some(line) = quorum(v) {
+        let _ = writeln!(out, "{line}\n");
+    }
     for q in v["questions"].as_array().into_iter().flatten() {
         out.push_str(&question(q));
     }
     out
+}
+
+/// "1 of 2 approvals (by alice)" for a quorum request's record; `None` for any other.
+pub fn quorum(record: &Value) -> Option<String> {
+    let required = record["approvals_required"].as_u64().filter(|n| *n > 1)?;
+    let approvers: Vec<&str> = record["votes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["decision"] == "approve")
+        .filter_map(|v| v["by"].as_str())
+        .collect();
+    let by = if approvers.is_empty() {
+        String::new()
+    } else {
+        format!(" (by {})", approvers.join(", "))
+    };
+    Some(format!("{} of {required} approvals{by}", approvers.len()))
 }
 
 /// One question: header, text, and what may be replied.

@@ -926,7 +926,6 @@ async fn a_form_is_answered_with_real_inputs_and_a_refused_value_is_fixed_inline
 }
 
 #[tokio::test]
-#[ignore = "the store refuses approvals_required above 1 until it counts votes (issue 14)"]
 async fn two_responders_in_two_browsers_approve_a_request_that_needs_two_approvals() {
     let Some(alice) = Browser::launch(1280, 900).await else {
         return;

@@ -159,8 +159,9 @@ async fn an_expired_request_carries_its_default_and_says_so() {
 }
 
 #[tokio::test]
-async fn unknown_fields_and_what_is_not_supported_yet_are_refused_by_name() {
+async fn unknown_fields_and_bad_decisions_are_refused_by_name() {
     let s = TestServer::start().await;
+    let approval = json!([{"text": "Deploy?", "kind": "approval", "action": {"name": "deploy"}}]);
     let cases = [
         (
             json!({"question": "Deploy?", "approval_required": 2}),
@@ -168,14 +169,19 @@ async fn unknown_fields_and_what_is_not_supported_yet_are_refused_by_name() {
             "approval_required: unknown field; did you mean approvals_required?",
         ),
         (
-            json!({"questions": [{"text": "Deploy?", "kind": "approval", "action": {"name": "deploy"}}],
-                   "approvals_required": 2}),
-            "not_supported",
-            "approvals_required above 1: not supported by this version of the store yet; leave it out",
+            json!({"question": "Deploy?", "choices": ["yes", "no"], "approvals_required": 2}),
+            "quorum_needs_approvals",
+            "",
         ),
         (
-            json!({"question": "Still there?", "remind_every_seconds": 600}),
-            "not_supported",
+            json!({"questions": approval, "approvals_required": 3,
+                   "responders": ["alice", "bob"]}),
+            "quorum_unreachable",
+            "",
+        ),
+        (
+            json!({"question": "Still there?", "remind_every_seconds": 30}),
+            "invalid_schedule",
             "",
         ),
     ];

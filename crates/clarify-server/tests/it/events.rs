@@ -441,3 +441,67 @@ async fn revoking_a_key_ends_its_open_streams() {
         StatusCode::UNAUTHORIZED
     );
 }
+
+#[tokio::test]
+async fn a_two_of_two_approval_counts_votes_and_says_so_everywhere() {
+    let s = TestServer::start().await;
+    let agent = s.key(Role::Agent, "bot", "default").await;
+    let alice = s.key(Role::Responder, "alice", "default").await;
+    let bob = s.key(Role::Responder, "bob", "default").await;
+    let mut sse = Sse::open(&s, &s.admin, None).await;
+    let record = s
+        .ask(
+            &agent,
+            json!({"questions": [{"text": "Rotate the root keys?", "kind": "approval",
+                                  "action": {"name": "rotate_keys", "arguments": {}}}],
+                   "approvals_required": 2}),
+        )
+        .await;
+    let id = id_of(&record);
+    assert_eq!(record["approvals_required"], 2);
+    assert_eq!(record["votes"], json!([]));
+    check(&sse.expect().await, "request.created", &id, "pending");
+    let answer = format!("/v1/requests/{id}/answer");
+
+    // A link holder is nobody in particular: the link cannot vote.
+    let link = record["answer_url"].as_str().expect("answer link");
+    let refused = reqwest::Client::new()
+        .post(link)
+        .json(&json!({"decision": "approve"}))
+        .send()
+        .await
+        .expect("link answer");
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let refused: Value = refused.json().await.expect("error body");
+    assert_eq!(code(&refused), "quorum_needs_identity");
+
+    let (status, counted) = s
+        .post(&answer, &alice, json!({"decision": "approve"}))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{counted}");
+    assert_eq!(counted["status"], "pending");
+    assert_eq!(counted["votes"][0]["by"], "alice");
+    assert_eq!(counted["votes"][0]["decision"], "approve");
+    assert_eq!(counted["votes"][0]["scope"], "once");
+    let voted = sse.expect().await;
+    check(&voted, "request.voted", &id, "pending");
+    assert_eq!(voted.record()["votes"][0]["by"], "alice");
+
+    let (status, again) = s.post(&answer, &alice, json!({"decision": "deny"})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{again}");
+    assert_eq!(code(&again), "already_voted");
+
+    let (status, outcome) = s.post(&answer, &bob, json!({"decision": "approve"})).await;
+    assert_eq!(status, StatusCode::OK, "{outcome}");
+    assert_eq!(outcome["status"], "answered");
+    assert_eq!(outcome["questions"][0]["decision"], "approve");
+    let voters: Vec<&str> = outcome["votes"]
+        .as_array()
+        .expect("votes in the outcome")
+        .iter()
+        .filter_map(|v| v["by"].as_str())
+        .collect();
+    assert_eq!(voters, ["alice", "bob"]);
+    check(&sse.expect().await, "request.voted", &id, "answered");
+    check(&sse.expect().await, "request.answered", &id, "answered");
+}

@@ -584,3 +584,43 @@ async fn the_page_form_grants_the_one_scope_an_action_offers() {
         (&json!("approve"), &json!("session"))
     );
 }
+
+#[tokio::test]
+async fn a_quorum_request_link_shows_the_approvals_and_offers_no_form() {
+    let s = TestServer::start().await;
+    let record = s
+        .ask(
+            &s.admin,
+            json!({"questions": [{"text": "Open the firewall?", "kind": "approval",
+                                  "action": {"name": "firewall.open", "arguments": {"port": 22}}}],
+                   "approvals_required": 2}),
+        )
+        .await;
+    let (link, id) = (link_of(&record), id_of(&record));
+    let alice = s
+        .key(clarify_store::Role::Responder, "alice", "default")
+        .await;
+    let (status, _) = s
+        .post(
+            &format!("/v1/requests/{id}/answer"),
+            &alice,
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+
+    let (status, _, html) = page(&link).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("1 of 2 approvals"), "{html}");
+    assert!(html.contains("(by alice)"), "{html}");
+    assert!(html.contains("Open the firewall?"), "{html}");
+    assert!(
+        !html.contains("<form"),
+        "nothing to answer through the link: {html}"
+    );
+    let (status, err) = post_json(&link, json!({"decision": "approve"})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{err}");
+    assert_eq!(code(&err), "quorum_needs_identity");
+    let (_, still) = s.get(&format!("/v1/requests/{id}"), &s.admin).await;
+    assert_eq!(still["votes"].as_array().map(Vec::len), Some(1), "{still}");
+}

@@ -426,3 +426,68 @@ async fn deliveries_exist_only_for_callbacks_and_only_for_their_tenant() {
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn reminders_and_the_escalation_are_delivered_with_the_record() {
+    let clock = Arc::new(ManualClock::new(Utc::now()));
+    let options = StoreOptions {
+        clock: clock.clone(),
+        reaper_interval: None,
+        ..StoreOptions::default()
+    };
+    let s = TestServer::build("memory:", options, fast).await;
+    let receiver = Receiver::start(0).await;
+    let id = id_of(
+        &s.ask(
+            &s.admin,
+            json!({"question": "Still want the refund?", "callback_url": receiver.url,
+                   "remind_every_seconds": 60, "escalate_after_seconds": 90,
+                   "escalate_to": ["oncall"], "responders": ["alice"]}),
+        )
+        .await,
+    );
+    clock.advance(TimeDelta::seconds(60));
+    assert_eq!(s.store.remind_due().await.expect("remind"), 1);
+    assert_eq!(s.store.escalate_due().await.expect("escalate"), 0);
+    // Sent before the escalation, so its record shows the request not escalated yet.
+    assert_eq!(settled(&s, &id).await.len(), 1);
+    clock.advance(TimeDelta::seconds(30));
+    assert_eq!(s.store.escalate_due().await.expect("escalate"), 1);
+    let deliveries = settled(&s, &id).await;
+    assert_eq!(deliveries.len(), 2, "{deliveries:?}");
+    assert_eq!(deliveries[0]["event"], "request.reminded");
+    assert_eq!(deliveries[1]["event"], "request.escalated");
+
+    let calls = receiver.calls();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    let secret = secret_of(&s, &s.admin).await;
+    for (call, event) in [
+        (&calls[0], "request.reminded"),
+        (&calls[1], "request.escalated"),
+    ] {
+        assert_eq!(call.header("clarify-event"), event);
+        let body = call.json();
+        assert_eq!(body["id"], id.as_str(), "the body is the record: {body}");
+        assert_eq!(body["status"], "pending");
+        assert!(signature_valid(
+            &secret,
+            call.header("clarify-signature"),
+            &call.body
+        ));
+    }
+    assert!(calls[0].json()["escalated_at"].is_null());
+    assert!(calls[1].json()["escalated_at"].is_string());
+    assert_eq!(calls[1].json()["escalate_to"], json!(["oncall"]));
+
+    // The escalated responder may now answer; alice alone could before.
+    let oncall = s.key(Role::Responder, "oncall", "default").await;
+    let (status, outcome) = s
+        .post(
+            &format!("/v1/requests/{id}/answer"),
+            &oncall,
+            json!({"text": "yes, refund"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{outcome}");
+    assert_eq!(outcome["answered_by"], "oncall");
+}

@@ -1134,8 +1134,9 @@ async fn sqlite_v1_database_migrates_to_v2_keeping_its_requests() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("version");
     assert_eq!(
-        version, 4,
-        "migrated to the current version (3: grant ids, 4: retention indexes)"
+        version, 5,
+        "migrated to the current version (3: grant ids, 4: retention indexes, 5: votes, \
+         reminders and escalation)"
     );
     drop(conn);
     let store = Store::open(&url, options(&clock)).await.expect("reopen");
@@ -1190,6 +1191,7 @@ fn queued(found: &[Delivery], record: &RequestRecord) -> Delivery {
         status: DeliveryStatus::Pending,
         created_at: at,
         next_attempt_at: Some(at),
+        event: None,
         attempts: Vec::new(),
     }
 }

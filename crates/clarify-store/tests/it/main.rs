@@ -49,5 +49,6 @@ macro_rules! conformance {
 
 mod access;
 mod conformance;
+mod decisions;
 mod gate;
 mod support;

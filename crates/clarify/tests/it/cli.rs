@@ -766,3 +766,60 @@ async fn the_inbox_answers_a_form_field_by_field_through_a_pipe() {
         "{done}"
     );
 }
+
+#[tokio::test]
+async fn the_inbox_shows_a_quorum_and_counts_its_vote() {
+    let (server, key) = server().await;
+    let api = Api::new(&server.url, &key);
+    let (status, r) = api
+        .post(
+            "/v1/requests",
+            json!({"questions": [{"text": "Delete the old backups?", "kind": "approval",
+                                  "action": {"name": "backups.delete", "arguments": {}}}],
+                   "approvals_required": 2}),
+        )
+        .await;
+    assert_eq!(status, 201, "{r}");
+    let id = r["id"].as_str().unwrap_or("").to_owned();
+    let alice = api
+        .post("/v1/keys", json!({"name": "alice", "role": "responder"}))
+        .await
+        .1["token"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    let (status, counted) = Api::new(&server.url, &alice)
+        .post(
+            &format!("/v1/requests/{id}/answer"),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(status, 202, "{counted}");
+    let (status, second) = api
+        .post(
+            "/v1/requests",
+            json!({"questions": [{"text": "Rotate the keys?", "kind": "approval",
+                                  "action": {"name": "keys.rotate", "arguments": {}}}],
+                   "approvals_required": 2}),
+        )
+        .await;
+    assert_eq!(status, 201, "{second}");
+
+    let mut inbox = Inbox::start(&server, &key);
+    inbox.expect("1 of 2 approvals (by alice)");
+    inbox.expect("action: backups.delete");
+    inbox.reply("approve");
+    inbox.expect("answered");
+    inbox.expect("0 of 2 approvals");
+    inbox.expect("action: keys.rotate");
+    inbox.reply("approve");
+    inbox.expect("vote counted: 1 of 2 approvals");
+    inbox.expect("No pending requests");
+    drop(inbox.stdin);
+    let status = inbox.child.wait().expect("inbox ends");
+    assert_eq!(status.code(), Some(0));
+
+    let (_, done) = api.get(&format!("/v1/requests/{id}")).await;
+    assert_eq!(done["status"], "answered", "{done}");
+    assert_eq!(done["votes"].as_array().map(Vec::len), Some(2), "{done}");
+}

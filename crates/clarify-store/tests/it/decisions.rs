@@ -1,0 +1,378 @@
+//! Quorum votes, reminders and escalation, on every backend (see `conformance` for how cases
+//! run). Votes are counted once per responder and decide a request once; reminders and
+//! escalations are written once whatever the number of instances sharing the store.
+
+use clarify_core::{Decision, Scope, Status};
+use clarify_store::{Actor, Event, EventKind, RequestRecord, ResolveError, Store};
+use serde_json::{Value, json};
+
+use crate::support::{Env, Kind, alice, bob, request};
+
+conformance! {
+    every: [
+        quorum_counts_one_vote_per_responder_and_decides_once,
+        quorum_deny_is_final,
+        quorum_needs_a_named_responder,
+        quorum_concurrent_votes_resolve_exactly_once,
+        reminders_and_escalation_happen_once_across_instances,
+    ],
+    durable: [
+        votes_survive_a_restart,
+    ],
+}
+
+fn carol() -> Actor {
+    Actor::new("carol", "cli")
+}
+
+/// A deploy approval that needs `n` approvals; scopes `once` and `session`.
+fn deploy(n: u32) -> clarify_core::NewRequest {
+    request(json!({
+        "questions": [{
+            "text": "Deploy?",
+            "kind": "approval",
+            "action": {"name": "deploy", "arguments": {"env": "prod"}},
+            "scopes": ["once", "session"],
+        }],
+        "session": "s1",
+        "approvals_required": n,
+    }))
+}
+
+fn approve(scope: &str) -> Value {
+    json!({"decision": "approve", "scope": scope})
+}
+
+async fn events_of(store: &Store, env: &Env, id: &str) -> Vec<EventKind> {
+    let events: Vec<Event> = store
+        .events_after(Some(&env.tenant), 0, 10_000)
+        .await
+        .expect("events");
+    events
+        .into_iter()
+        .filter(|e| e.request_id == id)
+        .map(|e| e.kind)
+        .collect()
+}
+
+async fn quorum_counts_one_vote_per_responder_and_decides_once(store: Store, env: Env) {
+    let t = &env.tenant;
+    let id = store.create(t, deploy(2)).await.expect("create").record.id;
+
+    let first = store
+        .answer(t, &id, &approve("session"), &alice())
+        .await
+        .expect("alice votes");
+    assert_eq!(first.status, Status::Pending, "one of two approvals");
+    assert_eq!(first.votes.len(), 1);
+    assert_eq!(first.votes[0].by, "alice");
+    assert_eq!(first.votes[0].decision, Decision::Approve);
+    assert_eq!(first.votes[0].scope, Scope::Session);
+    assert_eq!(first.approvals(), 1);
+    assert!(first.outcome().is_none());
+
+    let read = store.get(t, &id).await.expect("get").expect("exists");
+    assert_eq!(read, first, "the vote reads back as it was returned");
+
+    match store.answer(t, &id, &approve("once"), &alice()).await {
+        Err(ResolveError::AlreadyVoted { responder, record }) => {
+            assert_eq!(responder, "alice");
+            assert_eq!(record.votes.len(), 1, "the second vote changed nothing");
+        }
+        other => panic!("a second vote by alice must be refused, got {other:?}"),
+    }
+
+    let decided = store
+        .answer(t, &id, &approve("once"), &bob())
+        .await
+        .expect("bob votes");
+    assert_eq!(decided.status, Status::Answered);
+    let outcome = decided.outcome().expect("outcome");
+    assert_eq!(
+        outcome.answered_by.as_deref(),
+        Some("bob"),
+        "the deciding vote"
+    );
+    assert_eq!(outcome.votes.len(), 2);
+    assert_eq!(outcome.questions[0].decision, Some(Decision::Approve));
+    assert_eq!(
+        outcome.questions[0].scope,
+        Some(Scope::Once),
+        "two people agreeing to `session` and `once` agreed to `once`"
+    );
+    assert_eq!(
+        store.get(t, &id).await.expect("get").expect("exists"),
+        decided
+    );
+    assert!(
+        store.list_grants(t, None).await.expect("grants").is_empty(),
+        "a `once` approval remembers nothing"
+    );
+
+    match store.answer(t, &id, &approve("once"), &carol()).await {
+        Err(ResolveError::AlreadyResolved(record)) => assert_eq!(record.votes.len(), 2),
+        other => panic!("a vote after the decision must find it resolved, got {other:?}"),
+    }
+    assert_eq!(
+        events_of(&store, &env, &id).await,
+        [
+            EventKind::Created,
+            EventKind::Voted,
+            EventKind::Voted,
+            EventKind::Answered
+        ]
+    );
+}
+
+async fn quorum_deny_is_final(store: Store, env: Env) {
+    let t = &env.tenant;
+    let id = store.create(t, deploy(3)).await.expect("create").record.id;
+    store
+        .answer(t, &id, &approve("session"), &alice())
+        .await
+        .expect("alice approves");
+    let denied = store
+        .answer(
+            t,
+            &id,
+            &json!({"decision": "deny", "reason": "not on a Friday"}),
+            &bob(),
+        )
+        .await
+        .expect("bob denies");
+    assert_eq!(denied.status, Status::Answered, "one deny settles it");
+    let outcome = denied.outcome().expect("outcome");
+    assert_eq!(outcome.questions[0].decision, Some(Decision::Deny));
+    assert_eq!(
+        outcome.questions[0].reason.as_deref(),
+        Some("not on a Friday")
+    );
+    assert_eq!(outcome.answered_by.as_deref(), Some("bob"));
+    assert_eq!(outcome.votes.len(), 2);
+    assert!(
+        store.list_grants(t, None).await.expect("grants").is_empty(),
+        "alice's `session` approval grants nothing once the request is denied"
+    );
+}
+
+async fn quorum_needs_a_named_responder(store: Store, env: Env) {
+    let t = &env.tenant;
+    let raw = json!({
+        "questions": [{"text": "Wire the money?", "kind": "approval",
+                       "action": {"name": "pay", "arguments": {}}}],
+        "approvals_required": 2,
+        "responders": ["alice", "bob"],
+    });
+    let id = store
+        .create(t, request(raw))
+        .await
+        .expect("create")
+        .record
+        .id;
+    let anonymous = Actor {
+        name: None,
+        channel: "link".to_owned(),
+    };
+    match store.answer(t, &id, &approve("once"), &anonymous).await {
+        Err(ResolveError::QuorumNeedsIdentity { required: 2 }) => {}
+        other => panic!("an anonymous vote must be refused, got {other:?}"),
+    }
+    match store.answer(t, &id, &approve("once"), &carol()).await {
+        Err(ResolveError::NotAllowed { responder }) => assert_eq!(responder, "carol"),
+        other => panic!("carol is not a responder, got {other:?}"),
+    }
+    let record = store.get(t, &id).await.expect("get").expect("exists");
+    assert!(record.votes.is_empty(), "refused votes are not counted");
+    assert_eq!(record.status, Status::Pending);
+}
+
+async fn quorum_concurrent_votes_resolve_exactly_once(store: Store, env: Env) {
+    let t = env.tenant.clone();
+    // A second instance on the same database where there is one, so the votes race through
+    // different connections as they would through two servers.
+    let other = match env.kind {
+        Kind::Memory => store.clone(),
+        _ => env.open().await,
+    };
+    for round in 0..15 {
+        let id = store.create(&t, deploy(2)).await.expect("create").record.id;
+        let votes = [(store.clone(), alice()), (other.clone(), bob())].map(|(s, who)| {
+            let (t, id) = (t.clone(), id.clone());
+            tokio::spawn(async move { s.answer(&t, &id, &approve("once"), &who).await })
+        });
+        let mut results = Vec::new();
+        for v in votes {
+            results.push(v.await.expect("task").expect("both votes count"));
+        }
+        let decided: Vec<&RequestRecord> = results
+            .iter()
+            .filter(|r| r.status == Status::Answered)
+            .collect();
+        assert_eq!(
+            decided.len(),
+            1,
+            "round {round}: exactly one of two simultaneous votes decides the request"
+        );
+        assert_eq!(decided[0].votes.len(), 2);
+        let events = events_of(&store, &env, &id).await;
+        assert_eq!(
+            events.iter().filter(|k| **k == EventKind::Answered).count(),
+            1,
+            "round {round}: answered once, events {events:?}"
+        );
+        assert_eq!(events.iter().filter(|k| **k == EventKind::Voted).count(), 2);
+    }
+}
+
+async fn reminders_and_escalation_happen_once_across_instances(store: Store, env: Env) {
+    let _clock = env.exclusive_clock().await;
+    let t = &env.tenant;
+    let other = match env.kind {
+        Kind::Memory => store.clone(),
+        _ => env.open().await,
+    };
+    let created = store
+        .create(
+            t,
+            request(json!({
+                "question": "Ship the release?",
+                "choices": ["yes", "no"],
+                "responders": ["alice"],
+                "remind_every_seconds": 60,
+                "escalate_after_seconds": 150,
+                "escalate_to": ["carol"],
+                "callback_url": "http://127.0.0.1:9/hook",
+            })),
+        )
+        .await
+        .expect("create")
+        .record;
+    let id = created.id.clone();
+    assert_eq!(
+        created.remind_at,
+        Some(env.now() + chrono::TimeDelta::seconds(60))
+    );
+    assert_eq!(created.escalated_at, None);
+
+    // Both instances run their reaper at every step; each reminder happens once.
+    async fn pass(a: &Store, b: &Store) -> (usize, usize) {
+        let (ra, rb, ea, eb) = tokio::join!(
+            a.remind_due(),
+            b.remind_due(),
+            a.escalate_due(),
+            b.escalate_due()
+        );
+        (
+            ra.expect("remind") + rb.expect("remind"),
+            ea.expect("escalate") + eb.expect("escalate"),
+        )
+    }
+    let mut reminders = 0;
+    let mut escalations = 0;
+    // Times since creation: 59 s (nothing due), 60 (first reminder), 61, 119, 120 (second),
+    // 150 (escalation), 179, 180 (third).
+    for (step, expect_reminder, expect_escalation) in [
+        (59, 0, 0),
+        (1, 1, 0),
+        (1, 0, 0),
+        (58, 0, 0),
+        (1, 1, 0),
+        (30, 0, 1),
+        (29, 0, 0),
+        (1, 1, 0),
+    ] {
+        if step == 30 {
+            match store
+                .answer(t, &id, &json!({"option": "yes"}), &carol())
+                .await
+            {
+                Err(ResolveError::NotAllowed { .. }) => {}
+                other => panic!("carol may not answer before the escalation, got {other:?}"),
+            }
+        }
+        env.advance(step);
+        let (r, e) = pass(&store, &other).await;
+        assert_eq!(
+            (r, e),
+            (expect_reminder, expect_escalation),
+            "at {step} s later"
+        );
+        reminders += r;
+        escalations += e;
+    }
+    assert_eq!((reminders, escalations), (3, 1));
+    let record = store.get(t, &id).await.expect("get").expect("exists");
+    assert_eq!(
+        record.escalated_at,
+        Some(created.created_at + chrono::TimeDelta::seconds(150))
+    );
+    assert_eq!(
+        record.remind_at,
+        Some(created.created_at + chrono::TimeDelta::seconds(240))
+    );
+    let events = events_of(&store, &env, &id).await;
+    assert_eq!(
+        events,
+        [
+            EventKind::Created,
+            EventKind::Reminded,
+            EventKind::Reminded,
+            EventKind::Escalated,
+            EventKind::Reminded
+        ]
+    );
+    let announced: Vec<Option<EventKind>> = store
+        .deliveries(t, &id)
+        .await
+        .expect("deliveries")
+        .iter()
+        .map(|d| d.event)
+        .collect();
+    assert_eq!(
+        announced,
+        [
+            Some(EventKind::Reminded),
+            Some(EventKind::Reminded),
+            Some(EventKind::Escalated),
+            Some(EventKind::Reminded)
+        ],
+        "each reminder and the escalation is queued for the webhook once"
+    );
+
+    // From the escalation on, carol may answer; then reminders stop.
+    let answered = other
+        .answer(t, &id, &json!({"option": "yes"}), &carol())
+        .await
+        .expect("the escalated responder answers");
+    assert_eq!(answered.status, Status::Answered);
+    assert_eq!(answered.remind_at, None);
+    env.advance(600);
+    assert_eq!(
+        pass(&store, &other).await,
+        (0, 0),
+        "nothing after the answer"
+    );
+}
+
+async fn votes_survive_a_restart(store: Store, env: Env) {
+    let t = &env.tenant;
+    let id = store.create(t, deploy(2)).await.expect("create").record.id;
+    store
+        .answer(t, &id, &approve("session"), &alice())
+        .await
+        .expect("alice votes");
+    drop(store);
+    let store = env.open().await;
+    match store.answer(t, &id, &approve("once"), &alice()).await {
+        Err(ResolveError::AlreadyVoted { .. }) => {}
+        other => panic!("alice's vote survived the restart, so she cannot vote again: {other:?}"),
+    }
+    let decided = store
+        .answer(t, &id, &approve("session"), &bob())
+        .await
+        .expect("bob votes");
+    assert_eq!(decided.status, Status::Answered);
+    let grants = store.list_grants(t, Some("s1")).await.expect("grants");
+    assert_eq!(grants.len(), 1, "both approved for the session: one grant");
+    assert_eq!(grants[0].granted_by.as_deref(), Some("bob"));
+}
