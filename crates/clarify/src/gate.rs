@@ -21,6 +21,9 @@ pub struct GateArgs {
     /// A TOML file with `allow` and `deny` lists of tool-name patterns; other calls ask a human.
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// A configuration file whose `[gate]` section is the policy, unless `--policy` is given.
+    #[arg(long, env = "CLARIFY_CONFIG")]
+    config: Option<PathBuf>,
     /// Gate the MCP server at this Streamable HTTP URL instead of starting COMMAND.
     #[arg(long, conflicts_with = "command")]
     url: Option<String>,
@@ -49,7 +52,8 @@ pub async fn run(args: GateArgs) -> anyhow::Result<ExitCode> {
     if args.progress_interval.is_zero() {
         anyhow::bail!("--progress-interval must be longer than 0, e.g. 10s");
     }
-    let policy = crate::policy::load(args.policy.as_deref())?;
+    let policy =
+        crate::policy::load_or_section(args.policy.as_deref(), args.config.as_deref(), |c| c.gate)?;
     let server = match (args.url, args.command.split_first()) {
         (Some(url), None) => GatedServer::Url(url),
         (None, Some((program, rest))) => GatedServer::Command {

@@ -56,6 +56,10 @@ pub struct ClaudeCodeArgs {
     /// A TOML file with `allow` and `deny` lists of tool-name patterns.
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// A configuration file whose `[claude_code]` section is the policy, unless `--policy` is
+    /// given.
+    #[arg(long, env = "CLARIFY_CONFIG")]
+    config: Option<PathBuf>,
     /// How long to wait for a human; keep it below the hook's timeout in the settings file.
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
     wait: Duration,
@@ -80,6 +84,10 @@ pub struct InstallArgs {
     /// A policy file the hook reads (made absolute).
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// A configuration file whose `[claude_code]` section the hook reads (made absolute;
+    /// checked now).
+    #[arg(long)]
+    config: Option<PathBuf>,
 }
 
 const DEFAULT_MATCHER: &str = "Bash|Write|Edit|MultiEdit|NotebookEdit|AskUserQuestion|mcp__.*";
@@ -152,7 +160,10 @@ async fn claude_code(args: ClaudeCodeArgs) -> ExitCode {
 }
 
 async fn decide(args: &ClaudeCodeArgs) -> anyhow::Result<(Event, Decision)> {
-    let policy = crate::policy::load(args.policy.as_deref())?;
+    let policy =
+        crate::policy::load_or_section(args.policy.as_deref(), args.config.as_deref(), |c| {
+            c.claude_code
+        })?;
     let mut raw = String::new();
     std::io::stdin()
         .read_to_string(&mut raw)
@@ -535,6 +546,13 @@ fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
         }
         command.push_str(" --policy ");
         command.push_str(&shell_word(&policy.to_string_lossy()));
+    }
+    if let Some(config) = &args.config {
+        let config = std::path::absolute(config)
+            .with_context(|| format!("cannot resolve {}", config.display()))?;
+        crate::config::load(&config).map_err(anyhow::Error::msg)?;
+        command.push_str(" --config ");
+        command.push_str(&shell_word(&config.to_string_lossy()));
     }
     let existing = match std::fs::read_to_string(&path) {
         Ok(text) => Some(text),

@@ -5,6 +5,7 @@
 //! `CLARIFY_TOKEN`; `mcp` serves MCP on stdio over either. Errors are one line on stderr saying what went wrong and what to do.
 
 mod client;
+mod config;
 mod duration;
 mod gate;
 mod hook;
@@ -21,7 +22,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use clarify_core::tool::{Format, definition_text};
 
 use crate::duration::parse_duration;
@@ -117,6 +118,15 @@ enum Command {
         #[command(subcommand)]
         command: hook::HookCommand,
     },
+    /// Check a configuration file: exit 0 when `clarify serve --config` would accept it, or 1
+    /// with one line naming the key and the problem.
+    #[command(
+        after_help = "Example:\n  clarify config check clarify.toml\n\nEvery key: docs/clarify.example.toml"
+    )]
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Print the LLM tool definition of `ask_human`.
     #[command(after_help = "Example:\n  clarify tools --format anthropic")]
     Tools {
@@ -127,6 +137,10 @@ enum Command {
 
 #[derive(Debug, Args)]
 struct ServeArgs {
+    /// A TOML configuration file (see docs/clarify.example.toml); flags and their environment
+    /// variables win over its keys.
+    #[arg(long, env = "CLARIFY_CONFIG")]
+    config: Option<std::path::PathBuf>,
     /// Address to listen on.
     #[arg(long, env = "CLARIFY_LISTEN", default_value = "127.0.0.1:7420")]
     listen: SocketAddr,
@@ -168,6 +182,12 @@ struct ServeArgs {
 }
 
 #[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Validate a configuration file.
+    Check { path: std::path::PathBuf },
+}
+
+#[derive(Debug, Subcommand)]
 enum KeysCommand {
     /// Create a key; prints the key alone on stdout.
     Create {
@@ -186,7 +206,22 @@ enum KeysCommand {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    // Which of `serve`'s settings were given as flags (or their environment variables), which
+    // win over the configuration file.
+    let given = matches.subcommand_matches("serve").map(|m| {
+        m.ids()
+            .filter(|id| {
+                m.value_source(id.as_str())
+                    .is_some_and(|s| s != clap::parser::ValueSource::DefaultValue)
+            })
+            .map(|id| id.as_str().to_owned())
+            .collect::<Vec<String>>()
+    });
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -197,7 +232,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let code = match runtime.block_on(run(cli)) {
+    let code = match runtime.block_on(run(cli, given.unwrap_or_default())) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("clarify: {e:#}");
@@ -211,9 +246,12 @@ fn main() -> ExitCode {
     code
 }
 
-async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+async fn run(cli: Cli, given: Vec<String>) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Serve(args) => serve::run(args).await,
+        Command::Serve(args) => serve::run(args, &given).await,
+        Command::Config {
+            command: ConfigCommand::Check { path },
+        } => Ok(config::check_command(&path)),
         Command::Keys { command, db } => keys::run(command, &db).await,
         Command::Backup { db, out } => {
             let report = clarify_store::backup(&db, &out).await?;

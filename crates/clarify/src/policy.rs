@@ -24,6 +24,23 @@ struct PolicyFile {
     deny: Vec<String>,
 }
 
+/// The policy of `--policy FILE` when given, else the section `section` picks from the
+/// configuration file (`--config`, or `CLARIFY_CONFIG`), else the empty policy.
+pub fn load_or_section(
+    policy: Option<&Path>,
+    config: Option<&Path>,
+    section: impl FnOnce(crate::config::Config) -> Option<Policy>,
+) -> anyhow::Result<Policy> {
+    if policy.is_some() {
+        return load(policy);
+    }
+    let Some(config) = config else {
+        return Ok(Policy::default());
+    };
+    let file = crate::config::load(config).map_err(anyhow::Error::msg)?;
+    Ok(section(file).unwrap_or_default())
+}
+
 /// The policy in `path`, or the empty policy (everything asks a human) without one.
 pub fn load(path: Option<&Path>) -> anyhow::Result<Policy> {
     let Some(path) = path else {
@@ -34,7 +51,8 @@ pub fn load(path: Option<&Path>) -> anyhow::Result<Policy> {
     let file: PolicyFile = toml::from_str(&text).map_err(|e| {
         let line = e
             .span()
-            .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+            .and_then(|span| text.get(..span.start))
+        .map(|before| before.matches('\n').count() + 1);
         let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
         anyhow::anyhow!(
             "the policy file {} is not valid{at}: {}; it takes `allow` and `deny` lists of tool-name patterns",

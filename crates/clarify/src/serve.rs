@@ -8,7 +8,17 @@ use clarify_store::{Store, StoreOptions};
 
 use crate::ServeArgs;
 
-pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+/// Runs the server with `args`, where a setting not `given` as a flag (or its environment
+/// variable) is taken from the configuration file when it has one.
+pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> {
+    let args = match &args.config {
+        None => args,
+        Some(path) => {
+            let file = crate::config::load(path).map_err(anyhow::Error::msg)?;
+            file.servable(path).map_err(anyhow::Error::msg)?;
+            with_file(args, given, file.server)
+        }
+    };
     crate::logs::init(args.log_format, "info");
     let retain_resolved = args
         .retain_resolved
@@ -57,6 +67,33 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     clarify_server::serve(listener, state, shutdown_signal()).await?;
     tracing::info!("clarify stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// `args` with the file's `[server]` keys for the settings no flag gave.
+fn with_file(mut args: ServeArgs, given: &[String], file: crate::config::Server) -> ServeArgs {
+    let flag = |id: &str| given.iter().any(|g| g == id);
+    macro_rules! take {
+        ($($field:ident),*) => {$(
+            if !flag(stringify!($field)) {
+                if let Some(v) = file.$field {
+                    args.$field = v.into();
+                }
+            }
+        )*};
+    }
+    take!(
+        listen,
+        db,
+        public_url,
+        max_options,
+        webhook_first_retry,
+        webhook_timeout,
+        max_waiters,
+        rate_limit,
+        retain_resolved,
+        log_format
+    );
+    args
 }
 
 /// Completes on SIGTERM or Ctrl-C.

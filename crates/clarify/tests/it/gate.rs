@@ -62,17 +62,18 @@ impl Gated {
 
 async fn gate(server: &Server, key: &str) -> Gated {
     let dir = temp_dir("gate");
-    let policy = dir.join("policy.toml");
+    // The policy is the `[gate]` section of the configuration file CLARIFY_CONFIG names (the
+    // `[claude_code]` one is the hook's, and would allow everything).
+    let config = dir.join("clarify.toml");
     std::fs::write(
-        &policy,
-        "allow = [\"count\", \"wait\"]\ndeny = [\"delete_*\"]\n",
+        &config,
+        "[gate]\nallow = [\"count\", \"wait\"]\ndeny = [\"delete_*\"]\n\n[claude_code]\nallow = [\"*\"]\n",
     )
-    .expect("policy written");
+    .expect("configuration written");
     let mut command = tokio::process::Command::new(BIN);
     command
         .arg("gate")
-        .arg("--policy")
-        .arg(&policy)
+        .env("CLARIFY_CONFIG", &config)
         .arg("--progress-interval")
         .arg("100ms")
         .arg("--")

@@ -372,6 +372,34 @@ async fn policy_decides_without_reaching_clarify() {
     .json();
     assert_eq!(denied["hookSpecificOutput"]["permissionDecision"], "deny");
 
+    // The same lists under `[claude_code]` of a configuration file; `--policy` wins over it.
+    let config = dir.join("clarify.toml");
+    std::fs::write(
+        &config,
+        "[claude_code]\nallow = [\"Grep\"]\n\n[gate]\nallow = [\"Bash\"]\n",
+    )
+    .expect("config");
+    let config = config.display().to_string();
+    let decide = async |tool: &str, args: &[&str]| {
+        let event = pre_tool_use(&s, tool, json!({}), None);
+        finished(hook(&nowhere, "ck_none", args, &event)).await
+    };
+    let from_config = decide("Grep", &["--config", &config]).await.json();
+    assert_eq!(
+        from_config["hookSpecificOutput"]["permissionDecision"],
+        "allow"
+    );
+    let not_from_gate = decide("Bash", &["--config", &config]).await;
+    assert_eq!(
+        not_from_gate.code, 2,
+        "[gate] is not the hook's policy, so Bash asks clarify, which is out of reach: {not_from_gate:?}"
+    );
+    let flag_wins = decide("Grep", &["--config", &config, "--policy", &policy]).await;
+    assert_eq!(
+        flag_wins.code, 2,
+        "--policy does not allow Grep: {flag_wins:?}"
+    );
+
     std::fs::write(dir.join("bad.toml"), "allow = [\"Read\"]\nalow = [\"x\"]\n").expect("policy");
     let bad = dir.join("bad.toml").display().to_string();
     let ran = finished(hook(

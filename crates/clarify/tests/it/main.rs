@@ -1,6 +1,7 @@
 //! Tests of the `clarify` binary as people run it: real processes, real sockets, real stores.
 
 mod cli;
+mod config;
 mod crash;
 mod faults;
 mod flood;

@@ -1,0 +1,923 @@
+//! The configuration file: `clarify serve --config PATH` (or `CLARIFY_CONFIG`), and `clarify
+//! config check PATH`.
+//!
+//! TOML, every part optional: `[server]` (what `serve`'s flags set; a flag or its environment
+//! variable wins over the file), `[[channels]]`, `[[routes]]`, `[identities]`, and the tool-name
+//! policies `[claude_code]` (for `clarify hook claude-code`) and `[gate]` (for `clarify gate`).
+//! A secret is given as a value (`bot_token = "..."`) or as the name of an environment variable
+//! (`bot_token_env = "SLACK_BOT_TOKEN"`). Whatever is wrong (an unknown key, a wrong type, a
+//! missing secret, a route to a channel that does not exist) stops the command with one line
+//! naming the file, the key and the problem: nothing is silently ignored.
+//!
+//! `docs/clarify.example.toml` shows every key; a test parses it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use clarify_core::policy::Policy;
+use serde::Deserialize;
+
+use crate::duration::parse_duration;
+use crate::logs::LogFormat;
+
+/// A checked configuration file.
+#[derive(Debug, Default)]
+pub struct Config {
+    pub server: Server,
+    pub channels: Vec<Channel>,
+    pub routes: Vec<Route>,
+    /// `platform:user id` → responder name.
+    pub identities: BTreeMap<String, String>,
+    pub claude_code: Option<Policy>,
+    pub gate: Option<Policy>,
+}
+
+/// `[server]`: the settings `clarify serve` also takes as flags.
+#[derive(Debug, Default)]
+pub struct Server {
+    pub listen: Option<SocketAddr>,
+    pub db: Option<String>,
+    pub public_url: Option<String>,
+    pub max_options: Option<usize>,
+    pub webhook_first_retry: Option<Duration>,
+    pub webhook_timeout: Option<Duration>,
+    pub max_waiters: Option<usize>,
+    pub rate_limit: Option<std::num::NonZeroU32>,
+    pub retain_resolved: Option<Duration>,
+    pub log_format: Option<LogFormat>,
+}
+
+/// A secret read from the file or the environment; never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    #[allow(
+        dead_code,
+        reason = "read by the channel workers; until they exist, `serve` refuses a file with channels"
+    )]
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+/// One `[[channels]]` entry, its secrets resolved.
+#[derive(Debug)]
+pub struct Channel {
+    /// Unique; used by routes and in inbound URLs (`/hooks/<type>/<name>`).
+    pub name: String,
+    pub kind: ChannelKind,
+}
+
+#[derive(Debug)]
+#[allow(
+    dead_code,
+    reason = "read by the channel workers; until they exist, `serve` refuses a file with channels"
+)]
+pub enum ChannelKind {
+    Slack {
+        bot_token: Secret,
+        signing_secret: Option<Secret>,
+        channel: String,
+        api_url: url::Url,
+        socket_mode: bool,
+        app_token: Option<Secret>,
+        mention: Vec<String>,
+    },
+    Telegram {
+        bot_token: Secret,
+        chat_id: String,
+        webhook_secret: Option<Secret>,
+        api_url: url::Url,
+    },
+    Discord {
+        bot_token: Secret,
+        public_key: String,
+        channel_id: String,
+        api_url: url::Url,
+    },
+    Email {
+        smtp_url: url::Url,
+        password: Option<Secret>,
+        from: String,
+        to: Vec<String>,
+    },
+    Ntfy {
+        url: url::Url,
+        topic: String,
+        token: Option<Secret>,
+    },
+}
+
+impl ChannelKind {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Self::Slack { .. } => "slack",
+            Self::Telegram { .. } => "telegram",
+            Self::Discord { .. } => "discord",
+            Self::Email { .. } => "email",
+            Self::Ntfy { .. } => "ntfy",
+        }
+    }
+}
+
+/// One `[[routes]]` entry: a request matching every filter given is announced on `channels`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(
+    dead_code,
+    reason = "read by the channel workers; until they exist, `serve` refuses a file with channels"
+)]
+pub struct Route {
+    pub channels: Vec<String>,
+    #[serde(default)]
+    pub tenant: Option<String>,
+    /// Exact, `prefix*`, or `*`.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// The request carries all of these tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// The request has a question of one of these kinds.
+    #[serde(default)]
+    pub kinds: Vec<String>,
+}
+
+impl Route {
+    /// Whether a request of `tenant` matches every filter this route gives.
+    #[allow(
+        dead_code,
+        reason = "read by the channel workers; until they exist, `serve` refuses a file with channels"
+    )]
+    pub fn matches(&self, tenant: &str, request: &clarify_core::NewRequest) -> bool {
+        let tenant_ok = self.tenant.as_deref().is_none_or(|t| t == tenant);
+        let agent_ok = self.agent.as_deref().is_none_or(|pattern| {
+            let agent = request.agent.as_deref().unwrap_or("");
+            match pattern.strip_suffix('*') {
+                Some(prefix) => agent.starts_with(prefix) && request.agent.is_some(),
+                None => agent == pattern && request.agent.is_some(),
+            }
+        });
+        let tags_ok = self.tags.iter().all(|t| request.tags.contains(t));
+        let kinds_ok = self.kinds.is_empty()
+            || request
+                .questions
+                .iter()
+                .any(|q| self.kinds.iter().any(|k| k == q.kind.name()));
+        tenant_ok && agent_ok && tags_ok && kinds_ok
+    }
+}
+
+impl Config {
+    /// Whether `clarify serve` can do everything this file asks. Channels are checked key by key
+    /// but not delivered by this version of clarify, and a configuration that names them is
+    /// refused rather than accepted and left silent.
+    pub fn servable(&self, path: &Path) -> Result<(), String> {
+        match self.channels.first() {
+            None => Ok(()),
+            Some(c) => Err(format!(
+                "{}: channels[0] ({} {:?}): this version of clarify does not announce requests on channels yet; \
+                 remove [[channels]] and [[routes]] (people answer in the inbox, the terminal, a link or MCP)",
+                path.display(),
+                c.kind.type_name(),
+                c.name
+            )),
+        }
+    }
+}
+
+/// `clarify config check PATH`: prints what the file holds and exits 0, or prints the one line
+/// and exits 1.
+pub fn check_command(path: &Path) -> std::process::ExitCode {
+    match load(path).and_then(|c| c.servable(path).map(|()| c)) {
+        Ok(c) => {
+            println!(
+                "{}: valid ({} channels, {} routes, {} identities{}{})",
+                path.display(),
+                c.channels.len(),
+                c.routes.len(),
+                c.identities.len(),
+                if c.claude_code.is_some() {
+                    ", [claude_code]"
+                } else {
+                    ""
+                },
+                if c.gate.is_some() { ", [gate]" } else { "" },
+            );
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("clarify: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Reads and checks the file at `path`: one line naming the file, the key and the problem when
+/// anything is wrong.
+pub fn load(path: &Path) -> Result<Config, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the configuration file {}: {e}", path.display()))?;
+    parse(path, &text, &|name| std::env::var(name).ok())
+}
+
+/// Parses `text` (read from `path`), resolving `*_env` secrets through `env`.
+pub fn parse(
+    path: &Path,
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, String> {
+    let file = path.display();
+    let raw: RawConfig = {
+        let de = toml::Deserializer::parse(text).map_err(|e| located(&file, text, None, &e))?;
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            located(&file, text, Some(key), e.inner())
+        })?
+    };
+    let fail = |key: &str, problem: String| format!("{file}: {key}: {problem}");
+    let server = raw.server.check(&fail)?;
+    let mut channels = Vec::with_capacity(raw.channels.len());
+    let mut names = BTreeSet::new();
+    for (i, c) in raw.channels.into_iter().enumerate() {
+        let at = format!("channels[{i}]");
+        let channel = c.check(&at, env, &fail)?;
+        if !names.insert(channel.name.clone()) {
+            return Err(fail(
+                &format!("{at}.name"),
+                format!(
+                    "{:?} names two channels; each needs its own name",
+                    channel.name
+                ),
+            ));
+        }
+        channels.push(channel);
+    }
+    for (i, route) in raw.routes.iter().enumerate() {
+        let at = format!("routes[{i}]");
+        if route.channels.is_empty() {
+            return Err(fail(
+                &format!("{at}.channels"),
+                "is empty; name at least one channel".to_owned(),
+            ));
+        }
+        if let Some(unknown) = route.channels.iter().find(|c| !names.contains(*c)) {
+            return Err(fail(
+                &format!("{at}.channels"),
+                format!("{unknown:?} is not the name of any [[channels]] entry"),
+            ));
+        }
+        if let Some(kind) = route.kinds.iter().find(|k| !KINDS.contains(&k.as_str())) {
+            return Err(fail(
+                &format!("{at}.kinds"),
+                format!("{kind:?} is not a question kind; use {}", KINDS.join(", ")),
+            ));
+        }
+        if route
+            .agent
+            .as_deref()
+            .is_some_and(|a| a.is_empty() || a.strip_suffix('*').unwrap_or(a).contains('*'))
+        {
+            return Err(fail(
+                &format!("{at}.agent"),
+                "must be a name, a prefix followed by *, or *".to_owned(),
+            ));
+        }
+    }
+    for (who, responder) in &raw.identities {
+        let key = format!("identities.{who:?}");
+        let Some((platform, id)) = who.split_once(':') else {
+            return Err(fail(
+                &key,
+                "must be `platform:user id`, e.g. \"slack:U012ABCDEF\"".to_owned(),
+            ));
+        };
+        if !PLATFORMS.contains(&platform) || id.trim().is_empty() {
+            return Err(fail(
+                &key,
+                format!(
+                    "the platform must be one of {} with a user id after the colon",
+                    PLATFORMS.join(", ")
+                ),
+            ));
+        }
+        if !valid_responder(responder) {
+            return Err(fail(
+                &key,
+                format!("{responder:?} is not a responder name (1 to 64 of A-Z a-z 0-9 . _ @ -)"),
+            ));
+        }
+    }
+    Ok(Config {
+        server,
+        channels,
+        routes: raw.routes,
+        identities: raw.identities,
+        claude_code: raw
+            .claude_code
+            .map(|p| p.check("claude_code", &fail))
+            .transpose()?,
+        gate: raw.gate.map(|p| p.check("gate", &fail)).transpose()?,
+    })
+}
+
+const KINDS: [&str; 5] = ["open", "single", "multi", "approval", "form"];
+const PLATFORMS: [&str; 4] = ["slack", "telegram", "discord", "email"];
+
+fn valid_responder(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '@' | '-'))
+}
+
+/// `file:line: key: message`, on one line.
+fn located(
+    file: &dyn std::fmt::Display,
+    text: &str,
+    key: Option<String>,
+    e: &toml::de::Error,
+) -> String {
+    let line = e
+        .span()
+        .and_then(|span| text.get(..span.start))
+        .map(|before| before.matches('\n').count() + 1);
+    let at = line.map(|l| format!(":{l}")).unwrap_or_default();
+    let key = key
+        .filter(|k| !k.is_empty() && k != ".")
+        .map(|k| format!(" {k}:"))
+        .unwrap_or_default();
+    let message = e.message().trim().replace('\n', "; ");
+    format!("{file}{at}:{key} {message}")
+}
+
+type Fail<'a> = &'a dyn Fn(&str, String) -> String;
+
+// ---------------------------------------------------------------------------------------------
+// The file as written
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    server: RawServer,
+    #[serde(default)]
+    channels: Vec<RawChannel>,
+    #[serde(default)]
+    routes: Vec<Route>,
+    #[serde(default)]
+    identities: BTreeMap<String, String>,
+    #[serde(default)]
+    claude_code: Option<RawPolicy>,
+    #[serde(default)]
+    gate: Option<RawPolicy>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    listen: Option<SocketAddr>,
+    db: Option<String>,
+    public_url: Option<String>,
+    max_options: Option<usize>,
+    webhook_first_retry: Option<String>,
+    webhook_timeout: Option<String>,
+    max_waiters: Option<usize>,
+    rate_limit: Option<std::num::NonZeroU32>,
+    retain_resolved: Option<String>,
+    log_format: Option<LogFormat>,
+}
+
+impl RawServer {
+    fn check(self, fail: Fail<'_>) -> Result<Server, String> {
+        let duration = |key: &str, text: Option<String>| {
+            text.map(|t| parse_duration(&t).map_err(|e| fail(&format!("server.{key}"), e)))
+                .transpose()
+        };
+        Ok(Server {
+            listen: self.listen,
+            db: self.db,
+            public_url: self.public_url,
+            max_options: self.max_options,
+            webhook_first_retry: duration("webhook_first_retry", self.webhook_first_retry)?,
+            webhook_timeout: duration("webhook_timeout", self.webhook_timeout)?,
+            max_waiters: self.max_waiters,
+            rate_limit: self.rate_limit,
+            retain_resolved: duration("retain_resolved", self.retain_resolved)?,
+            log_format: self.log_format,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+}
+
+impl RawPolicy {
+    fn check(self, section: &str, fail: Fail<'_>) -> Result<Policy, String> {
+        if self
+            .allow
+            .iter()
+            .chain(&self.deny)
+            .any(|p| p.trim().is_empty())
+        {
+            return Err(fail(
+                section,
+                "has an empty pattern; remove it or write a tool name".to_owned(),
+            ));
+        }
+        Ok(Policy::new(&self.allow, &self.deny))
+    }
+}
+
+/// A Telegram chat id (a number) or channel username, or a Discord snowflake, written either as
+/// a number or as a string.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Id {
+    Number(i64),
+    Text(String),
+}
+
+impl Id {
+    fn text(self) -> String {
+        match self {
+            Self::Number(n) => n.to_string(),
+            Self::Text(s) => s,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum RawChannel {
+    Slack(RawSlack),
+    Telegram(RawTelegram),
+    Discord(RawDiscord),
+    Email(RawEmail),
+    Ntfy(RawNtfy),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSlack {
+    name: String,
+    bot_token: Option<String>,
+    bot_token_env: Option<String>,
+    signing_secret: Option<String>,
+    signing_secret_env: Option<String>,
+    channel: String,
+    api_url: Option<String>,
+    #[serde(default)]
+    socket_mode: bool,
+    app_token: Option<String>,
+    app_token_env: Option<String>,
+    #[serde(default)]
+    mention: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum TelegramMode {
+    #[default]
+    Polling,
+    Webhook,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTelegram {
+    name: String,
+    bot_token: Option<String>,
+    bot_token_env: Option<String>,
+    chat_id: Id,
+    #[serde(default)]
+    mode: TelegramMode,
+    webhook_secret: Option<String>,
+    webhook_secret_env: Option<String>,
+    api_url: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDiscord {
+    name: String,
+    bot_token: Option<String>,
+    bot_token_env: Option<String>,
+    public_key: String,
+    channel_id: Id,
+    api_url: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEmail {
+    name: String,
+    smtp_url: String,
+    password: Option<String>,
+    password_env: Option<String>,
+    from: String,
+    #[serde(default)]
+    to: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNtfy {
+    name: String,
+    url: Option<String>,
+    topic: String,
+    token: Option<String>,
+    token_env: Option<String>,
+}
+
+/// Reads the secret `key` of a channel: its value, or the environment variable `<key>_env`
+/// names; both at once is an error, and so is a named variable that is unset or empty.
+struct Secrets<'a> {
+    at: &'a str,
+    env: &'a dyn Fn(&str) -> Option<String>,
+    fail: Fail<'a>,
+}
+
+impl Secrets<'_> {
+    fn optional(
+        &self,
+        key: &str,
+        value: Option<String>,
+        var: Option<String>,
+    ) -> Result<Option<Secret>, String> {
+        match (value, var) {
+            (Some(_), Some(_)) => Err((self.fail)(
+                &format!("{}.{key}", self.at),
+                format!("give either {key} or {key}_env, not both"),
+            )),
+            (Some(v), None) if v.is_empty() => Err((self.fail)(
+                &format!("{}.{key}", self.at),
+                "is empty".to_owned(),
+            )),
+            (Some(v), None) => Ok(Some(Secret(v))),
+            (None, Some(name)) => match (self.env)(&name).filter(|v| !v.is_empty()) {
+                Some(v) => Ok(Some(Secret(v))),
+                None => Err((self.fail)(
+                    &format!("{}.{key}_env", self.at),
+                    format!("the environment variable {name} is not set"),
+                )),
+            },
+            (None, None) => Ok(None),
+        }
+    }
+
+    fn required(
+        &self,
+        key: &str,
+        value: Option<String>,
+        var: Option<String>,
+    ) -> Result<Secret, String> {
+        self.optional(key, value, var)?.ok_or_else(|| {
+            (self.fail)(
+                &format!("{}.{key}", self.at),
+                format!("is missing; give {key} = \"...\" or {key}_env = \"VARIABLE\""),
+            )
+        })
+    }
+}
+
+impl RawChannel {
+    fn name(&self) -> &str {
+        match self {
+            Self::Slack(c) => &c.name,
+            Self::Telegram(c) => &c.name,
+            Self::Discord(c) => &c.name,
+            Self::Email(c) => &c.name,
+            Self::Ntfy(c) => &c.name,
+        }
+    }
+
+    fn check(
+        self,
+        at: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+        fail: Fail<'_>,
+    ) -> Result<Channel, String> {
+        let name = self.name().to_owned();
+        let valid = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !valid {
+            return Err(fail(
+                &format!("{at}.name"),
+                format!("{name:?} must be 1 to 64 of A-Z a-z 0-9 - _ (it is part of a URL)"),
+            ));
+        }
+        let secrets = Secrets { at, env, fail };
+        let url = |key: &str, given: Option<String>, default: &str, schemes: &[&str]| {
+            let text = given.unwrap_or_else(|| default.to_owned());
+            match url::Url::parse(&text) {
+                Ok(u) if schemes.contains(&u.scheme()) && u.has_host() => Ok(u),
+                Ok(_) | Err(_) => Err(fail(
+                    &format!("{at}.{key}"),
+                    format!("{text:?} is not a {} URL", schemes.join(" or ")),
+                )),
+            }
+        };
+        let web = ["http", "https"];
+        let kind = match self {
+            Self::Slack(c) => {
+                let app_token = secrets.optional("app_token", c.app_token, c.app_token_env)?;
+                let signing_secret =
+                    secrets.optional("signing_secret", c.signing_secret, c.signing_secret_env)?;
+                if c.socket_mode && app_token.is_none() {
+                    return Err(fail(
+                        &format!("{at}.app_token"),
+                        "is needed with socket_mode = true (an xapp- token with connections:write)"
+                            .to_owned(),
+                    ));
+                }
+                if !c.socket_mode && signing_secret.is_none() {
+                    return Err(fail(
+                        &format!("{at}.signing_secret"),
+                        "is needed to verify Slack's calls to /hooks/slack/<name>; or set socket_mode = true"
+                            .to_owned(),
+                    ));
+                }
+                ChannelKind::Slack {
+                    bot_token: secrets.required("bot_token", c.bot_token, c.bot_token_env)?,
+                    signing_secret,
+                    channel: nonempty(at, "channel", c.channel, fail)?,
+                    api_url: url("api_url", c.api_url, "https://slack.com/api", &web)?,
+                    socket_mode: c.socket_mode,
+                    app_token,
+                    mention: c.mention,
+                }
+            }
+            Self::Telegram(c) => {
+                let webhook_secret =
+                    secrets.optional("webhook_secret", c.webhook_secret, c.webhook_secret_env)?;
+                if matches!(c.mode, TelegramMode::Webhook) && webhook_secret.is_none() {
+                    return Err(fail(
+                        &format!("{at}.webhook_secret"),
+                        "is needed with mode = \"webhook\"".to_owned(),
+                    ));
+                }
+                ChannelKind::Telegram {
+                    bot_token: secrets.required("bot_token", c.bot_token, c.bot_token_env)?,
+                    chat_id: nonempty(at, "chat_id", c.chat_id.text(), fail)?,
+                    webhook_secret,
+                    api_url: url("api_url", c.api_url, "https://api.telegram.org", &web)?,
+                }
+            }
+            Self::Discord(c) => {
+                let hex = c.public_key.len() == 64
+                    && c.public_key.chars().all(|ch| ch.is_ascii_hexdigit());
+                if !hex {
+                    return Err(fail(
+                        &format!("{at}.public_key"),
+                        "must be the application's public key: 64 hex digits".to_owned(),
+                    ));
+                }
+                ChannelKind::Discord {
+                    bot_token: secrets.required("bot_token", c.bot_token, c.bot_token_env)?,
+                    public_key: c.public_key.to_ascii_lowercase(),
+                    channel_id: nonempty(at, "channel_id", c.channel_id.text(), fail)?,
+                    api_url: url("api_url", c.api_url, "https://discord.com/api/v10", &web)?,
+                }
+            }
+            Self::Email(c) => {
+                let address = |key: &str, a: &str| {
+                    let ok = a
+                        .split_once('@')
+                        .is_some_and(|(l, d)| !l.is_empty() && d.contains('.'));
+                    if ok {
+                        Ok(())
+                    } else {
+                        Err(fail(
+                            &format!("{at}.{key}"),
+                            format!("{a:?} is not an e-mail address"),
+                        ))
+                    }
+                };
+                address("from", &c.from)?;
+                for a in &c.to {
+                    address("to", a)?;
+                }
+                ChannelKind::Email {
+                    smtp_url: url("smtp_url", Some(c.smtp_url), "", &["smtp", "smtps"])?,
+                    password: secrets.optional("password", c.password, c.password_env)?,
+                    from: c.from,
+                    to: c.to,
+                }
+            }
+            Self::Ntfy(c) => ChannelKind::Ntfy {
+                url: url("url", c.url, "https://ntfy.sh", &web)?,
+                topic: nonempty(at, "topic", c.topic, fail)?,
+                token: secrets.optional("token", c.token, c.token_env)?,
+            },
+        };
+        Ok(Channel { name, kind })
+    }
+}
+
+fn nonempty(at: &str, key: &str, value: String, fail: Fail<'_>) -> Result<String, String> {
+    if value.trim().is_empty() {
+        return Err(fail(&format!("{at}.{key}"), "is empty".to_owned()));
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        (name == "SLACK_BOT_TOKEN").then(|| "xoxb-from-env".to_owned())
+    }
+
+    fn check(text: &str) -> Result<Config, String> {
+        parse(Path::new("clarify.toml"), text, &env)
+    }
+
+    #[test]
+    fn the_example_file_in_the_repository_is_valid() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/clarify.example.toml");
+        let text = std::fs::read_to_string(&path).expect("the example file exists");
+        // Every variable the file names is set.
+        let config =
+            parse(&path, &text, &|_| Some("from-env".to_owned())).unwrap_or_else(|e| panic!("{e}"));
+        let types: Vec<&str> = config.channels.iter().map(|c| c.kind.type_name()).collect();
+        assert_eq!(types, ["slack", "telegram", "discord", "email", "ntfy"]);
+        assert!(!config.routes.is_empty());
+        assert!(!config.identities.is_empty());
+        assert!(config.claude_code.is_some() && config.gate.is_some());
+        assert!(config.server.listen.is_some());
+    }
+
+    #[test]
+    fn an_empty_file_is_a_valid_configuration() {
+        let config = check("").expect("valid");
+        assert!(config.channels.is_empty() && config.routes.is_empty());
+        assert!(config.server.db.is_none());
+    }
+
+    #[test]
+    fn secrets_come_from_the_file_or_the_environment() {
+        let config = check(
+            "[[channels]]\nname = \"ops\"\ntype = \"slack\"\nbot_token_env = \"SLACK_BOT_TOKEN\"\n\
+             signing_secret = \"s3cret\"\nchannel = \"C123\"\n",
+        )
+        .expect("valid");
+        match &config.channels[0].kind {
+            ChannelKind::Slack {
+                bot_token,
+                signing_secret,
+                api_url,
+                ..
+            } => {
+                assert_eq!(bot_token.expose(), "xoxb-from-env");
+                assert_eq!(signing_secret.as_ref().map(Secret::expose), Some("s3cret"));
+                assert_eq!(api_url.as_str(), "https://slack.com/api");
+            }
+            other => panic!("a slack channel, got {other:?}"),
+        }
+        assert!(
+            !format!("{config:?}").contains("s3cret"),
+            "secrets are not printed"
+        );
+    }
+
+    /// Every mistake is one line naming the file, the key and the problem.
+    #[test]
+    fn mistakes_are_named_on_one_line() {
+        let slack = "[[channels]]\nname = \"ops\"\ntype = \"slack\"\nsigning_secret = \"s\"\nchannel = \"C1\"\n";
+        let cases: &[(&str, &str)] = &[
+            (
+                "[server]\nlisten = 7420\n",
+                "clarify.toml:2: server.listen: invalid type: integer `7420`",
+            ),
+            (
+                "[server]\nmax_waiter = 5\n",
+                "clarify.toml:2: server.max_waiter: unknown field `max_waiter`",
+            ),
+            (
+                "[server]\nretain_resolved = \"forever\"\n",
+                "clarify.toml: server.retain_resolved:",
+            ),
+            ("[sever]\n", "clarify.toml:1: sever: unknown field `sever`"),
+            (
+                slack,
+                "clarify.toml: channels[0].bot_token: is missing; give bot_token = \"...\" or bot_token_env = \"VARIABLE\"",
+            ),
+            (
+                &format!("{slack}bot_token_env = \"NOT_SET\"\n"),
+                "clarify.toml: channels[0].bot_token_env: the environment variable NOT_SET is not set",
+            ),
+            (
+                &format!("{slack}bot_token = \"x\"\nbot_token_env = \"SLACK_BOT_TOKEN\"\n"),
+                "clarify.toml: channels[0].bot_token: give either bot_token or bot_token_env, not both",
+            ),
+            (
+                &format!("{slack}bot_token = \"x\"\nbot_tokn = \"y\"\n"),
+                "unknown field `bot_tokn`",
+            ),
+            (
+                "[[channels]]\nname = \"x\"\ntype = \"slak\"\n",
+                "unknown variant `slak`",
+            ),
+            (
+                &format!("{slack}bot_token = \"x\"\n[[routes]]\nchannels = [\"opz\"]\n"),
+                "clarify.toml: routes[0].channels: \"opz\" is not the name of any [[channels]] entry",
+            ),
+            (
+                &format!(
+                    "{slack}bot_token = \"x\"\n[[routes]]\nchannels = [\"ops\"]\nkinds = [\"aproval\"]\n"
+                ),
+                "clarify.toml: routes[0].kinds: \"aproval\" is not a question kind",
+            ),
+            (
+                "[identities]\n\"slak:U1\" = \"alice\"\n",
+                "clarify.toml: identities.\"slak:U1\": the platform must be one of",
+            ),
+            (
+                "[[channels]]\nname = \"d\"\ntype = \"discord\"\nbot_token = \"t\"\npublic_key = \"abc\"\nchannel_id = 1\n",
+                "clarify.toml: channels[0].public_key: must be the application's public key: 64 hex digits",
+            ),
+            (
+                "[[channels]]\nname = \"m\"\ntype = \"email\"\nsmtp_url = \"http://mail\"\nfrom = \"a@b.c\"\n",
+                "clarify.toml: channels[0].smtp_url: \"http://mail\" is not a smtp or smtps URL",
+            ),
+            (
+                "[[channels]]\nname = \"n\"\ntype = \"ntfy\"\ntopic = \"t\"\n[[channels]]\nname = \"n\"\ntype = \"ntfy\"\ntopic = \"u\"\n",
+                "clarify.toml: channels[1].name: \"n\" names two channels",
+            ),
+            (
+                "[claude_code]\nallow = [\"\"]\n",
+                "clarify.toml: claude_code: has an empty pattern",
+            ),
+        ];
+        for (text, expected) in cases {
+            let e = check(text).expect_err(text);
+            assert!(
+                e.contains(expected),
+                "{text:?}\n  got:  {e}\n  want: {expected}"
+            );
+            assert!(!e.contains('\n'), "one line: {e}");
+        }
+    }
+
+    #[test]
+    fn routes_match_by_every_filter_given() {
+        let request = |raw: serde_json::Value| {
+            clarify_core::parse_request(&raw, &clarify_core::Limits::default()).expect("valid")
+        };
+        let deploy = request(serde_json::json!({
+            "questions": [{"text": "Deploy?", "kind": "approval", "action": {"name": "deploy"}}],
+            "agent": "deploy-bot", "tags": ["prod", "eu"]}));
+        let chat = request(serde_json::json!({"question": "Lunch?", "agent": "chat"}));
+        let route = |t: Option<&str>, agent: Option<&str>, tags: &[&str], kinds: &[&str]| Route {
+            channels: vec!["ops".to_owned()],
+            tenant: t.map(str::to_owned),
+            agent: agent.map(str::to_owned),
+            tags: tags.iter().map(|s| (*s).to_owned()).collect(),
+            kinds: kinds.iter().map(|s| (*s).to_owned()).collect(),
+        };
+        let cases = [
+            (route(None, None, &[], &[]), true, true),
+            (route(Some("default"), None, &[], &[]), true, true),
+            (route(Some("other"), None, &[], &[]), false, false),
+            (route(None, Some("deploy-*"), &[], &[]), true, false),
+            (route(None, Some("deploy-bot"), &[], &[]), true, false),
+            (route(None, Some("deploy"), &[], &[]), false, false),
+            (route(None, Some("*"), &[], &[]), true, true),
+            (route(None, None, &["prod"], &[]), true, false),
+            (route(None, None, &["prod", "us"], &[]), false, false),
+            (route(None, None, &[], &["approval"]), true, false),
+            (route(None, None, &[], &["open", "single"]), false, true),
+        ];
+        for (route, on_deploy, on_chat) in cases {
+            assert_eq!(
+                route.matches("default", &deploy),
+                on_deploy,
+                "{route:?} on deploy"
+            );
+            assert_eq!(
+                route.matches("default", &chat),
+                on_chat,
+                "{route:?} on chat"
+            );
+        }
+    }
+}
