@@ -17,8 +17,10 @@ from clarify_hitl import (
     AsyncClient,
     AuthenticationError,
     ClarifyConnectionError,
+    ClarifyError,
     Client,
     NotFoundError,
+    Outcome,
     Record,
     ValidationError,
 )
@@ -101,6 +103,34 @@ def test_unanswered_statuses_carry_a_note(agent: Client, alice: Client, session:
         assert outcome.status == status
         assert outcome.note
         assert outcome.answer is None
+
+
+def test_a_quorum_vote_comes_back_as_the_pending_record_then_the_outcome(
+    server: ClarifyServer, agent: Client, alice: Client, session: str
+) -> None:
+    record = agent.create(
+        {
+            "questions": [
+                {"text": "Rotate keys?", "kind": "approval", "action": {"name": "rotate_keys"}}
+            ],
+            "approvals_required": 2,
+            "session": session,
+        }
+    )
+    assert record.approvals_required == 2
+    counted = alice.answer(record.id, {"decision": "approve"})
+    assert isinstance(counted, Record)
+    assert counted.status == "pending"
+    assert [v.by for v in counted.votes] == ["alice"]
+    with pytest.raises(ClarifyError) as again:
+        alice.answer(record.id, {"decision": "approve"})
+    assert again.value.code == "already_voted"
+    assert again.value.status == 409
+    with Client(server.url, server.key("responder", f"bob-{session}")) as bob:
+        decided = bob.answer(record.id, {"decision": "approve"})
+    assert isinstance(decided, Outcome)
+    assert decided.status == "answered"
+    assert [v.by for v in decided.votes] == ["alice", f"bob-{session}"]
 
 
 def test_create_with_an_idempotency_key_creates_once(agent: Client, session: str) -> None:

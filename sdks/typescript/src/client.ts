@@ -175,15 +175,29 @@ export class Client {
   /**
    * Answers a request (or skips it with `{ skip: true }`); returns the outcome. An answer that
    * does not fit is `422` and leaves the request pending; a resolved one is `409
-   * already_resolved`, with the winning `record` on the error.
+   * already_resolved`, with the winning `record` on the error. On a quorum request
+   * (`approvals_required` above 1) the answer is this key's vote: while more approvals are
+   * needed the result is the record, still pending, with its `votes` (tell them apart with
+   * `isOutcome`); a second vote is `409 already_voted`.
    */
-  async answer(id: string, body: AnswerBody, options: CallOptions = {}): Promise<Outcome> {
+  async answer(
+    id: string,
+    body: AnswerBody,
+    options: CallOptions = {},
+  ): Promise<Outcome | RequestRecord> {
     return this.#send("POST", `/v1/requests/${segment(id)}/answer`, { ...options, body });
   }
 
   /** Skips a request (when it allows skipping); returns the outcome, status `skipped`. */
   async skip(id: string, options: CallOptions = {}): Promise<Outcome> {
-    return this.answer(id, { skip: true }, options);
+    const result = await this.answer(id, { skip: true }, options);
+    if (!isOutcome(result)) {
+      throw new ClarifyError("the server answered a skip without an outcome", {
+        code: "protocol",
+        status: null,
+      });
+    }
+    return result;
   }
 
   /** Cancels a pending request; `409 already_resolved` when it is not pending. */
@@ -414,4 +428,10 @@ function segment(id: string): string {
 
 function pick<T extends object, K extends keyof T>(object: T, key: K): Pick<T, K> {
   return (key in object ? { [key]: object[key] } : {}) as Pick<T, K>;
+}
+
+/** Whether an answer's result is the outcome (the request is resolved) rather than the record
+ * of a quorum request that still needs approvals. */
+export function isOutcome(result: Outcome | RequestRecord): result is Outcome {
+  return "request_id" in result;
 }

@@ -13,6 +13,7 @@ export {
   type ClientOptions,
   type CreateOptions,
   type EventsOptions,
+  isOutcome,
   type WaitOptions,
 } from "./client.js";
 export { ClarifyError } from "./errors.js";

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, request as httpRequest, type Server as HttpServer } from "node:http";
 import { after, before, describe, test } from "node:test";
 
-import { ClarifyError, type ClarifyEvent, Client, type RequestRecord } from "@clarify-hitl/client";
+import { ClarifyError, type ClarifyEvent, Client, isOutcome, type RequestRecord } from "@clarify-hitl/client";
 
 import { answerNext, delay, freePort, Server, uniqueSession } from "./support.js";
 
@@ -94,7 +94,26 @@ describe("errors", () => {
     assert.match(error.message, /c/);
     assert.equal((await agent.get(created.id)).status, "pending");
     const outcome = await server.alice().answer(created.id, { option: "b" });
+    assert.ok(isOutcome(outcome));
     assert.equal(outcome.questions[0]?.answer, "b");
+  });
+
+  test("a quorum vote comes back as the pending record, the deciding one as the outcome", async () => {
+    const created = await server.agent().create({
+      questions: [{ text: "Rotate keys?", kind: "approval", action: { name: "rotate_keys", arguments: {} } }],
+      approvals_required: 2,
+    });
+    const counted = await server.alice().answer(created.id, { decision: "approve" });
+    assert.ok(!isOutcome(counted));
+    assert.equal(counted.status, "pending");
+    assert.deepEqual(counted.votes?.map((v) => v.by), ["alice"]);
+    const again = await rejection(server.alice().answer(created.id, { decision: "approve" }));
+    assert.equal(again.status, 409);
+    assert.equal(again.code, "already_voted");
+    const decided = await server.agent().answer(created.id, { decision: "approve" });
+    assert.ok(isOutcome(decided));
+    assert.equal(decided.status, "answered");
+    assert.equal(decided.votes?.length, 2);
   });
 
   test("a second answer is 409 already_resolved, carrying the first resolution", async () => {

@@ -10,7 +10,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { type AnswerBody, Client, type Outcome, type RequestRecord } from "@clarify-hitl/client";
+import { type AnswerBody, Client, isOutcome, type Outcome, type RequestRecord } from "@clarify-hitl/client";
 
 export function clarifyBin(): string {
   const bin = process.env["CLARIFY_BIN"];
@@ -147,7 +147,9 @@ export async function answerNext(
   while (Date.now() < deadline) {
     for await (const record of person.list({ status: "pending", session: filter.session })) {
       const body = typeof answer === "function" ? answer(record) : answer;
-      return { record, outcome: await person.answer(record.id, body) };
+      const outcome = await person.answer(record.id, body);
+      if (!isOutcome(outcome)) throw new Error(`answering ${record.id} did not resolve it`);
+      return { record, outcome };
     }
     await delay(50);
   }

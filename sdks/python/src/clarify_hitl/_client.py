@@ -220,14 +220,17 @@ class Client(_Base):
                 return
             cursor = page.next_cursor
 
-    def answer(self, id: str, answer: Mapping[str, Any]) -> Outcome:
+    def answer(self, id: str, answer: Mapping[str, Any]) -> Outcome | Record:
         """Answers a request (`{"answers": {...}}`, or a one-question request's answer itself,
-        e.g. `{"option": "yes"}`); returns the outcome. Raises `AlreadyResolvedError` when
-        someone was first, `ValidationError` when the answer does not fit (still pending)."""
+        e.g. `{"option": "yes"}`); returns the outcome. On a quorum request (`approvals_required`
+        above 1) the answer is this key's vote: while more approvals are needed it returns the
+        `Record`, still pending, with the `votes` so far. Raises `AlreadyResolvedError` when
+        someone was first, `ValidationError` when the answer does not fit (still pending), and
+        `ClarifyError` with code `already_voted` for a second vote."""
         return self._run(p.answer_flow(id, answer))
 
     def skip(self, id: str) -> Outcome:
-        return self.answer(id, {"skip": True})
+        return _resolved(self.answer(id, {"skip": True}))
 
     def cancel(self, id: str) -> Record:
         return self._run(p.cancel_flow(id))
@@ -396,11 +399,11 @@ class AsyncClient(_Base):
                 return
             cursor = page.next_cursor
 
-    async def answer(self, id: str, answer: Mapping[str, Any]) -> Outcome:
+    async def answer(self, id: str, answer: Mapping[str, Any]) -> Outcome | Record:
         return await self._run(p.answer_flow(id, answer))
 
     async def skip(self, id: str) -> Outcome:
-        return await self.answer(id, {"skip": True})
+        return _resolved(await self.answer(id, {"skip": True}))
 
     async def cancel(self, id: str) -> Record:
         return await self._run(p.cancel_flow(id))
@@ -449,3 +452,10 @@ class AsyncClient(_Base):
                 return
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, p.MAX_BACKOFF_SECONDS)
+
+
+def _resolved(result: Outcome | Record) -> Outcome:
+    """A skip always resolves the request, so the server answers it with the outcome."""
+    if isinstance(result, Outcome):
+        return result
+    raise ProtocolError("the server answered a skip without an outcome")

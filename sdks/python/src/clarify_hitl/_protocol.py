@@ -234,8 +234,12 @@ def list_flow(params: Mapping[str, Any]) -> Flow[Page]:
     return Page.from_json((yield Call("GET", "/v1/requests", params=query)))
 
 
-def answer_flow(id: str, body: Mapping[str, Any]) -> Flow[Outcome]:
+def answer_flow(id: str, body: Mapping[str, Any]) -> Flow[Outcome | Record]:
     value = yield Call("POST", request_path(id, "answer"), body=dict(body), has_body=True)
+    # A vote on a quorum request that needs more approvals is answered with the record, still
+    # pending; anything that resolves the request, with the outcome.
+    if isinstance(value, dict) and "request_id" not in value and value.get("status") == "pending":
+        return Record.from_json(value)
     return Outcome.from_json(value)
 
 
