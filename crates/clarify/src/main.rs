@@ -29,6 +29,9 @@ use crate::duration::parse_duration;
 
 // The server allocates and frees many small buffers per request from two threads; glibc's
 // allocator spent about a sixth of the server's CPU on that (consolidating and unmapping).
+// Built without transparent huge pages (the `no_thp` feature): with them, mimalloc's arena was
+// backed by 2 MiB pages and an idle server held 26 MB resident instead of 16 MB, with no
+// throughput to show for it (BENCHMARKS.md, "Footprint").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
