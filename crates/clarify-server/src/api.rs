@@ -25,8 +25,8 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody, resolve_error};
 use crate::wire::{
-    AnswerRequestBody, CreateRequestBody, DeliveriesBody, DeliveryBody, KeyBody, OutcomeBody,
-    PageBody, RecordBody,
+    AnswerRequestBody, CreateRequestBody, DeliveriesBody, DeliveryBody, KeyBody, NotificationBody,
+    NotificationsBody, OutcomeBody, PageBody, RecordBody,
 };
 
 /// The longest a long-poll waits.
@@ -42,6 +42,7 @@ pub(crate) fn routes() -> axum::Router<AppState> {
         .route("/v1/requests/{id}/cancel", post(cancel))
         .route("/v1/requests/{id}/wait", get(wait))
         .route("/v1/requests/{id}/deliveries", get(deliveries))
+        .route("/v1/requests/{id}/notifications", get(notifications))
         .route("/v1/keys", get(list_keys).post(create_key))
         .route("/v1/keys/{name}/revoke", post(revoke_key))
         .route("/v1/webhook-secret", get(webhook_secret))
@@ -429,6 +430,30 @@ pub async fn deliveries(
     let deliveries = state.store.deliveries(caller.tenant(), &id).await?;
     Ok(Json(DeliveriesBody {
         deliveries: deliveries.iter().map(DeliveryBody::from).collect(),
+    }))
+}
+
+/// The channel notifications of a request (its announcements on the configured channels), with
+/// every attempt and the platform's message reference.
+#[utoipa::path(get, path = "/v1/requests/{id}/notifications", tag = "channels",
+    params(("id" = String, Path, description = "Request id")),
+    responses(
+        (status = 200, description = "Notifications, oldest first", body = NotificationsBody),
+        (status = 403, description = "The key's role may not read notifications", body = ErrorBody),
+        (status = 404, description = "No such request", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn notifications(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<NotificationsBody>, ApiError> {
+    caller.must_ask()?;
+    if state.store.get(caller.tenant(), &id).await?.is_none() {
+        return Err(ApiError::not_found());
+    }
+    let found = state.store.notifications(caller.tenant(), &id).await?;
+    Ok(Json(NotificationsBody {
+        notifications: found.iter().map(NotificationBody::from).collect(),
     }))
 }
 

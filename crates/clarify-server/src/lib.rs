@@ -13,6 +13,7 @@
 //! - `inbox`: the web inbox at `/` and its embedded assets;
 //! - [`mcp`]: the MCP tools over Streamable HTTP at `/mcp`, behind the API's keys;
 //! - [`webhooks`]: the delivery worker and its signatures;
+//! - `channels`: the worker that announces requests on configured channels;
 //! - [`limits`]: `--max-waiters` and the per-key `--rate-limit`;
 //! - `logs`: each request's id, route and outcome in the log;
 //! - [`metrics`], [`openapi`], [`wire`] (the JSON types), [`error`] (every error response).
@@ -21,6 +22,7 @@
 
 pub mod api;
 pub mod auth;
+mod channels;
 pub mod error;
 pub mod events;
 pub mod grants;
@@ -74,6 +76,8 @@ pub struct Config {
     pub session_ttl: chrono::TimeDelta,
     /// The `/mcp` endpoint (its body limit is `body_limit`).
     pub mcp: clarify_mcp::HttpOptions,
+    /// The channels requests are announced on (the store's `announce` picks which).
+    pub channels: Vec<clarify_channels::Channel>,
 }
 
 impl Config {
@@ -88,6 +92,7 @@ impl Config {
             webhooks: webhooks::WebhookConfig::default(),
             session_ttl: chrono::TimeDelta::days(7),
             mcp: clarify_mcp::HttpOptions::default(),
+            channels: Vec::new(),
         }
     }
 }
@@ -105,6 +110,8 @@ pub struct Shared {
     pub metrics: metrics::Metrics,
     /// Wakes the webhook worker when this instance resolves a request.
     pub webhooks_due: Notify,
+    /// Wakes the channel worker after a request was created here.
+    pub channels_due: Notify,
     /// Cancelled when the server begins to shut down.
     pub shutdown: CancellationToken,
     /// Long-polls, event streams and `/mcp` requests in flight.
@@ -152,6 +159,7 @@ impl AppState {
             hub,
             metrics: metrics::Metrics::new(),
             webhooks_due: Notify::new(),
+            channels_due: Notify::new(),
             shutdown: CancellationToken::new(),
             waiters,
             rate_limit,
@@ -170,6 +178,7 @@ impl AppState {
     pub(crate) fn changed(&self) {
         self.hub.poke();
         self.webhooks_due.notify_one();
+        self.channels_due.notify_one();
     }
 }
 
@@ -212,7 +221,8 @@ pub fn app(state: AppState) -> Router {
 }
 
 /// Serves `state` on `listener` until `shutdown` completes; then stops accepting, ends event
-/// streams and long-polls, and waits for in-flight requests. The webhook worker runs meanwhile.
+/// streams and long-polls, and waits for in-flight requests. The webhook and channel workers run
+/// meanwhile.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -221,6 +231,7 @@ pub async fn serve(
     let token = state.shutdown.clone();
     let tailer = tokio::spawn(events::tail(state.clone()));
     let worker = tokio::spawn(webhooks::run(state.clone()));
+    let announcer = tokio::spawn(channels::run(state.clone()));
     let signal = {
         let token = token.clone();
         async move {
@@ -237,6 +248,7 @@ pub async fn serve(
     token.cancel();
     let _ = tailer.await;
     let _ = worker.await;
+    let _ = announcer.await;
     result
 }
 

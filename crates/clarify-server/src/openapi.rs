@@ -32,6 +32,7 @@ use utoipa::{Modify, OpenApi};
         crate::api::cancel,
         crate::api::wait,
         crate::api::deliveries,
+        crate::api::notifications,
         crate::api::webhook_secret,
         crate::api::list_keys,
         crate::api::create_key,
@@ -52,6 +53,7 @@ use utoipa::{Modify, OpenApi};
         (name = "requests", description = "Ask, read, answer, cancel and wait for requests"),
         (name = "events", description = "The live event stream"),
         (name = "webhooks", description = "Outcome deliveries to callback URLs"),
+        (name = "channels", description = "Announcements on configured channels"),
         (name = "keys", description = "API key management (admins)"),
         (name = "grants", description = "Remembered approvals: list, check, revoke"),
         (name = "inbox", description = "Inbox sessions"),
@@ -206,17 +208,23 @@ pub fn json() -> String {
 /// schemathesis's stateful phase) know where the id goes. Written into the JSON because utoipa
 /// 5 serializes a link's `operationId` as `operation_id`.
 fn add_links(doc: &mut serde_json::Value) {
-    let links: serde_json::Map<String, serde_json::Value> =
-        ["show", "answer", "cancel", "wait", "deliveries"]
-            .into_iter()
-            .map(|operation| {
-                let link = serde_json::json!({
-                    "operationId": operation,
-                    "parameters": {"id": "$response.body#/id"},
-                });
-                (operation.to_owned(), link)
-            })
-            .collect();
+    let links: serde_json::Map<String, serde_json::Value> = [
+        "show",
+        "answer",
+        "cancel",
+        "wait",
+        "deliveries",
+        "notifications",
+    ]
+    .into_iter()
+    .map(|operation| {
+        let link = serde_json::json!({
+            "operationId": operation,
+            "parameters": {"id": "$response.body#/id"},
+        });
+        (operation.to_owned(), link)
+    })
+    .collect();
     for status in ["200", "201"] {
         if let Some(response) = doc
             .pointer_mut(&format!("/paths/~1v1~1requests/post/responses/{status}"))

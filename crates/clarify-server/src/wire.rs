@@ -458,6 +458,44 @@ impl From<&Attempt> for AttemptBody {
     }
 }
 
+/// An announcement of a request on a channel, and its attempts.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NotificationBody {
+    pub id: u64,
+    /// The channel's configured name.
+    pub channel: String,
+    /// `request.created` for the announcement, `request.reminded` or `request.escalated`.
+    pub event: String,
+    /// `pending`, `delivered` or `failed`.
+    pub status: String,
+    pub created_at: String,
+    pub next_attempt_at: Option<String>,
+    /// The platform's reference to the message posted (ntfy: the message id).
+    pub message_ref: Option<String>,
+    pub attempts: Vec<AttemptBody>,
+}
+
+impl From<&Delivery> for NotificationBody {
+    fn from(d: &Delivery) -> Self {
+        Self {
+            id: d.id,
+            channel: d.channel.clone().unwrap_or_default(),
+            event: crate::events::event_name(d.event.unwrap_or(clarify_store::EventKind::Created))
+                .to_owned(),
+            status: d.status.as_str().to_owned(),
+            created_at: time(d.created_at),
+            next_attempt_at: d.next_attempt_at.map(time),
+            message_ref: d.message_ref.clone(),
+            attempts: d.attempts.iter().map(AttemptBody::from).collect(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NotificationsBody {
+    pub notifications: Vec<NotificationBody>,
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DeliveriesBody {
     pub deliveries: Vec<DeliveryBody>,

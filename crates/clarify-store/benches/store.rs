@@ -663,7 +663,10 @@ async fn purge_sweep(n: usize) {
     }
     let path = scratch(&format!("purge-{n}-run.db"));
     let url = fresh_sqlite(&format!("purge-{n}-run.db"));
-    std::fs::copy(&built, &path).unwrap_or_else(|e| panic!("copy {}: {e}", built.display()));
+    // The online backup, not a file copy: the built store may still have pages in its WAL.
+    clarify_store::backup(&format!("sqlite://{}", built.display()), &path)
+        .await
+        .unwrap_or_else(|e| panic!("copy {}: {e}", built.display()));
     let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let old = ListQuery {
         tag: Some("old".to_owned()),

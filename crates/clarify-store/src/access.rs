@@ -145,7 +145,17 @@ impl DeliveryStatus {
     }
 }
 
-/// The outcome of a resolved request on its way to the request's `callback_url`.
+/// Which outbox a worker claims from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outbox {
+    /// Deliveries to a request's `callback_url`.
+    Webhooks,
+    /// Notifications to configured channels.
+    Channels,
+}
+
+/// Something on its way out: the outcome of a resolved request (or a reminder or escalation) to
+/// the request's `callback_url`, or a notification to a channel.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Delivery {
     pub id: u64,
@@ -157,9 +167,15 @@ pub struct Delivery {
     pub created_at: DateTime<Utc>,
     /// When the next attempt is due (while pending).
     pub next_attempt_at: Option<DateTime<Utc>>,
-    /// The event a pending request's delivery announces (`reminded`, `escalated`); `None` for
-    /// the delivery of the resolution, which announces how the request ended.
+    /// The event a pending request's delivery announces (`created` for a channel's
+    /// announcement, `reminded`, `escalated`); `None` for the delivery of the resolution, which
+    /// announces how the request ended.
     pub event: Option<crate::record::EventKind>,
+    /// The channel (by its configured name) a notification goes to; `None` for a webhook, which
+    /// goes to `url`.
+    pub channel: Option<String>,
+    /// The platform's reference to the message a notification posted (to edit it later).
+    pub message_ref: Option<String>,
     /// Every attempt so far, oldest first.
     pub attempts: Vec<Attempt>,
 }
@@ -306,8 +322,8 @@ impl Store {
         self.inner.backend.secret(name, random_secret()).await
     }
 
-    /// Claims up to `limit` deliveries due now: each is leased until `lease_until`, so another
-    /// worker does not try it meanwhile.
+    /// Claims up to `limit` webhook deliveries due now: each is leased until `lease_until`, so
+    /// another worker does not try it meanwhile.
     pub async fn claim_deliveries(
         &self,
         lease_until: DateTime<Utc>,
@@ -315,7 +331,19 @@ impl Store {
     ) -> Result<Vec<Delivery>, StoreError> {
         self.inner
             .backend
-            .claim_deliveries(self.now(), lease_until, limit)
+            .claim_deliveries(self.now(), lease_until, limit, Outbox::Webhooks)
+            .await
+    }
+
+    /// Claims up to `limit` channel notifications due now, leased like webhook deliveries.
+    pub async fn claim_notifications(
+        &self,
+        lease_until: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        self.inner
+            .backend
+            .claim_deliveries(self.now(), lease_until, limit, Outbox::Channels)
             .await
     }
 
@@ -326,7 +354,25 @@ impl Store {
         attempt: Attempt,
         after: AfterAttempt,
     ) -> Result<(), StoreError> {
-        self.inner.backend.finish_attempt(id, attempt, after).await
+        self.inner
+            .backend
+            .finish_attempt(id, attempt, after, None)
+            .await
+    }
+
+    /// Records an attempt at notification `id`, what happens next, and the reference of the
+    /// message it posted, if it posted one.
+    pub async fn finish_notification(
+        &self,
+        id: u64,
+        attempt: Attempt,
+        after: AfterAttempt,
+        message_ref: Option<String>,
+    ) -> Result<(), StoreError> {
+        self.inner
+            .backend
+            .finish_attempt(id, attempt, after, message_ref)
+            .await
     }
 
     /// The webhook deliveries of a request of `tenant`, with their attempts.
@@ -336,7 +382,18 @@ impl Store {
         request_id: &str,
     ) -> Result<Vec<Delivery>, StoreError> {
         let mut all = self.inner.backend.deliveries(request_id).await?;
-        all.retain(|d| d.tenant == tenant);
+        all.retain(|d| d.tenant == tenant && d.channel.is_none());
+        Ok(all)
+    }
+
+    /// The channel notifications of a request of `tenant`, with their attempts.
+    pub async fn notifications(
+        &self,
+        tenant: &str,
+        request_id: &str,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let mut all = self.inner.backend.deliveries(request_id).await?;
+        all.retain(|d| d.tenant == tenant && d.channel.is_some());
         Ok(all)
     }
 }

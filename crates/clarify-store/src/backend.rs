@@ -9,7 +9,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use clarify_core::quorum::{Vote, decide};
 use clarify_core::{Answers, NewRequest};
 
-use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, TokenKind};
+use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, Outbox, TokenKind};
 use crate::error::StoreError;
 use crate::grant::{GrantFilter, StoredGrant};
 use crate::memory::MemoryBackend;
@@ -31,6 +31,9 @@ pub(crate) struct NewRow {
     pub remind_at: Option<DateTime<Utc>>,
     /// When the request escalates, if it asks to.
     pub escalate_at: Option<DateTime<Utc>>,
+    /// The channels to announce it on, queued with it (only when it is created, not when an
+    /// existing request is returned).
+    pub announce: Vec<String>,
 }
 
 impl NewRow {
@@ -350,8 +353,9 @@ impl Backend {
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
         limit: usize,
+        outbox: Outbox,
     ) -> Result<Vec<Delivery>, StoreError> {
-        dispatch!(self, b => b.claim_deliveries(now, lease_until, limit).await)
+        dispatch!(self, b => b.claim_deliveries(now, lease_until, limit, outbox).await)
     }
 
     /// Appends the attempt and moves the delivery on: delivered, due again, or failed.
@@ -360,8 +364,9 @@ impl Backend {
         id: u64,
         attempt: Attempt,
         after: AfterAttempt,
+        message_ref: Option<String>,
     ) -> Result<(), StoreError> {
-        dispatch!(self, b => b.finish_attempt(id, attempt, after).await)
+        dispatch!(self, b => b.finish_attempt(id, attempt, after, message_ref).await)
     }
 
     /// The deliveries of a request, oldest first, with their attempts.

@@ -286,11 +286,14 @@ pub(crate) struct DeliveryParts {
     pub next_attempt_at: Option<i64>,
     /// `NULL` for the resolution's delivery, else the event it announces.
     pub event: Option<String>,
+    /// The channel a notification goes to; `NULL` for a webhook.
+    pub channel: Option<String>,
+    pub message_ref: Option<String>,
 }
 
 /// The columns of [`DeliveryParts`], in order, for SELECT and RETURNING lists.
 pub(crate) const DELIVERY_COLUMNS: &str =
-    "id, request_id, tenant, url, status, created_at, next_attempt_at, event";
+    "id, request_id, tenant, url, status, created_at, next_attempt_at, event, channel, message_ref";
 
 impl DeliveryParts {
     pub(crate) fn decode(self, attempts: Vec<Attempt>) -> Result<Delivery, StoreError> {
@@ -314,6 +317,8 @@ impl DeliveryParts {
             request_id: self.request_id,
             tenant: self.tenant,
             url: self.url,
+            channel: self.channel,
+            message_ref: self.message_ref,
             attempts,
         })
     }
@@ -400,5 +405,6 @@ pub(crate) fn from_millis(ms: i64) -> Option<DateTime<Utc>> {
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
 /// Version 2 added keys, tokens, server secrets and webhook deliveries; version 3 grant ids;
-/// version 4 the indexes retention looks up; version 5 votes, reminders and escalation.
-pub(crate) const SCHEMA_VERSION: i64 = 5;
+/// version 4 the indexes retention looks up; version 5 votes, reminders and escalation; version 6
+/// channel notifications (deliveries to a channel, with the platform's message reference).
+pub(crate) const SCHEMA_VERSION: i64 = 6;

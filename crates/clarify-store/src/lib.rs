@@ -86,6 +86,21 @@ pub struct StoreOptions {
     /// Resolved requests older than this (by resolution time) are purged by the reaper, with
     /// their events, tags and webhook deliveries; `None` keeps them forever.
     pub retain_resolved: Option<TimeDelta>,
+    /// The channels a new request is announced on (by configured name), given its tenant.
+    pub announce: Option<Announce>,
+}
+
+/// Picks the channels a new request is announced on: the routes of the channel configuration.
+#[derive(Clone)]
+pub struct Announce(pub Arc<PickChannels>);
+
+/// Given a new request's tenant and the request, the names of the channels to announce it on.
+pub type PickChannels = dyn Fn(&str, &NewRequest) -> Vec<String> + Send + Sync;
+
+impl std::fmt::Debug for Announce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Announce(..)")
+    }
 }
 
 impl Default for StoreOptions {
@@ -96,6 +111,7 @@ impl Default for StoreOptions {
             poll_interval: None,
             reaper_interval: Some(Duration::from_millis(500)),
             retain_resolved: None,
+            announce: None,
         }
     }
 }
@@ -113,6 +129,7 @@ struct Inner {
     ids: Arc<dyn IdGenerator>,
     waiters: Arc<Waiters>,
     retain_resolved: Option<TimeDelta>,
+    announce: Option<Announce>,
 }
 
 /// How many overdue requests one reaper pass expires.
@@ -161,6 +178,7 @@ impl Store {
                 ids: options.ids,
                 waiters,
                 retain_resolved: options.retain_resolved,
+                announce: options.announce,
             }),
         };
         // Requests that fell due while no process was running are expired now.
@@ -198,7 +216,15 @@ impl Store {
     /// Stores a new request for `tenant`. A repeated idempotency key returns the original request
     /// whatever its status; with `dedupe`, an identical pending request of the same session is
     /// returned instead of a new one.
+    ///
+    /// With [`StoreOptions::announce`], one notification per channel it names is queued in the
+    /// same transaction, for channel workers to claim ([`Store::claim_notifications`]); a request
+    /// returned by its idempotency key or by `dedupe` was announced when it was created.
     pub async fn create(&self, tenant: &str, request: NewRequest) -> Result<Created, StoreError> {
+        let channels = match &self.inner.announce {
+            Some(Announce(pick)) => pick(tenant, &request),
+            None => Vec::new(),
+        };
         let created_at = self.now();
         let expires_at = request
             .timeout()
@@ -218,6 +244,7 @@ impl Store {
                 dedupe_key,
                 remind_at,
                 escalate_at,
+                announce: channels,
             })
             .await
     }

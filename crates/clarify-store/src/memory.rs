@@ -10,7 +10,9 @@ use std::sync::Mutex;
 use chrono::{DateTime, Utc};
 use clarify_core::{Resolution, Status};
 
-use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, DeliveryStatus, KeyRow, TokenKind};
+use crate::access::{
+    AfterAttempt, ApiKey, Attempt, Delivery, DeliveryStatus, KeyRow, Outbox, TokenKind,
+};
 use crate::backend::{Ballot, Cast, NewRow, Resolved, Tally, next_reminder, tally};
 use crate::error::StoreError;
 use crate::grant::{GrantFilter, StoredGrant};
@@ -72,7 +74,7 @@ impl MemoryBackend {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) async fn create(&self, row: NewRow) -> Result<Created, StoreError> {
+    pub(crate) async fn create(&self, mut row: NewRow) -> Result<Created, StoreError> {
         let mut s = self.state();
         if let Some(key) = &row.request.idempotency_key {
             let k = (row.tenant.clone(), key.clone());
@@ -101,6 +103,7 @@ impl MemoryBackend {
         s.next_seq += 1;
         let seq = s.next_seq;
         let escalate_at = row.escalate_at;
+        let announce = std::mem::take(&mut row.announce);
         let record = row.into_record();
         if let Some(key) = &record.request.idempotency_key {
             s.idempotency
@@ -120,6 +123,15 @@ impl MemoryBackend {
         }
         s.order.insert(seq, record.id.clone());
         s.push_event(&record, EventKind::Created, None, None, record.created_at);
+        for channel in announce {
+            s.queue(
+                &record,
+                "",
+                Some(channel),
+                record.created_at,
+                Some(EventKind::Created),
+            );
+        }
         s.rows.insert(
             record.id.clone(),
             Row {
@@ -547,6 +559,7 @@ impl MemoryBackend {
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
         limit: usize,
+        outbox: Outbox,
     ) -> Result<Vec<Delivery>, StoreError> {
         let mut s = self.state();
         let mut claimed = Vec::new();
@@ -554,7 +567,10 @@ impl MemoryBackend {
             if claimed.len() == limit {
                 break;
             }
-            if d.status == DeliveryStatus::Pending && d.next_attempt_at.is_some_and(|at| at <= now)
+            let ours = d.channel.is_some() == (outbox == Outbox::Channels);
+            if ours
+                && d.status == DeliveryStatus::Pending
+                && d.next_attempt_at.is_some_and(|at| at <= now)
             {
                 d.next_attempt_at = Some(lease_until);
                 claimed.push(d.clone());
@@ -568,10 +584,14 @@ impl MemoryBackend {
         id: u64,
         attempt: Attempt,
         after: AfterAttempt,
+        message_ref: Option<String>,
     ) -> Result<(), StoreError> {
         let mut s = self.state();
         if let Some(d) = s.deliveries.get_mut(&id) {
             d.attempts.push(attempt);
+            if message_ref.is_some() {
+                d.message_ref = message_ref;
+            }
             (d.status, d.next_attempt_at) = match after {
                 AfterAttempt::Delivered => (DeliveryStatus::Delivered, None),
                 AfterAttempt::RetryAt(at) => (DeliveryStatus::Pending, Some(at)),
@@ -634,7 +654,7 @@ impl State {
         }
         self.push_event(&record, kind, actor, Some(channel), at);
         if let Some(url) = &record.request.callback_url {
-            self.queue_delivery(&record, url, at, None);
+            self.queue(&record, url, None, at, None);
         }
         self.resolved_order.push_back(record.id.clone());
         while self.resolved_order.len() > MAX_RESOLVED {
@@ -655,14 +675,16 @@ impl State {
     fn announce(&mut self, record: &RequestRecord, kind: EventKind, at: DateTime<Utc>) {
         self.push_event(record, kind, None, Some("system".to_owned()), at);
         if let Some(url) = &record.request.callback_url {
-            self.queue_delivery(record, url, at, Some(kind));
+            self.queue(record, url, None, at, Some(kind));
         }
     }
 
-    fn queue_delivery(
+    /// Queues a webhook delivery to `url`, or a notification to `channel`.
+    fn queue(
         &mut self,
         record: &RequestRecord,
         url: &str,
+        channel: Option<String>,
         at: DateTime<Utc>,
         event: Option<EventKind>,
     ) {
@@ -679,6 +701,8 @@ impl State {
                 created_at: at,
                 next_attempt_at: Some(at),
                 event,
+                channel,
+                message_ref: None,
                 attempts: Vec::new(),
             },
         );

@@ -35,7 +35,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolO
 use sqlx::{ConnectOptions, Connection, Executor, Row};
 use tokio::sync::oneshot;
 
-use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, TokenKind};
+use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, Outbox, TokenKind};
 use crate::backend::{Ballot, Cast, NewRow, Resolved, Tally, tally};
 use crate::codec::{
     ATTEMPT_COLUMNS, AttemptParts, COLUMNS, DELIVERY_COLUMNS, DeliveryParts, EVENT_COLUMNS,
@@ -76,7 +76,9 @@ const LISTEN_BACKOFF_MIN: Duration = Duration::from_millis(100);
 const LISTEN_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5];
+const MIGRATIONS: &[&str] = &[
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6,
+];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
 /// The layout of `codec` (see there), plus indexes for every lookup the store makes.
@@ -220,6 +222,12 @@ CREATE INDEX clarify_requests_escalate ON clarify_requests (escalate_at)
 ALTER TABLE clarify_deliveries ADD COLUMN event text;
 ";
 
+/// Channel notifications: deliveries to a channel (by its configured name) instead of a URL,
+/// with the reference of the message they posted.
+const SCHEMA_V6: &str = "
+ALTER TABLE clarify_deliveries ADD COLUMN channel text, ADD COLUMN message_ref text;
+";
+
 #[derive(Debug)]
 pub(crate) struct PgBackend {
     pool: PgPool,
@@ -325,6 +333,21 @@ impl PgBackend {
                 .bind(&row.tenant)
                 .bind(seq)
                 .bind(&row.request.tags)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+            if !row.announce.is_empty() {
+                sqlx::query(
+                    "INSERT INTO clarify_deliveries (request_id, tenant, url, status, created_at, \
+                     next_attempt_at, event, channel) \
+                     SELECT $1, $2, '', 'pending', $3, $3, 'created', c \
+                     FROM unnest($4::text[]) WITH ORDINALITY AS u(c, n) ORDER BY n",
+                )
+                .bind(&row.id)
+                .bind(&row.tenant)
+                .bind(millis(row.created_at))
+                .bind(&row.announce)
                 .execute(&mut *tx)
                 .await
                 .map_err(db_err)?;
@@ -960,6 +983,7 @@ impl PgBackend {
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
         limit: usize,
+        outbox: Outbox,
     ) -> Result<Vec<Delivery>, StoreError> {
         // Choosing and leasing are one statement. Rows another instance is claiming right now
         // are skipped, not waited for; once that claim commits, the re-checked condition
@@ -969,6 +993,7 @@ impl PgBackend {
             "WITH due AS ( \
                  SELECT id FROM clarify_deliveries \
                  WHERE status = 'pending' AND next_attempt_at <= $1 \
+                 AND (channel IS NOT NULL) = $4 \
                  ORDER BY id LIMIT $3 \
                  FOR UPDATE SKIP LOCKED) \
              UPDATE clarify_deliveries d SET next_attempt_at = $2 \
@@ -979,6 +1004,7 @@ impl PgBackend {
         .bind(millis(now))
         .bind(millis(lease_until))
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .bind(outbox == Outbox::Channels)
         .fetch_all(&mut *tx)
         .await
         .map_err(db_err)?;
@@ -998,6 +1024,7 @@ impl PgBackend {
         id: u64,
         attempt: Attempt,
         after: AfterAttempt,
+        message_ref: Option<String>,
     ) -> Result<(), StoreError> {
         // An id no row can have names no delivery: nothing to record, as for a deleted one.
         let Ok(id) = i64::try_from(id) else {
@@ -1007,11 +1034,13 @@ impl PgBackend {
         let (number, at, status_code, error, duration_ms) = attempt_values(&attempt);
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let updated = sqlx::query(
-            "UPDATE clarify_deliveries SET status = $2, next_attempt_at = $3 WHERE id = $1",
+            "UPDATE clarify_deliveries SET status = $2, next_attempt_at = $3, \
+             message_ref = COALESCE($4, message_ref) WHERE id = $1",
         )
         .bind(id)
         .bind(status)
         .bind(next)
+        .bind(message_ref)
         .execute(&mut *tx)
         .await
         .map_err(db_err)?
@@ -1584,6 +1613,8 @@ fn delivery_parts(row: &PgRow) -> Result<DeliveryParts, StoreError> {
         created_at: row.try_get("created_at").map_err(corrupt_row)?,
         next_attempt_at: row.try_get("next_attempt_at").map_err(corrupt_row)?,
         event: row.try_get("event").map_err(corrupt_row)?,
+        channel: row.try_get("channel").map_err(corrupt_row)?,
+        message_ref: row.try_get("message_ref").map_err(corrupt_row)?,
     })
 }
 

@@ -28,7 +28,7 @@ use clarify_core::{Resolution, Status};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use tokio::sync::oneshot;
 
-use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, TokenKind};
+use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, Outbox, TokenKind};
 use crate::backend::{Ballot, Cast, NewRow, Resolved, Tally, tally};
 use crate::codec::{
     ATTEMPT_COLUMNS, AttemptParts, COLUMNS, DELIVERY_COLUMNS, DeliveryParts, EVENT_COLUMNS,
@@ -186,8 +186,17 @@ CREATE INDEX requests_escalate ON requests (escalate_at)
 ALTER TABLE deliveries ADD COLUMN event TEXT;
 ";
 
+/// Schema version 6: channel notifications are deliveries to a channel (by its configured
+/// name) instead of a URL, with the reference of the message they posted.
+const SCHEMA_V6: &str = "
+ALTER TABLE deliveries ADD COLUMN channel TEXT;
+ALTER TABLE deliveries ADD COLUMN message_ref TEXT;
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5];
+const MIGRATIONS: &[&str] = &[
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6,
+];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
 /// Runs once the batch's commit outcome is known, with that outcome.
@@ -749,8 +758,10 @@ impl SqliteBackend {
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
         limit: usize,
+        outbox: Outbox,
     ) -> Result<Vec<Delivery>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let channels = outbox == Outbox::Channels;
         // A write, so the choice and the lease are one step: no other writer (in this process
         // or another sharing the file) runs between them.
         self.write(move |conn| {
@@ -758,11 +769,11 @@ impl SqliteBackend {
                 let mut stmt = conn.prepare_cached(&format!(
                     "UPDATE deliveries SET next_attempt_at = ?2 WHERE id IN (\
                      SELECT id FROM deliveries WHERE status = 'pending' \
-                     AND next_attempt_at <= ?1 ORDER BY id LIMIT ?3) \
-                     RETURNING {DELIVERY_COLUMNS}"
+                     AND next_attempt_at <= ?1 AND (channel IS NOT NULL) = ?4 \
+                     ORDER BY id LIMIT ?3) RETURNING {DELIVERY_COLUMNS}"
                 ))?;
                 let rows = stmt.query_map(
-                    params![millis(now), millis(lease_until), limit],
+                    params![millis(now), millis(lease_until), limit, channels],
                     delivery_parts,
                 )?;
                 rows.collect::<Result<_, _>>()?
@@ -779,6 +790,7 @@ impl SqliteBackend {
         id: u64,
         attempt: Attempt,
         after: AfterAttempt,
+        message_ref: Option<String>,
     ) -> Result<(), StoreError> {
         // An id no row can have names no delivery: nothing to record, as for a deleted one.
         let Ok(id) = i64::try_from(id) else {
@@ -788,9 +800,10 @@ impl SqliteBackend {
             let (status, next) = after_attempt(after);
             let updated = conn
                 .prepare_cached(
-                    "UPDATE deliveries SET status = ?2, next_attempt_at = ?3 WHERE id = ?1",
+                    "UPDATE deliveries SET status = ?2, next_attempt_at = ?3, \
+                     message_ref = COALESCE(?4, message_ref) WHERE id = ?1",
                 )?
-                .execute(params![id, status, next])?;
+                .execute(params![id, status, next, message_ref])?;
             if updated == 0 {
                 return Ok(());
             }
@@ -906,6 +919,13 @@ fn create(conn: &Connection, row: NewRow, spec: &str) -> Result<Created, StoreEr
         None,
         created_ms,
     )?;
+    for channel in &row.announce {
+        conn.prepare_cached(
+            "INSERT INTO deliveries (request_id, tenant, url, status, created_at, \
+             next_attempt_at, event, channel) VALUES (?1, ?2, '', 'pending', ?3, ?3, 'created', ?4)",
+        )?
+        .execute(params![row.id, row.tenant, created_ms, channel])?;
+    }
     Ok(Created {
         record: row.into_record(),
         created: true,
@@ -1202,6 +1222,8 @@ fn delivery_parts(row: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryParts> {
         created_at: row.get(5)?,
         next_attempt_at: row.get(6)?,
         event: row.get(7)?,
+        channel: row.get(8)?,
+        message_ref: row.get(9)?,
     })
 }
 

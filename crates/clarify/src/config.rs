@@ -129,68 +129,46 @@ impl ChannelKind {
     }
 }
 
-/// One `[[routes]]` entry: a request matching every filter given is announced on `channels`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(
-    dead_code,
-    reason = "read by the channel workers; until they exist, `serve` refuses a file with channels"
-)]
-pub struct Route {
-    pub channels: Vec<String>,
-    #[serde(default)]
-    pub tenant: Option<String>,
-    /// Exact, `prefix*`, or `*`.
-    #[serde(default)]
-    pub agent: Option<String>,
-    /// The request carries all of these tags.
-    #[serde(default)]
-    pub tags: Vec<String>,
-    /// The request has a question of one of these kinds.
-    #[serde(default)]
-    pub kinds: Vec<String>,
-}
-
-impl Route {
-    /// Whether a request of `tenant` matches every filter this route gives.
-    #[allow(
-        dead_code,
-        reason = "read by the channel workers; until they exist, `serve` refuses a file with channels"
-    )]
-    pub fn matches(&self, tenant: &str, request: &clarify_core::NewRequest) -> bool {
-        let tenant_ok = self.tenant.as_deref().is_none_or(|t| t == tenant);
-        let agent_ok = self.agent.as_deref().is_none_or(|pattern| {
-            let agent = request.agent.as_deref().unwrap_or("");
-            match pattern.strip_suffix('*') {
-                Some(prefix) => agent.starts_with(prefix) && request.agent.is_some(),
-                None => agent == pattern && request.agent.is_some(),
-            }
-        });
-        let tags_ok = self.tags.iter().all(|t| request.tags.contains(t));
-        let kinds_ok = self.kinds.is_empty()
-            || request
-                .questions
-                .iter()
-                .any(|q| self.kinds.iter().any(|k| k == q.kind.name()));
-        tenant_ok && agent_ok && tags_ok && kinds_ok
-    }
-}
+pub use clarify_channels::Route;
 
 impl Config {
-    /// Whether `clarify serve` can do everything this file asks. Channels are checked key by key
-    /// but not delivered by this version of clarify, and a configuration that names them is
-    /// refused rather than accepted and left silent.
+    /// Whether `clarify serve` can do everything this file asks. Every channel type is checked
+    /// key by key, but this version delivers ntfy channels only; a configuration that names
+    /// another is refused rather than accepted and left silent.
     pub fn servable(&self, path: &Path) -> Result<(), String> {
-        match self.channels.first() {
+        match self
+            .channels
+            .iter()
+            .enumerate()
+            .find(|(_, c)| !matches!(c.kind, ChannelKind::Ntfy { .. }))
+        {
             None => Ok(()),
-            Some(c) => Err(format!(
-                "{}: channels[0] ({} {:?}): this version of clarify does not announce requests on channels yet; \
-                 remove [[channels]] and [[routes]] (people answer in the inbox, the terminal, a link or MCP)",
+            Some((i, c)) => Err(format!(
+                "{}: channels[{i}] ({} {:?}): this version of clarify announces requests on ntfy \
+                 channels only; remove this channel (and it from [[routes]])",
                 path.display(),
                 c.kind.type_name(),
                 c.name
             )),
         }
+    }
+
+    /// The channels `serve` announces on, built from the checked file.
+    pub fn channels(&self) -> Vec<clarify_channels::Channel> {
+        self.channels
+            .iter()
+            .filter_map(|c| match &c.kind {
+                ChannelKind::Ntfy { url, topic, token } => Some(clarify_channels::Channel {
+                    name: c.name.clone(),
+                    platform: clarify_channels::Platform::Ntfy(clarify_channels::ntfy::Ntfy {
+                        url: url.clone(),
+                        topic: topic.clone(),
+                        token: token.as_ref().map(|t| t.expose().to_owned()),
+                    }),
+                }),
+                _ => None,
+            })
+            .collect()
     }
 }
 
@@ -875,49 +853,6 @@ mod tests {
                 "{text:?}\n  got:  {e}\n  want: {expected}"
             );
             assert!(!e.contains('\n'), "one line: {e}");
-        }
-    }
-
-    #[test]
-    fn routes_match_by_every_filter_given() {
-        let request = |raw: serde_json::Value| {
-            clarify_core::parse_request(&raw, &clarify_core::Limits::default()).expect("valid")
-        };
-        let deploy = request(serde_json::json!({
-            "questions": [{"text": "Deploy?", "kind": "approval", "action": {"name": "deploy"}}],
-            "agent": "deploy-bot", "tags": ["prod", "eu"]}));
-        let chat = request(serde_json::json!({"question": "Lunch?", "agent": "chat"}));
-        let route = |t: Option<&str>, agent: Option<&str>, tags: &[&str], kinds: &[&str]| Route {
-            channels: vec!["ops".to_owned()],
-            tenant: t.map(str::to_owned),
-            agent: agent.map(str::to_owned),
-            tags: tags.iter().map(|s| (*s).to_owned()).collect(),
-            kinds: kinds.iter().map(|s| (*s).to_owned()).collect(),
-        };
-        let cases = [
-            (route(None, None, &[], &[]), true, true),
-            (route(Some("default"), None, &[], &[]), true, true),
-            (route(Some("other"), None, &[], &[]), false, false),
-            (route(None, Some("deploy-*"), &[], &[]), true, false),
-            (route(None, Some("deploy-bot"), &[], &[]), true, false),
-            (route(None, Some("deploy"), &[], &[]), false, false),
-            (route(None, Some("*"), &[], &[]), true, true),
-            (route(None, None, &["prod"], &[]), true, false),
-            (route(None, None, &["prod", "us"], &[]), false, false),
-            (route(None, None, &[], &["approval"]), true, false),
-            (route(None, None, &[], &["open", "single"]), false, true),
-        ];
-        for (route, on_deploy, on_chat) in cases {
-            assert_eq!(
-                route.matches("default", &deploy),
-                on_deploy,
-                "{route:?} on deploy"
-            );
-            assert_eq!(
-                route.matches("default", &chat),
-                on_chat,
-                "{route:?} on chat"
-            );
         }
     }
 }

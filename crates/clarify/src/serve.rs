@@ -11,12 +11,14 @@ use crate::ServeArgs;
 /// Runs the server with `args`, where a setting not `given` as a flag (or its environment
 /// variable) is taken from the configuration file when it has one.
 pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> {
-    let args = match &args.config {
-        None => args,
+    let (args, channels, routes) = match &args.config {
+        None => (args, Vec::new(), Vec::new()),
         Some(path) => {
-            let file = crate::config::load(path).map_err(anyhow::Error::msg)?;
+            let mut file = crate::config::load(path).map_err(anyhow::Error::msg)?;
             file.servable(path).map_err(anyhow::Error::msg)?;
-            with_file(args, given, file.server)
+            let channels = file.channels();
+            let routes = std::mem::take(&mut file.routes);
+            (with_file(args, given, file.server), channels, routes)
         }
     };
     crate::logs::init(args.log_format, "info");
@@ -28,8 +30,14 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     if retain_resolved.is_some_and(|d| d.is_zero()) {
         anyhow::bail!("--retain-resolved must be longer than 0, e.g. 30d");
     }
+    let announce = (!routes.is_empty()).then(|| {
+        clarify_store::Announce(std::sync::Arc::new(move |tenant: &str, request: &_| {
+            clarify_channels::channels_for(&routes, tenant, request)
+        }))
+    });
     let options = StoreOptions {
         retain_resolved,
+        announce,
         ..StoreOptions::default()
     };
     let store = Store::open(&args.db, options)
@@ -56,6 +64,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     config.webhooks.timeout = args.webhook_timeout;
     config.max_waiters = args.max_waiters;
     config.rate_limit = args.rate_limit;
+    config.channels = channels;
     if let Some((key, login)) = clarify_server::bootstrap(&store, &public_url).await? {
         eprintln!("clarify: created the first admin key (shown once; keep it):");
         eprintln!("  {}", key.token);

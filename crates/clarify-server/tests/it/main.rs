@@ -2,6 +2,7 @@
 
 mod abuse;
 mod browser;
+mod channels;
 mod chrome;
 mod decisions;
 mod events;

@@ -1134,9 +1134,9 @@ async fn sqlite_v1_database_migrates_to_v2_keeping_its_requests() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("version");
     assert_eq!(
-        version, 5,
+        version, 6,
         "migrated to the current version (3: grant ids, 4: retention indexes, 5: votes, \
-         reminders and escalation)"
+         reminders and escalation, 6: channel notifications)"
     );
     drop(conn);
     let store = Store::open(&url, options(&clock)).await.expect("reopen");
@@ -1192,6 +1192,8 @@ fn queued(found: &[Delivery], record: &RequestRecord) -> Delivery {
         created_at: at,
         next_attempt_at: Some(at),
         event: None,
+        channel: None,
+        message_ref: None,
         attempts: Vec::new(),
     }
 }

@@ -1,6 +1,7 @@
-//! Quorum votes, reminders and escalation, on every backend (see `conformance` for how cases
-//! run). Votes are counted once per responder and decide a request once; reminders and
-//! escalations are written once whatever the number of instances sharing the store.
+//! Quorum votes, reminders and escalation, and channel notifications, on every backend (see
+//! `conformance` for how cases run). Votes are counted once per responder and decide a request
+//! once; reminders and escalations are written once whatever the number of instances sharing
+//! the store; a new request's notifications are queued with it.
 
 use clarify_core::{Decision, Scope, Status};
 use clarify_store::{Actor, Event, EventKind, RequestRecord, ResolveError, Store};
@@ -15,6 +16,7 @@ conformance! {
         quorum_needs_a_named_responder,
         quorum_concurrent_votes_resolve_exactly_once,
         reminders_and_escalation_happen_once_across_instances,
+        new_requests_queue_their_channel_notifications,
     ],
     durable: [
         votes_survive_a_restart,
@@ -375,4 +377,93 @@ async fn votes_survive_a_restart(store: Store, env: Env) {
     let grants = store.list_grants(t, Some("s1")).await.expect("grants");
     assert_eq!(grants.len(), 1, "both approved for the session: one grant");
     assert_eq!(grants[0].granted_by.as_deref(), Some("bob"));
+}
+
+/// With an `announce` hook, a new request queues one notification per channel in its creating
+/// transaction; webhook workers never see them, and a repeated idempotency key adds none.
+async fn new_requests_queue_their_channel_notifications(_store: Store, env: Env) {
+    let mut options = crate::support::options(&env.clock);
+    options.announce = Some(clarify_store::Announce(std::sync::Arc::new(
+        |_tenant: &str, request: &clarify_core::NewRequest| {
+            if request.tags.iter().any(|t| t == "quiet") {
+                Vec::new()
+            } else {
+                vec!["phone".to_owned(), "ops".to_owned()]
+            }
+        },
+    )));
+    let store = Store::open(&env.url, options).await.expect("open");
+    let t = &env.tenant;
+    let body = json!({"question": "Ship?", "idempotency_key": format!("k-{t}")});
+    let id = store
+        .create(t, request(body.clone()))
+        .await
+        .expect("create")
+        .record
+        .id;
+    let again = store.create(t, request(body)).await.expect("create again");
+    assert!(!again.created);
+    let quiet = store
+        .create(t, request(json!({"question": "Shh?", "tags": ["quiet"]})))
+        .await
+        .expect("create")
+        .record
+        .id;
+
+    let queued = store.notifications(t, &id).await.expect("notifications");
+    let channels: Vec<Option<&str>> = queued.iter().map(|n| n.channel.as_deref()).collect();
+    assert_eq!(
+        channels,
+        [Some("phone"), Some("ops")],
+        "once each, in order"
+    );
+    assert!(queued.iter().all(|n| n.event == Some(EventKind::Created)));
+    assert!(
+        store
+            .deliveries(t, &id)
+            .await
+            .expect("deliveries")
+            .is_empty()
+    );
+    assert!(
+        store
+            .notifications(t, &quiet)
+            .await
+            .expect("none")
+            .is_empty()
+    );
+
+    let lease = env.now() + chrono::TimeDelta::seconds(30);
+    let ours = |all: Vec<clarify_store::Delivery>| {
+        all.into_iter()
+            .filter(|d| d.tenant == *t)
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        ours(store.claim_deliveries(lease, 100).await.expect("claim")).is_empty(),
+        "the webhook worker does not claim notifications"
+    );
+    let claimed = ours(store.claim_notifications(lease, 100).await.expect("claim"));
+    assert_eq!(claimed.len(), 2);
+    let attempt = clarify_store::Attempt {
+        number: 1,
+        at: env.now(),
+        status_code: None,
+        error: None,
+        duration_ms: 3,
+    };
+    store
+        .finish_notification(
+            claimed[0].id,
+            attempt,
+            clarify_store::AfterAttempt::Delivered,
+            Some("msg-1".to_owned()),
+        )
+        .await
+        .expect("finish");
+    let after = store.notifications(t, &id).await.expect("notifications");
+    let sent = after.iter().find(|n| n.id == claimed[0].id).expect("sent");
+    assert_eq!(sent.message_ref.as_deref(), Some("msg-1"));
+    assert_eq!(sent.status, clarify_store::DeliveryStatus::Delivered);
+    assert_eq!(sent.attempts.len(), 1);
 }

@@ -169,6 +169,7 @@ pub fn options(clock: &Arc<ManualClock>) -> StoreOptions {
         poll_interval: None,
         reaper_interval: None,
         retain_resolved: None,
+        announce: None,
     }
 }
 

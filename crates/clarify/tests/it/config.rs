@@ -35,18 +35,22 @@ fn config_check_accepts_a_good_file_and_names_the_key_of_a_bad_one() {
         "{err}"
     );
 
-    // Channels are checked key by key, and then refused: this version does not deliver them.
-    let channels = write(
-        "channels.toml",
-        "[[channels]]\nname = \"push\"\ntype = \"ntfy\"\ntopic = \"ops\"\n",
+    // ntfy channels are served; the other types are checked key by key, then refused.
+    let ntfy = write(
+        "ntfy.toml",
+        "[[channels]]\nname = \"push\"\ntype = \"ntfy\"\ntopic = \"ops\"\n\n[[routes]]\nchannels = [\"push\"]\n",
     );
-    let (code, _, err) = run(&["config", "check", &channels]);
+    let (code, out, err) = run(&["config", "check", &ntfy]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("1 channels, 1 routes"), "{out}");
+    let slack = write(
+        "slack.toml",
+        "[[channels]]\nname = \"ops\"\ntype = \"slack\"\nbot_token = \"xoxb-1\"\nsigning_secret = \"s\"\nchannel = \"C1\"\n",
+    );
+    let (code, _, err) = run(&["config", "check", &slack]);
     assert_eq!(code, 1);
-    assert!(err.contains("channels[0] (ntfy \"push\")"), "{err}");
-    assert!(
-        err.contains("does not announce requests on channels yet"),
-        "{err}"
-    );
+    assert!(err.contains("channels[0] (slack \"ops\")"), "{err}");
+    assert!(err.contains("on ntfy channels only"), "{err}");
 
     let (code, _, err) = run(&[
         "config",
@@ -103,4 +107,87 @@ async fn serve_takes_settings_from_the_file_and_flags_win() {
         201,
         "the flag wins over the file"
     );
+}
+
+/// A fake ntfy server that records each push's JSON.
+async fn fake_ntfy() -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+) {
+    let pushes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&pushes);
+    let app = axum::Router::new().route(
+        "/",
+        axum::routing::post(move |body: String| {
+            let seen = std::sync::Arc::clone(&seen);
+            async move {
+                let value: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+                seen.lock().unwrap_or_else(|p| p.into_inner()).push(value);
+                axum::Json(json!({"id": "m1", "event": "message"}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (url, pushes)
+}
+
+#[tokio::test]
+async fn serve_announces_on_the_ntfy_channel_of_the_file() {
+    let (ntfy, pushes) = fake_ntfy().await;
+    let dir = temp_dir("config-ntfy");
+    let path = dir.join("clarify.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[[channels]]\nname = \"phone\"\ntype = \"ntfy\"\nurl = \"{ntfy}\"\ntopic = \"ops\"\n\n\
+             [[routes]]\nchannels = [\"phone\"]\ntags = [\"prod\"]\n"
+        ),
+    )
+    .expect("write");
+    let path = path.display().to_string();
+    let server = Server::start("memory:", &["--config", &path]).await;
+    let api = Api::new(&server.url, &admin_key(&server).await);
+    let (status, routed) = api
+        .post(
+            "/v1/requests",
+            json!({"question": "Roll back?", "tags": ["prod"]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{routed}");
+    let (status, _) = api
+        .post(
+            "/v1/requests",
+            json!({"question": "Not routed?", "tags": ["dev"]}),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let id = routed["id"].as_str().unwrap_or_default().to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (_, body) = api.get(&format!("/v1/requests/{id}/notifications")).await;
+        if body["notifications"][0]["status"] == "delivered" {
+            assert_eq!(body["notifications"][0]["channel"], "phone");
+            assert_eq!(body["notifications"][0]["message_ref"], "m1");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not announced: {body}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let pushes = pushes.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    assert_eq!(
+        pushes.len(),
+        1,
+        "only the routed request is pushed: {pushes:?}"
+    );
+    assert_eq!(pushes[0]["topic"], "ops");
+    assert_eq!(pushes[0]["title"], "Roll back?");
 }

@@ -1,0 +1,187 @@
+//! ntfy (<https://ntfy.sh>, or a self-hosted server): a push to a topic, answered from the
+//! notification.
+//!
+//! A message is published as JSON to the server's root URL (`{"topic", "title", "message",
+//! "priority", "tags", "click", "actions"}`), with `Authorization: Bearer <token>` when the
+//! channel has a token. ntfy allows three action buttons per message. A request whose one
+//! question can be answered by a tap gets one `http` button per answer (Approve and Deny for an
+//! approval; the options of a `single` question with at most two options), each POSTing the
+//! answer as JSON to the request's signed answer link, and a `view` button opening the link; any
+//! other request gets the `view` button only. A quorum request counts votes by person, which an
+//! anonymous link cannot cast, so it gets the `view` button too. ntfy cannot edit a message
+//! once sent, so a resolution is not announced here.
+
+use clarify_core::{Context, QuestionKind};
+use clarify_store::EventKind;
+use serde_json::{Value, json};
+
+use crate::{Notice, SendError, Sent, cut};
+
+/// ntfy's limit on a message's text, above which it turns the message into an attachment.
+const MAX_MESSAGE: usize = 4_000;
+const MAX_TITLE: usize = 200;
+
+/// An ntfy channel: the server, the topic, and the access token if the topic needs one.
+#[derive(Clone)]
+pub struct Ntfy {
+    pub url: url::Url,
+    pub topic: String,
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for Ntfy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ntfy")
+            .field("url", &self.url.as_str())
+            .field("topic", &self.topic)
+            .field("token", &self.token.as_ref().map(|_| ".."))
+            .finish()
+    }
+}
+
+impl Ntfy {
+    pub(crate) async fn send(
+        &self,
+        client: &reqwest::Client,
+        notice: &Notice<'_>,
+    ) -> Result<Sent, SendError> {
+        let body = self.message(notice);
+        let mut post = client.post(self.url.clone()).json(&body);
+        if let Some(token) = &self.token {
+            post = post.bearer_auth(token);
+        }
+        let response = post.send().await.map_err(|e| SendError::Unreachable {
+            platform: "ntfy",
+            detail: if e.is_timeout() {
+                "no answer in time".to_owned()
+            } else {
+                e.to_string()
+            },
+        })?;
+        let status = response.status();
+        let retry_after = crate::retry_after(response.headers());
+        let text = response.text().await.unwrap_or_default();
+        if !status.is_success() {
+            // ntfy's errors are JSON: {"code": 40101, "http": 401, "error": "unauthorized", ...}.
+            let detail = serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| v["error"].as_str().map(str::to_owned))
+                .unwrap_or_else(|| cut(text.trim(), 200));
+            return Err(SendError::Refused {
+                platform: "ntfy",
+                status: status.as_u16(),
+                detail,
+                retry_after,
+            });
+        }
+        let message_ref = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| v["id"].as_str().map(str::to_owned));
+        Ok(Sent::Posted { message_ref })
+    }
+
+    /// The JSON message for `notice`.
+    pub fn message(&self, notice: &Notice<'_>) -> Value {
+        let record = notice.record;
+        let request = &record.request;
+        let first = request.questions.first();
+        let headline = first
+            .map(|q| q.header.clone().unwrap_or_else(|| q.text.clone()))
+            .unwrap_or_default();
+        let title = match notice.event {
+            EventKind::Reminded => format!("Reminder: {headline}"),
+            EventKind::Escalated => format!("Escalated to you: {headline}"),
+            _ => headline,
+        };
+        let mut text = String::new();
+        match &request.context {
+            Some(Context::Text(t)) => text.push_str(&format!("{t}\n\n")),
+            Some(Context::Json(map)) => {
+                let pretty = serde_json::to_string_pretty(map).unwrap_or_default();
+                text.push_str(&format!("{pretty}\n\n"));
+            }
+            None => {}
+        }
+        for q in &request.questions {
+            text.push_str(&q.text);
+            text.push('\n');
+            match &q.kind {
+                QuestionKind::Single(c) | QuestionKind::Multi(c) => {
+                    for o in &c.options {
+                        let mark = if c.recommended.as_deref() == Some(o.id.as_str()) {
+                            " (recommended)"
+                        } else {
+                            ""
+                        };
+                        text.push_str(&format!("• {}{mark}\n", o.label));
+                    }
+                }
+                QuestionKind::Approval(a) => {
+                    let args =
+                        serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
+                    text.push_str(&format!("Action: {}\n{args}\n", a.action.name));
+                }
+                QuestionKind::Open | QuestionKind::Form(_) => {}
+            }
+        }
+        if request.is_quorum() {
+            text.push_str(&format!(
+                "\nNeeds {} approvals from named responders: answer in the clarify inbox.\n",
+                request.approvals_required
+            ));
+        }
+        let asked_by = match (&request.agent, &request.session) {
+            (Some(a), Some(s)) => format!("Asked by {a} (session {s})."),
+            (Some(a), None) => format!("Asked by {a}."),
+            (None, Some(s)) => format!("Asked in session {s}."),
+            (None, None) => String::new(),
+        };
+        if !asked_by.is_empty() {
+            text.push_str(&format!("\n{asked_by}"));
+        }
+        let approval = first.is_some_and(|q| matches!(q.kind, QuestionKind::Approval(_)));
+        json!({
+            "topic": self.topic,
+            "title": cut(&title, MAX_TITLE),
+            "message": cut(text.trim_end(), MAX_MESSAGE),
+            "priority": if approval { 4 } else { 3 },
+            "tags": [if approval { "lock" } else { "question" }],
+            "click": notice.answer_url,
+            "actions": actions(notice),
+        })
+    }
+}
+
+/// One `http` button per answer when a tap can answer the whole request, then `view`.
+fn actions(notice: &Notice<'_>) -> Vec<Value> {
+    let request = &notice.record.request;
+    let tap = |label: &str, answer: Value| {
+        json!({
+            "action": "http",
+            "label": label,
+            "url": notice.answer_url,
+            "method": "POST",
+            "headers": {"Content-Type": "application/json", "Accept": "application/json"},
+            "body": answer.to_string(),
+            "clear": true,
+        })
+    };
+    let mut out = Vec::new();
+    if let ([q], false) = (request.questions.as_slice(), request.is_quorum()) {
+        match &q.kind {
+            QuestionKind::Approval(_) => {
+                out.push(tap("Approve", json!({"decision": "approve"})));
+                out.push(tap("Deny", json!({"decision": "deny"})));
+            }
+            QuestionKind::Single(c) if c.options.len() <= 2 => {
+                for o in &c.options {
+                    out.push(tap(&cut(&o.label, 40), json!({"option": o.id})));
+                }
+            }
+            _ => {}
+        }
+    }
+    let open = if out.is_empty() { "Answer" } else { "Open" };
+    out.push(json!({"action": "view", "label": open, "url": notice.answer_url}));
+    out
+}

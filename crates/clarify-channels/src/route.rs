@@ -1,0 +1,152 @@
+//! Which requests go to which channels.
+
+use clarify_core::NewRequest;
+use serde::Deserialize;
+
+/// One `[[routes]]` entry: a request matching every filter given is announced on `channels`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    pub channels: Vec<String>,
+    #[serde(default)]
+    pub tenant: Option<String>,
+    /// Exact, `prefix*`, or `*`.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// The request carries all of these tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// The request has a question of one of these kinds.
+    #[serde(default)]
+    pub kinds: Vec<String>,
+}
+
+impl Route {
+    /// Whether a request of `tenant` matches every filter this route gives.
+    pub fn matches(&self, tenant: &str, request: &NewRequest) -> bool {
+        let tenant_ok = self.tenant.as_deref().is_none_or(|t| t == tenant);
+        let agent_ok = self.agent.as_deref().is_none_or(|pattern| {
+            let Some(agent) = request.agent.as_deref() else {
+                return false;
+            };
+            match pattern.strip_suffix('*') {
+                Some(prefix) => agent.starts_with(prefix),
+                None => agent == pattern,
+            }
+        });
+        let tags_ok = self.tags.iter().all(|t| request.tags.contains(t));
+        let kinds_ok = self.kinds.is_empty()
+            || request
+                .questions
+                .iter()
+                .any(|q| self.kinds.iter().any(|k| k == q.kind.name()));
+        tenant_ok && agent_ok && tags_ok && kinds_ok
+    }
+}
+
+/// The channels a request of `tenant` is announced on: those of every route it matches, each
+/// once, in the order routes and their channels are listed.
+pub fn channels_for(routes: &[Route], tenant: &str, request: &NewRequest) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for route in routes.iter().filter(|r| r.matches(tenant, request)) {
+        for channel in &route.channels {
+            if !out.contains(channel) {
+                out.push(channel.clone());
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(raw: serde_json::Value) -> NewRequest {
+        match clarify_core::parse_request(&raw, &clarify_core::Limits::default()) {
+            Ok(r) => r,
+            Err(e) => panic!("test request: {e}"),
+        }
+    }
+
+    #[test]
+    fn routes_match_by_every_filter_given() {
+        let deploy = request(serde_json::json!({
+            "questions": [{"text": "Deploy?", "kind": "approval", "action": {"name": "deploy"}}],
+            "agent": "deploy-bot", "tags": ["prod", "eu"]}));
+        let chat = request(serde_json::json!({"question": "Lunch?", "agent": "chat"}));
+        let anonymous = request(serde_json::json!({"question": "Who am I?"}));
+        let route = |t: Option<&str>, agent: Option<&str>, tags: &[&str], kinds: &[&str]| Route {
+            channels: vec!["ops".to_owned()],
+            tenant: t.map(str::to_owned),
+            agent: agent.map(str::to_owned),
+            tags: tags.iter().map(|s| (*s).to_owned()).collect(),
+            kinds: kinds.iter().map(|s| (*s).to_owned()).collect(),
+        };
+        // (route, matches deploy, matches chat, matches a request without an agent)
+        let cases = [
+            (route(None, None, &[], &[]), true, true, true),
+            (route(Some("default"), None, &[], &[]), true, true, true),
+            (route(Some("other"), None, &[], &[]), false, false, false),
+            (route(None, Some("deploy-*"), &[], &[]), true, false, false),
+            (
+                route(None, Some("deploy-bot"), &[], &[]),
+                true,
+                false,
+                false,
+            ),
+            (route(None, Some("deploy"), &[], &[]), false, false, false),
+            (route(None, Some("*"), &[], &[]), true, true, false),
+            (route(None, None, &["prod"], &[]), true, false, false),
+            (route(None, None, &["prod", "us"], &[]), false, false, false),
+            (route(None, None, &[], &["approval"]), true, false, false),
+            (
+                route(None, None, &[], &["open", "single"]),
+                false,
+                true,
+                true,
+            ),
+        ];
+        for (route, on_deploy, on_chat, on_anonymous) in cases {
+            assert_eq!(
+                route.matches("default", &deploy),
+                on_deploy,
+                "{route:?} on deploy"
+            );
+            assert_eq!(
+                route.matches("default", &chat),
+                on_chat,
+                "{route:?} on chat"
+            );
+            assert_eq!(
+                route.matches("default", &anonymous),
+                on_anonymous,
+                "{route:?} without an agent"
+            );
+        }
+    }
+
+    #[test]
+    fn each_channel_is_named_once_in_route_order() {
+        let routes = [
+            Route {
+                channels: vec!["push".to_owned(), "ops".to_owned()],
+                ..Route::default()
+            },
+            Route {
+                channels: vec!["ops".to_owned(), "mail".to_owned()],
+                ..Route::default()
+            },
+            Route {
+                channels: vec!["never".to_owned()],
+                tenant: Some("other".to_owned()),
+                ..Route::default()
+            },
+        ];
+        let r = request(serde_json::json!({"question": "Ship?"}));
+        assert_eq!(
+            channels_for(&routes, "default", &r),
+            ["push", "ops", "mail"]
+        );
+    }
+}

@@ -1,0 +1,133 @@
+//! The channel worker: announces requests on the configured channels (see `clarify-channels`).
+//!
+//! The store queues one notification per channel in the transaction that creates a request, so
+//! none is lost to a crash. This worker claims due notifications with a lease (instances sharing
+//! a store do not send the same one at once, and one whose worker died is sent again when the
+//! lease runs out), has the channel post it, and records the attempt with the platform's message
+//! reference. A failure that may pass (no connection, `408`, `429`, `5xx`) is retried with the
+//! webhooks' backoff, or later when the platform's `Retry-After` says so, for as long as
+//! webhooks are; any other refusal ends the notification `failed` at once.
+
+use std::time::Instant;
+
+use chrono::TimeDelta;
+use clarify_channels::{Notice, Sent};
+use clarify_store::{AfterAttempt, Attempt, Delivery, EventKind};
+
+use crate::AppState;
+use crate::webhooks::backoff;
+
+/// Sends channel notifications until shutdown.
+pub(crate) async fn run(state: AppState) {
+    if state.config.channels.is_empty() {
+        return;
+    }
+    let client = match reqwest::Client::builder()
+        .timeout(state.config.webhooks.timeout)
+        .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION")))
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot build the channel client; nothing is announced");
+            return;
+        }
+    };
+    loop {
+        let lease = TimeDelta::from_std(state.config.webhooks.timeout).unwrap_or(TimeDelta::MAX)
+            + TimeDelta::seconds(5);
+        let lease_until = state.store.now() + lease;
+        match state.store.claim_notifications(lease_until, 16).await {
+            Ok(batch) if !batch.is_empty() => {
+                let sends = batch.into_iter().map(|n| notify(&state, &client, n));
+                futures_util::future::join_all(sends).await;
+                continue;
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "claiming channel notifications failed; retrying"),
+        }
+        tokio::select! {
+            () = state.shutdown.cancelled() => return,
+            () = state.channels_due.notified() => {}
+            () = tokio::time::sleep(state.config.webhooks.poll) => {}
+        }
+    }
+}
+
+async fn notify(state: &AppState, client: &reqwest::Client, n: Delivery) {
+    let number = u32::try_from(n.attempts.len())
+        .unwrap_or(u32::MAX)
+        .saturating_add(1);
+    let give_up = |why: &str| (None, Some(why.to_owned()), AfterAttempt::GiveUp);
+    let channel = state
+        .config
+        .channels
+        .iter()
+        .find(|c| Some(&c.name) == n.channel.as_ref());
+    let record = match state.store.get(&n.tenant, &n.request_id).await {
+        Ok(r) => r,
+        Err(e) => {
+            // The lease runs out and the notification is tried again.
+            tracing::warn!(error = %e, "reading a request for its notification failed");
+            return;
+        }
+    };
+    let started = Instant::now();
+    let (status_code, error, after, message_ref) = match (channel, record) {
+        (None, _) => {
+            let (s, e, a) = give_up("the channel is no longer configured");
+            (s, e, a, None)
+        }
+        (_, None) => {
+            let (s, e, a) = give_up("the request no longer exists");
+            (s, e, a, None)
+        }
+        (Some(channel), Some(record)) => {
+            let answer_url = crate::links::answer_url(state, &record.id);
+            let notice = Notice {
+                record: &record,
+                event: n.event.unwrap_or(EventKind::Created),
+                answer_url: &answer_url,
+            };
+            match channel.send(client, &notice).await {
+                Ok(Sent::Posted { message_ref }) => {
+                    (None, None, AfterAttempt::Delivered, message_ref)
+                }
+                Ok(Sent::Skipped { why }) => {
+                    (None, Some(why.to_owned()), AfterAttempt::Delivered, None)
+                }
+                Err(e) if e.retryable() => {
+                    let now = state.store.now();
+                    let mut next = now + backoff(&state.config.webhooks, number);
+                    if let Some(wait) = e.retry_after().and_then(|w| TimeDelta::from_std(w).ok()) {
+                        next = next.max(now + wait);
+                    }
+                    let after = if next > n.created_at + state.config.webhooks.retry_for {
+                        AfterAttempt::GiveUp
+                    } else {
+                        AfterAttempt::RetryAt(next)
+                    };
+                    (e.status(), Some(e.to_string()), after, None)
+                }
+                Err(e) => (e.status(), Some(e.to_string()), AfterAttempt::GiveUp, None),
+            }
+        }
+    };
+    if let Some(error) = &error {
+        tracing::warn!(notification = n.id, channel = ?n.channel, %error, "a channel notification did not go out");
+    }
+    let attempt = Attempt {
+        number,
+        at: state.store.now(),
+        status_code,
+        error,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    };
+    if let Err(e) = state
+        .store
+        .finish_notification(n.id, attempt, after, message_ref)
+        .await
+    {
+        tracing::warn!(error = %e, notification = n.id, "recording a notification attempt failed");
+    }
+}
