@@ -137,6 +137,8 @@ const EXPIRE_BATCH: usize = 1_000;
 /// How many resolved requests one purge transaction deletes: small enough that the write path
 /// waits for at most one short transaction.
 pub const PURGE_BATCH: usize = 500;
+/// How many times as long as a purge batch took the reaper rests before the next one.
+const PURGE_REST: u32 = 2;
 /// How soon a waiter whose read failed reads again, unless woken sooner.
 pub const WAIT_RETRY: Duration = Duration::from_secs(1);
 
@@ -749,11 +751,18 @@ async fn reaper(inner: Weak<Inner>, every: Duration) {
         if let Err(e) = store.remind_due().await {
             tracing::warn!(error = %e, "reminding of requests failed; retrying");
         }
-        // Batch after batch until nothing is due, yielding in between so that the writes of
-        // agents and people interleave with the purge's.
-        loop {
+        // Batch after batch until nothing is due, resting twice as long as each batch took
+        // before the next: the purge takes at most a third of the writer's time, so agents and
+        // people keep most of it (a backlog of a million requests takes minutes, not hours).
+        // A pass purges for one reaper interval at most, so expiry, escalations and reminders
+        // stay on time during a long purge.
+        let until = tokio::time::Instant::now() + every;
+        while tokio::time::Instant::now() < until {
+            let started = tokio::time::Instant::now();
             match store.purge_resolved().await {
-                Ok(n) if n == PURGE_BATCH => tokio::task::yield_now().await,
+                Ok(n) if n == PURGE_BATCH => {
+                    tokio::time::sleep(started.elapsed() * PURGE_REST).await;
+                }
                 Ok(_) => break,
                 Err(e) => {
                     tracing::warn!(error = %e, "purging resolved requests failed; retrying");
