@@ -185,3 +185,121 @@ fn actions(notice: &Notice<'_>) -> Vec<Value> {
     out.push(json!({"action": "view", "label": open, "url": notice.answer_url}));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use clarify_store::RequestRecord;
+
+    use super::*;
+
+    fn record(raw: Value) -> RequestRecord {
+        let request = match clarify_core::parse_request(&raw, &clarify_core::Limits::default()) {
+            Ok(r) => r,
+            Err(e) => panic!("test request: {e}"),
+        };
+        RequestRecord {
+            id: "r1".to_owned(),
+            tenant: "default".to_owned(),
+            request: Arc::new(request),
+            status: clarify_core::Status::Pending,
+            created_at: chrono::Utc::now(),
+            expires_at: None,
+            resolution: None,
+            votes: Vec::new(),
+            remind_at: None,
+            escalated_at: None,
+        }
+    }
+
+    fn ntfy() -> Ntfy {
+        Ntfy {
+            url: "https://ntfy.example/".parse().expect("url"),
+            topic: "ops".to_owned(),
+            token: None,
+        }
+    }
+
+    fn labels(message: &Value) -> Vec<String> {
+        message["actions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a["label"].as_str().map(str::to_owned))
+            .collect()
+    }
+
+    #[test]
+    fn reminders_and_escalations_say_so_in_the_title() {
+        let r = record(json!({"question": "Refund order 1042?", "choices": ["yes", "no"]}));
+        let title = |event| {
+            let notice = Notice {
+                record: &r,
+                event,
+                answer_url: "https://clarify.example/a/t",
+            };
+            ntfy().message(&notice)["title"].clone()
+        };
+        assert_eq!(title(EventKind::Created), "Refund order 1042?");
+        assert_eq!(title(EventKind::Reminded), "Reminder: Refund order 1042?");
+        assert_eq!(
+            title(EventKind::Escalated),
+            "Escalated to you: Refund order 1042?"
+        );
+    }
+
+    #[test]
+    fn only_what_one_tap_can_answer_gets_answer_buttons() {
+        let cases = [
+            (
+                json!({"question": "Ship?", "choices": ["yes", "no"]}),
+                vec!["yes", "no", "Open"],
+            ),
+            (
+                json!({"question": "Which?", "choices": ["a", "b", "c"]}),
+                vec!["Answer"],
+            ),
+            (json!({"question": "Why?"}), vec!["Answer"]),
+            (
+                json!({"questions": [{"text": "Drop?", "kind": "approval",
+                                      "action": {"name": "drop"}}],
+                       "approvals_required": 2}),
+                vec!["Answer"],
+            ),
+            (
+                json!({"questions": [{"text": "Drop?", "kind": "approval",
+                                      "action": {"name": "drop"}}]}),
+                vec!["Approve", "Deny", "Open"],
+            ),
+        ];
+        for (raw, expected) in cases {
+            let r = record(raw.clone());
+            let notice = Notice {
+                record: &r,
+                event: EventKind::Created,
+                answer_url: "https://clarify.example/a/t",
+            };
+            assert_eq!(labels(&ntfy().message(&notice)), expected, "{raw}");
+        }
+    }
+
+    #[test]
+    fn what_the_agent_wrote_is_cut_to_ntfys_limit() {
+        let r = record(json!({"question": "x".repeat(4_000), "context": "y".repeat(3_000)}));
+        let notice = Notice {
+            record: &r,
+            event: EventKind::Created,
+            answer_url: "https://clarify.example/a/t",
+        };
+        let message = ntfy().message(&notice);
+        assert_eq!(
+            message["message"].as_str().map(|m| m.chars().count()),
+            Some(MAX_MESSAGE)
+        );
+        assert_eq!(
+            message["title"].as_str().map(|m| m.chars().count()),
+            Some(MAX_TITLE)
+        );
+    }
+}

@@ -671,11 +671,22 @@ impl State {
         Some(record)
     }
 
-    /// Writes a system event about a pending request, and queues its webhook.
+    /// Writes a system event about a pending request, and queues its webhook and a notification
+    /// on each channel it was announced on.
     fn announce(&mut self, record: &RequestRecord, kind: EventKind, at: DateTime<Utc>) {
         self.push_event(record, kind, None, Some("system".to_owned()), at);
         if let Some(url) = &record.request.callback_url {
             self.queue(record, url, None, at, Some(kind));
+        }
+        // Every channel the request was announced on hears of it too.
+        let channels: Vec<String> = self
+            .deliveries
+            .values()
+            .filter(|d| d.request_id == record.id && d.event == Some(EventKind::Created))
+            .filter_map(|d| d.channel.clone())
+            .collect();
+        for channel in channels {
+            self.queue(record, "", Some(channel), at, Some(kind));
         }
     }
 

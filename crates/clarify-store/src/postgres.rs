@@ -1259,8 +1259,8 @@ async fn due(
         .collect()
 }
 
-/// Writes a system event about each of the `due` pending requests and queues their webhooks;
-/// returns their ids. Ends the transaction's writes (see [`append_events`]).
+/// Writes a system event about each of the `due` pending requests and queues their webhooks and
+/// a notification on each channel they were announced on; returns their ids. Ends the transaction's writes (see [`append_events`]).
 async fn announce(
     conn: &mut PgConnection,
     due: &[(String, String, String)],
@@ -1272,6 +1272,20 @@ async fn announce(
         .filter_map(|(t, id, spec)| Some((t.clone(), id.clone(), reaped_callback_url(id, spec)?)))
         .collect();
     queue_deliveries(conn, &hooks, at, Some(kind)).await?;
+    // Every channel a request was announced on hears of it too.
+    let ids: Vec<&str> = due.iter().map(|(_, id, _)| id.as_str()).collect();
+    sqlx::query(
+        "INSERT INTO clarify_deliveries \
+         (request_id, tenant, url, status, created_at, next_attempt_at, event, channel) \
+         SELECT request_id, tenant, '', 'pending', $2, $2, $3, channel FROM clarify_deliveries \
+         WHERE request_id = ANY($1) AND event = 'created' AND channel IS NOT NULL ORDER BY id",
+    )
+    .bind(&ids)
+    .bind(at)
+    .bind(kind.as_str())
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
     let targets: Vec<(String, String)> = due
         .iter()
         .map(|(t, id, _)| (t.clone(), id.clone()))

@@ -1151,7 +1151,8 @@ fn due(
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// Writes a system event about a pending request, and queues its webhook.
+/// Writes a system event about a pending request, and queues its webhook and a notification on
+/// each channel it was announced on.
 fn announce(
     conn: &Connection,
     (id, tenant, spec): &(String, String, String),
@@ -1161,6 +1162,14 @@ fn announce(
     if let Some(url) = reaped_callback_url(id, spec) {
         queue_delivery(conn, id, tenant, &url, at, Some(kind))?;
     }
+    // Every channel the request was announced on hears of it too.
+    conn.prepare_cached(
+        "INSERT INTO deliveries (request_id, tenant, url, status, created_at, next_attempt_at, \
+         event, channel) SELECT request_id, tenant, '', 'pending', ?2, ?2, ?3, channel \
+         FROM deliveries WHERE request_id = ?1 AND event = 'created' AND channel IS NOT NULL \
+         ORDER BY id",
+    )?
+    .execute(params![id, at, kind.as_str()])?;
     append_event(conn, tenant, id, kind, None, Some("system"), at)
 }
 

@@ -466,4 +466,41 @@ async fn new_requests_queue_their_channel_notifications(_store: Store, env: Env)
     assert_eq!(sent.message_ref.as_deref(), Some("msg-1"));
     assert_eq!(sent.status, clarify_store::DeliveryStatus::Delivered);
     assert_eq!(sent.attempts.len(), 1);
+
+    // A reminder and an escalation are announced on the same channels.
+    let _clock = env.exclusive_clock().await;
+    let nagging = store
+        .create(
+            t,
+            request(json!({"question": "Still there?", "responders": ["alice"],
+                           "remind_every_seconds": 60, "escalate_after_seconds": 90,
+                           "escalate_to": ["carol"]})),
+        )
+        .await
+        .expect("create")
+        .record
+        .id;
+    env.advance(60);
+    store.remind_due().await.expect("remind");
+    env.advance(30);
+    store.escalate_due().await.expect("escalate");
+    let found = store
+        .notifications(t, &nagging)
+        .await
+        .expect("notifications");
+    let seen: Vec<(Option<&str>, Option<EventKind>)> = found
+        .iter()
+        .map(|n| (n.channel.as_deref(), n.event))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Some("phone"), Some(EventKind::Created)),
+            (Some("ops"), Some(EventKind::Created)),
+            (Some("phone"), Some(EventKind::Reminded)),
+            (Some("ops"), Some(EventKind::Reminded)),
+            (Some("phone"), Some(EventKind::Escalated)),
+            (Some("ops"), Some(EventKind::Escalated)),
+        ]
+    );
 }
