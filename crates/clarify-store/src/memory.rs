@@ -264,35 +264,7 @@ impl MemoryBackend {
         now: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
-        let mut s = self.state();
-        let due: Vec<(DateTime<Utc>, u64)> = s
-            .reminders
-            .iter()
-            .take_while(|(at, _)| *at <= now)
-            .take(limit)
-            .copied()
-            .collect();
-        let mut ids = Vec::with_capacity(due.len());
-        for key in due {
-            s.reminders.remove(&key);
-            let Some(row) = s
-                .order
-                .get(&key.1)
-                .cloned()
-                .and_then(|id| s.rows.get_mut(&id))
-            else {
-                continue;
-            };
-            let next = next_reminder(&row.record.request, now);
-            row.record.remind_at = next;
-            let record = row.record.clone();
-            if let Some(at) = next {
-                s.reminders.insert((at, key.1));
-            }
-            s.announce(&record, EventKind::Reminded, now);
-            ids.push(record.id);
-        }
-        Ok(ids)
+        Ok(self.state().fall_due(EventKind::Reminded, now, limit))
     }
 
     pub(crate) async fn escalate_due(
@@ -300,32 +272,7 @@ impl MemoryBackend {
         now: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
-        let mut s = self.state();
-        let due: Vec<(DateTime<Utc>, u64)> = s
-            .escalations
-            .iter()
-            .take_while(|(at, _)| *at <= now)
-            .take(limit)
-            .copied()
-            .collect();
-        let mut ids = Vec::with_capacity(due.len());
-        for key in due {
-            s.escalations.remove(&key);
-            let Some(row) = s
-                .order
-                .get(&key.1)
-                .cloned()
-                .and_then(|id| s.rows.get_mut(&id))
-            else {
-                continue;
-            };
-            row.escalate_at = None;
-            row.record.escalated_at = Some(now);
-            let record = row.record.clone();
-            s.announce(&record, EventKind::Escalated, now);
-            ids.push(record.id);
-        }
-        Ok(ids)
+        Ok(self.state().fall_due(EventKind::Escalated, now, limit))
     }
 
     pub(crate) async fn purge_resolved(
@@ -669,6 +616,48 @@ impl State {
             }
         }
         Some(record)
+    }
+
+    /// Reminds (`kind` `Reminded`) or escalates (`Escalated`) up to `limit` pending requests due
+    /// by `now`, and announces each; returns their ids.
+    fn fall_due(&mut self, kind: EventKind, now: DateTime<Utc>, limit: usize) -> Vec<String> {
+        let due: Vec<(DateTime<Utc>, u64)> = self
+            .schedule(kind)
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .take(limit)
+            .copied()
+            .collect();
+        let mut ids = Vec::with_capacity(due.len());
+        for key in due {
+            self.schedule(kind).remove(&key);
+            let Some(row) = self.order.get(&key.1).and_then(|id| self.rows.get_mut(id)) else {
+                continue;
+            };
+            let mut next = None;
+            if kind == EventKind::Reminded {
+                next = next_reminder(&row.record.request, now);
+                row.record.remind_at = next;
+            } else {
+                row.escalate_at = None;
+                row.record.escalated_at = Some(now);
+            }
+            let record = row.record.clone();
+            if let Some(at) = next {
+                self.schedule(kind).insert((at, key.1));
+            }
+            self.announce(&record, kind, now);
+            ids.push(record.id);
+        }
+        ids
+    }
+
+    /// The requests waiting for their next reminder, or for their escalation.
+    fn schedule(&mut self, kind: EventKind) -> &mut BTreeSet<(DateTime<Utc>, u64)> {
+        match kind {
+            EventKind::Reminded => &mut self.reminders,
+            _ => &mut self.escalations,
+        }
     }
 
     /// Writes a system event about a pending request, and queues its webhook and a notification

@@ -568,9 +568,35 @@ impl PgBackend {
         now: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
-        let at = millis(now);
+        self.fall_due(EventKind::Reminded, millis(now), limit).await
+    }
+
+    pub(crate) async fn escalate_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.fall_due(EventKind::Escalated, millis(now), limit)
+            .await
+    }
+
+    /// Reminds (`kind` `Reminded`: the next reminder a period from `at`) or escalates
+    /// (`Escalated`) up to `limit` pending requests due by `at`, and announces each, in one
+    /// transaction holding their rows; returns their ids.
+    async fn fall_due(
+        &self,
+        kind: EventKind,
+        at: i64,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let reminding = kind == EventKind::Reminded;
+        let column = if reminding {
+            "remind_at"
+        } else {
+            "escalate_at"
+        };
         let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let due = due(&mut tx, "remind_at", at, limit).await?;
+        let due = due(&mut tx, column, at, limit).await?;
         if due.is_empty() {
             tx.rollback().await.map_err(db_err)?;
             return Ok(Vec::new());
@@ -582,43 +608,23 @@ impl PgBackend {
                 (id.as_str(), period.map(|p| at.saturating_add(p)))
             })
             .unzip();
-        sqlx::query(
-            "UPDATE clarify_requests r SET remind_at = u.next \
-             FROM unnest($1::text[], $2::bigint[]) AS u(id, next) WHERE r.id = u.id",
-        )
-        .bind(&ids)
-        .bind(&next)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        let ids = announce(&mut tx, &due, EventKind::Reminded, at).await?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(ids)
-    }
-
-    pub(crate) async fn escalate_due(
-        &self,
-        now: DateTime<Utc>,
-        limit: usize,
-    ) -> Result<Vec<String>, StoreError> {
-        let at = millis(now);
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let due = due(&mut tx, "escalate_at", at, limit).await?;
-        if due.is_empty() {
-            tx.rollback().await.map_err(db_err)?;
-            return Ok(Vec::new());
-        }
-        let ids: Vec<&str> = due.iter().map(|(_, id, _)| id.as_str()).collect();
-        sqlx::query(
-            "UPDATE clarify_requests SET escalate_at = NULL, escalated_at = $2 \
-             WHERE id = ANY($1)",
-        )
-        .bind(&ids)
-        .bind(at)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        let ids = announce(&mut tx, &due, EventKind::Escalated, at).await?;
+        let update = if reminding {
+            sqlx::query(
+                "UPDATE clarify_requests r SET remind_at = u.next \
+                 FROM unnest($1::text[], $2::bigint[]) AS u(id, next) WHERE r.id = u.id",
+            )
+            .bind(&ids)
+            .bind(&next)
+        } else {
+            sqlx::query(
+                "UPDATE clarify_requests SET escalate_at = NULL, escalated_at = $2 \
+                 WHERE id = ANY($1)",
+            )
+            .bind(&ids)
+            .bind(at)
+        };
+        update.execute(&mut *tx).await.map_err(db_err)?;
+        let ids = announce(&mut tx, &due, kind, at).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(ids)
     }

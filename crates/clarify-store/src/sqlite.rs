@@ -435,18 +435,8 @@ impl SqliteBackend {
         now: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
-        self.write(move |conn| {
-            let now_ms = millis(now);
-            let due = due(conn, "remind_at", now_ms, limit)?;
-            for row in &due {
-                let period = reminder_period(&row.0, &row.2);
-                conn.prepare_cached("UPDATE requests SET remind_at = ?2 WHERE id = ?1")?
-                    .execute(params![row.0, period.map(|p| now_ms.saturating_add(p))])?;
-                announce(conn, row, EventKind::Reminded, now_ms)?;
-            }
-            Ok(due.into_iter().map(|(id, _, _)| id).collect())
-        })
-        .await
+        self.write(move |conn| fall_due(conn, EventKind::Reminded, millis(now), limit))
+            .await
     }
 
     pub(crate) async fn escalate_due(
@@ -454,19 +444,8 @@ impl SqliteBackend {
         now: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
-        self.write(move |conn| {
-            let now_ms = millis(now);
-            let due = due(conn, "escalate_at", now_ms, limit)?;
-            for row in &due {
-                conn.prepare_cached(
-                    "UPDATE requests SET escalate_at = NULL, escalated_at = ?2 WHERE id = ?1",
-                )?
-                .execute(params![row.0, now_ms])?;
-                announce(conn, row, EventKind::Escalated, now_ms)?;
-            }
-            Ok(due.into_iter().map(|(id, _, _)| id).collect())
-        })
-        .await
+        self.write(move |conn| fall_due(conn, EventKind::Escalated, millis(now), limit))
+            .await
     }
 
     pub(crate) async fn purge_resolved(
@@ -1132,6 +1111,38 @@ fn vote(conn: &Connection, id: &str, ballot: Ballot) -> Result<Cast, StoreError>
             Resolved::NotFound => Cast::NotFound,
         },
     )
+}
+
+/// Reminds (`kind` `Reminded`: the next reminder a period from `now`) or escalates
+/// (`Escalated`) up to `limit` pending requests due by `now`, and announces each; returns their
+/// ids. Runs in the writer's transaction, so another instance finds them no longer due.
+fn fall_due(
+    conn: &Connection,
+    kind: EventKind,
+    now: i64,
+    limit: usize,
+) -> Result<Vec<String>, StoreError> {
+    let reminding = kind == EventKind::Reminded;
+    let column = if reminding {
+        "remind_at"
+    } else {
+        "escalate_at"
+    };
+    let due = due(conn, column, now, limit)?;
+    for row in &due {
+        if reminding {
+            let next = reminder_period(&row.0, &row.2).map(|p| now.saturating_add(p));
+            conn.prepare_cached("UPDATE requests SET remind_at = ?2 WHERE id = ?1")?
+                .execute(params![row.0, next])?;
+        } else {
+            conn.prepare_cached(
+                "UPDATE requests SET escalate_at = NULL, escalated_at = ?2 WHERE id = ?1",
+            )?
+            .execute(params![row.0, now])?;
+        }
+        announce(conn, row, kind, now)?;
+    }
+    Ok(due.into_iter().map(|(id, _, _)| id).collect())
 }
 
 /// The ids, tenants and specs of up to `limit` pending requests whose `column` time is due.
