@@ -15,43 +15,20 @@ use clarify_channels::{Notice, Sent};
 use clarify_store::{AfterAttempt, Attempt, Delivery, EventKind};
 
 use crate::AppState;
-use crate::webhooks::backoff;
+use crate::webhooks::{Outbox, backoff, client, drain};
 
 /// Sends channel notifications until shutdown.
 pub(crate) async fn run(state: AppState) {
     if state.config.channels.is_empty() {
         return;
     }
-    let client = match reqwest::Client::builder()
-        .timeout(state.config.webhooks.timeout)
-        .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION")))
-        .build()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot build the channel client; nothing is announced");
-            return;
-        }
+    let Some(client) = client(&state, "nothing is announced") else {
+        return;
     };
-    loop {
-        let lease = TimeDelta::from_std(state.config.webhooks.timeout).unwrap_or(TimeDelta::MAX)
-            + TimeDelta::seconds(5);
-        let lease_until = state.store.now() + lease;
-        match state.store.claim_notifications(lease_until, 16).await {
-            Ok(batch) if !batch.is_empty() => {
-                let sends = batch.into_iter().map(|n| notify(&state, &client, n));
-                futures_util::future::join_all(sends).await;
-                continue;
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "claiming channel notifications failed; retrying"),
-        }
-        tokio::select! {
-            () = state.shutdown.cancelled() => return,
-            () = state.channels_due.notified() => {}
-            () = tokio::time::sleep(state.config.webhooks.poll) => {}
-        }
-    }
+    drain(&state, Outbox::Channels, async |n| {
+        notify(&state, &client, n).await
+    })
+    .await;
 }
 
 async fn notify(state: &AppState, client: &reqwest::Client, n: Delivery) {

@@ -75,36 +75,73 @@ pub fn backoff(config: &WebhookConfig, failures: u32) -> TimeDelta {
 
 /// Delivers webhooks until shutdown.
 pub(crate) async fn run(state: AppState) {
-    let client = match reqwest::Client::builder()
+    let Some(client) = client(&state, "webhooks are not delivered") else {
+        return;
+    };
+    drain(&state, Outbox::Webhooks, async |d| {
+        deliver(&state, &client, d).await
+    })
+    .await;
+}
+
+/// The outbox a worker drains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outbox {
+    Webhooks,
+    Channels,
+}
+
+/// The HTTP client of an outbox worker: the webhooks' timeout, no redirects followed (a
+/// receiver's redirect is its error, not an address to send a signed body to).
+pub(crate) fn client(state: &AppState, otherwise: &str) -> Option<reqwest::Client> {
+    match reqwest::Client::builder()
         .timeout(state.config.webhooks.timeout)
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION")))
         .build()
     {
-        Ok(c) => c,
+        Ok(c) => Some(c),
         Err(e) => {
-            tracing::error!(error = %e, "cannot build the webhook client; webhooks are not delivered");
-            return;
+            tracing::error!(error = %e, "cannot build an HTTP client; {otherwise}");
+            None
         }
-    };
+    }
+}
+
+/// Claims due items of `outbox` with a lease, `send`s each batch at once, and waits for more
+/// (woken by this instance's writes, or polling for other instances'), until shutdown.
+pub(crate) async fn drain<F: Future<Output = ()>>(
+    state: &AppState,
+    outbox: Outbox,
+    send: impl Fn(Delivery) -> F,
+) {
     loop {
-        // A claim outlives its POST by a margin, so a worker that died mid-delivery holds the
-        // delivery no longer than that before another worker (or this one restarted) retries.
+        // A claim outlives its send by a margin, so a worker that died mid-send holds the item
+        // no longer than that before another worker (or this one restarted) retries.
         let lease = TimeDelta::from_std(state.config.webhooks.timeout).unwrap_or(TimeDelta::MAX)
             + TimeDelta::seconds(5);
         let lease_until = state.store.now() + lease;
-        match state.store.claim_deliveries(lease_until, 16).await {
+        let claimed = match outbox {
+            Outbox::Webhooks => state.store.claim_deliveries(lease_until, 16).await,
+            Outbox::Channels => state.store.claim_notifications(lease_until, 16).await,
+        };
+        match claimed {
             Ok(batch) if !batch.is_empty() => {
-                let sends = batch.into_iter().map(|d| deliver(&state, &client, d));
-                futures_util::future::join_all(sends).await;
+                futures_util::future::join_all(batch.into_iter().map(&send)).await;
                 continue;
             }
             Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "claiming webhook deliveries failed; retrying"),
+            Err(e) => {
+                tracing::warn!(error = %e, ?outbox, "claiming from the outbox failed; retrying")
+            }
         }
+        let due = match outbox {
+            Outbox::Webhooks => &state.webhooks_due,
+            Outbox::Channels => &state.channels_due,
+        };
         tokio::select! {
             () = state.shutdown.cancelled() => return,
-            () = state.webhooks_due.notified() => {}
+            () = due.notified() => {}
             () = tokio::time::sleep(state.config.webhooks.poll) => {}
         }
     }
