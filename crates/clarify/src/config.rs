@@ -75,6 +75,13 @@ pub struct Channel {
     /// Unique; used by routes and in inbound URLs (`/hooks/<type>/<name>`).
     pub name: String,
     pub kind: ChannelKind,
+    /// Whether a chat user no `[identities]` entry maps may answer, recorded as
+    /// `<platform>:<user id>` (Slack, Telegram, Discord).
+    #[allow(
+        dead_code,
+        reason = "read by the inbound answer path of the chat platforms"
+    )]
+    pub allow_unmapped: bool,
 }
 
 #[derive(Debug)]
@@ -453,6 +460,9 @@ enum RawChannel {
 #[serde(deny_unknown_fields)]
 struct RawSlack {
     name: String,
+    /// Record an unmapped chat user as `<platform>:<id>` instead of refusing their answer.
+    #[serde(default)]
+    allow_unmapped: bool,
     bot_token: Option<String>,
     bot_token_env: Option<String>,
     signing_secret: Option<String>,
@@ -479,6 +489,9 @@ enum TelegramMode {
 #[serde(deny_unknown_fields)]
 struct RawTelegram {
     name: String,
+    /// Record an unmapped chat user as `<platform>:<id>` instead of refusing their answer.
+    #[serde(default)]
+    allow_unmapped: bool,
     bot_token: Option<String>,
     bot_token_env: Option<String>,
     chat_id: Id,
@@ -493,6 +506,9 @@ struct RawTelegram {
 #[serde(deny_unknown_fields)]
 struct RawDiscord {
     name: String,
+    /// Record an unmapped chat user as `<platform>:<id>` instead of refusing their answer.
+    #[serde(default)]
+    allow_unmapped: bool,
     bot_token: Option<String>,
     bot_token_env: Option<String>,
     public_key: String,
@@ -591,6 +607,12 @@ impl RawChannel {
         fail: Fail<'_>,
     ) -> Result<Channel, String> {
         let name = self.name().to_owned();
+        let allow_unmapped = match &self {
+            Self::Slack(c) => c.allow_unmapped,
+            Self::Telegram(c) => c.allow_unmapped,
+            Self::Discord(c) => c.allow_unmapped,
+            Self::Email(_) | Self::Ntfy(_) => false,
+        };
         let valid = !name.is_empty()
             && name.len() <= 64
             && name
@@ -706,7 +728,11 @@ impl RawChannel {
                 token: secrets.optional("token", c.token, c.token_env)?,
             },
         };
-        Ok(Channel { name, kind })
+        Ok(Channel {
+            name,
+            kind,
+            allow_unmapped,
+        })
     }
 }
 
