@@ -54,10 +54,6 @@ pub struct Server {
 pub struct Secret(String);
 
 impl Secret {
-    #[allow(
-        dead_code,
-        reason = "read by the channel workers; until they exist, `serve` refuses a file with channels"
-    )]
     pub fn expose(&self) -> &str {
         &self.0
     }
@@ -79,7 +75,7 @@ pub struct Channel {
     /// `<platform>:<user id>` (Slack, Telegram, Discord).
     #[allow(
         dead_code,
-        reason = "read by the inbound answer path of the chat platforms"
+        reason = "the inbound answer path of the chat platforms will read it"
     )]
     pub allow_unmapped: bool,
 }
@@ -87,7 +83,8 @@ pub struct Channel {
 #[derive(Debug)]
 #[allow(
     dead_code,
-    reason = "read by the channel workers; until they exist, `serve` refuses a file with channels"
+    reason = "the Slack, Telegram, Discord and e-mail workers will read these; until they exist, \
+              `serve` refuses a file with such channels"
 )]
 pub enum ChannelKind {
     Slack {
