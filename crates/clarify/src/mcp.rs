@@ -2,7 +2,9 @@
 //!
 //! By default it opens the store itself (`--db`, the same SQLite file `clarify serve` uses), so
 //! a person answers through that server's inbox; with `CLARIFY_URL` set it sends every request
-//! to that server instead, with the key in `CLARIFY_TOKEN`. stdout carries only MCP messages;
+//! to that server instead, with the key in `CLARIFY_TOKEN`. On its own store it queues channel
+//! announcements by the routes of `--config` (or `CLARIFY_CONFIG`), as the server would, for the
+//! server's worker to send. stdout carries only MCP messages;
 //! logs go to stderr (warnings and errors unless `RUST_LOG` says otherwise).
 
 use std::process::ExitCode;
@@ -38,6 +40,10 @@ pub struct McpArgs {
     /// How often a waiting ask_human sends a progress notification.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     progress_interval: Duration,
+    /// The configuration file of the server sharing the store: its `[[routes]]` pick the
+    /// channels a request made here is announced on (that server's worker sends them).
+    #[arg(long, env = "CLARIFY_CONFIG")]
+    config: Option<std::path::PathBuf>,
 }
 
 pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
@@ -57,7 +63,11 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
         None => {
             let limits = Limits::new(args.max_options, Limits::DEFAULT_TIMEOUT_SECONDS)
                 .map_err(|e| anyhow::anyhow!("--max-options: {e}"))?;
-            let store = Store::open(&args.db, StoreOptions::default())
+            let options = StoreOptions {
+                announce: crate::serve::announcer(args.config.as_deref())?,
+                ..StoreOptions::default()
+            };
+            let store = Store::open(&args.db, options)
                 .await
                 .with_context(|| format!("cannot open the store {}", args.db))?;
             Upstream::Store(Embedded::new(store, args.tenant, limits))

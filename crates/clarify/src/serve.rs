@@ -30,11 +30,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     if retain_resolved.is_some_and(|d| d.is_zero()) {
         anyhow::bail!("--retain-resolved must be longer than 0, e.g. 30d");
     }
-    let announce = (!routes.is_empty()).then(|| {
-        clarify_store::Announce(std::sync::Arc::new(move |tenant: &str, request: &_| {
-            clarify_channels::channels_for(&routes, tenant, request)
-        }))
-    });
+    let announce = announce_by(routes);
     let options = StoreOptions {
         retain_resolved,
         announce,
@@ -76,6 +72,25 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     clarify_server::serve(listener, state, shutdown_signal()).await?;
     tracing::info!("clarify stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The store's announcer for `routes`: none without routes.
+fn announce_by(routes: Vec<clarify_channels::Route>) -> Option<clarify_store::Announce> {
+    (!routes.is_empty()).then(|| {
+        clarify_store::Announce(std::sync::Arc::new(move |tenant: &str, request: &_| {
+            clarify_channels::channels_for(&routes, tenant, request)
+        }))
+    })
+}
+
+/// The announcer of the configuration file at `path`, for a process that creates requests in
+/// the store of a server configured by it.
+pub(crate) fn announcer(
+    path: Option<&std::path::Path>,
+) -> anyhow::Result<Option<clarify_store::Announce>> {
+    let Some(path) = path else { return Ok(None) };
+    let mut file = crate::config::load(path).map_err(anyhow::Error::msg)?;
+    Ok(announce_by(std::mem::take(&mut file.routes)))
 }
 
 /// `args` with the file's `[server]` keys for the settings no flag gave.

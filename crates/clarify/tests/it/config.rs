@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::support::{Api, Server, run, temp_dir};
+use crate::support::{Api, Server, fake_ntfy, run, temp_dir};
 
 #[test]
 fn config_check_accepts_a_good_file_and_names_the_key_of_a_bad_one() {
@@ -107,34 +107,6 @@ async fn serve_takes_settings_from_the_file_and_flags_win() {
         201,
         "the flag wins over the file"
     );
-}
-
-/// A fake ntfy server that records each push's JSON.
-async fn fake_ntfy() -> (
-    String,
-    std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
-) {
-    let pushes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let seen = std::sync::Arc::clone(&pushes);
-    let app = axum::Router::new().route(
-        "/",
-        axum::routing::post(move |body: String| {
-            let seen = std::sync::Arc::clone(&seen);
-            async move {
-                let value: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-                seen.lock().unwrap_or_else(|p| p.into_inner()).push(value);
-                axum::Json(json!({"id": "m1", "event": "message"}))
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/", listener.local_addr().expect("addr"));
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (url, pushes)
 }
 
 #[tokio::test]

@@ -520,3 +520,41 @@ async fn stdout_carries_only_json_rpc_and_closing_stdin_cancels_the_wait() {
         .expect("kept");
     assert_eq!(kept.status, clarify_core::Status::Pending);
 }
+
+#[tokio::test]
+async fn a_request_asked_over_stdio_is_announced_by_the_servers_routes() {
+    let (ntfy, pushes) = support::fake_ntfy().await;
+    let dir = support::temp_dir("mcp-announce");
+    let db = support::sqlite_url(&dir);
+    let config = dir.join("clarify.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[channels]]\nname = \"phone\"\ntype = \"ntfy\"\nurl = \"{ntfy}\"\ntopic = \"ops\"\n\n\
+             [[routes]]\nchannels = [\"phone\"]\n"
+        ),
+    )
+    .expect("write");
+    let config = config.display().to_string();
+    // The server sends what the stdio process queues in their shared store.
+    let _server = Server::start(&db, &["--config", &config]).await;
+    let mut agent = start(&["--db", &db, "--config", &config], &[]).await;
+    let asked = agent
+        .call("ask_human_async", question("Rotate the keys?"))
+        .await;
+    assert_eq!(asked.is_error, Some(false));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let seen = pushes.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(push) = seen.first() {
+            assert_eq!(push["title"], "Rotate the keys?", "{push}");
+            assert_eq!(seen.len(), 1, "announced once: {seen:?}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the request made over stdio was not announced"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

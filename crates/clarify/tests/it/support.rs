@@ -238,3 +238,31 @@ impl Api {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 }
+
+/// A fake ntfy server that records each push's JSON.
+pub async fn fake_ntfy() -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+) {
+    let pushes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&pushes);
+    let app = axum::Router::new().route(
+        "/",
+        axum::routing::post(move |body: String| {
+            let seen = std::sync::Arc::clone(&seen);
+            async move {
+                let value: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+                seen.lock().unwrap_or_else(|p| p.into_inner()).push(value);
+                axum::Json(serde_json::json!({"id": "m1", "event": "message"}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (url, pushes)
+}
