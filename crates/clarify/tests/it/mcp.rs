@@ -538,7 +538,7 @@ async fn a_request_asked_over_stdio_is_announced_by_the_servers_routes() {
     let config = config.display().to_string();
     // The server sends what the stdio process queues in their shared store.
     let _server = Server::start(&db, &["--config", &config]).await;
-    let mut agent = start(&["--db", &db, "--config", &config], &[]).await;
+    let agent = start(&["--db", &db, "--config", &config], &[]).await;
     let asked = agent
         .call("ask_human_async", question("Rotate the keys?"))
         .await;
