@@ -219,6 +219,14 @@ impl Client {
         }
     }
 
+    /// The name of the caller's key (`GET /v1/session`).
+    pub async fn whoami(&self) -> Result<String, ClientError> {
+        let (_, body) = self
+            .send(reqwest::Method::GET, "/v1/session", &[], None, None)
+            .await?;
+        Ok(body["name"].as_str().unwrap_or_default().to_owned())
+    }
+
     pub async fn get(&self, id: &str) -> Result<Record, ClientError> {
         let path = format!("/v1/requests/{}", segment(id));
         Ok(Record(

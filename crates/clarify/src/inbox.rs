@@ -47,17 +47,24 @@ pub async fn run(conn: Connection) -> anyhow::Result<ExitCode> {
     };
     let mut seen = HashSet::new();
     let mut answered = 0usize;
+    // A quorum request this key has voted on waits for others; it is not shown again.
+    let me = client.whoami().await?;
+    let mut waiting = 0usize;
     loop {
         let pending = oldest_pending(&client).await?;
         let fresh: Vec<Record> = pending
             .into_iter()
-            .filter(|r| !seen.contains(r.id()))
+            .filter(|r| seen.insert(r.id().to_owned()))
+            .filter(|r| {
+                let voted = voted_by(r, &me);
+                waiting += usize::from(voted);
+                !voted
+            })
             .collect();
         if fresh.is_empty() {
             break;
         }
         for record in fresh {
-            seen.insert(record.id().to_owned());
             match handle(&client, &mut input, record).await? {
                 Done::Answered => answered += 1,
                 Done::Moved => {}
@@ -68,8 +75,18 @@ pub async fn run(conn: Connection) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    if waiting > 0 {
+        println!("{waiting} request(s) you voted on wait for more approvals.");
+    }
     println!("No pending requests. {answered} answered.");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `me` has voted on this (quorum) request.
+fn voted_by(record: &Record, me: &str) -> bool {
+    record.0["votes"]
+        .as_array()
+        .is_some_and(|votes| votes.iter().any(|v| v["by"] == me))
 }
 
 async fn oldest_pending(client: &Client) -> anyhow::Result<Vec<Record>> {

@@ -822,4 +822,12 @@ async fn the_inbox_shows_a_quorum_and_counts_its_vote() {
     let (_, done) = api.get(&format!("/v1/requests/{id}")).await;
     assert_eq!(done["status"], "answered", "{done}");
     assert_eq!(done["votes"].as_array().map(Vec::len), Some(2), "{done}");
+
+    // Started again, the inbox does not offer the request it voted on: it waits for others.
+    let mut again = Inbox::start(&server, &key);
+    again.expect("1 request(s) you voted on wait for more approvals.");
+    again.expect("No pending requests");
+    drop(again.stdin);
+    let status = again.child.wait().expect("inbox ends");
+    assert_eq!(status.code(), Some(0));
 }
