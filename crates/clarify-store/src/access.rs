@@ -386,6 +386,24 @@ impl Store {
         Ok(all)
     }
 
+    /// The request whose announcement on `channel` posted the message `message_ref` (the
+    /// platform's reference, as [`Store::finish_notification`] recorded it): its tenant and id.
+    pub async fn announced_as(
+        &self,
+        channel: &str,
+        message_ref: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        self.inner.backend.announced_as(channel, message_ref).await
+    }
+
+    /// The channel notifications of a request, whatever its tenant: for a channel's answer path,
+    /// which learns the request from the platform and checks it was announced there.
+    pub async fn notifications_of(&self, request_id: &str) -> Result<Vec<Delivery>, StoreError> {
+        let mut all = self.inner.backend.deliveries(request_id).await?;
+        all.retain(|d| d.channel.is_some());
+        Ok(all)
+    }
+
     /// The channel notifications of a request of `tenant`, with their attempts.
     pub async fn notifications(
         &self,

@@ -370,6 +370,16 @@ impl Backend {
     }
 
     /// The deliveries of a request, oldest first, with their attempts.
+    /// The `(tenant, request id)` whose announcement on `channel` posted the message
+    /// `message_ref`.
+    pub(crate) async fn announced_as(
+        &self,
+        channel: &str,
+        message_ref: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        dispatch!(self, b => b.announced_as(channel, message_ref).await)
+    }
+
     pub(crate) async fn deliveries(&self, request_id: &str) -> Result<Vec<Delivery>, StoreError> {
         dispatch!(self, b => b.deliveries(request_id).await)
     }

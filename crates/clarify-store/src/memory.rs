@@ -63,6 +63,8 @@ struct Row {
     record: RequestRecord,
     dedupe_key: Option<String>,
     escalate_at: Option<DateTime<Utc>>,
+    /// The channels the request was announced on.
+    announced: Vec<String>,
 }
 
 impl MemoryBackend {
@@ -123,11 +125,11 @@ impl MemoryBackend {
         }
         s.order.insert(seq, record.id.clone());
         s.push_event(&record, EventKind::Created, None, None, record.created_at);
-        for channel in announce {
+        for channel in &announce {
             s.queue(
                 &record,
                 "",
-                Some(channel),
+                Some(channel.clone()),
                 record.created_at,
                 Some(EventKind::Created),
             );
@@ -139,6 +141,7 @@ impl MemoryBackend {
                 record: record.clone(),
                 dedupe_key: dedupe.map(|(_, _, k)| k),
                 escalate_at,
+                announced: announce,
             },
         );
         Ok(Created {
@@ -244,6 +247,8 @@ impl MemoryBackend {
             vote.at,
         );
         let Some(answers) = decided else {
+            // The announcements show the votes so far.
+            s.follow_up(&record, EventKind::Voted, vote.at);
             return Ok(Cast::Counted(record));
         };
         let made = grants(&record, &answers);
@@ -548,6 +553,23 @@ impl MemoryBackend {
         Ok(())
     }
 
+    pub(crate) async fn announced_as(
+        &self,
+        channel: &str,
+        message_ref: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        Ok(self
+            .state()
+            .deliveries
+            .values()
+            .find(|d| {
+                d.event == Some(EventKind::Created)
+                    && d.channel.as_deref() == Some(channel)
+                    && d.message_ref.as_deref() == Some(message_ref)
+            })
+            .map(|d| (d.tenant.clone(), d.request_id.clone())))
+    }
+
     pub(crate) async fn deliveries(&self, request_id: &str) -> Result<Vec<Delivery>, StoreError> {
         Ok(self
             .state()
@@ -603,6 +625,8 @@ impl State {
         if let Some(url) = &record.request.callback_url {
             self.queue(&record, url, None, at, None);
         }
+        // Every announcement of it is edited to show the outcome.
+        self.follow_up(&record, kind, at);
         self.resolved_order.push_back(record.id.clone());
         while self.resolved_order.len() > MAX_RESOLVED {
             if let Some(old) = self.resolved_order.pop_front() {
@@ -667,13 +691,16 @@ impl State {
         if let Some(url) = &record.request.callback_url {
             self.queue(record, url, None, at, Some(kind));
         }
-        // Every channel the request was announced on hears of it too.
-        let channels: Vec<String> = self
-            .deliveries
-            .values()
-            .filter(|d| d.request_id == record.id && d.event == Some(EventKind::Created))
-            .filter_map(|d| d.channel.clone())
-            .collect();
+        self.follow_up(record, kind, at);
+    }
+
+    /// Queues a notification of `kind` about `record` on every channel it was announced on: a
+    /// reminder or escalation, a vote, or its resolution (which edits the announcement).
+    fn follow_up(&mut self, record: &RequestRecord, kind: EventKind, at: DateTime<Utc>) {
+        let channels = match self.rows.get(&record.id) {
+            Some(row) if !row.announced.is_empty() => row.announced.clone(),
+            _ => return,
+        };
         for channel in channels {
             self.queue(record, "", Some(channel), at, Some(kind));
         }

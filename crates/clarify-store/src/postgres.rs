@@ -75,9 +75,16 @@ const CREATE_ATTEMPTS: usize = 5;
 const LISTEN_BACKOFF_MIN: Duration = Duration::from_millis(100);
 const LISTEN_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
+/// Schema version 7: an announcement found by the platform's reference to its message (a reply
+/// typed in a chat thread names the message it replies to).
+const SCHEMA_V7: &str = "
+CREATE INDEX clarify_deliveries_message_ref ON clarify_deliveries (message_ref)
+    WHERE message_ref IS NOT NULL;
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
-    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6,
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -553,6 +560,10 @@ impl PgBackend {
                 Some(resolution)
             }
         };
+        if resolution.is_none() {
+            // The announcements show the votes so far.
+            follow_up(&mut tx, &[id], EventKind::Voted, at).await?;
+        }
         let (name, channel) = (actor.name.as_deref(), Some(actor.channel.as_str()));
         append_events(&mut tx, EventKind::Voted, &target, name, channel, at).await?;
         if resolution.is_some() {
@@ -710,6 +721,8 @@ impl PgBackend {
         let targets: Vec<(String, String)> =
             due.into_iter().map(|(_, _, t, id, _)| (t, id)).collect();
         let ids: Vec<String> = targets.iter().map(|(_, id)| id.clone()).collect();
+        let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        follow_up(&mut tx, &refs, EventKind::Expired, at).await?;
         append_events(
             &mut tx,
             EventKind::Expired,
@@ -784,6 +797,29 @@ impl PgBackend {
         .await
         .map_err(db_err)?;
         rows.iter().map(|row| grant_parts(row)?.decode()).collect()
+    }
+
+    pub(crate) async fn announced_as(
+        &self,
+        channel: &str,
+        message_ref: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        let row = sqlx::query(
+            "SELECT tenant, request_id FROM clarify_deliveries WHERE message_ref = $2 \
+             AND channel = $1 AND event = 'created' ORDER BY id LIMIT 1",
+        )
+        .bind(channel)
+        .bind(message_ref)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        row.map(|r| {
+            Ok((
+                r.try_get("tenant").map_err(corrupt_row)?,
+                r.try_get("request_id").map_err(corrupt_row)?,
+            ))
+        })
+        .transpose()
     }
 
     pub(crate) async fn revoke_grant(
@@ -1233,6 +1269,8 @@ async fn apply_resolution(
         queue_deliveries(conn, std::slice::from_ref(&target), at, None).await?;
     }
     insert_grants(conn, &record.tenant, grants).await?;
+    // Every announcement of it is edited to show the outcome.
+    follow_up(conn, &[id], EventKind::for_status(status), at).await?;
     Ok(Some(record))
 }
 
@@ -1280,18 +1318,7 @@ async fn announce(
     queue_deliveries(conn, &hooks, at, Some(kind)).await?;
     // Every channel a request was announced on hears of it too.
     let ids: Vec<&str> = due.iter().map(|(_, id, _)| id.as_str()).collect();
-    sqlx::query(
-        "INSERT INTO clarify_deliveries \
-         (request_id, tenant, url, status, created_at, next_attempt_at, event, channel) \
-         SELECT request_id, tenant, '', 'pending', $2, $2, $3, channel FROM clarify_deliveries \
-         WHERE request_id = ANY($1) AND event = 'created' AND channel IS NOT NULL ORDER BY id",
-    )
-    .bind(&ids)
-    .bind(at)
-    .bind(kind.as_str())
-    .execute(&mut *conn)
-    .await
-    .map_err(db_err)?;
+    follow_up(conn, &ids, kind, at).await?;
     let targets: Vec<(String, String)> = due
         .iter()
         .map(|(t, id, _)| (t.clone(), id.clone()))
@@ -1307,6 +1334,30 @@ async fn announce(
     )
     .await?;
     Ok(targets.into_iter().map(|(_, id)| id).collect())
+}
+
+/// Queues a notification of `kind` about each of the requests `ids` on every channel it was
+/// announced on: a reminder or escalation, a vote, or its resolution (which edits the
+/// announcement). Runs before [`append_events`].
+async fn follow_up(
+    conn: &mut PgConnection,
+    ids: &[&str],
+    kind: EventKind,
+    at: i64,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO clarify_deliveries \
+         (request_id, tenant, url, status, created_at, next_attempt_at, event, channel) \
+         SELECT request_id, tenant, '', 'pending', $2, $2, $3, channel FROM clarify_deliveries \
+         WHERE request_id = ANY($1) AND event = 'created' AND channel IS NOT NULL ORDER BY id",
+    )
+    .bind(ids)
+    .bind(at)
+    .bind(kind.as_str())
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    Ok(())
 }
 
 /// Queues a webhook delivery, due at once, for every `(tenant, request id, url)`, in order: of

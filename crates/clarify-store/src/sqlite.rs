@@ -193,9 +193,15 @@ ALTER TABLE deliveries ADD COLUMN channel TEXT;
 ALTER TABLE deliveries ADD COLUMN message_ref TEXT;
 ";
 
+/// Schema version 7: an announcement found by the platform's reference to its message (a reply
+/// typed in a chat thread names the message it replies to).
+const SCHEMA_V7: &str = "
+CREATE INDEX deliveries_message_ref ON deliveries (message_ref) WHERE message_ref IS NOT NULL;
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
-    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6,
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -418,6 +424,7 @@ impl SqliteBackend {
                 if let Some(url) = reaped_callback_url(id, spec) {
                     queue_delivery(conn, id, tenant, &url, now_ms, None)?;
                 }
+                follow_up(conn, id, EventKind::Expired, now_ms)?;
                 append_event(conn, tenant, id, EventKind::Expired, None, Some("system"), now_ms)?;
             }
             Ok(expired.into_iter().map(|(id, _, _)| id).collect())
@@ -813,6 +820,24 @@ impl SqliteBackend {
         })
     }
 
+    pub(crate) async fn announced_as(
+        &self,
+        channel: &str,
+        message_ref: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached(
+                    "SELECT tenant, request_id FROM deliveries WHERE message_ref = ?2 \
+                     AND channel = ?1 AND event = 'created' ORDER BY id LIMIT 1",
+                )?
+                .query_row(params![channel, message_ref], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()?)
+        })
+    }
+
     pub(crate) async fn ping(&self) -> Result<(), StoreError> {
         self.read(|conn| {
             conn.query_row("SELECT 1", [], |_| Ok(()))?;
@@ -957,6 +982,8 @@ fn resolve(
                 queue_delivery(conn, &record.id, &record.tenant, url, at, None)?;
             }
             insert_grants(conn, &record.tenant, grants)?;
+            // Every announcement of it is edited to show the outcome.
+            follow_up(conn, id, EventKind::for_status(status), at)?;
             append_event(
                 conn,
                 &record.tenant,
@@ -1092,6 +1119,8 @@ fn vote(conn: &Connection, id: &str, ballot: Ballot) -> Result<Cast, StoreError>
     )?;
     let record = RequestRecord { votes, ..record };
     let Some(answers) = decided else {
+        // The announcements show the votes so far.
+        follow_up(conn, id, EventKind::Voted, at)?;
         return Ok(Cast::Counted(record));
     };
     let made = grants(&record, &answers);
@@ -1173,7 +1202,13 @@ fn announce(
     if let Some(url) = reaped_callback_url(id, spec) {
         queue_delivery(conn, id, tenant, &url, at, Some(kind))?;
     }
-    // Every channel the request was announced on hears of it too.
+    follow_up(conn, id, kind, at)?;
+    append_event(conn, tenant, id, kind, None, Some("system"), at)
+}
+
+/// Queues a notification of `kind` about request `id` on every channel it was announced on:
+/// a reminder or escalation, a vote, or its resolution (which edits the announcement).
+fn follow_up(conn: &Connection, id: &str, kind: EventKind, at: i64) -> Result<(), StoreError> {
     conn.prepare_cached(
         "INSERT INTO deliveries (request_id, tenant, url, status, created_at, next_attempt_at, \
          event, channel) SELECT request_id, tenant, '', 'pending', ?2, ?2, ?3, channel \
@@ -1181,7 +1216,7 @@ fn announce(
          ORDER BY id",
     )?
     .execute(params![id, at, kind.as_str()])?;
-    append_event(conn, tenant, id, kind, None, Some("system"), at)
+    Ok(())
 }
 
 /// The deliveries with their attempts, in the order given.

@@ -1134,7 +1134,7 @@ async fn sqlite_v1_database_migrates_to_v2_keeping_its_requests() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("version");
     assert_eq!(
-        version, 6,
+        version, 7,
         "migrated to the current version (3: grant ids, 4: retention indexes, 5: votes, \
          reminders and escalation, 6: channel notifications)"
     );
@@ -1209,13 +1209,24 @@ async fn own_deliveries(store: &Store, tenant: &str, request_id: &str) -> Vec<De
 /// requests among them, oldest first. In a shared database other deliveries (left by earlier
 /// runs) are claimed too; the lease keeps them out of later batches, so this ends.
 async fn claim_due(store: &Store, lease_until: DateTime<Utc>, own: &[&str]) -> Vec<Delivery> {
+    claim_all(|| store.claim_deliveries(lease_until, 100))
+        .await
+        .into_iter()
+        .filter(|d| own.contains(&d.request_id.as_str()))
+        .collect()
+}
+
+/// Runs `claim` (one batch of an outbox, each leased) until it returns nothing; everything
+/// claimed, oldest first within each batch.
+pub(crate) async fn claim_all<F, Fut>(mut claim: F) -> Vec<Delivery>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<Delivery>, clarify_store::StoreError>>,
+{
     let mut found = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
-        let batch = store
-            .claim_deliveries(lease_until, 100)
-            .await
-            .expect("claim");
+        let batch = claim().await.expect("claim");
         assert!(
             batch.windows(2).all(|w| w[0].id < w[1].id),
             "a claim is oldest first"
@@ -1227,11 +1238,7 @@ async fn claim_due(store: &Store, lease_until: DateTime<Utc>, own: &[&str]) -> V
             tokio::time::Instant::now() < deadline,
             "claims never ran dry"
         );
-        found.extend(
-            batch
-                .into_iter()
-                .filter(|d| own.contains(&d.request_id.as_str())),
-        );
+        found.extend(batch);
     }
 }
 

@@ -17,6 +17,7 @@ conformance! {
         quorum_concurrent_votes_resolve_exactly_once,
         reminders_and_escalation_happen_once_across_instances,
         new_requests_queue_their_channel_notifications,
+        resolutions_and_votes_follow_up_on_every_channel,
     ],
     durable: [
         votes_survive_a_restart,
@@ -441,17 +442,19 @@ async fn new_requests_queue_their_channel_notifications(_store: Store, env: Env)
             .is_empty()
     );
 
+    // In the shared PostgreSQL database earlier runs leave notifications nobody delivers (no
+    // server has these channels), older than ours: claim batch by batch until nothing is due.
     let lease = env.now() + chrono::TimeDelta::seconds(30);
-    let ours = |all: Vec<clarify_store::Delivery>| {
-        all.into_iter()
-            .filter(|d| d.tenant == *t)
-            .collect::<Vec<_>>()
-    };
+    let webhooks = crate::access::claim_all(|| store.claim_deliveries(lease, 100)).await;
     assert!(
-        ours(store.claim_deliveries(lease, 100).await.expect("claim")).is_empty(),
+        !webhooks.iter().any(|d| d.tenant == *t),
         "the webhook worker does not claim notifications"
     );
-    let claimed = ours(store.claim_notifications(lease, 100).await.expect("claim"));
+    let claimed: Vec<_> = crate::access::claim_all(|| store.claim_notifications(lease, 100))
+        .await
+        .into_iter()
+        .filter(|d| d.tenant == *t)
+        .collect();
     assert_eq!(claimed.len(), 2);
     let attempt = clarify_store::Attempt {
         number: 1,
@@ -465,13 +468,25 @@ async fn new_requests_queue_their_channel_notifications(_store: Store, env: Env)
             claimed[0].id,
             attempt,
             clarify_store::AfterAttempt::Delivered,
-            Some("msg-1".to_owned()),
+            Some(format!("msg-{t}")),
         )
         .await
         .expect("finish");
     let after = store.notifications(t, &id).await.expect("notifications");
     let sent = after.iter().find(|n| n.id == claimed[0].id).expect("sent");
-    assert_eq!(sent.message_ref.as_deref(), Some("msg-1"));
+    // Unique per test: the PostgreSQL database is shared by every run.
+    let msg = format!("msg-{t}");
+    assert_eq!(sent.message_ref.as_deref(), Some(msg.as_str()));
+    // A reply to that message finds its request.
+    let channel = sent.channel.clone().expect("a channel");
+    assert_eq!(
+        store.announced_as(&channel, &msg).await.expect("lookup"),
+        Some((t.clone(), id.clone()))
+    );
+    assert_eq!(
+        store.announced_as(&channel, "msg-2").await.expect("lookup"),
+        None
+    );
     assert_eq!(sent.status, clarify_store::DeliveryStatus::Delivered);
     assert_eq!(sent.attempts.len(), 1);
 
@@ -513,4 +528,108 @@ async fn new_requests_queue_their_channel_notifications(_store: Store, env: Env)
     );
     // Not left pending in a shared database, where other tests' reapers would remind it.
     store.cancel(t, &nagging, &alice()).await.expect("cancel");
+}
+
+/// Every resolution (answer, cancel, expiry) and every vote that does not decide queues one
+/// notification per channel the request was announced on, in the same transaction, so each
+/// announcement is edited to show it; a request announced nowhere queues none.
+async fn resolutions_and_votes_follow_up_on_every_channel(_store: Store, env: Env) {
+    let mut options = crate::support::options(&env.clock);
+    options.announce = Some(clarify_store::Announce(std::sync::Arc::new(
+        |_tenant: &str, request: &clarify_core::NewRequest| {
+            if request.tags.iter().any(|t| t == "quiet") {
+                Vec::new()
+            } else {
+                vec!["phone".to_owned(), "ops".to_owned()]
+            }
+        },
+    )));
+    let store = Store::open(&env.url, options).await.expect("open");
+    let t = &env.tenant;
+    let events = |found: Vec<clarify_store::Delivery>| -> Vec<(Option<String>, Option<EventKind>)> {
+        found.into_iter().map(|n| (n.channel, n.event)).collect()
+    };
+    let both = |kind: EventKind| {
+        vec![
+            (Some("phone".to_owned()), Some(kind)),
+            (Some("ops".to_owned()), Some(kind)),
+        ]
+    };
+
+    let answered = store
+        .create(t, request(json!({"question": "Ship?"})))
+        .await
+        .expect("create")
+        .record
+        .id;
+    store
+        .answer(t, &answered, &json!({"text": "yes"}), &alice())
+        .await
+        .expect("answer");
+    let mut expected = both(EventKind::Created);
+    expected.extend(both(EventKind::Answered));
+    assert_eq!(
+        events(store.notifications(t, &answered).await.expect("n")),
+        expected
+    );
+
+    let cancelled = store
+        .create(t, request(json!({"question": "Ship?"})))
+        .await
+        .expect("create")
+        .record
+        .id;
+    store.cancel(t, &cancelled, &alice()).await.expect("cancel");
+    let mut expected = both(EventKind::Created);
+    expected.extend(both(EventKind::Cancelled));
+    assert_eq!(
+        events(store.notifications(t, &cancelled).await.expect("n")),
+        expected
+    );
+
+    let voted = store.create(t, deploy(2)).await.expect("create").record.id;
+    store
+        .answer(t, &voted, &json!({"decision": "approve"}), &alice())
+        .await
+        .expect("vote");
+    store
+        .answer(t, &voted, &json!({"decision": "approve"}), &bob())
+        .await
+        .expect("vote");
+    let mut expected = both(EventKind::Created);
+    expected.extend(both(EventKind::Voted));
+    expected.extend(both(EventKind::Answered));
+    assert_eq!(
+        events(store.notifications(t, &voted).await.expect("n")),
+        expected,
+        "the first vote edits; the deciding one resolves"
+    );
+
+    let quiet = store
+        .create(t, request(json!({"question": "Shh?", "tags": ["quiet"]})))
+        .await
+        .expect("create")
+        .record
+        .id;
+    store.cancel(t, &quiet, &alice()).await.expect("cancel");
+    assert!(store.notifications(t, &quiet).await.expect("n").is_empty());
+
+    let _clock = env.exclusive_clock().await;
+    let expiring = store
+        .create(
+            t,
+            request(json!({"question": "Soon?", "timeout_seconds": 30})),
+        )
+        .await
+        .expect("create")
+        .record
+        .id;
+    env.advance(31);
+    while store.expire_due().await.expect("expire") > 0 {}
+    let mut expected = both(EventKind::Created);
+    expected.extend(both(EventKind::Expired));
+    assert_eq!(
+        events(store.notifications(t, &expiring).await.expect("n")),
+        expected
+    );
 }
