@@ -10,10 +10,17 @@
 //!   platform's `Retry-After`, see [`SendError::retry_after`]);
 //! - each platform module turns a [`Notice`] into its own message. [`ntfy`] is a push with one
 //!   action button per option or decision, each POSTing the answer to the request's signed
-//!   answer link, plus a button that opens the link.
+//!   answer link, plus a button that opens the link. [`slack`] posts Block Kit messages with
+//!   buttons, selects and modals, edits them when the request is resolved, and reads Slack's
+//!   signed interactions (over HTTP or Socket Mode);
+//! - what a person does in a chat is read into an [`answer::Act`], which makes the same answer
+//!   body the API takes; the server's shared answer path maps the person to a responder and
+//!   resolves the request by the same rules as every other path.
 
+pub mod answer;
 pub mod ntfy;
 mod route;
+pub mod slack;
 
 use std::time::Duration;
 
@@ -26,11 +33,15 @@ pub use route::{Route, channels_for};
 pub struct Channel {
     pub name: String,
     pub platform: Platform,
+    /// Whether a chat user no `[identities]` entry maps may answer, recorded as
+    /// `<platform>:<user id>`.
+    pub allow_unmapped: bool,
 }
 
 #[derive(Debug, Clone)]
 pub enum Platform {
     Ntfy(ntfy::Ntfy),
+    Slack(slack::Slack),
 }
 
 /// What a channel is asked to post about a request.
@@ -43,6 +54,19 @@ pub struct Notice<'a> {
     pub event: EventKind,
     /// The request's signed answer link.
     pub answer_url: &'a str,
+    /// The platform's reference to this channel's announcement of the request, once posted:
+    /// what a follow-up replies to or edits.
+    pub announcement: Option<&'a str>,
+    /// The platform's user ids of the people to mention: for an escalation, those of
+    /// `escalate_to` that `[identities]` maps.
+    pub mention: Vec<String>,
+}
+
+impl Notice<'_> {
+    /// Whether this notice reports how the request ended (and edits its announcement).
+    pub fn resolves(&self) -> bool {
+        self.event.resolves()
+    }
 }
 
 /// What a send did.
@@ -50,6 +74,8 @@ pub struct Notice<'a> {
 pub enum Sent {
     /// A message was posted; the platform's reference to it, when it gives one.
     Posted { message_ref: Option<String> },
+    /// The announcement was edited to show the request as it is now.
+    Edited,
     /// Nothing needed posting (the request was resolved before its announcement went out).
     Skipped { why: &'static str },
 }
@@ -72,6 +98,14 @@ pub enum SendError {
         platform: &'static str,
         detail: String,
     },
+    /// The platform answered the call with an error of its own (Slack's `"ok": false`).
+    #[error("{platform} refused the call: {error}")]
+    Failed {
+        platform: &'static str,
+        error: String,
+        /// Whether the platform says the error may pass (an internal error, a timeout).
+        transient: bool,
+    },
 }
 
 impl SendError {
@@ -79,7 +113,7 @@ impl SendError {
     pub fn status(&self) -> Option<u16> {
         match self {
             Self::Refused { status, .. } => Some(*status),
-            Self::Unreachable { .. } => None,
+            Self::Unreachable { .. } | Self::Failed { .. } => None,
         }
     }
 
@@ -89,6 +123,7 @@ impl SendError {
         match self {
             Self::Refused { status, .. } => matches!(status, 408 | 429 | 500..=599),
             Self::Unreachable { .. } => true,
+            Self::Failed { transient, .. } => *transient,
         }
     }
 
@@ -96,7 +131,7 @@ impl SendError {
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             Self::Refused { retry_after, .. } => *retry_after,
-            Self::Unreachable { .. } => None,
+            Self::Unreachable { .. } | Self::Failed { .. } => None,
         }
     }
 }
@@ -106,6 +141,7 @@ impl Channel {
     pub fn platform_name(&self) -> &'static str {
         match self.platform {
             Platform::Ntfy(_) => "ntfy",
+            Platform::Slack(_) => "slack",
         }
     }
 
@@ -115,14 +151,106 @@ impl Channel {
         client: &reqwest::Client,
         notice: &Notice<'_>,
     ) -> Result<Sent, SendError> {
-        if notice.record.status.is_resolved() {
+        let follows = notice.resolves() || notice.event == EventKind::Voted;
+        if notice.record.status.is_resolved() && !follows {
             return Ok(Sent::Skipped {
                 why: "the request was resolved before this message went out",
             });
         }
         match &self.platform {
             Platform::Ntfy(ntfy) => ntfy.send(client, notice).await,
+            Platform::Slack(slack) => slack.send(client, notice).await,
         }
+    }
+}
+
+/// How the request ended, in one line: `Answered by alice: approved (for this session)`,
+/// `Expired: nobody answered`. Pending: how many approvals a quorum has, or that it waits.
+pub fn outcome_text(record: &RequestRecord) -> String {
+    use clarify_core::Status;
+    let Some(outcome) = record.outcome() else {
+        let request = &record.request;
+        if request.is_quorum() {
+            let by: Vec<&str> = record.votes.iter().map(|v| v.by.as_str()).collect();
+            let mut line = format!(
+                "{} of {} approvals",
+                record.approvals(),
+                request.approvals_required
+            );
+            if !by.is_empty() {
+                line.push_str(&format!(" (voted: {})", by.join(", ")));
+            }
+            return line;
+        }
+        return "Waiting for an answer".to_owned();
+    };
+    let by = outcome
+        .answered_by
+        .as_deref()
+        .map(|b| format!(" by {b}"))
+        .unwrap_or_default();
+    let head = match outcome.status {
+        Status::Answered => format!("Answered{by}"),
+        Status::Skipped => format!("Skipped{by}"),
+        Status::Cancelled => format!("Cancelled{by}"),
+        Status::Expired if outcome.default_applied => {
+            "Expired: nobody answered; the default applies".to_owned()
+        }
+        Status::Expired | Status::Pending => "Expired: nobody answered".to_owned(),
+    };
+    let answers: Vec<String> = outcome
+        .questions
+        .iter()
+        .filter(|q| !q.answer.is_null())
+        .map(answer_words)
+        .collect();
+    if answers.is_empty() {
+        head
+    } else {
+        format!("{head}: {}", answers.join("; "))
+    }
+}
+
+/// One question's answer in words.
+fn answer_words(q: &clarify_core::QuestionOutcome) -> String {
+    use clarify_core::{Decision, Scope};
+    use serde_json::Value;
+    if let Some(decision) = q.decision {
+        let mut words = match decision {
+            Decision::Approve => "approved".to_owned(),
+            Decision::Deny => "denied".to_owned(),
+        };
+        match q.scope {
+            Some(Scope::Session) if decision == Decision::Approve => {
+                words.push_str(" for this session");
+            }
+            Some(Scope::Always) if decision == Decision::Approve => words.push_str(" always"),
+            _ => {}
+        }
+        if q.edited_arguments.is_some() {
+            words.push_str(" with edited arguments");
+        }
+        if let Some(reason) = &q.reason {
+            words.push_str(&format!(" ({reason})"));
+        }
+        return words;
+    }
+    match &q.answer {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::Object(values) => values
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => format!("{k}: {s}"),
+                other => format!("{k}: {other}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.to_string(),
     }
 }
 
@@ -139,7 +267,7 @@ pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Durati
 }
 
 /// `text` cut to at most `max` characters, ending in `…` when cut.
-pub(crate) fn cut(text: &str, max: usize) -> String {
+pub fn cut(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_owned();
     }

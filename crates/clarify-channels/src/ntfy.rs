@@ -9,7 +9,7 @@
 //! answer as JSON to the request's signed answer link, and a `view` button opening the link; any
 //! other request gets the `view` button only. A quorum request counts votes by person, which an
 //! anonymous link cannot cast, so it gets the `view` button too. ntfy cannot edit a message
-//! once sent, so a resolution is not announced here.
+//! once sent, so a resolution is a follow-up push saying how the request ended.
 
 use clarify_core::{Context, QuestionKind};
 use clarify_store::EventKind;
@@ -45,7 +45,17 @@ impl Ntfy {
         client: &reqwest::Client,
         notice: &Notice<'_>,
     ) -> Result<Sent, SendError> {
-        let body = self.message(notice);
+        if notice.event == EventKind::Voted {
+            // A push cannot be edited, and a vote is no news to wake a phone for.
+            return Ok(Sent::Skipped {
+                why: "ntfy cannot edit a push; votes show in the inbox",
+            });
+        }
+        let body = if notice.resolves() {
+            self.resolved(notice)
+        } else {
+            self.message(notice)
+        };
         let mut post = client.post(self.url.clone()).json(&body);
         if let Some(token) = &self.token {
             post = post.bearer_auth(token);
@@ -78,6 +88,25 @@ impl Ntfy {
             .ok()
             .and_then(|v| v["id"].as_str().map(str::to_owned));
         Ok(Sent::Posted { message_ref })
+    }
+
+    /// A follow-up push saying how the request ended, for those who saw the first one.
+    pub fn resolved(&self, notice: &Notice<'_>) -> Value {
+        let headline = notice
+            .record
+            .request
+            .questions
+            .first()
+            .map(|q| q.header.clone().unwrap_or_else(|| q.text.clone()))
+            .unwrap_or_default();
+        json!({
+            "topic": self.topic,
+            "title": cut(&format!("Resolved: {headline}"), MAX_TITLE),
+            "message": cut(&crate::outcome_text(notice.record), MAX_MESSAGE),
+            "priority": 2,
+            "tags": ["white_check_mark"],
+            "click": notice.answer_url,
+        })
     }
 
     /// The JSON message for `notice`.
@@ -238,6 +267,8 @@ mod tests {
                 record: &r,
                 event,
                 answer_url: "https://clarify.example/a/t",
+                announcement: None,
+                mention: Vec::new(),
             };
             ntfy().message(&notice)["title"].clone()
         };
@@ -279,6 +310,8 @@ mod tests {
                 record: &r,
                 event: EventKind::Created,
                 answer_url: "https://clarify.example/a/t",
+                announcement: None,
+                mention: Vec::new(),
             };
             assert_eq!(labels(&ntfy().message(&notice)), expected, "{raw}");
         }
@@ -291,6 +324,8 @@ mod tests {
             record: &r,
             event: EventKind::Created,
             answer_url: "https://clarify.example/a/t",
+            announcement: None,
+            mention: Vec::new(),
         };
         let message = ntfy().message(&notice);
         assert_eq!(

@@ -7,12 +7,16 @@
 //! reference. A failure that may pass (no connection, `408`, `429`, `5xx`) is retried with the
 //! webhooks' backoff, or later when the platform's `Retry-After` says so, for as long as
 //! webhooks are; any other refusal ends the notification `failed` at once.
+//!
+//! A later notification about a request (a reminder, an escalation, a vote, its resolution)
+//! goes to the channel's announcement: a reply in its thread, or an edit of it. It waits while
+//! that announcement has not gone out yet, so an edit never overtakes the message it edits.
 
 use std::time::Instant;
 
 use chrono::TimeDelta;
-use clarify_channels::{Notice, Sent};
-use clarify_store::{AfterAttempt, Attempt, Delivery, EventKind};
+use clarify_channels::{Channel, Notice, Sent};
+use clarify_store::{AfterAttempt, Attempt, Delivery, DeliveryStatus, EventKind, RequestRecord};
 
 use crate::AppState;
 use crate::webhooks::{Outbox, backoff, client, drain};
@@ -61,15 +65,48 @@ async fn notify(state: &AppState, client: &reqwest::Client, n: Delivery) {
         }
         (Some(channel), Some(record)) => {
             let answer_url = crate::links::answer_url(state, &record.id);
+            let event = n.event.unwrap_or(EventKind::Created);
+            let announcement = match event {
+                EventKind::Created => Ok(None),
+                _ => announcement(state, &n).await,
+            };
+            let announcement = match announcement {
+                Ok(a) => a,
+                Err(wait) => {
+                    let next = state.store.now() + TimeDelta::milliseconds(wait);
+                    let attempt = Attempt {
+                        number,
+                        at: state.store.now(),
+                        status_code: None,
+                        error: Some("waiting for the announcement to go out first".to_owned()),
+                        duration_ms: 0,
+                    };
+                    if let Err(e) = state
+                        .store
+                        .finish_notification(n.id, attempt, AfterAttempt::RetryAt(next), None)
+                        .await
+                    {
+                        tracing::warn!(error = %e, notification = n.id, "recording a notification attempt failed");
+                    }
+                    return;
+                }
+            };
             let notice = Notice {
                 record: &record,
-                event: n.event.unwrap_or(EventKind::Created),
+                event,
                 answer_url: &answer_url,
+                announcement: announcement.as_deref(),
+                mention: if event == EventKind::Escalated {
+                    mentions(state, channel, &record)
+                } else {
+                    Vec::new()
+                },
             };
             match channel.send(client, &notice).await {
                 Ok(Sent::Posted { message_ref }) => {
                     (None, None, AfterAttempt::Delivered, message_ref)
                 }
+                Ok(Sent::Edited) => (None, None, AfterAttempt::Delivered, None),
                 Ok(Sent::Skipped { why }) => {
                     (None, Some(why.to_owned()), AfterAttempt::Delivered, None)
                 }
@@ -107,4 +144,38 @@ async fn notify(state: &AppState, client: &reqwest::Client, n: Delivery) {
     {
         tracing::warn!(error = %e, notification = n.id, "recording a notification attempt failed");
     }
+}
+
+/// The platform's reference to the channel's announcement of `n`'s request: `Ok(None)` when
+/// there is none (it failed, or was skipped), `Err(ms)` to try again in that many milliseconds
+/// while it has not gone out yet.
+async fn announcement(state: &AppState, n: &Delivery) -> Result<Option<String>, i64> {
+    let all = match state.store.notifications(&n.tenant, &n.request_id).await {
+        Ok(all) => all,
+        Err(e) => {
+            tracing::warn!(error = %e, "reading a request's announcements failed");
+            return Err(1_000);
+        }
+    };
+    let first = all
+        .into_iter()
+        .find(|d| d.channel == n.channel && d.event == Some(EventKind::Created));
+    match first {
+        Some(d) if d.status == DeliveryStatus::Pending => Err(250),
+        Some(d) => Ok(d.message_ref),
+        None => Ok(None),
+    }
+}
+
+/// The platform user ids of `record`'s `escalate_to` responders that `[identities]` maps, for
+/// `channel`'s platform.
+fn mentions(state: &AppState, channel: &Channel, record: &RequestRecord) -> Vec<String> {
+    let prefix = format!("{}:", channel.platform_name());
+    state
+        .config
+        .identities
+        .iter()
+        .filter(|(_, name)| record.request.escalate_to.contains(name))
+        .filter_map(|(who, _)| who.strip_prefix(&prefix).map(str::to_owned))
+        .collect()
 }

@@ -13,7 +13,10 @@
 //! - `inbox`: the web inbox at `/` and its embedded assets;
 //! - [`mcp`]: the MCP tools over Streamable HTTP at `/mcp`, behind the API's keys;
 //! - [`webhooks`]: the delivery worker and its signatures;
-//! - `channels`: the worker that announces requests on configured channels;
+//! - `channels`: the worker that announces requests on configured channels, and edits or
+//!   follows up their announcements;
+//! - `chat`: the answer path chat channels share; `slack`: Slack's signed interactivity and
+//!   events at `/hooks/slack/{name}`, and its Socket Mode connections;
 //! - [`limits`]: `--max-waiters` and the per-key `--rate-limit`;
 //! - `logs`: each request's id, route and outcome in the log;
 //! - [`metrics`], [`openapi`], [`wire`] (the JSON types), [`error`] (every error response).
@@ -23,6 +26,7 @@
 pub mod api;
 pub mod auth;
 mod channels;
+mod chat;
 pub mod error;
 pub mod events;
 pub mod grants;
@@ -34,6 +38,7 @@ mod logs;
 pub mod mcp;
 pub mod metrics;
 pub mod openapi;
+mod slack;
 pub mod webhooks;
 pub mod wire;
 
@@ -78,6 +83,8 @@ pub struct Config {
     pub mcp: clarify_mcp::HttpOptions,
     /// The channels requests are announced on (the store's `announce` picks which).
     pub channels: Vec<clarify_channels::Channel>,
+    /// Chat users (`slack:U012ABCDEF`) and the responder names they answer as.
+    pub identities: std::collections::BTreeMap<String, String>,
 }
 
 impl Config {
@@ -93,6 +100,7 @@ impl Config {
             session_ttl: chrono::TimeDelta::days(7),
             mcp: clarify_mcp::HttpOptions::default(),
             channels: Vec::new(),
+            identities: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -117,6 +125,8 @@ pub struct Shared {
     /// Long-polls, event streams and `/mcp` requests in flight.
     pub waiters: limits::Waiters,
     pub rate_limit: Option<limits::RateLimit>,
+    /// Calls chat platforms make on an inbound answer's behalf (a modal, a private notice).
+    pub http: reqwest::Client,
 }
 
 /// Server secrets, read from the store at start so every instance shares them.
@@ -163,6 +173,11 @@ impl AppState {
             shutdown: CancellationToken::new(),
             waiters,
             rate_limit,
+            http: reqwest::Client::builder()
+                .timeout(config.webhooks.timeout)
+                .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .unwrap_or_default(),
             config,
         })))
     }
@@ -196,6 +211,7 @@ pub fn app(state: AppState) -> Router {
         .merge(links::routes())
         .merge(mcp::routes(&state))
         .route("/v1/events", get(events::stream))
+        .route("/hooks/slack/{name}", axum::routing::post(slack::hook))
         .route("/openapi.json", get(openapi::document))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -232,6 +248,7 @@ pub async fn serve(
     let tailer = tokio::spawn(events::tail(state.clone()));
     let worker = tokio::spawn(webhooks::run(state.clone()));
     let announcer = tokio::spawn(channels::run(state.clone()));
+    slack::spawn_sockets(&state);
     let signal = {
         let token = token.clone();
         async move {

@@ -73,17 +73,13 @@ pub struct Channel {
     pub kind: ChannelKind,
     /// Whether a chat user no `[identities]` entry maps may answer, recorded as
     /// `<platform>:<user id>` (Slack, Telegram, Discord).
-    #[allow(
-        dead_code,
-        reason = "the inbound answer path of the chat platforms will read it"
-    )]
     pub allow_unmapped: bool,
 }
 
 #[derive(Debug)]
 #[allow(
     dead_code,
-    reason = "the Slack, Telegram, Discord and e-mail workers will read these; until they exist, \
+    reason = "the Telegram, Discord and e-mail workers will read these; until they exist, \
               `serve` refuses a file with such channels"
 )]
 pub enum ChannelKind {
@@ -137,19 +133,19 @@ pub use clarify_channels::Route;
 
 impl Config {
     /// Whether `clarify serve` can do everything this file asks. Every channel type is checked
-    /// key by key, but this version delivers ntfy channels only; a configuration that names
-    /// another is refused rather than accepted and left silent.
+    /// key by key, but this version delivers Slack and ntfy channels only; a configuration that
+    /// names another is refused rather than accepted and left silent.
     pub fn servable(&self, path: &Path) -> Result<(), String> {
         match self
             .channels
             .iter()
             .enumerate()
-            .find(|(_, c)| !matches!(c.kind, ChannelKind::Ntfy { .. }))
+            .find(|(_, c)| !matches!(c.kind, ChannelKind::Ntfy { .. } | ChannelKind::Slack { .. }))
         {
             None => Ok(()),
             Some((i, c)) => Err(format!(
-                "{}: channels[{i}] ({} {:?}): this version of clarify announces requests on ntfy \
-                 channels only; remove this channel (and it from [[routes]])",
+                "{}: channels[{i}] ({} {:?}): this version of clarify announces requests on Slack \
+                 and ntfy channels only; remove this channel (and it from [[routes]])",
                 path.display(),
                 c.kind.type_name(),
                 c.name
@@ -169,6 +165,28 @@ impl Config {
                         topic: topic.clone(),
                         token: token.as_ref().map(|t| t.expose().to_owned()),
                     }),
+                    allow_unmapped: c.allow_unmapped,
+                }),
+                ChannelKind::Slack {
+                    bot_token,
+                    signing_secret,
+                    channel,
+                    api_url,
+                    socket_mode,
+                    app_token,
+                    mention,
+                } => Some(clarify_channels::Channel {
+                    name: c.name.clone(),
+                    platform: clarify_channels::Platform::Slack(clarify_channels::slack::Slack {
+                        bot_token: bot_token.expose().to_owned(),
+                        signing_secret: signing_secret.as_ref().map(|s| s.expose().to_owned()),
+                        channel: channel.clone(),
+                        api_url: api_url.clone(),
+                        socket_mode: *socket_mode,
+                        app_token: app_token.as_ref().map(|s| s.expose().to_owned()),
+                        mention: mention.clone(),
+                    }),
+                    allow_unmapped: c.allow_unmapped,
                 }),
                 _ => None,
             })

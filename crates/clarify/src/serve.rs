@@ -11,14 +11,20 @@ use crate::ServeArgs;
 /// Runs the server with `args`, where a setting not `given` as a flag (or its environment
 /// variable) is taken from the configuration file when it has one.
 pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> {
-    let (args, channels, routes) = match &args.config {
-        None => (args, Vec::new(), Vec::new()),
+    let (args, channels, routes, identities) = match &args.config {
+        None => (args, Vec::new(), Vec::new(), Default::default()),
         Some(path) => {
             let mut file = crate::config::load(path).map_err(anyhow::Error::msg)?;
             file.servable(path).map_err(anyhow::Error::msg)?;
             let channels = file.channels();
             let routes = std::mem::take(&mut file.routes);
-            (with_file(args, given, file.server), channels, routes)
+            let identities = std::mem::take(&mut file.identities);
+            (
+                with_file(args, given, file.server),
+                channels,
+                routes,
+                identities,
+            )
         }
     };
     crate::logs::init(args.log_format, "info");
@@ -61,6 +67,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     config.max_waiters = args.max_waiters;
     config.rate_limit = args.rate_limit;
     config.channels = channels;
+    config.identities = identities;
     if let Some((key, login)) = clarify_server::bootstrap(&store, &public_url).await? {
         eprintln!("clarify: created the first admin key (shown once; keep it):");
         eprintln!("  {}", key.token);

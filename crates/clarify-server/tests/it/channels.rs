@@ -66,6 +66,7 @@ impl FakeNtfy {
                 topic: "clarify-ops".to_owned(),
                 token: Some(token.to_owned()),
             }),
+            allow_unmapped: false,
         }
     }
 }
@@ -229,7 +230,23 @@ async fn an_approval_is_pushed_to_ntfy_and_answered_by_a_tap() {
         .get(&format!("/v1/requests/{quiet_id}/notifications"), &s.admin)
         .await;
     assert_eq!(none["notifications"], json!([]));
-    assert_eq!(ntfy.bodies().len(), 1, "nothing else was pushed");
+    // ntfy cannot edit the push: a follow-up says how it ended.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while ntfy.bodies().len() < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "a follow-up push");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let pushes = ntfy.bodies();
+    assert_eq!(pushes.len(), 2, "{pushes:?}");
+    assert_eq!(pushes[1]["title"], "Resolved: Deploy to prod?");
+    assert!(
+        pushes[1]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("Answered") && m.ends_with(": approved")),
+        "{}",
+        pushes[1]
+    );
+    assert!(pushes[1].get("actions").is_none(), "nothing left to tap");
 }
 
 #[tokio::test]

@@ -35,7 +35,7 @@ fn config_check_accepts_a_good_file_and_names_the_key_of_a_bad_one() {
         "{err}"
     );
 
-    // ntfy channels are served; the other types are checked key by key, then refused.
+    // Slack and ntfy channels are served; the other types are checked key by key, then refused.
     let ntfy = write(
         "ntfy.toml",
         "[[channels]]\nname = \"push\"\ntype = \"ntfy\"\ntopic = \"ops\"\n\n[[routes]]\nchannels = [\"push\"]\n",
@@ -48,9 +48,15 @@ fn config_check_accepts_a_good_file_and_names_the_key_of_a_bad_one() {
         "[[channels]]\nname = \"ops\"\ntype = \"slack\"\nbot_token = \"xoxb-1\"\nsigning_secret = \"s\"\nchannel = \"C1\"\n",
     );
     let (code, _, err) = run(&["config", "check", &slack]);
+    assert_eq!(code, 0, "{err}");
+    let telegram = write(
+        "telegram.toml",
+        "[[channels]]\nname = \"tg\"\ntype = \"telegram\"\nbot_token = \"1:a\"\nchat_id = 42\n",
+    );
+    let (code, _, err) = run(&["config", "check", &telegram]);
     assert_eq!(code, 1);
-    assert!(err.contains("channels[0] (slack \"ops\")"), "{err}");
-    assert!(err.contains("on ntfy channels only"), "{err}");
+    assert!(err.contains("channels[0] (telegram \"tg\")"), "{err}");
+    assert!(err.contains("on Slack and ntfy channels only"), "{err}");
 
     let (code, _, err) = run(&[
         "config",

@@ -1,0 +1,743 @@
+//! Block Kit: a request as a Slack message, and the modals that answer it.
+//!
+//! Everything the agent wrote is escaped for mrkdwn (`&`, `<`, `>`, the only characters Slack
+//! asks to escape; this also keeps an agent from mentioning `<!channel>` or linking) and cut to
+//! Slack's limits after escaping: 3,000 characters per section, 150 per header, 75 per button
+//! or option. Interactive elements carry only indexes; the request is named by the block id
+//! `clarify:<request id>:<question index>`, and the live request is read again on a click.
+
+use clarify_core::{Context, FieldKind, Question, QuestionKind, Scope, TextFormat};
+use clarify_store::{EventKind, RequestRecord};
+use serde_json::{Value, json};
+
+use crate::answer::{Focus, input_id};
+use crate::{Notice, outcome_text};
+
+/// Slack's limit on a section's text.
+pub const MAX_SECTION: usize = 3_000;
+const MAX_HEADER: usize = 150;
+const MAX_BUTTON: usize = 75;
+/// Buttons shown for a `single` question before a select takes their place.
+pub const MAX_BUTTONS: usize = 5;
+/// Checkboxes shown for a `multi` question before a multi-select takes their place.
+pub const MAX_CHECKBOXES: usize = 10;
+const MAX_TITLE: usize = 24;
+/// Slack's limit on a text input's value.
+pub const MAX_INPUT: usize = 3_000;
+
+/// Escapes text for mrkdwn.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `text` escaped and cut so that the escaped text, with `…` when cut, has at most `max`
+/// characters; an escape is never cut in half.
+pub fn fit(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut used = 0;
+    let total: usize = text.chars().map(escaped_len).sum();
+    if total <= max {
+        return escape(text);
+    }
+    for c in text.chars() {
+        let n = escaped_len(c);
+        if used + n > max.saturating_sub(1) {
+            break;
+        }
+        used += n;
+        out.push_str(&escape(c.encode_utf8(&mut [0; 4])));
+    }
+    out.push('…');
+    out
+}
+
+fn escaped_len(c: char) -> usize {
+    match c {
+        '&' => 5,
+        '<' | '>' => 4,
+        _ => 1,
+    }
+}
+
+/// Plain text (no mrkdwn, so nothing to escape) cut to `max` characters.
+fn plain(text: &str, max: usize) -> Value {
+    json!({"type": "plain_text", "text": crate::cut(text, max), "emoji": true})
+}
+
+fn section(mrkdwn: String) -> Value {
+    json!({"type": "section", "text": {"type": "mrkdwn", "text": mrkdwn}})
+}
+
+fn button(text: &str, action_id: &str, value: &str, style: Option<&str>) -> Value {
+    let mut b = json!({
+        "type": "button",
+        "text": plain(text, MAX_BUTTON),
+        "action_id": action_id,
+        "value": value,
+    });
+    if let Some(style) = style {
+        b["style"] = json!(style);
+    }
+    b
+}
+
+fn option(text: &str, value: &str) -> Value {
+    json!({"text": plain(text, MAX_BUTTON), "value": value})
+}
+
+/// The block id naming question `n` of request `id` on the message.
+pub fn block_id(request_id: &str, n: usize) -> String {
+    format!("clarify:{request_id}:{n}")
+}
+
+/// The headline of a request: its first question's header, or what is asked.
+pub fn headline(record: &RequestRecord) -> String {
+    let request = &record.request;
+    match request.questions.first() {
+        Some(q) => match (&q.header, &q.kind) {
+            (Some(h), _) => h.clone(),
+            (None, QuestionKind::Approval(a)) => format!("Approve {}?", a.action.name),
+            (None, _) => match &request.agent {
+                Some(agent) => format!("A question from {agent}"),
+                None => "A question for you".to_owned(),
+            },
+        },
+        None => "A request".to_owned(),
+    }
+}
+
+/// The message for `notice`: its fallback text (notifications, screen readers) and blocks.
+/// Pending, it has the controls that answer it; resolved, it says how it ended and has none.
+pub fn message(notice: &Notice<'_>, mention: &[String]) -> (String, Vec<Value>) {
+    let record = notice.record;
+    let request = &record.request;
+    let pending = !record.status.is_resolved();
+    let mut blocks = vec![json!({"type": "header", "text": plain(&headline(record), MAX_HEADER)})];
+    let mentions: Vec<String> = mention.iter().map(|m| mention_of(m)).collect();
+    if pending && !mentions.is_empty() {
+        blocks.push(section(mentions.join(" ")));
+    }
+    match &request.context {
+        Some(Context::Text(t)) => blocks.push(section(fit(t, MAX_SECTION))),
+        Some(Context::Json(map)) => {
+            let pretty = serde_json::to_string_pretty(map).unwrap_or_default();
+            blocks.push(section(code(&pretty, notice.answer_url)));
+        }
+        None => {}
+    }
+    let whole_form = request.questions.len() > 1;
+    for (n, q) in request.questions.iter().enumerate() {
+        blocks.extend(question_blocks(
+            record,
+            n,
+            q,
+            pending && !whole_form,
+            notice,
+        ));
+    }
+    let mut controls = Vec::new();
+    if pending && whole_form {
+        controls.push(button("Answer…", "form_request", "", Some("primary")));
+    }
+    if pending && request.allow_skip {
+        controls.push(button("Skip", "skip", "", None));
+    }
+    if pending {
+        controls.push(json!({
+            "type": "button",
+            "text": plain("View in clarify", MAX_BUTTON),
+            "action_id": "view",
+            "url": notice.answer_url,
+        }));
+        blocks.push(json!({
+            "type": "actions",
+            "block_id": format!("clarify:{}:request", record.id),
+            "elements": controls,
+        }));
+    }
+    let mut context = Vec::new();
+    let asked_by = match (&request.agent, &request.session) {
+        (Some(a), Some(s)) => format!("Asked by *{}* in session `{}`", escape(a), escape(s)),
+        (Some(a), None) => format!("Asked by *{}*", escape(a)),
+        (None, Some(s)) => format!("Asked in session `{}`", escape(s)),
+        (None, None) => String::new(),
+    };
+    if !asked_by.is_empty() {
+        context.push(asked_by);
+    }
+    if pending {
+        if let Some(at) = record.expires_at {
+            context.push(format!(
+                "expires <!date^{}^{{date_short_pretty}} at {{time}}|{}>",
+                at.timestamp(),
+                at.format("%Y-%m-%d %H:%M UTC")
+            ));
+        }
+        if request.is_quorum() {
+            context.push(escape(&outcome_text(record)));
+        }
+        if let Some(by) = &request.responders {
+            context.push(format!("for {}", escape(&by.join(", "))));
+        }
+    }
+    if !context.is_empty() {
+        blocks.push(json!({
+            "type": "context",
+            "elements": [{"type": "mrkdwn", "text": crate::cut(&context.join(" · "), MAX_SECTION)}],
+        }));
+    }
+    let mut text = headline(record);
+    if !pending {
+        let outcome = outcome_text(record);
+        blocks.push(section(format!(
+            "{} {}",
+            status_icon(record),
+            fit(&outcome, MAX_SECTION - 4)
+        )));
+        text = format!("{text}: {outcome}");
+    } else if notice.event == EventKind::Escalated {
+        text = format!("Escalated: {text}");
+    }
+    (crate::cut(&text, MAX_SECTION), blocks)
+}
+
+/// A follow-up in the announcement's thread: a reminder, or an escalation with its mentions.
+pub fn thread_reply(notice: &Notice<'_>, mention: &[String]) -> String {
+    let mentions: Vec<String> = mention.iter().map(|m| mention_of(m)).collect();
+    let mut text = match notice.event {
+        EventKind::Escalated => {
+            "Escalated: this request still waits for an answer, and now you may answer it too."
+                .to_owned()
+        }
+        _ => "Reminder: this request still waits for an answer.".to_owned(),
+    };
+    if !mentions.is_empty() {
+        text = format!("{} {text}", mentions.join(" "));
+    }
+    text
+}
+
+/// `<@U123>` for a user, `<!subteam^S123>` for a user group.
+fn mention_of(id: &str) -> String {
+    if id.starts_with('S') {
+        format!("<!subteam^{id}>")
+    } else {
+        format!("<@{id}>")
+    }
+}
+
+fn status_icon(record: &RequestRecord) -> &'static str {
+    use clarify_core::Status;
+    let denied = record.outcome().is_some_and(|o| {
+        o.questions
+            .iter()
+            .any(|q| q.decision == Some(clarify_core::Decision::Deny))
+    });
+    match record.status {
+        Status::Answered if denied => ":no_entry:",
+        Status::Answered => ":white_check_mark:",
+        Status::Skipped => ":fast_forward:",
+        Status::Expired => ":hourglass:",
+        Status::Cancelled | Status::Pending => ":heavy_multiplication_x:",
+    }
+}
+
+/// Pretty JSON in a code block, cut to a section with the answer link for the rest.
+fn code(pretty: &str, answer_url: &str) -> String {
+    let whole = format!("```{}```", escape(pretty));
+    if whole.chars().count() <= MAX_SECTION {
+        return whole;
+    }
+    let tail = format!("```\n(cut; <{answer_url}|the rest in clarify>)");
+    let room = MAX_SECTION - tail.chars().count() - 3;
+    format!("```{}{tail}", fit(pretty, room))
+}
+
+/// The blocks of question `n`: its text, and its controls while `interactive`.
+fn question_blocks(
+    record: &RequestRecord,
+    n: usize,
+    q: &Question,
+    interactive: bool,
+    notice: &Notice<'_>,
+) -> Vec<Value> {
+    let mut blocks = Vec::new();
+    let title = match (&q.header, n, record.request.questions.len()) {
+        (Some(h), _, count) if count > 1 => format!("*{}*\n{}", escape(h), escape(&q.text)),
+        _ => escape(&q.text),
+    };
+    let mut text = crate::cut(&title, MAX_SECTION);
+    if let Some(c) = q.kind.choices() {
+        let described = c.options.iter().any(|o| o.description.is_some());
+        if described || !interactive {
+            for o in &c.options {
+                let mark = if c.recommended.as_deref() == Some(o.id.as_str()) {
+                    " _(recommended)_"
+                } else {
+                    ""
+                };
+                let desc = o
+                    .description
+                    .as_deref()
+                    .map(|d| format!(" — {}", escape(d)))
+                    .unwrap_or_default();
+                text.push_str(&format!("\n• *{}*{mark}{desc}", escape(&o.label)));
+            }
+            text = crate::cut(&text, MAX_SECTION);
+        }
+    }
+    blocks.push(section(text));
+    if let QuestionKind::Approval(a) = &q.kind {
+        let pretty = serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
+        blocks.push(section(format!(
+            "*Action:* `{}`\n{}",
+            escape(&crate::cut(&a.action.name, 200)),
+            code(&pretty, notice.answer_url)
+        )));
+    }
+    if let QuestionKind::Form(form) = &q.kind {
+        let fields: Vec<String> = form
+            .fields
+            .iter()
+            .map(|f| {
+                let optional = if f.required { "" } else { ", optional" };
+                format!("• {} ({}{optional})", escape(&f.label), f.kind.name())
+            })
+            .collect();
+        blocks.push(section(crate::cut(&fields.join("\n"), MAX_SECTION)));
+    }
+    if !interactive {
+        return blocks;
+    }
+    let mut elements = Vec::new();
+    match &q.kind {
+        QuestionKind::Single(c) => {
+            let label = |o: &clarify_core::Choice| {
+                if c.recommended.as_deref() == Some(o.id.as_str()) {
+                    format!("{} (recommended)", o.label)
+                } else {
+                    o.label.clone()
+                }
+            };
+            if c.options.len() <= MAX_BUTTONS {
+                for (i, o) in c.options.iter().enumerate() {
+                    let style =
+                        (c.recommended.as_deref() == Some(o.id.as_str())).then_some("primary");
+                    elements.push(button(
+                        &label(o),
+                        &format!("option:{i}"),
+                        &i.to_string(),
+                        style,
+                    ));
+                }
+            } else {
+                let options: Vec<Value> = c
+                    .options
+                    .iter()
+                    .enumerate()
+                    .map(|(i, o)| option(&label(o), &i.to_string()))
+                    .collect();
+                elements.push(json!({
+                    "type": "static_select",
+                    "action_id": "select",
+                    "placeholder": plain("Choose…", MAX_BUTTON),
+                    "options": options,
+                }));
+            }
+            if c.allow_other {
+                elements.push(button("Other…", "form_other", "", None));
+            }
+        }
+        QuestionKind::Multi(c) => {
+            let options: Vec<Value> = c
+                .options
+                .iter()
+                .enumerate()
+                .map(|(i, o)| option(&o.label, &i.to_string()))
+                .collect();
+            if c.options.len() <= MAX_CHECKBOXES {
+                elements
+                    .push(json!({"type": "checkboxes", "action_id": "checks", "options": options}));
+            } else {
+                elements.push(json!({
+                    "type": "multi_static_select",
+                    "action_id": "checks",
+                    "placeholder": plain("Choose…", MAX_BUTTON),
+                    "options": options,
+                }));
+            }
+            elements.push(button("Submit", "submit", "", Some("primary")));
+            if c.allow_other {
+                elements.push(button("Other…", "form_other", "", None));
+            }
+        }
+        QuestionKind::Open => elements.push(button("Answer…", "form_open", "", Some("primary"))),
+        QuestionKind::Approval(a) => {
+            for (i, scope) in a.scopes.iter().enumerate() {
+                let label = match scope {
+                    Scope::Once => "Approve",
+                    Scope::Session => "Approve for this session",
+                    Scope::Always => "Always approve",
+                };
+                let style = (i == 0).then_some("primary");
+                elements.push(button(
+                    label,
+                    &format!("approve:{scope}"),
+                    scope.as_str(),
+                    style,
+                ));
+            }
+            elements.push(button("Deny", "deny", "deny", Some("danger")));
+            elements.push(button("Deny with reason…", "form_deny", "", None));
+            if a.allow_edit && editable(&a.action.arguments) {
+                elements.push(button("Edit arguments…", "form_edit", "", None));
+            }
+        }
+        QuestionKind::Form(_) => {
+            elements.push(button("Fill in…", "form_form", "", Some("primary")))
+        }
+    }
+    blocks.push(json!({
+        "type": "actions",
+        "block_id": block_id(&record.id, n),
+        "elements": elements,
+    }));
+    blocks
+}
+
+/// Whether arguments fit a modal's text input to be edited there.
+fn editable(arguments: &Value) -> bool {
+    serde_json::to_string_pretty(arguments).is_ok_and(|p| p.chars().count() <= MAX_INPUT)
+}
+
+/// What a modal's `private_metadata` carries: the request, the form, and the announcement (to
+/// answer privately in its channel).
+pub fn metadata(request_id: &str, focus: Focus) -> String {
+    format!("{request_id} {}", focus.encode())
+}
+
+/// The request id and focus [`metadata`] wrote.
+pub fn read_metadata(text: &str) -> Option<(String, Focus)> {
+    let (id, focus) = text.split_once(' ')?;
+    Some((id.to_owned(), Focus::decode(focus)?))
+}
+
+/// The modal answering `focus` of the request; `None` when the request has nothing to ask there
+/// (a stale button).
+pub fn modal(record: &RequestRecord, focus: Focus) -> Option<Value> {
+    let request = &record.request;
+    let questions = &request.questions;
+    let range = focus.questions(questions.len());
+    if range.is_empty() {
+        return None;
+    }
+    let mut blocks = Vec::new();
+    let mut title = "Answer";
+    for n in range {
+        let q = &questions[n];
+        if questions.len() > 1 || matches!(focus, Focus::Form(_) | Focus::Request) {
+            blocks.push(section(crate::cut(&escape(&q.text), MAX_SECTION)));
+        }
+        match (&q.kind, focus) {
+            (QuestionKind::Single(_), Focus::Other(_)) => {
+                blocks.push(text_input(n, Some("other"), &q.text, true, true, None));
+            }
+            (QuestionKind::Multi(c), Focus::Other(_)) => {
+                blocks.push(choices_input(n, "Options", &c.options, true, false));
+                blocks.push(text_input(
+                    n,
+                    Some("other"),
+                    "Your own answer",
+                    true,
+                    false,
+                    None,
+                ));
+            }
+            (QuestionKind::Open, _) => {
+                blocks.push(text_input(n, None, &q.text, true, true, None));
+            }
+            (QuestionKind::Approval(_), Focus::Deny(_)) => {
+                title = "Deny";
+                blocks.push(text_input(n, Some("reason"), "Why deny?", true, true, None));
+            }
+            (QuestionKind::Approval(a), Focus::Edit(_)) => {
+                title = "Edit and approve";
+                let pretty = serde_json::to_string_pretty(&a.action.arguments).ok()?;
+                if pretty.chars().count() > MAX_INPUT {
+                    return None;
+                }
+                blocks.push(text_input(
+                    n,
+                    Some("arguments"),
+                    &format!("Arguments of {} (JSON)", a.action.name),
+                    true,
+                    true,
+                    Some(&pretty),
+                ));
+                if a.scopes.len() > 1 {
+                    let options: Vec<Value> = a
+                        .scopes
+                        .iter()
+                        .map(|s| option(scope_label(*s), s.as_str()))
+                        .collect();
+                    blocks.push(json!({
+                        "type": "input",
+                        "block_id": input_id(n, Some("scope")),
+                        "label": plain("Approve for", 2_000),
+                        "element": {"type": "radio_buttons", "action_id": "v", "options": options,
+                                    "initial_option": options[0]},
+                    }));
+                }
+            }
+            (QuestionKind::Single(c), _) => {
+                let options: Vec<Value> = c
+                    .options
+                    .iter()
+                    .enumerate()
+                    .map(|(i, o)| option(&o.label, &i.to_string()))
+                    .collect();
+                blocks.push(json!({
+                    "type": "input",
+                    "block_id": input_id(n, None),
+                    "optional": c.allow_other,
+                    "label": plain(q.header.as_deref().unwrap_or("Choose one"), 2_000),
+                    "element": {"type": "static_select", "action_id": "v", "options": options,
+                                "placeholder": plain("Choose…", MAX_BUTTON)},
+                }));
+                if c.allow_other {
+                    blocks.push(text_input(
+                        n,
+                        Some("other"),
+                        "Or your own answer",
+                        true,
+                        false,
+                        None,
+                    ));
+                }
+            }
+            (QuestionKind::Multi(c), _) => {
+                blocks.push(choices_input(n, "Choose", &c.options, c.allow_other, false));
+                if c.allow_other {
+                    blocks.push(text_input(
+                        n,
+                        Some("other"),
+                        "Your own answer",
+                        true,
+                        false,
+                        None,
+                    ));
+                }
+            }
+            (QuestionKind::Approval(a), _) => {
+                let mut options: Vec<Value> = a
+                    .scopes
+                    .iter()
+                    .map(|s| option(scope_label(*s), &format!("approve:{s}")))
+                    .collect();
+                options.push(option("Deny", "deny"));
+                blocks.push(json!({
+                    "type": "input",
+                    "block_id": input_id(n, None),
+                    "label": plain(&format!("Run {}?", a.action.name), 2_000),
+                    "element": {"type": "radio_buttons", "action_id": "v", "options": options},
+                }));
+                blocks.push(text_input(n, Some("reason"), "Reason", true, false, None));
+            }
+            (QuestionKind::Form(form), _) => {
+                title = "Fill in";
+                for field in &form.fields {
+                    blocks.push(field_input(n, field));
+                }
+            }
+        }
+    }
+    Some(json!({
+        "type": "modal",
+        "callback_id": "clarify",
+        "private_metadata": metadata(&record.id, focus),
+        "title": plain(title, MAX_TITLE),
+        "submit": plain("Submit", MAX_TITLE),
+        "close": plain("Cancel", MAX_TITLE),
+        "blocks": blocks,
+    }))
+}
+
+fn scope_label(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Once => "Approve once",
+        Scope::Session => "Approve for this session",
+        Scope::Always => "Always approve",
+    }
+}
+
+fn text_input(
+    n: usize,
+    part: Option<&str>,
+    label: &str,
+    multiline: bool,
+    required: bool,
+    initial: Option<&str>,
+) -> Value {
+    let mut element = json!({
+        "type": "plain_text_input",
+        "action_id": "v",
+        "multiline": multiline,
+        "max_length": MAX_INPUT,
+    });
+    if let Some(initial) = initial {
+        element["initial_value"] = json!(initial);
+    }
+    json!({
+        "type": "input",
+        "block_id": input_id(n, part),
+        "optional": !required,
+        "label": plain(label, 2_000),
+        "element": element,
+    })
+}
+
+fn choices_input(
+    n: usize,
+    label: &str,
+    options: &[clarify_core::Choice],
+    optional: bool,
+    ids: bool,
+) -> Value {
+    let options: Vec<Value> = options
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let value = if ids { o.id.clone() } else { i.to_string() };
+            option(&o.label, &value)
+        })
+        .collect();
+    let element = if options.len() <= MAX_CHECKBOXES {
+        json!({"type": "checkboxes", "action_id": "v", "options": options})
+    } else {
+        json!({"type": "multi_static_select", "action_id": "v", "options": options,
+               "placeholder": plain("Choose…", MAX_BUTTON)})
+    };
+    json!({
+        "type": "input",
+        "block_id": input_id(n, None),
+        "optional": optional,
+        "label": plain(label, 2_000),
+        "element": element,
+    })
+}
+
+/// One form field as a modal input; choice fields answer with option ids.
+fn field_input(n: usize, field: &clarify_core::Field) -> Value {
+    let part = format!("f.{}", field.id);
+    let hint = field.description.as_deref();
+    let mut block = match &field.kind {
+        FieldKind::Choice { options } => {
+            let opts: Vec<Value> = options.iter().map(|o| option(&o.label, &o.id)).collect();
+            let mut element = json!({"type": "static_select", "action_id": "v", "options": opts,
+                                     "placeholder": plain("Choose…", MAX_BUTTON)});
+            if let Some(d) = field.default.as_ref().and_then(Value::as_str) {
+                if let Some(o) = options.iter().find(|o| o.id == d) {
+                    element["initial_option"] = option(&o.label, &o.id);
+                }
+            }
+            json!({"type": "input", "block_id": input_id(n, Some(&part)), "element": element})
+        }
+        FieldKind::Choices { options, .. } => {
+            let mut b = choices_input(n, &field.label, options, !field.required, true);
+            b["block_id"] = json!(input_id(n, Some(&part)));
+            b
+        }
+        FieldKind::Boolean => {
+            let yes = option("Yes", "true");
+            let mut element = json!({"type": "checkboxes", "action_id": "v", "options": [yes]});
+            if field.default == Some(Value::Bool(true)) {
+                element["initial_options"] = json!([yes]);
+            }
+            // A checkbox left clear is "no", so the field never needs an answer here.
+            json!({"type": "input", "block_id": input_id(n, Some(&part)), "element": element,
+                   "optional": true})
+        }
+        FieldKind::Text { format, .. } => {
+            let mut element = json!({"type": "plain_text_input", "action_id": "v",
+                                     "max_length": MAX_INPUT});
+            if let Some(d) = field.default.as_ref().and_then(Value::as_str) {
+                element["initial_value"] = json!(crate::cut(d, MAX_INPUT));
+            }
+            if let Some(f) = format {
+                let shape = match f {
+                    TextFormat::Email => "name@example.com",
+                    TextFormat::Url => "https://…",
+                    TextFormat::Date => "YYYY-MM-DD",
+                    TextFormat::Datetime => "YYYY-MM-DD HH:MM (UTC)",
+                };
+                element["placeholder"] = plain(shape, 150);
+            }
+            json!({"type": "input", "block_id": input_id(n, Some(&part)), "element": element})
+        }
+        FieldKind::Number { .. } | FieldKind::Integer { .. } => {
+            let mut element = json!({"type": "plain_text_input", "action_id": "v",
+                                     "max_length": 100});
+            if let Some(d) = &field.default {
+                element["initial_value"] = json!(d.to_string());
+            }
+            json!({"type": "input", "block_id": input_id(n, Some(&part)), "element": element})
+        }
+    };
+    block["label"] = plain(&field.label, 2_000);
+    if block.get("optional").is_none() {
+        block["optional"] = json!(!field.required);
+    }
+    if let Some(h) = hint {
+        block["hint"] = plain(h, 2_000);
+    }
+    block
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_covers_what_slack_parses() {
+        assert_eq!(
+            escape("a < b & c > <!channel>"),
+            "a &lt; b &amp; c &gt; &lt;!channel&gt;"
+        );
+    }
+
+    #[test]
+    fn fitting_counts_escapes_and_never_splits_one() {
+        let text = "<".repeat(1_000);
+        let fitted = fit(&text, MAX_SECTION);
+        assert!(fitted.chars().count() <= MAX_SECTION, "{}", fitted.len());
+        assert!(
+            fitted.ends_with("&lt;…"),
+            "{}",
+            &fitted[fitted.len() - 10..]
+        );
+        assert_eq!(fit("short & sweet", 100), "short &amp; sweet");
+    }
+
+    #[test]
+    fn metadata_round_trips() {
+        for focus in [
+            Focus::Request,
+            Focus::Other(2),
+            Focus::Edit(0),
+            Focus::Form(1),
+        ] {
+            let text = metadata("req_1", focus);
+            assert_eq!(read_metadata(&text), Some(("req_1".to_owned(), focus)));
+        }
+        assert_eq!(read_metadata("req_1 bogus:1"), None);
+    }
+}

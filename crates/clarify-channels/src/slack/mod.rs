@@ -1,0 +1,244 @@
+//! Slack: requests posted as Block Kit messages to one conversation, answered by their buttons,
+//! selects and modals, or by a reply typed in the message's thread.
+//!
+//! The Web API is called over plain `reqwest` + `serde` (`chat.postMessage`, `chat.update`,
+//! `chat.postEphemeral`, `views.open`, `apps.connections.open`) at the channel's `api_url`: the
+//! handful of calls needed do not justify a client crate, and none of the Slack crates is
+//! maintained to the standard of the rest of the stack. A message's reference is
+//! `<channel id>:<ts>`, which is what `chat.update` and thread replies need.
+//!
+//! Inbound calls (see [`inbound`]) arrive at `POST /hooks/slack/{name}` signed with the signing
+//! secret, or, with `socket_mode`, over the WebSocket [`socket`] keeps open, which needs no
+//! public URL.
+
+pub mod blocks;
+pub mod inbound;
+pub mod socket;
+
+use serde_json::{Value, json};
+
+use crate::{Notice, SendError, Sent, cut};
+
+const PLATFORM: &str = "slack";
+
+/// A Slack channel's configuration.
+#[derive(Clone)]
+pub struct Slack {
+    /// The bot token (`xoxb-…`).
+    pub bot_token: String,
+    /// Verifies calls to `/hooks/slack/{name}`; `None` with Socket Mode only.
+    pub signing_secret: Option<String>,
+    /// The conversation id requests are posted to.
+    pub channel: String,
+    /// The Web API's base URL (`https://slack.com/api`).
+    pub api_url: url::Url,
+    pub socket_mode: bool,
+    /// The app-level token (`xapp-…`) Socket Mode connects with.
+    pub app_token: Option<String>,
+    /// User (`U…`) or user group (`S…`) ids mentioned in every announcement.
+    pub mention: Vec<String>,
+}
+
+impl std::fmt::Debug for Slack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slack")
+            .field("channel", &self.channel)
+            .field("api_url", &self.api_url.as_str())
+            .field("socket_mode", &self.socket_mode)
+            .field("mention", &self.mention)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Slack's errors that may pass if the call is made again.
+const TRANSIENT: [&str; 5] = [
+    "internal_error",
+    "fatal_error",
+    "service_unavailable",
+    "request_timeout",
+    "ratelimited",
+];
+
+impl Slack {
+    /// Calls Web API `method` with a JSON body and the bot token; returns Slack's answer when it
+    /// says `"ok": true`.
+    pub async fn call(
+        &self,
+        client: &reqwest::Client,
+        method: &str,
+        body: &Value,
+    ) -> Result<Value, SendError> {
+        self.call_with(client, method, body, &self.bot_token).await
+    }
+
+    pub(crate) async fn call_with(
+        &self,
+        client: &reqwest::Client,
+        method: &str,
+        body: &Value,
+        token: &str,
+    ) -> Result<Value, SendError> {
+        let url = format!("{}/{method}", self.api_url.as_str().trim_end_matches('/'));
+        let response = client
+            .post(url)
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| SendError::Unreachable {
+                platform: PLATFORM,
+                detail: if e.is_timeout() {
+                    format!("{method}: no answer in time")
+                } else {
+                    format!("{method}: {e}")
+                },
+            })?;
+        let status = response.status();
+        let retry_after = crate::retry_after(response.headers());
+        let text = response.text().await.unwrap_or_default();
+        let answer: Option<Value> = serde_json::from_str(&text).ok();
+        if !status.is_success() {
+            let detail = answer
+                .as_ref()
+                .and_then(|a| a["error"].as_str().map(str::to_owned))
+                .unwrap_or_else(|| cut(text.trim(), 200));
+            return Err(SendError::Refused {
+                platform: PLATFORM,
+                status: status.as_u16(),
+                detail: format!("{method}: {detail}"),
+                retry_after,
+            });
+        }
+        let Some(answer) = answer else {
+            return Err(SendError::Failed {
+                platform: PLATFORM,
+                error: format!("{method}: the answer is not JSON"),
+                transient: true,
+            });
+        };
+        if answer["ok"] != true {
+            let error = answer["error"].as_str().unwrap_or("unknown_error");
+            return Err(SendError::Failed {
+                platform: PLATFORM,
+                error: format!("{method}: {error}"),
+                transient: TRANSIENT.contains(&error),
+            });
+        }
+        Ok(answer)
+    }
+
+    /// Announces, follows up in the thread, or edits the announcement, as `notice` asks.
+    pub(crate) async fn send(
+        &self,
+        client: &reqwest::Client,
+        notice: &Notice<'_>,
+    ) -> Result<Sent, SendError> {
+        use clarify_store::EventKind;
+        match (notice.event, notice.announcement) {
+            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
+                let mut mention = self.mention.clone();
+                mention.extend(notice.mention.iter().cloned());
+                let (text, blocks) = blocks::message(notice, &mention);
+                let answer = self
+                    .call(
+                        client,
+                        "chat.postMessage",
+                        &json!({
+                            "channel": self.channel,
+                            "text": text,
+                            "blocks": blocks,
+                            "unfurl_links": false,
+                            "unfurl_media": false,
+                        }),
+                    )
+                    .await?;
+                Ok(Sent::Posted {
+                    message_ref: message_ref(&answer, &self.channel),
+                })
+            }
+            (EventKind::Reminded | EventKind::Escalated, Some(announcement)) => {
+                let (channel, ts) = split_ref(announcement, &self.channel);
+                let answer = self
+                    .call(
+                        client,
+                        "chat.postMessage",
+                        &json!({
+                            "channel": channel,
+                            "thread_ts": ts,
+                            "text": blocks::thread_reply(notice, &notice.mention),
+                        }),
+                    )
+                    .await?;
+                Ok(Sent::Posted {
+                    message_ref: message_ref(&answer, channel),
+                })
+            }
+            (_, None) => Ok(Sent::Skipped {
+                why: "the request was never announced here, so there is nothing to edit",
+            }),
+            (_, Some(announcement)) => {
+                let (channel, ts) = split_ref(announcement, &self.channel);
+                let (text, blocks) = blocks::message(notice, &[]);
+                self.call(
+                    client,
+                    "chat.update",
+                    &json!({"channel": channel, "ts": ts, "text": text, "blocks": blocks}),
+                )
+                .await?;
+                Ok(Sent::Edited)
+            }
+        }
+    }
+
+    /// Opens a modal with `trigger` (valid three seconds after the click).
+    pub async fn open_modal(
+        &self,
+        client: &reqwest::Client,
+        trigger: &str,
+        view: &Value,
+    ) -> Result<(), SendError> {
+        self.call(
+            client,
+            "views.open",
+            &json!({"trigger_id": trigger, "view": view}),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Tells `user` something only they see, in `channel` (and `thread_ts`).
+    pub async fn tell(
+        &self,
+        client: &reqwest::Client,
+        channel: Option<&str>,
+        thread_ts: Option<&str>,
+        user: &str,
+        text: &str,
+    ) -> Result<(), SendError> {
+        let mut body = json!({
+            "channel": channel.unwrap_or(&self.channel),
+            "user": user,
+            "text": cut(text, blocks::MAX_SECTION),
+        });
+        if let Some(ts) = thread_ts {
+            body["thread_ts"] = json!(ts);
+        }
+        self.call(client, "chat.postEphemeral", &body)
+            .await
+            .map(drop)
+    }
+}
+
+/// `<channel>:<ts>` of a posted message.
+fn message_ref(answer: &Value, channel: &str) -> Option<String> {
+    let ts = answer["ts"].as_str()?;
+    let channel = answer["channel"].as_str().unwrap_or(channel);
+    Some(format!("{channel}:{ts}"))
+}
+
+/// The channel and ts of a message reference (a bare ts is in the configured channel).
+fn split_ref<'a>(message_ref: &'a str, channel: &'a str) -> (&'a str, &'a str) {
+    message_ref
+        .split_once(':')
+        .unwrap_or((channel, message_ref))
+}
