@@ -322,6 +322,18 @@ impl Store {
         self.inner.backend.secret(name, random_secret()).await
     }
 
+    /// The cursor `name`: a channel's place in a platform's feed of updates (Telegram's offset),
+    /// shared by every instance on this store; `None` until first set.
+    pub async fn cursor(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        self.inner.backend.cursor(name).await
+    }
+
+    /// Moves the cursor `name` to `value`: call it only once everything before `value` is
+    /// committed, so a restart resumes there and nothing is acted on twice.
+    pub async fn set_cursor(&self, name: &str, value: i64) -> Result<(), StoreError> {
+        self.inner.backend.set_cursor(name, value).await
+    }
+
     /// Claims up to `limit` webhook deliveries due now: each is leased until `lease_until`, so
     /// another worker does not try it meanwhile.
     pub async fn claim_deliveries(

@@ -347,6 +347,16 @@ impl Backend {
         dispatch!(self, b => b.secret(name, candidate).await)
     }
 
+    /// The cursor `name`, if one was set.
+    pub(crate) async fn cursor(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        dispatch!(self, b => b.cursor(name).await)
+    }
+
+    /// Sets the cursor `name` to `value`.
+    pub(crate) async fn set_cursor(&self, name: &str, value: i64) -> Result<(), StoreError> {
+        dispatch!(self, b => b.set_cursor(name, value).await)
+    }
+
     /// Pending deliveries due at `now` (oldest first), leased until `lease_until`.
     pub(crate) async fn claim_deliveries(
         &self,

@@ -407,4 +407,4 @@ pub(crate) fn from_millis(ms: i64) -> Option<DateTime<Utc>> {
 /// Version 2 added keys, tokens, server secrets and webhook deliveries; version 3 grant ids;
 /// version 4 the indexes retention looks up; version 5 votes, reminders and escalation; version 6
 /// channel notifications (deliveries to a channel, with the platform's message reference).
-pub(crate) const SCHEMA_VERSION: i64 = 7;
+pub(crate) const SCHEMA_VERSION: i64 = 8;

@@ -53,6 +53,7 @@ struct State {
     /// Token digest → (kind, key id, expires at).
     tokens: HashMap<String, (TokenKind, String, DateTime<Utc>)>,
     secrets: HashMap<String, Vec<u8>>,
+    cursors: HashMap<String, i64>,
     deliveries: BTreeMap<u64, Delivery>,
     next_delivery: u64,
 }
@@ -504,6 +505,15 @@ impl MemoryBackend {
             .entry(name.to_owned())
             .or_insert(candidate)
             .clone())
+    }
+
+    pub(crate) async fn cursor(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        Ok(self.state().cursors.get(name).copied())
+    }
+
+    pub(crate) async fn set_cursor(&self, name: &str, value: i64) -> Result<(), StoreError> {
+        self.state().cursors.insert(name.to_owned(), value);
+        Ok(())
     }
 
     pub(crate) async fn claim_deliveries(

@@ -82,9 +82,18 @@ CREATE INDEX clarify_deliveries_message_ref ON clarify_deliveries (message_ref)
     WHERE message_ref IS NOT NULL;
 ";
 
+/// Schema version 8: cursors, a channel's place in a platform's feed (Telegram's update offset),
+/// advanced only once what came before it is committed.
+const SCHEMA_V8: &str = "
+CREATE TABLE clarify_cursors (
+    name  TEXT PRIMARY KEY,
+    value BIGINT NOT NULL
+);
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
-    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -1018,6 +1027,27 @@ impl PgBackend {
             .await
             .map_err(db_err)?
             .ok_or_else(|| StoreError::Backend(format!("secret {name:?} vanished")))
+    }
+
+    pub(crate) async fn cursor(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        sqlx::query_scalar("SELECT value FROM clarify_cursors WHERE name = $1")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)
+    }
+
+    pub(crate) async fn set_cursor(&self, name: &str, value: i64) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO clarify_cursors (name, value) VALUES ($1, $2) \
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+        )
+        .bind(name)
+        .bind(value)
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)
+        .map(drop)
     }
 
     pub(crate) async fn claim_deliveries(

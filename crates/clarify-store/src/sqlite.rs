@@ -199,9 +199,18 @@ const SCHEMA_V7: &str = "
 CREATE INDEX deliveries_message_ref ON deliveries (message_ref) WHERE message_ref IS NOT NULL;
 ";
 
+/// Schema version 8: cursors, a channel's place in a platform's feed (Telegram's update offset),
+/// advanced only once what came before it is committed.
+const SCHEMA_V8: &str = "
+CREATE TABLE cursors (
+    name  TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
-    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -735,6 +744,28 @@ impl SqliteBackend {
             .execute(params![name, candidate])?;
             read_secret(conn, &name)?
                 .ok_or_else(|| StoreError::Backend(format!("secret {name:?} vanished")))
+        })
+        .await
+    }
+
+    pub(crate) async fn cursor(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached("SELECT value FROM cursors WHERE name = ?1")?
+                .query_row(params![name], |r| r.get(0))
+                .optional()?)
+        })
+    }
+
+    pub(crate) async fn set_cursor(&self, name: &str, value: i64) -> Result<(), StoreError> {
+        let name = name.to_owned();
+        self.write(move |conn| {
+            conn.prepare_cached(
+                "INSERT INTO cursors (name, value) VALUES (?1, ?2) \
+                 ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            )?
+            .execute(params![name, value])?;
+            Ok(())
         })
         .await
     }

@@ -46,6 +46,7 @@ conformance! {
     ],
     durable: [
         secrets_are_shared_by_instances,
+        cursors_move_and_survive_reopening,
         deliveries_survive_reopening,
     ],
 }
@@ -531,6 +532,22 @@ async fn secrets_are_created_once(store: Store, _env: Env) {
         seen.insert(task.await.expect("task").expect("secret"));
     }
     assert_eq!(seen.len(), 1, "racing callers agree");
+}
+
+/// A channel's place in a platform's feed: unset at first, then whatever was last set (also
+/// backwards: the channel decides), seen by a second instance and after a restart.
+async fn cursors_move_and_survive_reopening(store: Store, env: Env) {
+    let name = random_name("telegram-offset");
+    assert_eq!(store.cursor(&name).await.expect("cursor"), None);
+    store.set_cursor(&name, 41).await.expect("set");
+    store.set_cursor(&name, 42).await.expect("set");
+    let other = random_name("telegram-offset");
+    store.set_cursor(&other, i64::MAX).await.expect("set");
+    assert_eq!(store.cursor(&name).await.expect("cursor"), Some(42));
+    drop(store);
+    let again = env.open().await;
+    assert_eq!(again.cursor(&name).await.expect("cursor"), Some(42));
+    assert_eq!(again.cursor(&other).await.expect("cursor"), Some(i64::MAX));
 }
 
 async fn secrets_are_shared_by_instances(store: Store, env: Env) {
@@ -1134,9 +1151,10 @@ async fn sqlite_v1_database_migrates_to_v2_keeping_its_requests() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("version");
     assert_eq!(
-        version, 7,
+        version, 8,
         "migrated to the current version (3: grant ids, 4: retention indexes, 5: votes, \
-         reminders and escalation, 6: channel notifications)"
+         reminders and escalation, 6: channel notifications, 7: announcements by message, \
+         8: cursors)"
     );
     drop(conn);
     let store = Store::open(&url, options(&clock)).await.expect("reopen");

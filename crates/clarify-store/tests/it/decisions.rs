@@ -391,6 +391,8 @@ async fn votes_survive_a_restart(store: Store, env: Env) {
 /// With an `announce` hook, a new request queues one notification per channel in its creating
 /// transaction; webhook workers never see them, and a repeated idempotency key adds none.
 async fn new_requests_queue_their_channel_notifications(_store: Store, env: Env) {
+    // It claims from the outbox, which every test shares on PostgreSQL (see `access`).
+    let _clock = env.exclusive_clock().await;
     let mut options = crate::support::options(&env.clock);
     options.announce = Some(clarify_store::Announce(std::sync::Arc::new(
         |_tenant: &str, request: &clarify_core::NewRequest| {
@@ -491,7 +493,6 @@ async fn new_requests_queue_their_channel_notifications(_store: Store, env: Env)
     assert_eq!(sent.attempts.len(), 1);
 
     // A reminder and an escalation are announced on the same channels.
-    let _clock = env.exclusive_clock().await;
     let nagging = store
         .create(
             t,
