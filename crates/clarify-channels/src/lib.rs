@@ -12,7 +12,8 @@
 //!   action button per option or decision, each POSTing the answer to the request's signed
 //!   answer link, plus a button that opens the link. [`slack`] posts Block Kit messages with
 //!   buttons, selects and modals, edits them when the request is resolved, and reads Slack's
-//!   signed interactions (over HTTP or Socket Mode);
+//!   signed interactions (over HTTP or Socket Mode). [`telegram`] posts messages with inline
+//!   keyboards, asks for typed answers with ForceReply, and reads updates (polled or pushed);
 //! - what a person does in a chat is read into an [`answer::Act`], which makes the same answer
 //!   body the API takes; the server's shared answer path maps the person to a responder and
 //!   resolves the request by the same rules as every other path.
@@ -21,6 +22,7 @@ pub mod answer;
 pub mod ntfy;
 mod route;
 pub mod slack;
+pub mod telegram;
 
 use std::time::Duration;
 
@@ -42,6 +44,7 @@ pub struct Channel {
 pub enum Platform {
     Ntfy(ntfy::Ntfy),
     Slack(slack::Slack),
+    Telegram(telegram::Telegram),
 }
 
 /// What a channel is asked to post about a request.
@@ -142,6 +145,7 @@ impl Channel {
         match self.platform {
             Platform::Ntfy(_) => "ntfy",
             Platform::Slack(_) => "slack",
+            Platform::Telegram(_) => "telegram",
         }
     }
 
@@ -160,6 +164,7 @@ impl Channel {
         match &self.platform {
             Platform::Ntfy(ntfy) => ntfy.send(client, notice).await,
             Platform::Slack(slack) => slack.send(client, notice).await,
+            Platform::Telegram(telegram) => telegram.send(client, notice).await,
         }
     }
 }

@@ -34,8 +34,9 @@ pub(crate) enum Done {
         focus: Focus,
         trigger: String,
     },
-    /// Nothing changed and nothing needs saying.
-    Nothing,
+    /// Nothing changed and nothing needs saying; the request as it is (pending, and open to
+    /// this person).
+    Nothing(RequestRecord),
 }
 
 /// Why an act was refused, for the person only; nothing changed.
@@ -115,7 +116,7 @@ async fn decide(
         _ => Focus::Request,
     };
     let body = match &act {
-        Act::Nothing => return Ok(Done::Nothing),
+        Act::Nothing => return Ok(Done::Nothing(record)),
         Act::Open { focus, trigger } => {
             return Ok(Done::Open {
                 focus: *focus,
@@ -126,7 +127,7 @@ async fn decide(
         Act::Typed(text) => typed(&record, text)?,
         other => match other.body(questions) {
             Ok(Some(body)) => body,
-            Ok(None) => return Ok(Done::Nothing),
+            Ok(None) => return Ok(Done::Nothing(record)),
             Err(unfit) => {
                 return Err(Refusal {
                     input: unfit.input,

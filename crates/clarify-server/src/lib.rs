@@ -39,6 +39,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod openapi;
 mod slack;
+mod telegram;
 pub mod webhooks;
 pub mod wire;
 
@@ -212,6 +213,10 @@ pub fn app(state: AppState) -> Router {
         .merge(mcp::routes(&state))
         .route("/v1/events", get(events::stream))
         .route("/hooks/slack/{name}", axum::routing::post(slack::hook))
+        .route(
+            "/hooks/telegram/{name}",
+            axum::routing::post(telegram::hook),
+        )
         .route("/openapi.json", get(openapi::document))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -249,6 +254,7 @@ pub async fn serve(
     let worker = tokio::spawn(webhooks::run(state.clone()));
     let announcer = tokio::spawn(channels::run(state.clone()));
     slack::spawn_sockets(&state);
+    telegram::spawn_pollers(&state);
     let signal = {
         let token = token.clone();
         async move {

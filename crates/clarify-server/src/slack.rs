@@ -138,7 +138,7 @@ pub(crate) async fn respond(
             });
             None
         }
-        Ok(Done::Nothing) => None,
+        Ok(Done::Nothing(_)) => None,
         Err(refusal) => match focus {
             Some(_) => {
                 // In a modal the refusal shows beside the input it concerns (or the first).

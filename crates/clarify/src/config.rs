@@ -95,6 +95,7 @@ pub enum ChannelKind {
     Telegram {
         bot_token: Secret,
         chat_id: String,
+        /// Set in webhook mode only: updates then arrive at `/hooks/telegram/<name>`.
         webhook_secret: Option<Secret>,
         api_url: url::Url,
     },
@@ -133,19 +134,19 @@ pub use clarify_channels::Route;
 
 impl Config {
     /// Whether `clarify serve` can do everything this file asks. Every channel type is checked
-    /// key by key, but this version delivers Slack and ntfy channels only; a configuration that
+    /// key by key, but this version delivers Slack, Telegram and ntfy channels only; a configuration that
     /// names another is refused rather than accepted and left silent.
     pub fn servable(&self, path: &Path) -> Result<(), String> {
-        match self
-            .channels
-            .iter()
-            .enumerate()
-            .find(|(_, c)| !matches!(c.kind, ChannelKind::Ntfy { .. } | ChannelKind::Slack { .. }))
-        {
+        match self.channels.iter().enumerate().find(|(_, c)| {
+            !matches!(
+                c.kind,
+                ChannelKind::Ntfy { .. } | ChannelKind::Slack { .. } | ChannelKind::Telegram { .. }
+            )
+        }) {
             None => Ok(()),
             Some((i, c)) => Err(format!(
-                "{}: channels[{i}] ({} {:?}): this version of clarify announces requests on Slack \
-                 and ntfy channels only; remove this channel (and it from [[routes]])",
+                "{}: channels[{i}] ({} {:?}): this version of clarify announces requests on Slack, \
+                 Telegram and ntfy channels only; remove this channel (and it from [[routes]])",
                 path.display(),
                 c.kind.type_name(),
                 c.name
@@ -186,6 +187,23 @@ impl Config {
                         app_token: app_token.as_ref().map(|s| s.expose().to_owned()),
                         mention: mention.clone(),
                     }),
+                    allow_unmapped: c.allow_unmapped,
+                }),
+                ChannelKind::Telegram {
+                    bot_token,
+                    chat_id,
+                    webhook_secret,
+                    api_url,
+                } => Some(clarify_channels::Channel {
+                    name: c.name.clone(),
+                    platform: clarify_channels::Platform::Telegram(
+                        clarify_channels::telegram::Telegram {
+                            bot_token: bot_token.expose().to_owned(),
+                            chat_id: chat_id.clone(),
+                            api_url: api_url.clone(),
+                            webhook_secret: webhook_secret.as_ref().map(|s| s.expose().to_owned()),
+                        },
+                    ),
                     allow_unmapped: c.allow_unmapped,
                 }),
                 _ => None,
@@ -687,6 +705,12 @@ impl RawChannel {
                     return Err(fail(
                         &format!("{at}.webhook_secret"),
                         "is needed with mode = \"webhook\"".to_owned(),
+                    ));
+                }
+                if matches!(c.mode, TelegramMode::Polling) && webhook_secret.is_some() {
+                    return Err(fail(
+                        &format!("{at}.webhook_secret"),
+                        "is used with mode = \"webhook\" only; polling needs no secret".to_owned(),
                     ));
                 }
                 ChannelKind::Telegram {

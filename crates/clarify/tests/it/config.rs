@@ -35,7 +35,7 @@ fn config_check_accepts_a_good_file_and_names_the_key_of_a_bad_one() {
         "{err}"
     );
 
-    // Slack and ntfy channels are served; the other types are checked key by key, then refused.
+    // Slack, Telegram and ntfy channels are served; the other types are checked key by key, then refused.
     let ntfy = write(
         "ntfy.toml",
         "[[channels]]\nname = \"push\"\ntype = \"ntfy\"\ntopic = \"ops\"\n\n[[routes]]\nchannels = [\"push\"]\n",
@@ -54,9 +54,29 @@ fn config_check_accepts_a_good_file_and_names_the_key_of_a_bad_one() {
         "[[channels]]\nname = \"tg\"\ntype = \"telegram\"\nbot_token = \"1:a\"\nchat_id = 42\n",
     );
     let (code, _, err) = run(&["config", "check", &telegram]);
+    assert_eq!(code, 0, "{err}");
+    let polling_with_secret = write(
+        "telegram-secret.toml",
+        "[[channels]]\nname = \"tg\"\ntype = \"telegram\"\nbot_token = \"1:a\"\nchat_id = 42\nwebhook_secret = \"s\"\n",
+    );
+    let (code, _, err) = run(&["config", "check", &polling_with_secret]);
     assert_eq!(code, 1);
-    assert!(err.contains("channels[0] (telegram \"tg\")"), "{err}");
-    assert!(err.contains("on Slack and ntfy channels only"), "{err}");
+    assert!(err.contains("channels[0].webhook_secret"), "{err}");
+    assert!(err.contains("mode = \"webhook\" only"), "{err}");
+    let discord = write(
+        "discord.toml",
+        &format!(
+            "[[channels]]\nname = \"dev\"\ntype = \"discord\"\nbot_token = \"t\"\npublic_key = \"{}\"\nchannel_id = 1\n",
+            "ab".repeat(32)
+        ),
+    );
+    let (code, _, err) = run(&["config", "check", &discord]);
+    assert_eq!(code, 1);
+    assert!(err.contains("channels[0] (discord \"dev\")"), "{err}");
+    assert!(
+        err.contains("on Slack, Telegram and ntfy channels only"),
+        "{err}"
+    );
 
     let (code, _, err) = run(&[
         "config",
