@@ -553,3 +553,71 @@ async fn a_restart_announces_once_and_polling_resumes_from_the_stored_offset() {
     );
     drop(s);
 }
+
+/// Creation to announcement, and press to agent wake-up, over long polling (the default mode:
+/// the press travels through `getUpdates`) and over the webhook.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement; prints figures"]
+async fn latency() {
+    for webhook in [false, true] {
+        let fake = FakeTelegram::start().await;
+        let s = server_on("memory:", &fake, webhook).await;
+        let (mut announced, mut wake) = (Vec::new(), Vec::new());
+        for _ in 0..200 {
+            let started = std::time::Instant::now();
+            let (id, _, message_id) = announce(
+                &s,
+                &fake,
+                json!({"question": "Ship?", "choices": ["yes", "no"]}),
+            )
+            .await;
+            announced.push(started.elapsed());
+            let waiting = {
+                let client = s.client.clone();
+                let url = format!("{}/v1/requests/{id}/wait?timeout_seconds=30", s.url);
+                let key = s.admin.clone();
+                tokio::spawn(async move {
+                    let r = client.get(url).bearer_auth(key).send().await.expect("wait");
+                    let woke = std::time::Instant::now();
+                    assert!(r.status().is_success());
+                    woke
+                })
+            };
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let pressed = std::time::Instant::now();
+            if webhook {
+                let mut update = fake.press_update(ALICE, message_id, "o0");
+                update["update_id"] = json!(1);
+                let status = s
+                    .client
+                    .post(format!("{}/hooks/telegram/phone", s.url))
+                    .header("x-telegram-bot-api-secret-token", SECRET)
+                    .json(&update)
+                    .send()
+                    .await
+                    .expect("hook")
+                    .status();
+                assert_eq!(status, StatusCode::OK);
+            } else {
+                fake.press(ALICE, message_id, "o0");
+            }
+            let woke = waiting.await.expect("waiter");
+            wake.push(woke.duration_since(pressed));
+        }
+        let mode = if webhook { "webhook" } else { "polling" };
+        for (name, mut v) in [
+            ("creation → announcement", announced),
+            ("press → agent wakes", wake),
+        ] {
+            v.sort();
+            let p =
+                |q: f64| v[((v.len() as f64 * q) as usize).min(v.len() - 1)].as_secs_f64() * 1e3;
+            println!(
+                "{mode}: {name}: p50 {:.2} ms, p99 {:.2} ms ({} runs)",
+                p(0.5),
+                p(0.99),
+                v.len()
+            );
+        }
+    }
+}
