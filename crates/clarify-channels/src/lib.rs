@@ -259,6 +259,38 @@ fn answer_words(q: &clarify_core::QuestionOutcome) -> String {
     }
 }
 
+/// The headline of a request: its first question's header, or what is asked.
+pub fn headline(record: &RequestRecord) -> String {
+    use clarify_core::QuestionKind;
+    let request = &record.request;
+    match request.questions.first() {
+        Some(q) => match (&q.header, &q.kind) {
+            (Some(h), _) => h.clone(),
+            (None, QuestionKind::Approval(a)) => format!("Approve {}?", a.action.name),
+            (None, _) => match &request.agent {
+                Some(agent) => format!("A question from {agent}"),
+                None => "A question for you".to_owned(),
+            },
+        },
+        None => "A request".to_owned(),
+    }
+}
+
+/// `&`, `<` and `>` escaped as `&amp;`, `&lt;` and `&gt;`: all that Slack's mrkdwn and
+/// Telegram's HTML parse mode need so that nothing the agent wrote becomes markup.
+pub fn escape_markup(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// `Retry-After` in seconds (the only form the platforms here send), if present and sane.
 pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let seconds: u64 = headers

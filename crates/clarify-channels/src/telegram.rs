@@ -27,7 +27,7 @@ use clarify_store::{EventKind, RequestRecord};
 use serde_json::{Value, json};
 
 use crate::answer::{Act, Focus, Input, input_id};
-use crate::{Notice, SendError, Sent, cut, outcome_text};
+use crate::{Notice, SendError, Sent, cut, headline, outcome_text};
 
 const PLATFORM: &str = "telegram";
 /// Telegram's limit on a message's text, counted after entities are parsed.
@@ -301,16 +301,7 @@ pub fn prompt_act(focus: Focus, text: &str) -> Act {
 
 /// `&`, `<` and `>` escaped for Telegram's HTML parse mode.
 pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::escape_markup(text)
 }
 
 /// `text` cut to `max` characters, then escaped: Telegram counts the text after parsing, so
@@ -322,22 +313,6 @@ fn fit(text: &str, max: usize) -> String {
 /// A mention of user `id` that works without a username.
 fn mention_of(id: &str) -> String {
     format!("<a href=\"tg://user?id={}\">{}</a>", escape(id), escape(id))
-}
-
-/// The headline of a request: its first question's header, or what is asked.
-fn headline(record: &RequestRecord) -> String {
-    let request = &record.request;
-    match request.questions.first() {
-        Some(q) => match (&q.header, &q.kind) {
-            (Some(h), _) => h.clone(),
-            (None, QuestionKind::Approval(a)) => format!("Approve {}?", a.action.name),
-            (None, _) => match &request.agent {
-                Some(agent) => format!("A question from {agent}"),
-                None => "A question for you".to_owned(),
-            },
-        },
-        None => "A request".to_owned(),
-    }
 }
 
 /// The message's text (HTML) for `notice`: pending, what is asked; resolved, how it ended.

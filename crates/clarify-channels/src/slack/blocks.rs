@@ -27,16 +27,7 @@ pub const MAX_INPUT: usize = 3_000;
 
 /// Escapes text for mrkdwn.
 pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::escape_markup(text)
 }
 
 /// `text` escaped and cut so that the escaped text, with `…` when cut, has at most `max`
@@ -99,21 +90,7 @@ pub fn block_id(request_id: &str, n: usize) -> String {
     format!("clarify:{request_id}:{n}")
 }
 
-/// The headline of a request: its first question's header, or what is asked.
-pub fn headline(record: &RequestRecord) -> String {
-    let request = &record.request;
-    match request.questions.first() {
-        Some(q) => match (&q.header, &q.kind) {
-            (Some(h), _) => h.clone(),
-            (None, QuestionKind::Approval(a)) => format!("Approve {}?", a.action.name),
-            (None, _) => match &request.agent {
-                Some(agent) => format!("A question from {agent}"),
-                None => "A question for you".to_owned(),
-            },
-        },
-        None => "A request".to_owned(),
-    }
-}
+pub use crate::headline;
 
 /// The message for `notice`: its fallback text (notifications, screen readers) and blocks.
 /// Pending, it has the controls that answer it; resolved, it says how it ended and has none.
