@@ -382,6 +382,63 @@ async fn a_multi_select_toggles_its_buttons_and_done_answers() {
 }
 
 #[tokio::test]
+async fn a_quorum_counts_presses_as_votes_and_the_message_shows_them() {
+    let fake = FakeTelegram::start().await;
+    let s = server_on("memory:", &fake, false).await;
+    let (id, message, message_id) = announce(
+        &s,
+        &fake,
+        json!({"questions": [{"text": "Rotate the keys?", "kind": "approval",
+                              "action": {"name": "rotate", "arguments": {}}}],
+               "approvals_required": 2, "responders": ["alice", "bob"]}),
+    )
+    .await;
+    assert!(
+        message["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("0 of 2 approvals")),
+        "{message}"
+    );
+    fake.press(ALICE, message_id, "ao");
+    let counted = answered_press(&fake, &format!("cq-{ALICE}-{message_id}-ao")).await;
+    assert!(
+        counted["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("1 of 2 approvals")),
+        "{counted}"
+    );
+    // The vote edits the announcement, which keeps its buttons for the second vote.
+    let edits = fake.wait_for("editMessageText", 1).await;
+    assert!(
+        edits[0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("1 of 2 approvals")),
+        "{}",
+        edits[0]
+    );
+    assert_eq!(data_of(&edits[0]["reply_markup"]), ["ao", "d", "r", "s"]);
+    assert_eq!(status_of(&s, &id).await["status"], "pending");
+
+    // The same person again: refused, still one vote.
+    let mut again = fake.press_update(ALICE, message_id, "ao");
+    again["callback_query"]["id"] = json!("cq-again");
+    fake.push(again);
+    let refused = answered_press(&fake, "cq-again").await;
+    assert!(
+        refused["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("already voted")),
+        "{refused}"
+    );
+
+    fake.press(BOB, message_id, "ao");
+    let record = until_status(&s, &id, "answered").await;
+    assert_eq!(record["votes"].as_array().map(Vec::len), Some(2));
+    let edits = fake.wait_for("editMessageText", 2).await;
+    assert_eq!(edits[1]["reply_markup"], json!({"inline_keyboard": []}));
+}
+
+#[tokio::test]
 async fn webhook_calls_need_the_secret_and_nonsense_changes_nothing() {
     let fake = FakeTelegram::start().await;
     let s = server_on("memory:", &fake, true).await;
