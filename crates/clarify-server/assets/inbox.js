@@ -6,6 +6,8 @@
 // EventSource reconnects by itself and resumes after the last event it saw; when it gives up
 // (an error response), the page opens a new stream after a pause, so nothing is missed either
 // way. The list is also read at once on sign-in, so it shows even when no stream can open.
+//
+// The tab shows the pending count in its title and icon.
 
 import { h, put, fill, when, ago, timeLeft } from "./dom.js";
 import { call, useCsrf } from "./api.js";
@@ -34,6 +36,7 @@ const countEl = document.getElementById("pending-count");
 const tabPending = document.getElementById("tab-pending");
 const tabHistory = document.getElementById("tab-history");
 const announce = document.getElementById("announce");
+const iconLink = document.querySelector('link[rel="icon"]');
 
 const state = {
   session: null,
@@ -86,6 +89,7 @@ function signedIn(session) {
 function showLogin(problem) {
   topbar.hidden = true;
   document.title = "Sign in · clarify";
+  badgeIcon("");
   const input = h("input", { type: "password", id: "key", autocomplete: "off", spellcheck: "false", placeholder: "ck_…", required: true });
   const alert = h("div", { class: "alert", role: "alert", hidden: !problem }, problem || "");
   const button = h("button", { type: "submit", class: "btn primary" }, "Sign in");
@@ -269,6 +273,7 @@ function updateCount() {
   countEl.textContent = n ? shown : "";
   countEl.hidden = !n;
   document.title = n ? `(${shown}) Inbox · clarify` : "Inbox · clarify";
+  badgeIcon(n ? shown : "");
 }
 
 function listPanel() {
@@ -490,6 +495,49 @@ function disconnect() {
   state.retryTimer = null;
   if (state.stream) state.stream.close();
   state.stream = null;
+}
+
+// ---- the tab's icon ------------------------------------------------------------------------
+
+// The tab's icon with the pending count: the page's own icon drawn on a canvas with a badge,
+// set as a data: URL (which the page's Content-Security-Policy allows for images).
+const plainIcon = iconLink.getAttribute("href");
+const iconImage = new Image();
+const icon = { wanted: "", shown: "" };
+iconImage.addEventListener("load", () => badgeIcon(icon.wanted));
+iconImage.src = plainIcon;
+
+/** Shows `badge` (a count, as text) on the tab's icon; "" for the plain icon. */
+function badgeIcon(badge) {
+  icon.wanted = badge;
+  // Until the icon has loaded there is nothing to draw on; its load draws the badge.
+  const shown = iconImage.complete && iconImage.naturalWidth ? badge : "";
+  if (shown === icon.shown) return;
+  icon.shown = shown;
+  if (!shown) {
+    iconLink.setAttribute("href", plainIcon);
+    return;
+  }
+  // A count only goes past 99 with a full page (100) and more to read: it says "99+".
+  const label = shown.length > 2 ? "99+" : shown;
+  const size = 64;
+  const canvas = document.createElement("canvas");
+  canvas.width = size;
+  canvas.height = size;
+  const ctx = canvas.getContext("2d");
+  if (!ctx) return;
+  ctx.drawImage(iconImage, 0, 0, size, size);
+  const r = label.length > 1 ? 24 : 20;
+  ctx.beginPath();
+  ctx.arc(size - r, r, r, 0, 2 * Math.PI);
+  ctx.fillStyle = "#dc2626";
+  ctx.fill();
+  ctx.fillStyle = "#ffffff";
+  ctx.font = `bold ${label.length > 2 ? 20 : label.length > 1 ? 28 : 34}px sans-serif`;
+  ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  ctx.fillText(label, size - r, r + 2);
+  iconLink.setAttribute("href", canvas.toDataURL("image/png"));
 }
 
 // ---- routes --------------------------------------------------------------------------------
