@@ -7,7 +7,8 @@
 // (an error response), the page opens a new stream after a pause, so nothing is missed either
 // way. The list is also read at once on sign-in, so it shows even when no stream can open.
 //
-// The tab shows the pending count in its title and icon.
+// The tab shows the pending count in its title and icon, and while it is hidden each request
+// that arrives raises a desktop notification, once the person has allowed them.
 
 import { h, put, fill, when, ago, timeLeft } from "./dom.js";
 import { call, useCsrf } from "./api.js";
@@ -36,6 +37,9 @@ const countEl = document.getElementById("pending-count");
 const tabPending = document.getElementById("tab-pending");
 const tabHistory = document.getElementById("tab-history");
 const announce = document.getElementById("announce");
+const notifyEl = document.getElementById("notify");
+const notifyAsk = document.getElementById("notify-ask");
+const notifyState = document.getElementById("notify-state");
 const iconLink = document.querySelector('link[rel="icon"]');
 
 const state = {
@@ -65,6 +69,10 @@ const state = {
 
 async function start() {
   document.getElementById("logout").addEventListener("click", logout);
+  notifyAsk.addEventListener("click", askToNotify);
+  // The answer can change in the browser's settings meanwhile; show it again on coming back.
+  document.addEventListener("visibilitychange", showNotifyControl);
+  showNotifyControl();
   window.addEventListener("hashchange", route);
   try {
     const session = await call("GET", "/v1/session");
@@ -140,6 +148,7 @@ async function logout() {
 function signedOut(problem) {
   disconnect();
   closeView();
+  for (const note of notes.values()) note.close();
   useCsrf(null);
   state.session = null;
   state.pending.clear();
@@ -238,8 +247,8 @@ function file(record) {
   }
 }
 
-/** Files a record that changed: in the pending list, the history, and the open view. */
-function apply(record) {
+/** Files a record that changed (by event `name`): in the pending list, the history, and the open view. */
+function apply(record, name) {
   remember(record);
   for (const load of state.loads) load.events.push(record);
   const wasListed = state.pending.has(record.id);
@@ -253,7 +262,11 @@ function apply(record) {
   if (arrived) {
     const first = (record.questions || [])[0];
     announce.textContent = `New request${record.agent ? ` from ${record.agent}` : ""}: ${first ? first.text : ""}`;
+    // Only a request created since the page opened is news; one that shows up for another
+    // reason (a reminder while the list is still being read) was there all along.
+    if (name === "request.created") notify(record);
   }
+  if (record.status !== "pending" && notes.has(record.id)) notes.get(record.id).close();
   renderList(arrived ? record.id : null);
   if (currentRoute().name === "history") renderHistory();
 }
@@ -464,7 +477,7 @@ function connect() {
       } catch {
         return;
       }
-      if (record && typeof record === "object" && record.id) apply(record);
+      if (record && typeof record === "object" && record.id) apply(record, name);
     });
   }
   stream.onerror = () => {
@@ -497,7 +510,73 @@ function disconnect() {
   state.stream = null;
 }
 
-// ---- the tab's icon ------------------------------------------------------------------------
+// ---- notifications and the tab's icon -----------------------------------------------------
+
+// Permission is asked for only when "Notify me" is clicked, never on load: a prompt nobody asked
+// for is one people refuse (and browsers hold against the site). The browser remembers the
+// answer; the server knows nothing of it. Pages may notify only in a secure context (HTTPS, or
+// this machine), so elsewhere the control is absent, as where the API is.
+
+/** Notifications shown and not yet closed, by request id. */
+const notes = new Map();
+
+function notifications() {
+  return window.isSecureContext && typeof window.Notification === "function" ? window.Notification : null;
+}
+
+/** "Notify me" while the browser has no answer; then what it answered. */
+function showNotifyControl() {
+  const api = notifications();
+  notifyEl.hidden = !api;
+  if (!api) return;
+  const permission = api.permission;
+  notifyAsk.hidden = permission !== "default";
+  notifyState.hidden = permission === "default";
+  notifyState.textContent = permission === "granted" ? "Notifications on" : "Notifications blocked";
+  notifyState.title =
+    permission === "granted"
+      ? "New requests show as desktop notifications while this tab is in the background"
+      : "Allow notifications for this site in the browser's settings to get them";
+}
+
+async function askToNotify() {
+  const api = notifications();
+  if (!api) return;
+  notifyAsk.disabled = true;
+  try {
+    await api.requestPermission();
+  } catch {
+    // Not granted, which the control then says.
+  } finally {
+    notifyAsk.disabled = false;
+  }
+  showNotifyControl();
+}
+
+/** One desktop notification for a new request, if allowed and nobody is looking at the tab. */
+function notify(record) {
+  const Note = notifications();
+  if (!Note || Note.permission !== "granted" || document.visibilityState !== "hidden") return;
+  const questions = record.questions || [];
+  const first = questions[0] || { text: "" };
+  const extra = questions.length > 1 ? ` (+${questions.length - 1} more)` : "";
+  let note;
+  try {
+    // Title and body are plain text to the browser: nothing here is parsed as markup.
+    note = new Note(`New request${record.agent ? ` from ${record.agent}` : ""}`, { body: `${first.text}${extra}`, tag: record.id });
+  } catch {
+    return; // Some browsers (Android's) notify only through a service worker.
+  }
+  notes.set(record.id, note);
+  note.addEventListener("click", () => {
+    window.focus();
+    location.hash = `#/requests/${encodeURIComponent(record.id)}`;
+    note.close();
+  });
+  note.addEventListener("close", () => {
+    if (notes.get(record.id) === note) notes.delete(record.id);
+  });
+}
 
 // The tab's icon with the pending count: the page's own icon drawn on a canvas with a badge,
 // set as a data: URL (which the page's Content-Security-Policy allows for images).
