@@ -6,6 +6,9 @@
 // EventSource reconnects by itself and resumes after the last event it saw; when it gives up
 // (an error response), the page opens a new stream after a pause, so nothing is missed either
 // way. The list is also read at once on sign-in, so it shows even when no stream can open.
+//
+// The tab shows the pending count in its title and icon, and while it is hidden each request
+// that arrives raises a desktop notification, once the person has allowed them.
 
 import { h, put, fill, when, ago, timeLeft } from "./dom.js";
 import { call, useCsrf } from "./api.js";
@@ -34,6 +37,10 @@ const countEl = document.getElementById("pending-count");
 const tabPending = document.getElementById("tab-pending");
 const tabHistory = document.getElementById("tab-history");
 const announce = document.getElementById("announce");
+const notifyEl = document.getElementById("notify");
+const notifyAsk = document.getElementById("notify-ask");
+const notifyState = document.getElementById("notify-state");
+const iconLink = document.querySelector('link[rel="icon"]');
 
 const state = {
   session: null,
@@ -62,6 +69,10 @@ const state = {
 
 async function start() {
   document.getElementById("logout").addEventListener("click", logout);
+  notifyAsk.addEventListener("click", askToNotify);
+  // The answer can change in the browser's settings meanwhile; show it again on coming back.
+  document.addEventListener("visibilitychange", showNotifyControl);
+  showNotifyControl();
   window.addEventListener("hashchange", route);
   try {
     const session = await call("GET", "/v1/session");
@@ -86,6 +97,7 @@ function signedIn(session) {
 function showLogin(problem) {
   topbar.hidden = true;
   document.title = "Sign in · clarify";
+  badgeIcon("");
   const input = h("input", { type: "password", id: "key", autocomplete: "off", spellcheck: "false", placeholder: "ck_…", required: true });
   const alert = h("div", { class: "alert", role: "alert", hidden: !problem }, problem || "");
   const button = h("button", { type: "submit", class: "btn primary" }, "Sign in");
@@ -136,6 +148,7 @@ async function logout() {
 function signedOut(problem) {
   disconnect();
   closeView();
+  for (const note of notes.values()) note.close();
   useCsrf(null);
   state.session = null;
   state.pending.clear();
@@ -234,8 +247,8 @@ function file(record) {
   }
 }
 
-/** Files a record that changed: in the pending list, the history, and the open view. */
-function apply(record) {
+/** Files a record that changed (by event `name`): in the pending list, the history, and the open view. */
+function apply(record, name) {
   remember(record);
   for (const load of state.loads) load.events.push(record);
   const wasListed = state.pending.has(record.id);
@@ -249,7 +262,11 @@ function apply(record) {
   if (arrived) {
     const first = (record.questions || [])[0];
     announce.textContent = `New request${record.agent ? ` from ${record.agent}` : ""}: ${first ? first.text : ""}`;
+    // Only a request created since the page opened is news; one that shows up for another
+    // reason (a reminder while the list is still being read) was there all along.
+    if (name === "request.created") notify(record);
   }
+  if (record.status !== "pending" && notes.has(record.id)) notes.get(record.id).close();
   renderList(arrived ? record.id : null);
   if (currentRoute().name === "history") renderHistory();
 }
@@ -269,6 +286,7 @@ function updateCount() {
   countEl.textContent = n ? shown : "";
   countEl.hidden = !n;
   document.title = n ? `(${shown}) Inbox · clarify` : "Inbox · clarify";
+  badgeIcon(n ? shown : "");
 }
 
 function listPanel() {
@@ -459,7 +477,7 @@ function connect() {
       } catch {
         return;
       }
-      if (record && typeof record === "object" && record.id) apply(record);
+      if (record && typeof record === "object" && record.id) apply(record, name);
     });
   }
   stream.onerror = () => {
@@ -490,6 +508,115 @@ function disconnect() {
   state.retryTimer = null;
   if (state.stream) state.stream.close();
   state.stream = null;
+}
+
+// ---- notifications and the tab's icon -----------------------------------------------------
+
+// Permission is asked for only when "Notify me" is clicked, never on load: a prompt nobody asked
+// for is one people refuse (and browsers hold against the site). The browser remembers the
+// answer; the server knows nothing of it. Pages may notify only in a secure context (HTTPS, or
+// this machine), so elsewhere the control is absent, as where the API is.
+
+/** Notifications shown and not yet closed, by request id. */
+const notes = new Map();
+
+function notifications() {
+  return window.isSecureContext && typeof window.Notification === "function" ? window.Notification : null;
+}
+
+/** "Notify me" while the browser has no answer; then what it answered. */
+function showNotifyControl() {
+  const api = notifications();
+  notifyEl.hidden = !api;
+  if (!api) return;
+  const permission = api.permission;
+  notifyAsk.hidden = permission !== "default";
+  notifyState.hidden = permission === "default";
+  notifyState.textContent = permission === "granted" ? "Notifications on" : "Notifications blocked";
+  notifyState.title =
+    permission === "granted"
+      ? "New requests show as desktop notifications while this tab is in the background"
+      : "Allow notifications for this site in the browser's settings to get them";
+}
+
+async function askToNotify() {
+  const api = notifications();
+  if (!api) return;
+  notifyAsk.disabled = true;
+  try {
+    await api.requestPermission();
+  } catch {
+    // Not granted, which the control then says.
+  } finally {
+    notifyAsk.disabled = false;
+  }
+  showNotifyControl();
+}
+
+/** One desktop notification for a new request, if allowed and nobody is looking at the tab. */
+function notify(record) {
+  const Note = notifications();
+  if (!Note || Note.permission !== "granted" || document.visibilityState !== "hidden") return;
+  const questions = record.questions || [];
+  const first = questions[0] || { text: "" };
+  const extra = questions.length > 1 ? ` (+${questions.length - 1} more)` : "";
+  let note;
+  try {
+    // Title and body are plain text to the browser: nothing here is parsed as markup.
+    note = new Note(`New request${record.agent ? ` from ${record.agent}` : ""}`, { body: `${first.text}${extra}`, tag: record.id });
+  } catch {
+    return; // Some browsers (Android's) notify only through a service worker.
+  }
+  notes.set(record.id, note);
+  note.addEventListener("click", () => {
+    window.focus();
+    location.hash = `#/requests/${encodeURIComponent(record.id)}`;
+    note.close();
+  });
+  note.addEventListener("close", () => {
+    if (notes.get(record.id) === note) notes.delete(record.id);
+  });
+}
+
+// The tab's icon with the pending count: the page's own icon drawn on a canvas with a badge,
+// set as a data: URL (which the page's Content-Security-Policy allows for images).
+const plainIcon = iconLink.getAttribute("href");
+const iconImage = new Image();
+const icon = { wanted: "", shown: "" };
+iconImage.addEventListener("load", () => badgeIcon(icon.wanted));
+iconImage.src = plainIcon;
+
+/** Shows `badge` (a count, as text) on the tab's icon; "" for the plain icon. */
+function badgeIcon(badge) {
+  icon.wanted = badge;
+  // Until the icon has loaded there is nothing to draw on; its load draws the badge.
+  const shown = iconImage.complete && iconImage.naturalWidth ? badge : "";
+  if (shown === icon.shown) return;
+  icon.shown = shown;
+  if (!shown) {
+    iconLink.setAttribute("href", plainIcon);
+    return;
+  }
+  // A count only goes past 99 with a full page (100) and more to read: it says "99+".
+  const label = shown.length > 2 ? "99+" : shown;
+  const size = 64;
+  const canvas = document.createElement("canvas");
+  canvas.width = size;
+  canvas.height = size;
+  const ctx = canvas.getContext("2d");
+  if (!ctx) return;
+  ctx.drawImage(iconImage, 0, 0, size, size);
+  const r = label.length > 1 ? 24 : 20;
+  ctx.beginPath();
+  ctx.arc(size - r, r, r, 0, 2 * Math.PI);
+  ctx.fillStyle = "#dc2626";
+  ctx.fill();
+  ctx.fillStyle = "#ffffff";
+  ctx.font = `bold ${label.length > 2 ? 20 : label.length > 1 ? 28 : 34}px sans-serif`;
+  ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  ctx.fillText(label, size - r, r + 2);
+  iconLink.setAttribute("href", canvas.toDataURL("image/png"));
 }
 
 // ---- routes --------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ use serde_json::Value;
 
 use crate::inbox::asset_path;
 
-/// The policy of every HTML page: the inbox and the pages rendered here.
+/// The policy of every HTML page rendered here; the inbox page's adds `data:` images (see
+/// `inbox::PAGE_CSP`).
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// Escapes text for HTML element content and quoted attribute values.

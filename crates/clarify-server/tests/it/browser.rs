@@ -1019,6 +1019,301 @@ async fn two_responders_in_two_browsers_approve_a_request_that_needs_two_approva
         .await;
 }
 
+/// Installed in the inbox tab before the page's own scripts: wraps the browser's `Notification`
+/// so each notification made is recorded (it is still made, and `Notification.permission` is
+/// still the browser's own), counts permission prompts, and keeps any policy violation.
+const RECORDER: &str = "
+    const seen = { asked: 0, notes: [], violations: [] };
+    window.clarifyTest = seen;
+    document.addEventListener('securitypolicyviolation',
+        (e) => seen.violations.push(`${e.violatedDirective} ${e.blockedURI.slice(0, 40)}`));
+    const Real = window.Notification;
+    if (Real) {
+        const ask = Real.requestPermission.bind(Real);
+        window.Notification = class extends Real {
+            constructor(title, options) {
+                super(title, options);
+                seen.notes.push({ title, body: options.body, tag: options.tag, note: this,
+                                  hidden: document.visibilityState === 'hidden' });
+            }
+            static requestPermission(...args) {
+                seen.asked += 1;
+                return ask(...args);
+            }
+        };
+    }";
+
+/// A script for what the recorder saw in the inbox's `page` (`window`, or `window.opener` from
+/// another tab), and the page's title; `null` while `ready` (an expression over `seen`) is false.
+fn recorded(page: &str, ready: &str) -> String {
+    format!(
+        "const w = {page}; const seen = w.clarifyTest;
+         if (!seen || !({ready})) return null;
+         return {{ asked: seen.asked, violations: seen.violations, title: w.document.title,
+                  permission: w.Notification.permission,
+                  notes: seen.notes.map((n) => ({{ title: n.title, body: n.body, tag: n.tag, hidden: n.hidden }})) }};"
+    )
+}
+
+/// A script for the tab icon of the inbox's `page`: its address, and whether the corner where
+/// the count goes is red; `null` while `ready` (an expression over `href` and `red`) is false.
+fn icon(page: &str, ready: &str) -> String {
+    format!(
+        "return (async () => {{
+             const href = {page}.document.querySelector('link[rel=\"icon\"]').getAttribute('href');
+             let red = false;
+             if (href.startsWith('data:')) {{
+                 const image = new Image();
+                 image.src = href;
+                 // A data: image the page's policy refuses cannot be decoded here either.
+                 await image.decode().catch(() => {{
+                     throw new Error('the page may not show a data: icon');
+                 }});
+                 const canvas = document.createElement('canvas');
+                 canvas.width = 64;
+                 canvas.height = 64;
+                 const ctx = canvas.getContext('2d');
+                 ctx.drawImage(image, 0, 0, 64, 64);
+                 const [r, g, b] = ctx.getImageData(52, 12, 1, 1).data;
+                 red = r > 180 && g < 80 && b < 80;
+             }}
+             return {ready} ? {{ href, red }} : null;
+         }})()"
+    )
+}
+
+async fn answer(s: &TestServer, id: &Value) {
+    let id = id.as_str().expect("an id");
+    let (status, body) = s
+        .post(
+            &format!("/v1/requests/{id}/answer"),
+            &s.admin,
+            json!({"answers": {"q1": {"text": "done"}}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+#[tokio::test]
+async fn a_hidden_inbox_notifies_of_new_requests_once_allowed_and_the_tab_shows_the_count() {
+    let Some(b) = Browser::launch(1280, 900).await else {
+        return;
+    };
+    let s = TestServer::start().await;
+    b.run("notifications", async {
+        let before = s
+            .ask(&s.admin, json!({"question": "Was this here before the page opened?"}))
+            .await;
+        b.before_each_page(RECORDER).await;
+        login(&b, &s, "alice").await;
+        b.until(
+            "the request there before",
+            "return document.querySelectorAll('a.row').length === 1",
+            vec![],
+        )
+        .await;
+        assert_eq!(b.client.title().await.expect("title"), "(1) Inbox · clarify");
+        let one = b.until("a tab icon with a count", &icon("window", "red"), vec![]).await;
+        assert!(
+            one["href"].as_str().is_some_and(|h| h.starts_with("data:image/png")),
+            "{one}"
+        );
+
+        // Nothing is asked on load; "Notify me" asks, once clicked.
+        let seen = b.js(&recorded("window", "true"), vec![]).await;
+        assert_eq!(seen["asked"], 0, "no permission prompt on load: {seen}");
+        assert_eq!(seen["permission"], "default", "{seen}");
+        let ask = "//button[@id = 'notify-ask']";
+        assert!(
+            b.wait_for(ask).await.is_displayed().await.expect("shown"),
+            "Notify me is offered"
+        );
+        // The person allows notifications at the browser's prompt.
+        b.set_permission("notifications", "granted").await;
+        b.click(ask).await;
+        b.wait_for("//span[@id = 'notify-state'][not(@hidden)][. = 'Notifications on']")
+            .await;
+        let seen = b.js(&recorded("window", "true"), vec![]).await;
+        assert_eq!(seen["asked"], 1, "{seen}");
+        assert_eq!(seen["permission"], "granted", "the browser's own answer: {seen}");
+        assert!(
+            !b.wait_for(ask).await.is_displayed().await.expect("hidden"),
+            "Notify me is gone once answered"
+        );
+        assert_eq!(seen["notes"], json!([]), "nothing notified: {seen}");
+
+        // Another tab in front: the inbox's tab is now really hidden.
+        let inbox = b.client.window().await.expect("the inbox tab");
+        b.js(
+            "window.open(document.querySelector('link[rel=\"stylesheet\"]').href); return true",
+            vec![],
+        )
+        .await;
+        let other = b
+            .client
+            .windows()
+            .await
+            .expect("tabs")
+            .into_iter()
+            .find(|w| *w != inbox)
+            .expect("a second tab");
+        b.client.switch_to_window(other).await.expect("switched");
+        b.until(
+            "the inbox tab to be hidden",
+            "return window.opener.document.visibilityState === 'hidden'",
+            vec![],
+        )
+        .await;
+
+        // A new request: one notification with its text, as text, and the title counts it.
+        let question = format!("Deploy {IMG} now? {SCRIPT}");
+        let new = s
+            .ask(&s.admin, json!({"question": question, "agent": "deployer"}))
+            .await;
+        let seen = b
+            .until(
+                "a notification",
+                &recorded("window.opener", "seen.notes.length"),
+                vec![],
+            )
+            .await;
+        assert_eq!(
+            seen["notes"],
+            json!([{"title": "New request from deployer", "body": question, "tag": new["id"], "hidden": true}]),
+            "{seen}"
+        );
+        assert_eq!(seen["title"], "(2) Inbox · clarify", "{seen}");
+        let two = b
+            .until(
+                "the icon to count two",
+                &icon("window.opener", "href !== arguments[0]"),
+                vec![one["href"].clone()],
+            )
+            .await;
+        assert_eq!(two["red"], true, "{two}");
+
+        // Answered elsewhere: the count goes down, in the title and the icon.
+        answer(&s, &before["id"]).await;
+        b.until(
+            "the title to count one",
+            "return window.opener.document.title === '(1) Inbox · clarify'",
+            vec![],
+        )
+        .await;
+        b.until(
+            "the icon to count one again",
+            &icon("window.opener", "href === arguments[0]"),
+            vec![one["href"].clone()],
+        )
+        .await;
+
+        // Reloaded while hidden: what is pending at load does not notify; what comes after does.
+        b.js(
+            "window.opener.clarifyOld = true; window.opener.location.reload(); return true",
+            vec![],
+        )
+        .await;
+        b.until(
+            "the reloaded inbox, live",
+            "const w = window.opener, d = w.document;
+             return !w.clarifyOld && w.clarifyTest && d.querySelectorAll('a.row').length === 1
+                 && d.getElementById('live').dataset.state === 'live'",
+            vec![],
+        )
+        .await;
+        let third = s
+            .ask(&s.admin, json!({"question": "And the database migration?"}))
+            .await;
+        let seen = b
+            .until(
+                "a notification after the reload",
+                &recorded("window.opener", "seen.notes.length"),
+                vec![],
+            )
+            .await;
+        assert_eq!(seen["asked"], 0, "no prompt on load once granted either: {seen}");
+        assert_eq!(
+            seen["notes"],
+            json!([{"title": "New request", "body": "And the database migration?", "tag": third["id"], "hidden": true}]),
+            "only the request that arrived after load: {seen}"
+        );
+        assert_eq!(seen["title"], "(2) Inbox · clarify", "{seen}");
+
+        // Back to the inbox: clicking the notification opens its request.
+        b.client.switch_to_window(inbox).await.expect("switched back");
+        b.until(
+            "the inbox tab to be visible",
+            "return document.visibilityState === 'visible'",
+            vec![],
+        )
+        .await;
+        b.js(
+            "window.clarifyTest.notes[0].note.dispatchEvent(new Event('click')); return true",
+            vec![],
+        )
+        .await;
+        b.wait_for("//span[@class = 'question-text'][. = 'And the database migration?']")
+            .await;
+        assert_eq!(
+            b.js("return location.hash", vec![]).await,
+            json!(format!("#/requests/{}", third["id"].as_str().expect("id")))
+        );
+
+        // While the tab is in front, a new request shows in the list but does not notify.
+        let looking = s
+            .ask(&s.admin, json!({"question": "Seen while looking?"}))
+            .await;
+        b.wait_for(&row("Seen while looking?")).await;
+        let seen = b.js(&recorded("window", "true"), vec![]).await;
+        assert_eq!(seen["notes"].as_array().map(Vec::len), Some(1), "{seen}");
+        assert_eq!(seen["title"], "(3) Inbox · clarify", "{seen}");
+
+        // Nothing pending: the plain title and icon, and the policy never got in the way.
+        for id in [&new["id"], &third["id"], &looking["id"]] {
+            answer(&s, id).await;
+        }
+        b.until(
+            "the plain title",
+            "return document.title === 'Inbox · clarify'",
+            vec![],
+        )
+        .await;
+        let plain = b
+            .until(
+                "the plain icon",
+                &icon("window", "!href.startsWith('data:')"),
+                vec![],
+            )
+            .await;
+        assert!(
+            plain["href"].as_str().is_some_and(|h| h.ends_with("/icon.svg")),
+            "{plain}"
+        );
+        let seen = b.js(&recorded("window", "true"), vec![]).await;
+        assert_eq!(seen["violations"], json!([]), "{seen}");
+
+        // A browser without notifications offers none.
+        b.before_each_page("delete window.Notification;").await;
+        b.js("window.clarifyOld = true; return true", vec![]).await;
+        b.client.refresh().await.expect("reloaded");
+        b.until(
+            "the reloaded inbox, live",
+            "return !window.clarifyOld && document.getElementById('live').dataset.state === 'live'",
+            vec![],
+        )
+        .await;
+        assert_eq!(
+            b.js(
+                "return [typeof window.Notification, document.getElementById('notify').hidden]",
+                vec![]
+            )
+            .await,
+            json!(["undefined", true])
+        );
+    })
+    .await;
+}
+
 /// Writes `docs/inbox.png` for the README; `./scripts/screenshot` runs it.
 #[tokio::test]
 #[ignore = "writes docs/inbox.png; run it when the inbox's look changes"]

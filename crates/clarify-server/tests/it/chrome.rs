@@ -66,6 +66,8 @@ fn chromium() -> Option<String> {
 pub struct Browser {
     pub client: Client,
     driver: tokio::process::Child,
+    /// chromedriver's address, for the commands fantoccini has no method for.
+    driver_url: String,
     _profile: tempfile::TempDir,
     /// The test's turn; `None` for a second browser of the same test.
     _turn: Option<SemaphorePermit<'static>>,
@@ -108,10 +110,11 @@ impl Browser {
         // A free port can be taken between choosing and binding it; try a few.
         for _ in 0..3 {
             match Self::start(driver_path, screen).await {
-                Ok((client, driver, profile)) => {
+                Ok((client, driver, driver_url, profile)) => {
                     return Self {
                         client,
                         driver,
+                        driver_url,
                         _profile: profile,
                         _turn: turn,
                     };
@@ -125,7 +128,7 @@ impl Browser {
     async fn start(
         driver_path: &std::path::Path,
         screen: Screen,
-    ) -> Result<(Client, tokio::process::Child, tempfile::TempDir), String> {
+    ) -> Result<(Client, tokio::process::Child, String, tempfile::TempDir), String> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map_err(|e| format!("no free port: {e}"))?
@@ -205,7 +208,7 @@ impl Browser {
                 kill_group(&mut driver);
                 format!("no WebDriver session: {e}")
             })?;
-        Ok((client, driver, profile))
+        Ok((client, driver, url, profile))
     }
 
     /// Runs `body`; if it fails, saves a screenshot and the page source as `name` first. Closes
@@ -324,6 +327,52 @@ impl Browser {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// Sends chromedriver `body` at `path` under this session (`/permissions`, say) and returns
+    /// the reply's `value`; fails the test on an error reply.
+    pub async fn command(&self, path: &str, body: Value) -> Value {
+        let session = self
+            .client
+            .session_id()
+            .await
+            .ok()
+            .flatten()
+            .expect("a WebDriver session");
+        let url = format!("{}/session/{session}{path}", self.driver_url);
+        let response = reqwest::Client::new()
+            .post(&url)
+            .json(&body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST {url}: {e}"));
+        let ok = response.status().is_success();
+        let reply: Value = response
+            .json()
+            .await
+            .unwrap_or_else(|e| panic!("POST {url}: {e}"));
+        assert!(ok, "POST {url} {body}: {reply}");
+        reply["value"].clone()
+    }
+
+    /// Sets the page's permission `name` (`notifications`, say) to `state`, as a person's
+    /// answer to the browser's prompt would (WebDriver's Permissions extension).
+    pub async fn set_permission(&self, name: &str, state: &str) {
+        self.command(
+            "/permissions",
+            json!({"descriptor": {"name": name}, "state": state}),
+        )
+        .await;
+    }
+
+    /// Runs `script` in every document the current tab opens from now on, before the page's
+    /// own scripts (through the DevTools protocol, which chromedriver forwards).
+    pub async fn before_each_page(&self, script: &str) {
+        self.command(
+            "/goog/cdp/execute",
+            json!({"cmd": "Page.addScriptToEvaluateOnNewDocument", "params": {"source": script}}),
+        )
+        .await;
     }
 
     /// Presses and releases `key`, as a keyboard does: it goes to whatever has focus.

@@ -11,7 +11,7 @@ use reqwest::header::{
 
 use crate::support::TestServer;
 
-const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
                       connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 fn header<'a>(headers: &'a HeaderMap, name: &reqwest::header::HeaderName) -> &'a str {
