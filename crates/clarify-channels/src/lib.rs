@@ -13,12 +13,15 @@
 //!   answer link, plus a button that opens the link. [`slack`] posts Block Kit messages with
 //!   buttons, selects and modals, edits them when the request is resolved, and reads Slack's
 //!   signed interactions (over HTTP or Socket Mode). [`telegram`] posts messages with inline
-//!   keyboards, asks for typed answers with ForceReply, and reads updates (polled or pushed);
+//!   keyboards, asks for typed answers with ForceReply, and reads updates (polled or pushed).
+//!   [`discord`] posts messages with buttons and selects and reads Ed25519-signed interactions,
+//!   answering them with an updated message, a modal or a note only the clicker sees;
 //! - what a person does in a chat is read into an [`answer::Act`], which makes the same answer
 //!   body the API takes; the server's shared answer path maps the person to a responder and
 //!   resolves the request by the same rules as every other path.
 
 pub mod answer;
+pub mod discord;
 pub mod ntfy;
 mod route;
 pub mod slack;
@@ -45,6 +48,7 @@ pub enum Platform {
     Ntfy(ntfy::Ntfy),
     Slack(slack::Slack),
     Telegram(telegram::Telegram),
+    Discord(discord::Discord),
 }
 
 /// What a channel is asked to post about a request.
@@ -146,6 +150,7 @@ impl Channel {
             Platform::Ntfy(_) => "ntfy",
             Platform::Slack(_) => "slack",
             Platform::Telegram(_) => "telegram",
+            Platform::Discord(_) => "discord",
         }
     }
 
@@ -165,6 +170,7 @@ impl Channel {
             Platform::Ntfy(ntfy) => ntfy.send(client, notice).await,
             Platform::Slack(slack) => slack.send(client, notice).await,
             Platform::Telegram(telegram) => telegram.send(client, notice).await,
+            Platform::Discord(discord) => discord.send(client, notice).await,
         }
     }
 }
@@ -289,6 +295,17 @@ pub fn escape_markup(text: &str) -> String {
         }
     }
     out
+}
+
+/// The bytes of a hex string (either case), or `None` if it is not hex.
+pub(crate) fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// `Retry-After` in seconds (the only form the platforms here send), if present and sane.

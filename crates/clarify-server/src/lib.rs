@@ -16,7 +16,9 @@
 //! - `channels`: the worker that announces requests on configured channels, and edits or
 //!   follows up their announcements;
 //! - `chat`: the answer path chat channels share; `slack`: Slack's signed interactivity and
-//!   events at `/hooks/slack/{name}`, and its Socket Mode connections;
+//!   events at `/hooks/slack/{name}`, and its Socket Mode connections; `telegram`: updates
+//!   polled from `getUpdates` or pushed to `/hooks/telegram/{name}`; `discord`: the signed
+//!   interactions endpoint at `/hooks/discord/{name}`;
 //! - [`limits`]: `--max-waiters` and the per-key `--rate-limit`;
 //! - `logs`: each request's id, route and outcome in the log;
 //! - [`metrics`], [`openapi`], [`wire`] (the JSON types), [`error`] (every error response).
@@ -27,6 +29,7 @@ pub mod api;
 pub mod auth;
 mod channels;
 mod chat;
+mod discord;
 pub mod error;
 pub mod events;
 pub mod grants;
@@ -217,6 +220,7 @@ pub fn app(state: AppState) -> Router {
             "/hooks/telegram/{name}",
             axum::routing::post(telegram::hook),
         )
+        .route("/hooks/discord/{name}", axum::routing::post(discord::hook))
         .route("/openapi.json", get(openapi::document))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))

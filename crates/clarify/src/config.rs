@@ -79,8 +79,8 @@ pub struct Channel {
 #[derive(Debug)]
 #[allow(
     dead_code,
-    reason = "the Telegram, Discord and e-mail workers will read these; until they exist, \
-              `serve` refuses a file with such channels"
+    reason = "the e-mail worker will read these; until it exists, `serve` refuses a file \
+              with such channels"
 )]
 pub enum ChannelKind {
     Slack {
@@ -134,19 +134,19 @@ pub use clarify_channels::Route;
 
 impl Config {
     /// Whether `clarify serve` can do everything this file asks. Every channel type is checked
-    /// key by key, but this version delivers Slack, Telegram and ntfy channels only; a configuration that
-    /// names another is refused rather than accepted and left silent.
+    /// key by key, but this version delivers Slack, Telegram, Discord and ntfy channels only;
+    /// a configuration that names another is refused rather than accepted and left silent.
     pub fn servable(&self, path: &Path) -> Result<(), String> {
-        match self.channels.iter().enumerate().find(|(_, c)| {
-            !matches!(
-                c.kind,
-                ChannelKind::Ntfy { .. } | ChannelKind::Slack { .. } | ChannelKind::Telegram { .. }
-            )
-        }) {
+        match self
+            .channels
+            .iter()
+            .enumerate()
+            .find(|(_, c)| matches!(c.kind, ChannelKind::Email { .. }))
+        {
             None => Ok(()),
             Some((i, c)) => Err(format!(
                 "{}: channels[{i}] ({} {:?}): this version of clarify announces requests on Slack, \
-                 Telegram and ntfy channels only; remove this channel (and it from [[routes]])",
+                 Telegram, Discord and ntfy channels only; remove this channel (and it from [[routes]])",
                 path.display(),
                 c.kind.type_name(),
                 c.name
@@ -202,6 +202,23 @@ impl Config {
                             chat_id: chat_id.clone(),
                             api_url: api_url.clone(),
                             webhook_secret: webhook_secret.as_ref().map(|s| s.expose().to_owned()),
+                        },
+                    ),
+                    allow_unmapped: c.allow_unmapped,
+                }),
+                ChannelKind::Discord {
+                    bot_token,
+                    public_key,
+                    channel_id,
+                    api_url,
+                } => Some(clarify_channels::Channel {
+                    name: c.name.clone(),
+                    platform: clarify_channels::Platform::Discord(
+                        clarify_channels::discord::Discord {
+                            bot_token: bot_token.expose().to_owned(),
+                            public_key: public_key.clone(),
+                            channel_id: channel_id.clone(),
+                            api_url: api_url.clone(),
                         },
                     ),
                     allow_unmapped: c.allow_unmapped,

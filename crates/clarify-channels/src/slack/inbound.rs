@@ -59,7 +59,7 @@ pub fn verify(
     }
     let digest = signature
         .strip_prefix("v0=")
-        .and_then(|hex| decode_hex(hex.trim()))
+        .and_then(|hex| crate::decode_hex(hex.trim()))
         .ok_or(InboundError::Unauthorized("the signature is not v0=<hex>"))?;
     let mut mac = Hmac::<Sha256>::new_from_slice(signing_secret.as_bytes())
         .map_err(|_| InboundError::Unauthorized("the signing secret is unusable"))?;
@@ -70,16 +70,6 @@ pub fn verify(
     // `verify_slice` compares in constant time.
     mac.verify_slice(&digest)
         .map_err(|_| InboundError::Unauthorized("the signature does not match"))
-}
-
-fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
-        return None;
-    }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 /// What a verified call asks for.

@@ -35,7 +35,8 @@ fn config_check_accepts_a_good_file_and_names_the_key_of_a_bad_one() {
         "{err}"
     );
 
-    // Slack, Telegram and ntfy channels are served; the other types are checked key by key, then refused.
+    // Slack, Telegram, Discord and ntfy channels are served; e-mail is checked key by key, then
+    // refused.
     let ntfy = write(
         "ntfy.toml",
         "[[channels]]\nname = \"push\"\ntype = \"ntfy\"\ntopic = \"ops\"\n\n[[routes]]\nchannels = [\"push\"]\n",
@@ -71,10 +72,16 @@ fn config_check_accepts_a_good_file_and_names_the_key_of_a_bad_one() {
         ),
     );
     let (code, _, err) = run(&["config", "check", &discord]);
+    assert_eq!(code, 0, "{err}");
+    let email = write(
+        "email.toml",
+        "[[channels]]\nname = \"mail\"\ntype = \"email\"\nsmtp_url = \"smtp://127.0.0.1:2525\"\nfrom = \"clarify@example.com\"\n",
+    );
+    let (code, _, err) = run(&["config", "check", &email]);
     assert_eq!(code, 1);
-    assert!(err.contains("channels[0] (discord \"dev\")"), "{err}");
+    assert!(err.contains("channels[0] (email \"mail\")"), "{err}");
     assert!(
-        err.contains("on Slack, Telegram and ntfy channels only"),
+        err.contains("on Slack, Telegram, Discord and ntfy channels only"),
         "{err}"
     );
 
