@@ -448,3 +448,51 @@ async fn a_restart_between_creation_and_announcement_announces_once() {
     fake.wait_for("PATCH", 1).await;
     assert_eq!(fake.posted().len(), 1, "announced exactly once");
 }
+
+/// Creation to announcement, and click to agent wake-up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement; prints figures"]
+async fn latency() {
+    let fake = FakeDiscord::start().await;
+    let s = server_on("memory:", &fake).await;
+    let (mut announced, mut wake) = (Vec::new(), Vec::new());
+    for _ in 0..200 {
+        let started = std::time::Instant::now();
+        let (id, _, message_id) = announce(
+            &s,
+            &fake,
+            json!({"question": "Ship?", "choices": ["yes", "no"]}),
+        )
+        .await;
+        announced.push(started.elapsed());
+        let waiting = {
+            let client = s.client.clone();
+            let url = format!("{}/v1/requests/{id}/wait?timeout_seconds=30", s.url);
+            let key = s.admin.clone();
+            tokio::spawn(async move {
+                let r = client.get(url).bearer_auth(key).send().await.expect("wait");
+                let woke = std::time::Instant::now();
+                assert!(r.status().is_success());
+                woke
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let clicked = std::time::Instant::now();
+        interact(&s, click(ALICE, &message_id, "o:0", &[])).await;
+        let woke = waiting.await.expect("waiter");
+        wake.push(woke.duration_since(clicked));
+    }
+    for (name, mut v) in [
+        ("creation → announcement", announced),
+        ("click → agent wakes", wake),
+    ] {
+        v.sort();
+        let p = |q: f64| v[((v.len() as f64 * q) as usize).min(v.len() - 1)].as_secs_f64() * 1e3;
+        println!(
+            "{name}: p50 {:.2} ms, p99 {:.2} ms ({} runs)",
+            p(0.5),
+            p(0.99),
+            v.len()
+        );
+    }
+}
