@@ -1,6 +1,7 @@
 //! Announcements on channels, against a fake ntfy server on 127.0.0.1 that speaks ntfy's JSON
 //! publishing API: the push and its buttons, a tap that answers, retries after `429` with
-//! `Retry-After`, a refused token, and routes that pick which requests are announced.
+//! `Retry-After`, a refused token, routes that pick which requests are announced, a restart
+//! between creation and the push, and a forged tap.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -114,13 +115,20 @@ async fn publish(State(pushes): State<Arc<Pushes>>, headers: HeaderMap, body: St
 
 /// A server announcing on `channels`, by `routes`, retrying quickly.
 async fn server(channels: Vec<Channel>, routes: Vec<Route>) -> TestServer {
-    let options = StoreOptions {
+    server_on("memory:", channels, routes).await
+}
+
+fn options(routes: Vec<Route>) -> StoreOptions {
+    StoreOptions {
         announce: Some(Announce(Arc::new(move |tenant: &str, request: &_| {
             channels_for(&routes, tenant, request)
         }))),
         ..StoreOptions::default()
-    };
-    TestServer::build("memory:", options, |c| {
+    }
+}
+
+async fn server_on(url: &str, channels: Vec<Channel>, routes: Vec<Route>) -> TestServer {
+    TestServer::build(url, options(routes), |c| {
         c.channels = channels;
         c.webhooks.poll = Duration::from_millis(50);
         c.webhooks.first_backoff = TimeDelta::milliseconds(50);
@@ -313,4 +321,151 @@ async fn a_throttled_push_waits_for_retry_after_and_a_refused_token_fails_at_onc
         .collect();
     assert_eq!(labels, ["yes", "no", "Open"]);
     assert_eq!(push["actions"][1]["body"], r#"{"option":"no"}"#);
+}
+
+/// The approve button's tap, as ntfy sends it, to `url` (the button's, or another).
+async fn tap(s: &TestServer, action: &Value, url: &str) -> StatusCode {
+    let mut tap = s
+        .client
+        .post(url)
+        .body(action["body"].as_str().expect("body").to_owned());
+    for (name, value) in action["headers"].as_object().expect("headers") {
+        tap = tap.header(name.as_str(), value.as_str().unwrap_or_default());
+    }
+    tap.send().await.expect("tap").status()
+}
+
+#[tokio::test]
+async fn a_restart_pushes_once_and_a_forged_tap_changes_nothing() {
+    let ntfy = FakeNtfy::start(0).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let url = format!("sqlite://{}", dir.path().join("clarify.db").display());
+    let routes = || vec![route(&["phone"], &[])];
+    // Created while no server runs: queued with the request, not pushed.
+    let store = clarify_store::Store::open(&url, options(routes()))
+        .await
+        .expect("open");
+    let created = store
+        .create(
+            "default",
+            clarify_core::parse_request(
+                &json!({"questions": [{"text": "Restart the database?", "kind": "approval",
+                                       "action": {"name": "restart", "arguments": {}}}]}),
+                &clarify_core::Limits::default(),
+            )
+            .expect("valid"),
+        )
+        .await
+        .expect("create");
+    drop(store);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(ntfy.bodies().is_empty());
+
+    let s = server_on(&url, vec![ntfy.channel("phone", TOKEN)], routes()).await;
+    settled(&s, &created.record.id).await;
+    let (store, _) = s.halt().await;
+    drop(store);
+    let s = server_on(&url, vec![ntfy.channel("phone", TOKEN)], routes()).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(ntfy.bodies().len(), 1, "pushed exactly once");
+
+    // A tap whose link was altered is refused and answers nothing.
+    let approve = ntfy.bodies()[0]["actions"][0].clone();
+    // The first server pushed its own address; the restarted one listens elsewhere.
+    let pushed = approve["url"].as_str().expect("url");
+    let link = format!(
+        "{}{}",
+        s.url,
+        &pushed[pushed.find("/a/").expect("a link")..]
+    );
+    let last = link.chars().last().expect("a token");
+    let forged = format!(
+        "{}{}",
+        &link[..link.len() - last.len_utf8()],
+        if last == 'A' { 'B' } else { 'A' }
+    );
+    let status = tap(&s, &approve, &forged).await;
+    assert!(status.is_client_error(), "{status}");
+    let (_, record) = s
+        .get(&format!("/v1/requests/{}", created.record.id), &s.admin)
+        .await;
+    assert_eq!(record["status"], "pending");
+
+    assert_eq!(tap(&s, &approve, &link).await, StatusCode::OK);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while ntfy.bodies().len() < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "a follow-up push");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        ntfy.bodies()[1]["title"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Resolved")),
+        "{:?}",
+        ntfy.bodies()
+    );
+}
+
+/// Push to announcement, and tap to agent wake-up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement; prints figures"]
+async fn latency() {
+    let ntfy = FakeNtfy::start(0).await;
+    let s = server(
+        vec![ntfy.channel("phone", TOKEN)],
+        vec![route(&["phone"], &[])],
+    )
+    .await;
+    let (mut announced, mut wake) = (Vec::new(), Vec::new());
+    for i in 0..200 {
+        let started = std::time::Instant::now();
+        let record = s
+            .ask(
+                &s.admin,
+                json!({"questions": [{"text": "Ship?", "kind": "approval",
+                                      "action": {"name": "ship", "arguments": {}}}]}),
+            )
+            .await;
+        let id = record["id"].as_str().expect("id").to_owned();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while ntfy.bodies().len() < 2 * i + 1 {
+            assert!(tokio::time::Instant::now() < deadline);
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        announced.push(started.elapsed());
+        let approve = ntfy.bodies()[2 * i]["actions"][0].clone();
+        let waiting = {
+            let client = s.client.clone();
+            let url = format!("{}/v1/requests/{id}/wait?timeout_seconds=30", s.url);
+            let key = s.admin.clone();
+            tokio::spawn(async move {
+                let r = client.get(url).bearer_auth(key).send().await.expect("wait");
+                let woke = std::time::Instant::now();
+                assert!(r.status().is_success());
+                woke
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let tapped = std::time::Instant::now();
+        assert_eq!(
+            tap(&s, &approve, approve["url"].as_str().expect("url")).await,
+            StatusCode::OK
+        );
+        wake.push(waiting.await.expect("waiter").duration_since(tapped));
+        // The follow-up push, before the next round counts pushes.
+        while ntfy.bodies().len() < 2 * i + 2 {
+            assert!(tokio::time::Instant::now() < deadline);
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    for (name, mut v) in [("creation → push", announced), ("tap → agent wakes", wake)] {
+        v.sort();
+        let p = |q: f64| v[((v.len() as f64 * q) as usize).min(v.len() - 1)].as_secs_f64() * 1e3;
+        println!(
+            "{name}: p50 {:.2} ms, p99 {:.2} ms ({} runs)",
+            p(0.5),
+            p(0.99),
+            v.len()
+        );
+    }
 }
