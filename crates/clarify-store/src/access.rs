@@ -322,6 +322,49 @@ impl Store {
         self.inner.backend.secret(name, random_secret()).await
     }
 
+    /// The audit chain's events after `after` in feed order (those of `tenant`, or every
+    /// tenant's with `None`), at most `limit`, each with its hash; purged events as tombstones.
+    pub async fn audit_events(
+        &self,
+        tenant: Option<&str>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<crate::AuditEvent>, StoreError> {
+        let parts = self
+            .inner
+            .backend
+            .audit_events(tenant, after, limit)
+            .await?;
+        Ok(parts
+            .iter()
+            .map(|p| crate::AuditEvent::of(p, p.hash.as_deref()))
+            .collect())
+    }
+
+    /// Recomputes the whole audit chain in feed order: the number of events checked, or where
+    /// the chain first breaks (an event changed, removed, added or reordered).
+    pub async fn verify_audit(&self) -> Result<Result<u64, crate::ChainBreak>, StoreError> {
+        const BATCH: usize = 10_000;
+        let mut verifier =
+            crate::audit::Verifier::starting_at(self.inner.backend.audit_base().await?);
+        let mut after = 0_u64;
+        loop {
+            let batch = self.inner.backend.audit_events(None, after, BATCH).await?;
+            let Some(last) = batch.last() else {
+                return Ok(Ok(verifier.checked));
+            };
+            after = u64::try_from(last.seq).unwrap_or(u64::MAX);
+            for event in &batch {
+                if let Err(at) = verifier.check(event, event.hash.as_deref()) {
+                    return Ok(Err(at));
+                }
+            }
+            if batch.len() < BATCH {
+                return Ok(Ok(verifier.checked));
+            }
+        }
+    }
+
     /// The cursor `name`: a channel's place in a platform's feed of updates (Telegram's offset),
     /// shared by every instance on this store; `None` until first set.
     pub async fn cursor(&self, name: &str) -> Result<Option<i64>, StoreError> {

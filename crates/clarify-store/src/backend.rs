@@ -253,6 +253,21 @@ impl Backend {
         dispatch!(self, b => b.events_after(tenant, after, limit).await)
     }
 
+    /// The audit chain's stored events after `after`, tombstones included.
+    pub(crate) async fn audit_events(
+        &self,
+        tenant: Option<&str>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<crate::codec::EventParts>, StoreError> {
+        dispatch!(self, b => b.audit_events(tenant, after, limit).await)
+    }
+
+    /// The hash the first stored event links to.
+    pub(crate) async fn audit_base(&self) -> Result<String, StoreError> {
+        dispatch!(self, b => b.audit_base().await)
+    }
+
     pub(crate) async fn last_event_seq(&self) -> Result<u64, StoreError> {
         dispatch!(self, b => b.last_event_seq().await)
     }

@@ -153,7 +153,7 @@ fn decode_votes(request: &NewRequest, json: &str) -> Result<Vec<Vote>, String> {
 }
 
 /// An event row as read from SQL.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct EventParts {
     pub seq: i64,
     pub tenant: String,
@@ -162,10 +162,13 @@ pub(crate) struct EventParts {
     pub actor: Option<String>,
     pub channel: Option<String>,
     pub at: i64,
+    /// The audit chain's hash (see `audit`); `None` only for an event of an older schema that
+    /// was never hashed.
+    pub hash: Option<String>,
 }
 
 /// The columns of [`EventParts`], in order, for SELECT lists.
-pub(crate) const EVENT_COLUMNS: &str = "seq, tenant, request_id, kind, actor, channel, at";
+pub(crate) const EVENT_COLUMNS: &str = "seq, tenant, request_id, kind, actor, channel, at, hash";
 
 impl EventParts {
     pub(crate) fn decode(self) -> Result<Event, StoreError> {
@@ -181,6 +184,7 @@ impl EventParts {
             request_id: self.request_id,
             actor: self.actor,
             channel: self.channel,
+            hash: self.hash.unwrap_or_default(),
         })
     }
 }
@@ -407,4 +411,4 @@ pub(crate) fn from_millis(ms: i64) -> Option<DateTime<Utc>> {
 /// Version 2 added keys, tokens, server secrets and webhook deliveries; version 3 grant ids;
 /// version 4 the indexes retention looks up; version 5 votes, reminders and escalation; version 6
 /// channel notifications (deliveries to a channel, with the platform's message reference).
-pub(crate) const SCHEMA_VERSION: i64 = 8;
+pub(crate) const SCHEMA_VERSION: i64 = 9;

@@ -31,6 +31,7 @@
 
 mod access;
 mod agent;
+mod audit;
 mod backend;
 mod backup;
 mod clock;
@@ -59,6 +60,7 @@ pub use access::{
     TokenKind,
 };
 pub use agent::{Asked, Clarify};
+pub use audit::{AuditEvent, ChainBreak};
 pub use backup::{BackupError, BackupReport, backup};
 pub use clock::{Clock, IdGenerator, ManualClock, RandomIds, SequentialIds, SystemClock};
 pub use error::{AskError, ResolveError, StoreError};

@@ -13,7 +13,9 @@ use clarify_core::{Resolution, Status};
 use crate::access::{
     AfterAttempt, ApiKey, Attempt, Delivery, DeliveryStatus, KeyRow, Outbox, TokenKind,
 };
+use crate::audit;
 use crate::backend::{Ballot, Cast, NewRow, Resolved, Tally, next_reminder, tally};
+use crate::codec::EventParts;
 use crate::error::StoreError;
 use crate::grant::{GrantFilter, StoredGrant};
 use crate::record::{
@@ -47,6 +49,11 @@ struct State {
     escalations: BTreeSet<(DateTime<Utc>, u64)>,
     resolved_order: VecDeque<String>,
     events: VecDeque<Event>,
+    /// The audit chain's view of the events (tombstones of purged ones included), bounded like
+    /// `events`; `chain_base` is the hash of the last event it forgot, which the first one it
+    /// keeps links to.
+    chain: VecDeque<EventParts>,
+    chain_base: String,
     next_event: u64,
     grants: Vec<(String, StoredGrant)>,
     keys: Vec<KeyRow>,
@@ -315,6 +322,7 @@ impl MemoryBackend {
             idempotency,
             resolved_order,
             events,
+            chain,
             deliveries,
             ..
         } = &mut *s;
@@ -328,6 +336,17 @@ impl MemoryBackend {
         }
         resolved_order.retain(|id| !gone.contains(id.as_str()));
         events.retain(|e| !gone.contains(e.request_id.as_str()));
+        // The audit chain keeps tombstones, as the other backends do.
+        for e in chain
+            .iter_mut()
+            .filter(|e| gone.contains(e.request_id.as_str()))
+        {
+            e.tenant.clear();
+            e.request_id.clear();
+            e.kind = audit::PURGED.to_owned();
+            e.actor = None;
+            e.channel = None;
+        }
         deliveries.retain(|_, d| !gone.contains(d.request_id.as_str()));
         Ok(ids)
     }
@@ -371,6 +390,28 @@ impl MemoryBackend {
             .take(limit)
             .cloned()
             .collect())
+    }
+
+    pub(crate) async fn audit_events(
+        &self,
+        tenant: Option<&str>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<EventParts>, StoreError> {
+        let s = self.state();
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let start = s.chain.partition_point(|e| e.seq <= after);
+        Ok(s.chain
+            .range(start..)
+            .filter(|e| tenant.is_none_or(|t| e.tenant == t))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    /// The hash the first event kept links to (the memory store forgets its oldest events).
+    pub(crate) async fn audit_base(&self) -> Result<String, StoreError> {
+        Ok(self.state().chain_base.clone())
     }
 
     pub(crate) async fn last_event_seq(&self) -> Result<u64, StoreError> {
@@ -763,6 +804,24 @@ impl State {
         at: DateTime<Utc>,
     ) {
         self.next_event += 1;
+        let mut parts = EventParts {
+            seq: i64::try_from(self.next_event).unwrap_or(i64::MAX),
+            tenant: record.tenant.clone(),
+            request_id: record.id.clone(),
+            kind: kind.as_str().to_owned(),
+            actor: actor.clone(),
+            channel: channel.clone(),
+            at: crate::codec::millis(at),
+            hash: None,
+        };
+        let previous = self
+            .chain
+            .back()
+            .and_then(|e| e.hash.as_deref())
+            .unwrap_or(&self.chain_base);
+        let hash = audit::link(previous, &audit::canonical(&parts));
+        parts.hash = Some(hash.clone());
+        self.chain.push_back(parts);
         self.events.push_back(Event {
             seq: self.next_event,
             tenant: record.tenant.clone(),
@@ -771,9 +830,15 @@ impl State {
             actor,
             channel,
             at,
+            hash,
         });
         while self.events.len() > MAX_EVENTS {
             self.events.pop_front();
+        }
+        while self.chain.len() > MAX_EVENTS {
+            if let Some(forgotten) = self.chain.pop_front() {
+                self.chain_base = forgotten.hash.unwrap_or_default();
+            }
         }
     }
 }

@@ -36,6 +36,7 @@ use sqlx::{ConnectOptions, Connection, Executor, Row};
 use tokio::sync::oneshot;
 
 use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, Outbox, TokenKind};
+use crate::audit;
 use crate::backend::{Ballot, Cast, NewRow, Resolved, Tally, tally};
 use crate::codec::{
     ATTEMPT_COLUMNS, AttemptParts, COLUMNS, DELIVERY_COLUMNS, DeliveryParts, EVENT_COLUMNS,
@@ -91,9 +92,16 @@ CREATE TABLE clarify_cursors (
 );
 ";
 
+/// Schema version 9: the audit chain, a hash per event (see `audit`). Events stored before it
+/// are hashed in order by the migration.
+const SCHEMA_V9: &str = "
+ALTER TABLE clarify_events ADD COLUMN hash TEXT;
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
+    SCHEMA_V9,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -655,7 +663,8 @@ impl PgBackend {
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
         // One statement, one short transaction. Rows another instance is purging are skipped,
-        // not waited for; tags and delivery attempts go by their foreign keys' cascade.
+        // not waited for; tags and delivery attempts go by their foreign keys' cascade. Events
+        // stay as tombstones (seq and hash), so the audit chain still verifies.
         let ids: Vec<String> = sqlx::query_scalar(
             "WITH victims AS ( \
                  SELECT seq, id FROM clarify_requests r \
@@ -664,7 +673,10 @@ impl PgBackend {
                      WHERE d.request_id = r.id AND d.status = 'pending') \
                  ORDER BY resolved_at LIMIT $2 \
                  FOR UPDATE SKIP LOCKED), \
-             events AS (DELETE FROM clarify_events e USING victims v WHERE e.request_id = v.id), \
+             events AS ( \
+                 UPDATE clarify_events e SET tenant = '', request_id = '', kind = 'purged', \
+                     actor = NULL, channel = NULL \
+                 FROM victims v WHERE e.request_id = v.id), \
              deliveries AS ( \
                  DELETE FROM clarify_deliveries d USING victims v WHERE d.request_id = v.id) \
              DELETE FROM clarify_requests r USING victims v WHERE r.seq = v.seq RETURNING r.id",
@@ -759,7 +771,7 @@ impl PgBackend {
             Some(tenant) => {
                 sqlx::query(&format!(
                     "SELECT {columns} FROM clarify_events WHERE tenant = $1 AND seq > $2 \
-                     ORDER BY seq LIMIT $3"
+                     AND kind <> 'purged' ORDER BY seq LIMIT $3"
                 ))
                 .bind(tenant)
                 .bind(after)
@@ -769,7 +781,8 @@ impl PgBackend {
             }
             None => {
                 sqlx::query(&format!(
-                    "SELECT {columns} FROM clarify_events WHERE seq > $1 ORDER BY seq LIMIT $2"
+                    "SELECT {columns} FROM clarify_events WHERE seq > $1 AND kind <> 'purged' \
+                     ORDER BY seq LIMIT $2"
                 ))
                 .bind(after)
                 .bind(limit)
@@ -779,6 +792,33 @@ impl PgBackend {
         }
         .map_err(db_err)?;
         rows.iter().map(event).collect()
+    }
+
+    /// Stored events after `after` in feed order, as the audit chain holds them (tombstones
+    /// included): every tenant's with `None`.
+    pub(crate) async fn audit_events(
+        &self,
+        tenant: Option<&str>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<EventParts>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {EVENT_COLUMNS} FROM clarify_events \
+             WHERE seq > $1 AND ($2::text IS NULL OR tenant = $2) ORDER BY seq LIMIT $3"
+        ))
+        .bind(i64::try_from(after).unwrap_or(i64::MAX))
+        .bind(tenant)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(event_parts).collect()
+    }
+
+    /// The hash the first stored event links to: none, since every event is kept (retention
+    /// leaves tombstones).
+    pub(crate) async fn audit_base(&self) -> Result<String, StoreError> {
+        Ok(String::new())
     }
 
     pub(crate) async fn last_event_seq(&self) -> Result<u64, StoreError> {
@@ -1239,17 +1279,90 @@ async fn append_events(
         .iter()
         .map(|(t, id)| (t.as_str(), id.as_str()))
         .unzip();
-    sqlx::query(
+    // The lock is held until commit, so the head read here is the chain's, and the events
+    // inserted next follow it in feed order.
+    let previous: Option<String> =
+        sqlx::query_scalar("SELECT hash FROM clarify_events ORDER BY seq DESC LIMIT 1")
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(db_err)?
+            .flatten();
+    let rows = sqlx::query(&format!(
         "INSERT INTO clarify_events (tenant, request_id, kind, actor, channel, at) \
          SELECT t, id, $3, $4, $5, $6 \
-         FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(t, id, n) ORDER BY n",
-    )
+         FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(t, id, n) ORDER BY n \
+         RETURNING {EVENT_COLUMNS}"
+    ))
     .bind(tenants)
     .bind(ids)
     .bind(kind.as_str())
     .bind(actor)
     .bind(channel)
     .bind(at)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    let mut inserted = rows
+        .iter()
+        .map(event_parts)
+        .collect::<Result<Vec<_>, _>>()?;
+    // RETURNING follows no ORDER BY.
+    inserted.sort_unstable_by_key(|e| e.seq);
+    let mut head = previous.unwrap_or_default();
+    let mut seqs = Vec::with_capacity(inserted.len());
+    let mut hashes = Vec::with_capacity(inserted.len());
+    for e in &inserted {
+        head = audit::link(&head, &audit::canonical(e));
+        seqs.push(e.seq);
+        hashes.push(head.clone());
+    }
+    sqlx::query(
+        "UPDATE clarify_events e SET hash = u.h \
+         FROM unnest($1::bigint[], $2::text[]) AS u(s, h) WHERE e.seq = u.s",
+    )
+    .bind(seqs)
+    .bind(hashes)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
+/// Hashes, in order, the events stored before the audit chain existed (schema 9), in the
+/// migrating transaction, holding the event-log lock.
+async fn hash_unhashed(conn: &mut PgConnection) -> Result<(), StoreError> {
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(EVENT_LOG_LOCK)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    let rows = sqlx::query(&format!(
+        "SELECT {EVENT_COLUMNS} FROM clarify_events ORDER BY seq"
+    ))
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    let mut head = String::new();
+    let (mut seqs, mut hashes) = (Vec::new(), Vec::new());
+    for row in &rows {
+        let e = event_parts(row)?;
+        let hash = match e.hash.clone() {
+            Some(h) => h,
+            None => {
+                let h = audit::link(&head, &audit::canonical(&e));
+                seqs.push(e.seq);
+                hashes.push(h.clone());
+                h
+            }
+        };
+        head = hash;
+    }
+    sqlx::query(
+        "UPDATE clarify_events e SET hash = u.h \
+         FROM unnest($1::bigint[], $2::text[]) AS u(s, h) WHERE e.seq = u.s",
+    )
+    .bind(seqs)
+    .bind(hashes)
     .execute(&mut *conn)
     .await
     .map_err(db_err)?;
@@ -1515,6 +1628,9 @@ async fn migrate(conn: &mut PgConnection) -> Result<(), StoreError> {
         tx.execute(*sql)
             .await
             .map_err(|e| StoreError::Backend(format!("migrating to schema {version}: {e}")))?;
+        if version == 9 {
+            hash_unhashed(&mut tx).await?;
+        }
         sqlx::query("INSERT INTO clarify_schema (version) VALUES ($1)")
             .bind(version)
             .execute(&mut *tx)
@@ -1741,7 +1857,11 @@ fn prefixed_delivery_columns(alias: &str) -> String {
 }
 
 fn event(row: &PgRow) -> Result<Event, StoreError> {
-    EventParts {
+    event_parts(row)?.decode()
+}
+
+fn event_parts(row: &PgRow) -> Result<EventParts, StoreError> {
+    Ok(EventParts {
         seq: row.try_get("seq").map_err(corrupt_row)?,
         tenant: row.try_get("tenant").map_err(corrupt_row)?,
         request_id: row.try_get("request_id").map_err(corrupt_row)?,
@@ -1749,8 +1869,8 @@ fn event(row: &PgRow) -> Result<Event, StoreError> {
         actor: row.try_get("actor").map_err(corrupt_row)?,
         channel: row.try_get("channel").map_err(corrupt_row)?,
         at: row.try_get("at").map_err(corrupt_row)?,
-    }
-    .decode()
+        hash: row.try_get("hash").map_err(corrupt_row)?,
+    })
 }
 
 /// `host:port/database` for messages; never the password.

@@ -120,6 +120,9 @@ pub struct Event {
     pub actor: Option<String>,
     pub channel: Option<String>,
     pub at: DateTime<Utc>,
+    /// The audit chain's hash of this event: hex SHA-256 of the previous event's hash and this
+    /// event's canonical JSON.
+    pub hash: String,
 }
 
 /// What happened to a request.

@@ -29,6 +29,7 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use tokio::sync::oneshot;
 
 use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, Outbox, TokenKind};
+use crate::audit;
 use crate::backend::{Ballot, Cast, NewRow, Resolved, Tally, tally};
 use crate::codec::{
     ATTEMPT_COLUMNS, AttemptParts, COLUMNS, DELIVERY_COLUMNS, DeliveryParts, EVENT_COLUMNS,
@@ -208,9 +209,16 @@ CREATE TABLE cursors (
 );
 ";
 
+/// Schema version 9: the audit chain, a hash per event (see `audit`). Events stored before it
+/// are hashed in order by the migration.
+const SCHEMA_V9: &str = "
+ALTER TABLE events ADD COLUMN hash TEXT;
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
+    SCHEMA_V9,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -489,8 +497,12 @@ impl SqliteBackend {
                      AND tag IN (SELECT value FROM json_each(?3, '$.tags'))",
                 )?
                 .execute(params![tenant, seq, spec])?;
-                conn.prepare_cached("DELETE FROM events WHERE request_id = ?1")?
-                    .execute([id])?;
+                // Events stay as tombstones (seq and hash), so the audit chain still verifies.
+                conn.prepare_cached(
+                    "UPDATE events SET tenant = '', request_id = '', kind = 'purged', \
+                     actor = NULL, channel = NULL WHERE request_id = ?1",
+                )?
+                .execute([id])?;
                 conn.prepare_cached(
                     "DELETE FROM delivery_attempts WHERE delivery_id IN \
                      (SELECT id FROM deliveries WHERE request_id = ?1)",
@@ -516,21 +528,37 @@ impl SqliteBackend {
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT {EVENT_COLUMNS} FROM events \
-                 WHERE seq > ?1 AND (?2 IS NULL OR tenant = ?2) ORDER BY seq LIMIT ?3"
+                 WHERE seq > ?1 AND (?2 IS NULL OR tenant = ?2) AND kind <> 'purged' \
+                 ORDER BY seq LIMIT ?3"
             ))?;
-            let rows = stmt.query_map(params![after, tenant, limit as i64], |r| {
-                Ok(EventParts {
-                    seq: r.get(0)?,
-                    tenant: r.get(1)?,
-                    request_id: r.get(2)?,
-                    kind: r.get(3)?,
-                    actor: r.get(4)?,
-                    channel: r.get(5)?,
-                    at: r.get(6)?,
-                })
-            })?;
+            let rows = stmt.query_map(params![after, tenant, limit as i64], event_parts)?;
             rows.map(|row| row?.decode()).collect()
         })
+    }
+
+    /// Stored events after `after` in feed order, as the audit chain holds them (tombstones
+    /// included): every tenant's with `None`.
+    pub(crate) async fn audit_events(
+        &self,
+        tenant: Option<&str>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<EventParts>, StoreError> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {EVENT_COLUMNS} FROM events \
+                 WHERE seq > ?1 AND (?2 IS NULL OR tenant = ?2) ORDER BY seq LIMIT ?3"
+            ))?;
+            let rows = stmt.query_map(params![after, tenant, limit as i64], event_parts)?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// The hash the first stored event links to: none, since every event is kept (retention
+    /// leaves tombstones).
+    pub(crate) async fn audit_base(&self) -> Result<String, StoreError> {
+        Ok(String::new())
     }
 
     pub(crate) async fn last_event_seq(&self) -> Result<u64, StoreError> {
@@ -1042,19 +1070,80 @@ fn append_event(
     channel: Option<&str>,
     at: i64,
 ) -> Result<(), StoreError> {
+    // The writer's transaction holds the database, so the head read here is the chain's.
+    // `sqlite_sequence` is above every sequence ever used, deleted rows' included.
+    let (last, previous): (Option<i64>, Option<String>) = conn
+        .prepare_cached(
+            "SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'events'), \
+                    (SELECT hash FROM events ORDER BY seq DESC LIMIT 1)",
+        )?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let mut event = EventParts {
+        seq: last.unwrap_or(0) + 1,
+        tenant: tenant.to_owned(),
+        request_id: request_id.to_owned(),
+        kind: kind.as_str().to_owned(),
+        actor: actor.map(str::to_owned),
+        channel: channel.map(str::to_owned),
+        at,
+        hash: None,
+    };
+    let hash = audit::link(
+        previous.as_deref().unwrap_or_default(),
+        &audit::canonical(&event),
+    );
+    event.hash = Some(hash);
     conn.prepare_cached(
-        "INSERT INTO events (tenant, request_id, kind, actor, channel, at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO events (seq, tenant, request_id, kind, actor, channel, at, hash) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
     .execute(params![
-        tenant,
-        request_id,
-        kind.as_str(),
-        actor,
-        channel,
-        at
+        event.seq,
+        event.tenant,
+        event.request_id,
+        event.kind,
+        event.actor,
+        event.channel,
+        event.at,
+        event.hash
     ])?;
     Ok(())
+}
+
+/// Hashes, in order, the events stored before the audit chain existed (schema 9).
+fn hash_unhashed(conn: &Connection) -> rusqlite::Result<()> {
+    let mut verifier_head = String::new();
+    let rows: Vec<EventParts> = {
+        let mut stmt = conn.prepare(&format!("SELECT {EVENT_COLUMNS} FROM events ORDER BY seq"))?;
+        stmt.query_map([], event_parts)?.collect::<Result<_, _>>()?
+    };
+    for mut event in rows {
+        if let Some(hash) = &event.hash {
+            verifier_head = hash.clone();
+            continue;
+        }
+        let hash = audit::link(&verifier_head, &audit::canonical(&event));
+        event.hash = Some(hash.clone());
+        conn.execute(
+            "UPDATE events SET hash = ?1 WHERE seq = ?2",
+            params![hash, event.seq],
+        )?;
+        verifier_head = hash;
+    }
+    Ok(())
+}
+
+fn event_parts(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventParts> {
+    Ok(EventParts {
+        seq: r.get(0)?,
+        tenant: r.get(1)?,
+        request_id: r.get(2)?,
+        kind: r.get(3)?,
+        actor: r.get(4)?,
+        channel: r.get(5)?,
+        at: r.get(6)?,
+        hash: r.get(7)?,
+    })
 }
 
 /// Records the grants an answer gave, in its transaction; an equal grant already stored is kept.
@@ -1456,6 +1545,9 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
             if version > current {
                 conn.execute_batch(sql)?;
             }
+        }
+        if current < 9 {
+            hash_unhashed(conn)?;
         }
         // Never lowered: a newer binary may have migrated further meanwhile.
         if current < SCHEMA_VERSION {

@@ -1132,6 +1132,8 @@ async fn sqlite_v1_database_migrates_to_v2_keeping_its_requests() {
         "tags survive"
     );
     assert_eq!(store.last_event_seq().await.expect("seq"), 3);
+    // The events stored before the audit chain were hashed in order by the migration.
+    assert_eq!(store.verify_audit().await.expect("verify"), Ok(3));
 
     // The new tables work, and the old request resolves with its webhook queued.
     let answered = store
@@ -1151,10 +1153,10 @@ async fn sqlite_v1_database_migrates_to_v2_keeping_its_requests() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("version");
     assert_eq!(
-        version, 8,
+        version, 9,
         "migrated to the current version (3: grant ids, 4: retention indexes, 5: votes, \
          reminders and escalation, 6: channel notifications, 7: announcements by message, \
-         8: cursors)"
+         8: cursors, 9: the audit chain)"
     );
     drop(conn);
     let store = Store::open(&url, options(&clock)).await.expect("reopen");

@@ -2122,6 +2122,20 @@ async fn retention_purges_old_resolved_requests_with_their_traces(_store: Store,
         events.iter().all(|e| !old.contains(&e.request_id)),
         "events of purged requests remain"
     );
+    // Their places in the audit chain stay as tombstones, and the chain still verifies.
+    assert!(
+        store
+            .audit_events(None, 0, usize::MAX)
+            .await
+            .expect("audit")
+            .iter()
+            .any(|e| e.kind == "purged" && e.tenant.is_none() && e.hash.len() == 64),
+        "no tombstones"
+    );
+    assert!(
+        store.verify_audit().await.expect("verify").is_ok(),
+        "purging broke the chain"
+    );
     assert!(
         events.iter().any(|e| e.request_id == young.id),
         "young events stay"

@@ -1,0 +1,216 @@
+//! The audit chain: every event carries `hash`, the hex SHA-256 of the previous event's hash
+//! (its hex text; nothing before the first event) followed by this event's canonical JSON. One
+//! chain per store, in feed order, computed by whatever assigns that order: SQLite's single
+//! writer, or PostgreSQL's event-log lock. Changing, removing or reordering a stored event
+//! breaks the chain at the first event after the change, which [`Verifier`] names.
+//!
+//! The canonical JSON of an event is its stored fields as one JSON object with sorted keys and no
+//! spaces: `{"actor":…,"at":<ms since the epoch>,"channel":…,"kind":"created","request_id":…,
+//! "seq":…,"tenant":…}`. Retention does not delete an old event: it blanks its content and keeps
+//! its `seq` and `hash` (a tombstone, `kind` = `purged`), so the chain through it still verifies.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::codec::EventParts;
+
+/// The `kind` a purged event keeps.
+pub(crate) const PURGED: &str = "purged";
+
+/// An event's canonical JSON.
+pub(crate) fn canonical(event: &EventParts) -> String {
+    let fields: BTreeMap<&str, Value> = BTreeMap::from([
+        (
+            "actor",
+            event.actor.clone().map_or(Value::Null, Value::String),
+        ),
+        ("at", Value::from(event.at)),
+        (
+            "channel",
+            event.channel.clone().map_or(Value::Null, Value::String),
+        ),
+        ("kind", Value::String(event.kind.clone())),
+        ("request_id", Value::String(event.request_id.clone())),
+        ("seq", Value::from(event.seq)),
+        ("tenant", Value::String(event.tenant.clone())),
+    ]);
+    serde_json::to_string(&fields).unwrap_or_default()
+}
+
+/// The hash of an event whose canonical JSON is `canonical`, after the event hashed `previous`.
+pub(crate) fn link(previous: &str, canonical: &str) -> String {
+    let mut digest = Sha256::new();
+    digest.update(previous.as_bytes());
+    digest.update(canonical.as_bytes());
+    digest
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// One stored event with its hash, as `GET /v1/audit` and `clarify audit export` show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditEvent {
+    pub seq: u64,
+    /// `purged` for an event retention emptied.
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    pub actor: Option<String>,
+    pub channel: Option<String>,
+    pub at: chrono::DateTime<chrono::Utc>,
+    /// Empty for an event stored before the chain existed and never hashed.
+    pub hash: String,
+}
+
+impl AuditEvent {
+    pub(crate) fn of(parts: &EventParts, hash: Option<&str>) -> Self {
+        let purged = parts.kind == PURGED;
+        Self {
+            seq: u64::try_from(parts.seq).unwrap_or(0),
+            kind: parts.kind.clone(),
+            tenant: (!purged).then(|| parts.tenant.clone()),
+            request_id: (!purged).then(|| parts.request_id.clone()),
+            actor: parts.actor.clone(),
+            channel: parts.channel.clone(),
+            at: crate::codec::from_millis(parts.at).unwrap_or_default(),
+            hash: hash.unwrap_or_default().to_owned(),
+        }
+    }
+}
+
+/// Where the chain breaks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("event {seq}: {reason}")]
+pub struct ChainBreak {
+    pub seq: u64,
+    pub reason: String,
+}
+
+/// Walks the chain in feed order, one stored event at a time.
+#[derive(Debug, Default)]
+pub(crate) struct Verifier {
+    previous: String,
+    last_seq: Option<i64>,
+    pub(crate) checked: u64,
+}
+
+impl Verifier {
+    /// A verifier whose first event links to `base` (empty: the first event of the store).
+    pub(crate) fn starting_at(base: String) -> Self {
+        Self {
+            previous: base,
+            ..Self::default()
+        }
+    }
+
+    /// Checks the next stored event.
+    pub(crate) fn check(
+        &mut self,
+        parts: &EventParts,
+        hash: Option<&str>,
+    ) -> Result<(), ChainBreak> {
+        let seq = u64::try_from(parts.seq).unwrap_or(0);
+        let fail = |reason: &str| ChainBreak {
+            seq,
+            reason: reason.to_owned(),
+        };
+        if self.last_seq.is_some_and(|last| parts.seq <= last) {
+            return Err(fail("it is out of order"));
+        }
+        self.last_seq = Some(parts.seq);
+        let Some(hash) = hash.filter(|h| !h.is_empty()) else {
+            return Err(fail("it has no hash"));
+        };
+        if parts.kind != PURGED {
+            let expected = link(&self.previous, &canonical(parts));
+            if expected != hash {
+                return Err(fail(
+                    "its hash does not match its content and the event before it \
+                     (changed, or an event before it was removed, added or reordered)",
+                ));
+            }
+        }
+        self.previous = hash.to_owned();
+        self.checked += 1;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(seq: i64, kind: &str) -> EventParts {
+        EventParts {
+            seq,
+            tenant: "t".to_owned(),
+            request_id: "r".to_owned(),
+            kind: kind.to_owned(),
+            actor: Some("alice".to_owned()),
+            channel: None,
+            at: 1_700_000_000_000,
+            hash: None,
+        }
+    }
+
+    #[test]
+    fn canonical_json_has_sorted_keys_and_the_hash_links_to_the_previous() {
+        let e = event(1, "created");
+        assert_eq!(
+            canonical(&e),
+            r#"{"actor":"alice","at":1700000000000,"channel":null,"kind":"created","request_id":"r","seq":1,"tenant":"t"}"#
+        );
+        let first = link("", &canonical(&e));
+        assert_eq!(first.len(), 64);
+        assert_ne!(
+            link(&first, &canonical(&event(2, "answered"))),
+            link("", &canonical(&event(2, "answered")))
+        );
+    }
+
+    #[test]
+    fn the_verifier_names_the_first_event_that_does_not_fit() {
+        let a = event(1, "created");
+        let b = event(2, "answered");
+        let c = event(3, "expired");
+        let ha = link("", &canonical(&a));
+        let hb = link(&ha, &canonical(&b));
+        let hc = link(&hb, &canonical(&c));
+        let run = |events: &[(&EventParts, &str)]| {
+            let mut v = Verifier::default();
+            for (e, h) in events {
+                v.check(e, Some(h))?;
+            }
+            Ok::<u64, ChainBreak>(v.checked)
+        };
+        assert_eq!(run(&[(&a, &ha), (&b, &hb), (&c, &hc)]), Ok(3));
+        // Removed: the next one no longer links.
+        assert_eq!(run(&[(&a, &ha), (&c, &hc)]).map_err(|e| e.seq), Err(3));
+        // Changed.
+        let mut changed = b.clone();
+        changed.actor = Some("mallory".to_owned());
+        assert_eq!(
+            run(&[(&a, &ha), (&changed, &hb), (&c, &hc)]).map_err(|e| e.seq),
+            Err(2)
+        );
+        // Reordered.
+        assert_eq!(
+            run(&[(&a, &ha), (&c, &hc), (&b, &hb)]).map_err(|e| e.seq),
+            Err(3)
+        );
+        // Purged in the middle: its hash carries the chain.
+        let mut tomb = b.clone();
+        tomb.kind = PURGED.to_owned();
+        tomb.tenant = String::new();
+        tomb.request_id = String::new();
+        tomb.actor = None;
+        assert_eq!(run(&[(&a, &ha), (&tomb, &hb), (&c, &hc)]), Ok(3));
+    }
+}

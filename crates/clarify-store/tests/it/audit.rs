@@ -1,0 +1,249 @@
+//! The audit chain on every backend: each event's hash is SHA-256 of the previous event's hash
+//! and the event's canonical JSON, recomputed here independently of the store; verification
+//! names the first event that does not fit when a stored event is changed, removed or
+//! reordered behind the store's back (SQLite and PostgreSQL).
+//!
+//! PostgreSQL cases share one database, and so one chain: the cases that verify take
+//! [`Env::exclusive_clock`], so no case verifies while another has the chain broken on purpose,
+//! and every case that breaks it mends it before letting go.
+
+use std::collections::BTreeMap;
+
+use clarify_store::{AuditEvent, Store};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use sqlx::Connection;
+
+use crate::support::{Env, Kind, alice, request};
+
+conformance! {
+    every: [
+        every_event_links_to_the_one_before,
+    ],
+    durable: [
+        changing_removing_or_reordering_an_event_is_named,
+    ],
+}
+
+/// The contract's canonical JSON of an event, written here from scratch.
+fn canonical(e: &AuditEvent) -> String {
+    let fields: BTreeMap<&str, Value> = BTreeMap::from([
+        ("actor", json!(e.actor)),
+        ("at", json!(e.at.timestamp_millis())),
+        ("channel", json!(e.channel)),
+        ("kind", json!(e.kind)),
+        ("request_id", json!(e.request_id)),
+        ("seq", json!(e.seq)),
+        ("tenant", json!(e.tenant)),
+    ]);
+    serde_json::to_string(&fields).expect("json")
+}
+
+fn sha256_hex(parts: &[&str]) -> String {
+    let mut d = Sha256::new();
+    for p in parts {
+        d.update(p.as_bytes());
+    }
+    d.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Creates, answers and cancels a few requests; their ids.
+async fn some_events(store: &Store, env: &Env) -> Vec<String> {
+    let t = &env.tenant;
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let id = store
+            .create(
+                t,
+                request(json!({"question": format!("Ship {i}?"), "timeout_seconds": 0})),
+            )
+            .await
+            .expect("create")
+            .record
+            .id;
+        if i == 1 {
+            store.cancel(t, &id, &alice()).await.expect("cancel");
+        } else {
+            store
+                .answer(t, &id, &json!({"text": "yes"}), &alice())
+                .await
+                .expect("answer");
+        }
+        ids.push(id);
+    }
+    ids
+}
+
+async fn every_event_links_to_the_one_before(store: Store, env: Env) {
+    let _clock = env.exclusive_clock().await;
+    let ids = some_events(&store, &env).await;
+    let mine = store
+        .audit_events(Some(&env.tenant), 0, 100)
+        .await
+        .expect("audit");
+    assert_eq!(mine.len(), 6, "{mine:?}");
+    assert!(
+        mine.iter()
+            .all(|e| ids.contains(e.request_id.as_ref().expect("id")))
+    );
+    // Each of this tenant's events links to the event before it in the whole chain.
+    for e in &mine {
+        assert_eq!(e.hash.len(), 64);
+        let previous = store
+            .audit_events(None, 0, usize::MAX)
+            .await
+            .expect("all")
+            .into_iter()
+            .take_while(|p| p.seq < e.seq)
+            .last()
+            .map(|p| p.hash)
+            .unwrap_or_default();
+        assert_eq!(
+            e.hash,
+            sha256_hex(&[&previous, &canonical(e)]),
+            "event {}",
+            e.seq
+        );
+    }
+    // The log's own view carries the same hashes.
+    let events = store
+        .events_after(Some(&env.tenant), 0, 100)
+        .await
+        .expect("events");
+    let hashes: Vec<&str> = events.iter().map(|e| e.hash.as_str()).collect();
+    let audited: Vec<&str> = mine.iter().map(|e| e.hash.as_str()).collect();
+    assert_eq!(hashes, audited);
+    let checked = store.verify_audit().await.expect("verify").expect("intact");
+    assert!(checked >= 6, "{checked}");
+}
+
+/// The table of events and a way to run SQL on it behind the store's back.
+enum Raw {
+    Sqlite(rusqlite::Connection),
+    Postgres(sqlx::PgConnection),
+}
+
+impl Raw {
+    async fn open(env: &Env) -> Self {
+        match env.kind {
+            Kind::Sqlite => {
+                let path = env.url.strip_prefix("sqlite://").expect("a sqlite url");
+                Self::Sqlite(rusqlite::Connection::open(path).expect("open"))
+            }
+            Kind::Postgres => Self::Postgres(
+                sqlx::PgConnection::connect(&env.url)
+                    .await
+                    .expect("connect"),
+            ),
+            Kind::Memory => unreachable!("memory has no raw table"),
+        }
+    }
+
+    /// Runs `sql`, where `events` names the events table.
+    async fn run(&mut self, sql: &str) {
+        match self {
+            Self::Sqlite(conn) => {
+                conn.execute_batch(sql).expect("sql");
+            }
+            Self::Postgres(conn) => {
+                sqlx::raw_sql(&sql.replace("events", "clarify_events"))
+                    .execute(conn)
+                    .await
+                    .expect("sql");
+            }
+        }
+    }
+}
+
+async fn changing_removing_or_reordering_an_event_is_named(store: Store, env: Env) {
+    let _clock = env.exclusive_clock().await;
+    let ids = some_events(&store, &env).await;
+    let mine = store
+        .audit_events(Some(&env.tenant), 0, 100)
+        .await
+        .expect("audit");
+    let (first, second) = (mine[1].seq, mine[2].seq);
+    // What follows the second in the whole chain (another test's event, on PostgreSQL).
+    let after_second = store
+        .audit_events(None, second, 1)
+        .await
+        .expect("next")
+        .first()
+        .expect("an event after it")
+        .seq;
+    assert_eq!(
+        store.verify_audit().await.expect("verify").map(drop),
+        Ok(())
+    );
+    let mut raw = Raw::open(&env).await;
+    let literal = |v: &Option<String>| match v {
+        Some(v) => format!("'{}'", v.replace('\'', "''")),
+        None => "NULL".to_owned(),
+    };
+    // Each case breaks the chain, reads what verification says, and mends the chain before
+    // asserting anything, so a failure never leaves a shared database broken.
+
+    // Changed: who answered.
+    raw.run(&format!(
+        "UPDATE events SET actor = 'mallory' WHERE seq = {first}"
+    ))
+    .await;
+    let changed = store.verify_audit().await;
+    raw.run(&format!(
+        "UPDATE events SET actor = {} WHERE seq = {first}",
+        literal(&mine[1].actor)
+    ))
+    .await;
+    let at = changed
+        .expect("verify")
+        .expect_err("a changed event breaks the chain");
+    assert_eq!(at.seq, first, "{at}");
+    assert!(
+        at.to_string().starts_with(&format!("event {first}: ")),
+        "{at}"
+    );
+    assert!(
+        store.verify_audit().await.expect("verify").is_ok(),
+        "mended"
+    );
+
+    // Removed: the event after it no longer links.
+    raw.run(&format!(
+        "CREATE TABLE kept AS SELECT * FROM events WHERE seq = {second}; \
+         DELETE FROM events WHERE seq = {second};"
+    ))
+    .await;
+    let removed = store.verify_audit().await;
+    raw.run("INSERT INTO events SELECT * FROM kept; DROP TABLE kept;")
+        .await;
+    let at = removed
+        .expect("verify")
+        .expect_err("a removed event breaks the chain");
+    assert_eq!(at.seq, after_second, "{at}");
+    assert!(
+        store.verify_audit().await.expect("verify").is_ok(),
+        "mended"
+    );
+
+    // Reordered: two events swap what they say.
+    let (a, b) = (&mine[1].kind, &mine[2].kind);
+    assert_ne!(a, b);
+    let swap = |x: &str, y: &str| {
+        format!(
+            "UPDATE events SET kind = CASE seq WHEN {first} THEN '{x}' ELSE '{y}' END \
+             WHERE seq IN ({first}, {second})"
+        )
+    };
+    raw.run(&swap(b, a)).await;
+    let reordered = store.verify_audit().await;
+    raw.run(&swap(a, b)).await;
+    let at = reordered
+        .expect("verify")
+        .expect_err("reordered events break the chain");
+    assert_eq!(at.seq, first, "{at}");
+    assert!(
+        store.verify_audit().await.expect("verify").is_ok(),
+        "mended"
+    );
+    assert_eq!(ids.len(), 3);
+}
