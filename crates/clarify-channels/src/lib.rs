@@ -14,11 +14,15 @@
 //!   buttons, selects and modals, edits them when the request is resolved, and reads Slack's
 //!   signed interactions (over HTTP or Socket Mode). [`telegram`] posts messages with inline
 //!   keyboards, asks for typed answers with ForceReply, and reads updates (polled or pushed);
+//! - [`email`] sends a multipart message over SMTP with one signed link per option or decision
+//!   (each opens a confirmation page; only its POST answers), and replies in the same thread
+//!   for reminders, escalations, votes and the resolution;
 //! - what a person does in a chat is read into an [`answer::Act`], which makes the same answer
 //!   body the API takes; the server's shared answer path maps the person to a responder and
 //!   resolves the request by the same rules as every other path.
 
 pub mod answer;
+pub mod email;
 pub mod ntfy;
 mod route;
 pub mod slack;
@@ -42,6 +46,7 @@ pub struct Channel {
 
 #[derive(Debug, Clone)]
 pub enum Platform {
+    Email(email::Email),
     Ntfy(ntfy::Ntfy),
     Slack(slack::Slack),
     Telegram(telegram::Telegram),
@@ -63,6 +68,10 @@ pub struct Notice<'a> {
     /// The platform's user ids of the people to mention: for an escalation, those of
     /// `escalate_to` that `[identities]` maps.
     pub mention: Vec<String>,
+    /// The platform's addresses of the people the request is for: those `[identities]` maps to
+    /// its `responders` (and, for an escalation, its `escalate_to`). Only e-mail reads them,
+    /// as the recipients of a channel without a fixed `to`.
+    pub recipients: Vec<String>,
 }
 
 impl Notice<'_> {
@@ -143,6 +152,7 @@ impl Channel {
     /// The platform's name, as in the configuration's `type`.
     pub fn platform_name(&self) -> &'static str {
         match self.platform {
+            Platform::Email(_) => "email",
             Platform::Ntfy(_) => "ntfy",
             Platform::Slack(_) => "slack",
             Platform::Telegram(_) => "telegram",
@@ -162,6 +172,7 @@ impl Channel {
             });
         }
         match &self.platform {
+            Platform::Email(email) => email.send(notice).await,
             Platform::Ntfy(ntfy) => ntfy.send(client, notice).await,
             Platform::Slack(slack) => slack.send(client, notice).await,
             Platform::Telegram(telegram) => telegram.send(client, notice).await,
