@@ -134,19 +134,22 @@ pub use clarify_channels::Route;
 
 impl Config {
     /// Whether `clarify serve` can do everything this file asks. Every channel type is checked
-    /// key by key, but this version delivers Slack, Telegram and ntfy channels only; a configuration that
+    /// key by key, but this version delivers Slack, Telegram, e-mail and ntfy channels only; a configuration that
     /// names another is refused rather than accepted and left silent.
     pub fn servable(&self, path: &Path) -> Result<(), String> {
         match self.channels.iter().enumerate().find(|(_, c)| {
             !matches!(
                 c.kind,
-                ChannelKind::Ntfy { .. } | ChannelKind::Slack { .. } | ChannelKind::Telegram { .. }
+                ChannelKind::Ntfy { .. }
+                    | ChannelKind::Slack { .. }
+                    | ChannelKind::Telegram { .. }
+                    | ChannelKind::Email { .. }
             )
         }) {
             None => Ok(()),
             Some((i, c)) => Err(format!(
                 "{}: channels[{i}] ({} {:?}): this version of clarify announces requests on Slack, \
-                 Telegram and ntfy channels only; remove this channel (and it from [[routes]])",
+                 Telegram, e-mail and ntfy channels only; remove this channel (and it from [[routes]])",
                 path.display(),
                 c.kind.type_name(),
                 c.name
@@ -204,6 +207,21 @@ impl Config {
                             webhook_secret: webhook_secret.as_ref().map(|s| s.expose().to_owned()),
                         },
                     ),
+                    allow_unmapped: c.allow_unmapped,
+                }),
+                ChannelKind::Email {
+                    smtp_url,
+                    password,
+                    from,
+                    to,
+                } => Some(clarify_channels::Channel {
+                    name: c.name.clone(),
+                    platform: clarify_channels::Platform::Email(clarify_channels::email::Email {
+                        smtp_url: smtp_url.clone(),
+                        password: password.as_ref().map(|p| p.expose().to_owned()),
+                        from: from.clone(),
+                        to: to.clone(),
+                    }),
                     allow_unmapped: c.allow_unmapped,
                 }),
                 _ => None,

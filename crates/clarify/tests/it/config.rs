@@ -35,7 +35,7 @@ fn config_check_accepts_a_good_file_and_names_the_key_of_a_bad_one() {
         "{err}"
     );
 
-    // Slack, Telegram and ntfy channels are served; the other types are checked key by key, then refused.
+    // Slack, Telegram, e-mail and ntfy channels are served; the other types are checked key by key, then refused.
     let ntfy = write(
         "ntfy.toml",
         "[[channels]]\nname = \"push\"\ntype = \"ntfy\"\ntopic = \"ops\"\n\n[[routes]]\nchannels = [\"push\"]\n",
@@ -63,6 +63,12 @@ fn config_check_accepts_a_good_file_and_names_the_key_of_a_bad_one() {
     assert_eq!(code, 1);
     assert!(err.contains("channels[0].webhook_secret"), "{err}");
     assert!(err.contains("mode = \"webhook\" only"), "{err}");
+    let email = write(
+        "email.toml",
+        "[[channels]]\nname = \"mail\"\ntype = \"email\"\nsmtp_url = \"smtp://127.0.0.1:2525\"\nfrom = \"clarify@example.com\"\nto = [\"ops@example.com\"]\n",
+    );
+    let (code, _, err) = run(&["config", "check", &email]);
+    assert_eq!(code, 0, "{err}");
     let discord = write(
         "discord.toml",
         &format!(
@@ -74,7 +80,7 @@ fn config_check_accepts_a_good_file_and_names_the_key_of_a_bad_one() {
     assert_eq!(code, 1);
     assert!(err.contains("channels[0] (discord \"dev\")"), "{err}");
     assert!(
-        err.contains("on Slack, Telegram and ntfy channels only"),
+        err.contains("on Slack, Telegram, e-mail and ntfy channels only"),
         "{err}"
     );
 
