@@ -16,12 +16,16 @@
 //!   keyboards, asks for typed answers with ForceReply, and reads updates (polled or pushed).
 //!   [`discord`] posts messages with buttons and selects and reads Ed25519-signed interactions,
 //!   answering them with an updated message, a modal or a note only the clicker sees;
+//! - [`email`] sends a multipart message over SMTP with one signed link per option or decision
+//!   (each opens a confirmation page; only its POST answers), and replies in the same thread
+//!   for reminders, escalations, votes and the resolution;
 //! - what a person does in a chat is read into an [`answer::Act`], which makes the same answer
 //!   body the API takes; the server's shared answer path maps the person to a responder and
 //!   resolves the request by the same rules as every other path.
 
 pub mod answer;
 pub mod discord;
+pub mod email;
 pub mod ntfy;
 mod route;
 pub mod slack;
@@ -45,6 +49,7 @@ pub struct Channel {
 
 #[derive(Debug, Clone)]
 pub enum Platform {
+    Email(email::Email),
     Ntfy(ntfy::Ntfy),
     Slack(slack::Slack),
     Telegram(telegram::Telegram),
@@ -67,6 +72,10 @@ pub struct Notice<'a> {
     /// The platform's user ids of the people to mention: for an escalation, those of
     /// `escalate_to` that `[identities]` maps.
     pub mention: Vec<String>,
+    /// The platform's addresses of the people the request is for: those `[identities]` maps to
+    /// its `responders` (and, for an escalation, its `escalate_to`). Only e-mail reads them,
+    /// as the recipients of a channel without a fixed `to`.
+    pub recipients: Vec<String>,
 }
 
 impl Notice<'_> {
@@ -147,6 +156,7 @@ impl Channel {
     /// The platform's name, as in the configuration's `type`.
     pub fn platform_name(&self) -> &'static str {
         match self.platform {
+            Platform::Email(_) => "email",
             Platform::Ntfy(_) => "ntfy",
             Platform::Slack(_) => "slack",
             Platform::Telegram(_) => "telegram",
@@ -167,6 +177,7 @@ impl Channel {
             });
         }
         match &self.platform {
+            Platform::Email(email) => email.send(notice).await,
             Platform::Ntfy(ntfy) => ntfy.send(client, notice).await,
             Platform::Slack(slack) => slack.send(client, notice).await,
             Platform::Telegram(telegram) => telegram.send(client, notice).await,

@@ -269,6 +269,7 @@ mod tests {
                 answer_url: "https://clarify.example/a/t",
                 announcement: None,
                 mention: Vec::new(),
+                recipients: Vec::new(),
             };
             ntfy().message(&notice)["title"].clone()
         };
@@ -312,6 +313,7 @@ mod tests {
                 answer_url: "https://clarify.example/a/t",
                 announcement: None,
                 mention: Vec::new(),
+                recipients: Vec::new(),
             };
             assert_eq!(labels(&ntfy().message(&notice)), expected, "{raw}");
         }
@@ -326,6 +328,7 @@ mod tests {
             answer_url: "https://clarify.example/a/t",
             announcement: None,
             mention: Vec::new(),
+            recipients: Vec::new(),
         };
         let message = ntfy().message(&notice);
         assert_eq!(

@@ -101,6 +101,7 @@ async fn notify(state: &AppState, client: &reqwest::Client, n: Delivery) {
                 } else {
                     Vec::new()
                 },
+                recipients: recipients(state, channel, &record, event),
             };
             match channel.send(client, &notice).await {
                 Ok(Sent::Posted { message_ref }) => {
@@ -176,6 +177,32 @@ fn mentions(state: &AppState, channel: &Channel, record: &RequestRecord) -> Vec<
         .identities
         .iter()
         .filter(|(_, name)| record.request.escalate_to.contains(name))
+        .filter_map(|(who, _)| who.strip_prefix(&prefix).map(str::to_owned))
+        .collect()
+}
+
+/// The platform addresses `[identities]` gives `record`'s responders (and, for an escalation,
+/// its `escalate_to`), for `channel`'s platform: whom an e-mail channel without `to` writes to.
+fn recipients(
+    state: &AppState,
+    channel: &Channel,
+    record: &RequestRecord,
+    event: EventKind,
+) -> Vec<String> {
+    let prefix = format!("{}:", channel.platform_name());
+    let request = &record.request;
+    let for_them = |name: &String| {
+        request
+            .responders
+            .as_ref()
+            .is_some_and(|r| r.contains(name))
+            || (event == EventKind::Escalated && request.escalate_to.contains(name))
+    };
+    state
+        .config
+        .identities
+        .iter()
+        .filter(|(_, name)| for_them(name))
         .filter_map(|(who, _)| who.strip_prefix(&prefix).map(str::to_owned))
         .collect()
 }

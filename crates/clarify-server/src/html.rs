@@ -289,6 +289,51 @@ pub fn link_page(record: &RequestRecord, error: Option<&str>) -> Response {
     )
 }
 
+/// The page a link with a chosen answer opens (an e-mail's option links): what the answer
+/// says, one `(question, answer in words)` per question, and a form that POSTs `fields` (the
+/// link page's own form fields) to the link only when confirmed. Opening it changes nothing,
+/// so a mail scanner that follows every link answers nothing. `token` is the link's own, for a
+/// relative link to its answer page.
+pub fn confirm_page(
+    record: &RequestRecord,
+    token: &str,
+    lines: &[(String, String)],
+    fields: &[(String, String)],
+) -> Response {
+    let mut body = String::from("<h1>Confirm your answer</h1>");
+    for (question, words) in lines {
+        let _ = write!(
+            body,
+            "<p>{}</p><p><strong>{}</strong></p>",
+            escape(question),
+            escape(words)
+        );
+    }
+    if let Some(at) = record.expires_at {
+        let _ = write!(
+            body,
+            "<p>Answer before {}.</p>",
+            escape(&crate::wire::time(at))
+        );
+    }
+    body.push_str("<form method=\"post\">");
+    for (name, value) in fields {
+        let _ = write!(
+            body,
+            "<input type=\"hidden\" name=\"{}\" value=\"{}\">",
+            escape(name),
+            escape(value)
+        );
+    }
+    body.push_str("<button type=\"submit\">Confirm</button></form>");
+    let _ = write!(
+        body,
+        "<p>Not what you meant? <a href=\"./{}\">Answer differently</a>.</p>",
+        escape(token)
+    );
+    page(StatusCode::OK, "Confirm your answer", &body, None, None)
+}
+
 /// One input of a form question on the link page, named `<question>.values.<field>`; what is
 /// typed is read back by `clarify_core::form::value_from_text`.
 fn form_field(body: &mut String, question: &str, f: &clarify_core::Field) {

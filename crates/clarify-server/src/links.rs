@@ -10,9 +10,16 @@
 //! view takes its place and reads the record from the same address as JSON); `POST` takes
 //! either that form or the JSON answer body of `POST /v1/requests/{id}/answer`, and answers the
 //! same way.
+//!
+//! `GET /a/<token>?answer=<URL-safe base64 of an answer body>` (the option links of an e-mail)
+//! answers nothing: it shows a confirmation page saying what the answer is, whose form POSTs it
+//! to the link as the answer page's form fields. Mail scanners follow GET links; only the
+//! confirmed POST answers, through the same validation as every other path. The answer body is
+//! `{"answers": {"<question id>": {"option": ..} | {"decision": .., "scope": ..}}}`; anything
+//! else is a `400` page.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
@@ -73,6 +80,7 @@ fn link_not_found() -> ApiError {
 async fn page(
     State(state): State<AppState>,
     Path(token): Path<String>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
     let record = match record_of(&state, &token).await {
@@ -91,7 +99,89 @@ async fn page(
         );
         return response;
     }
-    crate::html::link_page(&record, None)
+    let chosen = query.as_deref().and_then(|q| {
+        url::form_urlencoded::parse(q.as_bytes())
+            .find(|(k, _)| k == "answer")
+            .map(|(_, v)| v.into_owned())
+    });
+    match chosen {
+        Some(encoded) if !record.status.is_resolved() && !record.request.is_quorum() => {
+            match confirmation(&record, &encoded) {
+                Ok((lines, fields)) => crate::html::confirm_page(&record, &token, &lines, &fields),
+                Err(why) => crate::html::message_page(
+                    StatusCode::BAD_REQUEST,
+                    "Answer link not valid",
+                    &format!(
+                        "{why}. Check that the link was copied whole, or answer on the request's page."
+                    ),
+                ),
+            }
+        }
+        _ => crate::html::link_page(&record, None),
+    }
+}
+
+/// What a link's chosen answer says, per question in words, and the answer page's form fields
+/// that send it; or why it cannot be read.
+#[allow(clippy::type_complexity)]
+fn confirmation(
+    record: &RequestRecord,
+    encoded: &str,
+) -> Result<(Vec<(String, String)>, Vec<(String, String)>), String> {
+    let unreadable = || "the answer in this link cannot be read".to_owned();
+    let bytes = URL_SAFE_NO_PAD
+        .decode(encoded.trim_end_matches('='))
+        .map_err(|_| unreadable())?;
+    let body: Value = serde_json::from_slice(&bytes).map_err(|_| unreadable())?;
+    let answers = body
+        .get("answers")
+        .and_then(Value::as_object)
+        .filter(|a| !a.is_empty())
+        .ok_or_else(unreadable)?;
+    let mut lines = Vec::new();
+    let mut fields = Vec::new();
+    for (id, answer) in answers {
+        let question = record
+            .request
+            .question(id)
+            .ok_or_else(|| format!("the answer in this link names no question {id:?}"))?;
+        let answer = answer.as_object().ok_or_else(unreadable)?;
+        let text = |key: &str| answer.get(key).and_then(Value::as_str);
+        let words = match (&question.kind, text("option"), text("decision")) {
+            (QuestionKind::Single(c), Some(option), None) if answer.len() == 1 => {
+                let choice = c
+                    .by_id(option)
+                    .ok_or_else(|| format!("the answer in this link names no option {option:?}"))?;
+                fields.push((format!("{id}.option"), option.to_owned()));
+                choice.label.clone()
+            }
+            (QuestionKind::Approval(a), None, Some(decision)) => {
+                let scope = text("scope");
+                if answer.len() != 1 + usize::from(answer.contains_key("scope"))
+                    || (answer.contains_key("scope") && scope.is_none())
+                {
+                    return Err(unreadable());
+                }
+                let words = match (decision, scope) {
+                    ("deny", None) => format!("Deny {}", a.action.name),
+                    ("approve", None | Some("once")) => format!("Approve {}", a.action.name),
+                    ("approve", Some("session")) => {
+                        format!("Approve {} for this session", a.action.name)
+                    }
+                    ("approve", Some("always")) => format!("Approve {} always", a.action.name),
+                    _ => return Err(unreadable()),
+                };
+                fields.push((format!("{id}.decision"), decision.to_owned()));
+                if let Some(scope) = scope {
+                    fields.push((format!("{id}.scope"), scope.to_owned()));
+                }
+                words
+            }
+            _ => return Err(unreadable()),
+        };
+        lines.push((question.text.clone(), format!("{words}?")));
+    }
+    Ok((lines, fields))
 }
 
 /// Answers through a signed link: a JSON answer body, or the page's form.

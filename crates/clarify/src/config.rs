@@ -77,11 +77,6 @@ pub struct Channel {
 }
 
 #[derive(Debug)]
-#[allow(
-    dead_code,
-    reason = "the e-mail worker will read these; until it exists, `serve` refuses a file \
-              with such channels"
-)]
 pub enum ChannelKind {
     Slack {
         bot_token: Secret,
@@ -118,6 +113,7 @@ pub enum ChannelKind {
     },
 }
 
+#[cfg(test)]
 impl ChannelKind {
     pub fn type_name(&self) -> &'static str {
         match self {
@@ -133,33 +129,12 @@ impl ChannelKind {
 pub use clarify_channels::Route;
 
 impl Config {
-    /// Whether `clarify serve` can do everything this file asks. Every channel type is checked
-    /// key by key, but this version delivers Slack, Telegram, Discord and ntfy channels only;
-    /// a configuration that names another is refused rather than accepted and left silent.
-    pub fn servable(&self, path: &Path) -> Result<(), String> {
-        match self
-            .channels
-            .iter()
-            .enumerate()
-            .find(|(_, c)| matches!(c.kind, ChannelKind::Email { .. }))
-        {
-            None => Ok(()),
-            Some((i, c)) => Err(format!(
-                "{}: channels[{i}] ({} {:?}): this version of clarify announces requests on Slack, \
-                 Telegram, Discord and ntfy channels only; remove this channel (and it from [[routes]])",
-                path.display(),
-                c.kind.type_name(),
-                c.name
-            )),
-        }
-    }
-
     /// The channels `serve` announces on, built from the checked file.
     pub fn channels(&self) -> Vec<clarify_channels::Channel> {
         self.channels
             .iter()
-            .filter_map(|c| match &c.kind {
-                ChannelKind::Ntfy { url, topic, token } => Some(clarify_channels::Channel {
+            .map(|c| match &c.kind {
+                ChannelKind::Ntfy { url, topic, token } => clarify_channels::Channel {
                     name: c.name.clone(),
                     platform: clarify_channels::Platform::Ntfy(clarify_channels::ntfy::Ntfy {
                         url: url.clone(),
@@ -167,7 +142,7 @@ impl Config {
                         token: token.as_ref().map(|t| t.expose().to_owned()),
                     }),
                     allow_unmapped: c.allow_unmapped,
-                }),
+                },
                 ChannelKind::Slack {
                     bot_token,
                     signing_secret,
@@ -176,7 +151,7 @@ impl Config {
                     socket_mode,
                     app_token,
                     mention,
-                } => Some(clarify_channels::Channel {
+                } => clarify_channels::Channel {
                     name: c.name.clone(),
                     platform: clarify_channels::Platform::Slack(clarify_channels::slack::Slack {
                         bot_token: bot_token.expose().to_owned(),
@@ -188,13 +163,13 @@ impl Config {
                         mention: mention.clone(),
                     }),
                     allow_unmapped: c.allow_unmapped,
-                }),
+                },
                 ChannelKind::Telegram {
                     bot_token,
                     chat_id,
                     webhook_secret,
                     api_url,
-                } => Some(clarify_channels::Channel {
+                } => clarify_channels::Channel {
                     name: c.name.clone(),
                     platform: clarify_channels::Platform::Telegram(
                         clarify_channels::telegram::Telegram {
@@ -205,13 +180,13 @@ impl Config {
                         },
                     ),
                     allow_unmapped: c.allow_unmapped,
-                }),
+                },
                 ChannelKind::Discord {
                     bot_token,
                     public_key,
                     channel_id,
                     api_url,
-                } => Some(clarify_channels::Channel {
+                } => clarify_channels::Channel {
                     name: c.name.clone(),
                     platform: clarify_channels::Platform::Discord(
                         clarify_channels::discord::Discord {
@@ -222,8 +197,22 @@ impl Config {
                         },
                     ),
                     allow_unmapped: c.allow_unmapped,
-                }),
-                _ => None,
+                },
+                ChannelKind::Email {
+                    smtp_url,
+                    password,
+                    from,
+                    to,
+                } => clarify_channels::Channel {
+                    name: c.name.clone(),
+                    platform: clarify_channels::Platform::Email(clarify_channels::email::Email {
+                        smtp_url: smtp_url.clone(),
+                        password: password.as_ref().map(|p| p.expose().to_owned()),
+                        from: from.clone(),
+                        to: to.clone(),
+                    }),
+                    allow_unmapped: c.allow_unmapped,
+                },
             })
             .collect()
     }
@@ -232,7 +221,7 @@ impl Config {
 /// `clarify config check PATH`: prints what the file holds and exits 0, or prints the one line
 /// and exits 1.
 pub fn check_command(path: &Path) -> std::process::ExitCode {
-    match load(path).and_then(|c| c.servable(path).map(|()| c)) {
+    match load(path) {
         Ok(c) => {
             println!(
                 "{}: valid ({} channels, {} routes, {} identities{}{})",

@@ -15,7 +15,6 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
         None => (args, Vec::new(), Vec::new(), Default::default()),
         Some(path) => {
             let mut file = crate::config::load(path).map_err(anyhow::Error::msg)?;
-            file.servable(path).map_err(anyhow::Error::msg)?;
             let channels = file.channels();
             let routes = std::mem::take(&mut file.routes);
             let identities = std::mem::take(&mut file.identities);
