@@ -26,7 +26,8 @@
 //! This is the only crate that knows HTTP status codes.
 
 pub mod api;
-pub mod auth;
+pub mod audit;
+mod auth;
 mod channels;
 mod chat;
 mod discord;
@@ -215,6 +216,7 @@ pub fn app(state: AppState) -> Router {
         .merge(links::routes())
         .merge(mcp::routes(&state))
         .route("/v1/events", get(events::stream))
+        .route("/v1/audit", get(audit::list))
         .route("/hooks/slack/{name}", axum::routing::post(slack::hook))
         .route(
             "/hooks/telegram/{name}",

@@ -1,9 +1,10 @@
 //! The `clarify` command: parses flags and calls into the library crates.
 //!
-//! Server commands (`serve`, `keys`, `backup`) work on a store; client commands (`ask`, `inbox`,
+//! Server commands (`serve`, `keys`, `audit`, `backup`) work on a store; client commands (`ask`, `inbox`,
 //! `answer`, `list`, `show`, `cancel`, `hook`) talk HTTP to a running server at `CLARIFY_URL` with the key in
 //! `CLARIFY_TOKEN`; `mcp` serves MCP on stdio over either. Errors are one line on stderr saying what went wrong and what to do.
 
+mod audit;
 mod client;
 mod config;
 mod duration;
@@ -82,6 +83,22 @@ enum Command {
     Keys {
         #[command(subcommand)]
         command: KeysCommand,
+        /// The store: sqlite://PATH or postgres://...
+        #[arg(
+            long,
+            env = "CLARIFY_DB",
+            default_value = "sqlite://clarify.db",
+            global = true
+        )]
+        db: String,
+    },
+    /// Verify or export the hash-chained event log, directly on the store.
+    #[command(
+        after_help = "Examples:\n  clarify audit verify --db sqlite://clarify.db\n  clarify audit export --since 7d > audit.jsonl\n\nverify exits 0 printing how many events it checked, or 1 naming the first event\nwhose hash does not match its content and the event before it."
+    )]
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
         /// The store: sqlite://PATH or postgres://...
         #[arg(
             long,
@@ -191,6 +208,19 @@ enum ConfigCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum AuditCommand {
+    /// Recompute the audit chain: exit 0 with the count, or 1 naming the first bad event.
+    Verify,
+    /// Print events, oldest first, as JSON lines with their hashes.
+    Export {
+        /// Only events at or after this time: RFC 3339 (2026-11-24T08:00:00Z) or a duration
+        /// back from now (24h, 7d).
+        #[arg(long)]
+        since: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum KeysCommand {
     /// Create a key; prints the key alone on stdout.
     Create {
@@ -256,6 +286,7 @@ async fn run(cli: Cli, given: Vec<String>) -> anyhow::Result<ExitCode> {
             command: ConfigCommand::Check { path },
         } => Ok(config::check_command(&path)),
         Command::Keys { command, db } => keys::run(command, &db).await,
+        Command::Audit { command, db } => audit::run(command, &db).await,
         Command::Backup { db, out } => {
             let report = clarify_store::backup(&db, &out).await?;
             println!(

@@ -270,3 +270,74 @@ async fn text_logs_into_a_pipe_are_never_coloured() {
         );
     }
 }
+
+/// `clarify audit verify` recomputes the chain (exit 0 with the count, 1 naming the first event
+/// altered behind clarify's back); `clarify audit export` prints events as JSON lines.
+#[tokio::test]
+async fn audit_verify_names_an_altered_event_and_export_prints_json_lines() {
+    let dir = temp_dir("audit");
+    let path = dir.join("clarify.db");
+    let db = sqlite_url_of(&path);
+    let store = clarify_store::Store::open(&db, clarify_store::StoreOptions::default())
+        .await
+        .expect("open");
+    let limits = clarify_core::Limits::default();
+    for text in ["Ship?", "Name?"] {
+        let request =
+            clarify_core::parse_request(&json!({"question": text}), &limits).expect("valid");
+        let id = store
+            .create("default", request)
+            .await
+            .expect("create")
+            .record
+            .id;
+        let actor = clarify_store::Actor::new("alice".to_owned(), "cli");
+        store
+            .answer("default", &id, &json!({"text": "yes"}), &actor)
+            .await
+            .expect("answer");
+    }
+    drop(store);
+
+    let (code, out, err) = run(&["audit", "verify", "--db", &db]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("verifies: 4 events"), "{out}");
+
+    let (code, out, err) = run(&["audit", "export", "--db", &db]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let kinds: Vec<&str> = lines.iter().filter_map(|e| e["kind"].as_str()).collect();
+    assert_eq!(kinds, ["created", "answered", "created", "answered"]);
+    assert!(
+        lines
+            .iter()
+            .all(|e| e["hash"].as_str().is_some_and(|h| h.len() == 64))
+    );
+    assert!(lines.iter().all(|e| e["tenant"] == "default"));
+    let (code, out, _) = run(&[
+        "audit",
+        "export",
+        "--db",
+        &db,
+        "--since",
+        "2999-01-01T00:00:00Z",
+    ]);
+    assert_eq!((code, out.as_str()), (0, ""));
+    let (code, _, err) = run(&["audit", "export", "--db", &db, "--since", "last tuesday"]);
+    assert_eq!(code, 1);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--since"), "{err}");
+
+    // Someone rewrites who answered the first request.
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    conn.execute("UPDATE events SET actor = 'mallory' WHERE seq = 2", [])
+        .expect("tamper");
+    drop(conn);
+    let (code, out, err) = run(&["audit", "verify", "--db", &db]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("event 2:"), "{err}");
+}
