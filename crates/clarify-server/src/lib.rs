@@ -19,6 +19,7 @@
 //!   events at `/hooks/slack/{name}`, and its Socket Mode connections; `telegram`: updates
 //!   polled from `getUpdates` or pushed to `/hooks/telegram/{name}`; `discord`: the signed
 //!   interactions endpoint at `/hooks/discord/{name}`;
+//! - [`audit`]: `GET /v1/audit`, a tenant's events with their audit-chain hashes;
 //! - [`limits`]: `--max-waiters` and the per-key `--rate-limit`;
 //! - `logs`: each request's id, route and outcome in the log;
 //! - [`metrics`], [`openapi`], [`wire`] (the JSON types), [`error`] (every error response).

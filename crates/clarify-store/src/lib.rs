@@ -20,7 +20,8 @@
 //! - a quorum request's votes are counted one per responder, each in one transaction that
 //!   locks the request, so two votes cast at the same instant decide it once; with [`StoreOptions::retain_resolved`] the reaper also purges old resolved
 //!   requests, in batches of short transactions;
-//! - every creation and resolution appends to an event log with a monotonic sequence;
+//! - every creation and resolution appends to an event log with a monotonic sequence, each
+//!   event hashed into one audit chain per store (see [`Store::verify_audit`]);
 //! - resolving a request with a `callback_url` queues its webhook delivery in the same
 //!   transaction (see [`Store::claim_deliveries`]);
 //! - [`backup`] copies a SQLite store consistently while it serves.

@@ -247,3 +247,57 @@ async fn changing_removing_or_reordering_an_event_is_named(store: Store, env: En
     );
     assert_eq!(ids.len(), 3);
 }
+
+/// How long verifying a million events takes on SQLite: prints the figure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement; run with --release and --nocapture"]
+async fn verify_a_million_events() {
+    const EVENTS: i64 = 1_000_000;
+    let dir = crate::support::TempDir::new();
+    let path = dir.0.join("clarify.db");
+    let url = format!("sqlite://{}", path.display());
+    drop(
+        Store::open(&url, clarify_store::StoreOptions::default())
+            .await
+            .expect("open"),
+    );
+    let started = std::time::Instant::now();
+    {
+        let mut conn = rusqlite::Connection::open(&path).expect("open");
+        let tx = conn.transaction().expect("tx");
+        let mut previous = String::new();
+        {
+            let mut insert = tx
+                .prepare(
+                    "INSERT INTO events (seq, tenant, request_id, kind, actor, channel, at, hash) \
+                     VALUES (?1, 'default', ?2, ?3, 'alice', 'api', ?4, ?5)",
+                )
+                .expect("prepare");
+            for seq in 1..=EVENTS {
+                let request = format!("r{:012}", seq / 2);
+                let kind = if seq % 2 == 1 { "created" } else { "answered" };
+                let at = 1_764_000_000_000 + seq;
+                let canonical = format!(
+                    r#"{{"actor":"alice","at":{at},"channel":"api","kind":"{kind}","request_id":"{request}","seq":{seq},"tenant":"default"}}"#
+                );
+                previous = sha256_hex(&[&previous, &canonical]);
+                insert
+                    .execute(rusqlite::params![seq, request, kind, at, previous])
+                    .expect("insert");
+            }
+        }
+        tx.commit().expect("commit");
+    }
+    println!("wrote {EVENTS} chained events in {:.1?}", started.elapsed());
+    let store = Store::open(&url, clarify_store::StoreOptions::default())
+        .await
+        .expect("open");
+    let started = std::time::Instant::now();
+    let checked = store.verify_audit().await.expect("verify").expect("intact");
+    let took = started.elapsed();
+    assert_eq!(checked, u64::try_from(EVENTS).expect("count"));
+    println!(
+        "verified {checked} events in {took:.2?} ({:.0} events/s)",
+        checked as f64 / took.as_secs_f64()
+    );
+}
