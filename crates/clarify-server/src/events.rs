@@ -62,11 +62,14 @@ pub(crate) async fn tail(state: AppState) {
         }
         match state.store.last_event_seq().await {
             Ok(seq) => {
-                state.hub.newest.send_if_modified(|newest| {
+                let grew = state.hub.newest.send_if_modified(|newest| {
                     let grew = seq > *newest;
                     *newest = (*newest).max(seq);
                     grew
                 });
+                if grew && let Err(e) = state.metrics.count_pending(&state.store).await {
+                    tracing::warn!(error = %e, "counting pending requests failed; retrying");
+                }
             }
             Err(e) => tracing::warn!(error = %e, "reading the event log failed; retrying"),
         }

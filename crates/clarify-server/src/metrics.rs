@@ -4,8 +4,9 @@
 //!   every HTTP request, by matched route (never the raw path, so ids do not explode the series);
 //! - `clarify_requests_created_total`, `clarify_requests_resolved_total{status}`: what this
 //!   instance created and resolved;
-//! - `clarify_requests_pending`: pending requests in the whole store (all instances), read at
-//!   scrape time;
+//! - `clarify_requests_pending`: pending requests in the whole store (all instances), counted
+//!   once in a snapshot with the event log's position, then kept by the events after it
+//!   (`created` adds one, each resolution takes one away): no scan of the requests per scrape;
 //! - `clarify_wait_seconds{result}`: how long long-polls waited, `resolved` or `timeout`;
 //! - `clarify_time_to_answer_seconds`: from creation to resolution, for resolutions made here;
 //! - `clarify_webhook_failures_total`: failed delivery attempts;
@@ -62,6 +63,8 @@ pub struct Metrics {
     created: Counter,
     resolved: Family<StatusLabel, Counter>,
     pending: Gauge,
+    /// The last event `pending` has counted: `None` until it is first counted.
+    pending_seq: tokio::sync::Mutex<Option<u64>>,
     waits: HistogramFamily<ResultLabel>,
     time_to_answer: Histogram,
     webhook_failures: Counter,
@@ -76,6 +79,39 @@ fn latency_histogram() -> Histogram {
 }
 
 impl Metrics {
+    /// Brings `clarify_requests_pending` up to the event log: the events after the last one
+    /// counted (the first time, a count in one snapshot with the log's position).
+    pub(crate) async fn count_pending(
+        &self,
+        store: &clarify_store::Store,
+    ) -> Result<(), clarify_store::StoreError> {
+        const PAGE: usize = 1_000;
+        let mut at = self.pending_seq.lock().await;
+        let mut seq = match *at {
+            Some(seq) => seq,
+            None => {
+                let (pending, seq) = store.pending_at().await?;
+                self.pending.set(i64::try_from(pending).unwrap_or(i64::MAX));
+                seq
+            }
+        };
+        loop {
+            let events = store.events_after(None, seq, PAGE).await?;
+            for event in &events {
+                if event.kind == clarify_store::EventKind::Created {
+                    self.pending.inc();
+                } else if event.kind.resolves() {
+                    self.pending.dec();
+                }
+                seq = event.seq;
+            }
+            *at = Some(seq);
+            if events.len() < PAGE {
+                return Ok(());
+            }
+        }
+    }
+
     pub fn new() -> Self {
         let mut registry = Registry::default();
         let http_requests = Family::<RouteStatus, Counter>::default();
@@ -152,6 +188,7 @@ impl Metrics {
             created,
             resolved,
             pending,
+            pending_seq: tokio::sync::Mutex::new(None),
             waits,
             time_to_answer,
             webhook_failures,
@@ -229,14 +266,8 @@ pub(crate) async fn track(State(state): State<AppState>, request: Request, next:
 #[utoipa::path(get, path = "/metrics", tag = "health",
     responses((status = 200, description = "OpenMetrics text exposition (Prometheus reads it)", content_type = "application/openmetrics-text")))]
 pub async fn render(State(state): State<AppState>) -> Response {
-    match state.store.count_pending().await {
-        Ok(n) => {
-            state
-                .metrics
-                .pending
-                .set(i64::try_from(n).unwrap_or(i64::MAX));
-        }
-        Err(e) => return ApiError::store(&e).into_response(),
+    if let Err(e) = state.metrics.count_pending(&state.store).await {
+        return ApiError::store(&e).into_response();
     }
     let open = state.waiters.open();
     state

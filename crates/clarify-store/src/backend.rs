@@ -290,8 +290,8 @@ impl Backend {
         dispatch!(self, b => b.revoke_grant(tenant, id).await)
     }
 
-    pub(crate) async fn count_pending(&self) -> Result<u64, StoreError> {
-        dispatch!(self, b => b.count_pending().await)
+    pub(crate) async fn pending_at(&self) -> Result<(u64, u64), StoreError> {
+        dispatch!(self, b => b.pending_at().await)
     }
 
     pub(crate) async fn ping(&self) -> Result<(), StoreError> {

@@ -272,7 +272,14 @@ impl Store {
 
     /// How many requests are pending in the whole store, every tenant together.
     pub async fn count_pending(&self) -> Result<u64, StoreError> {
-        self.inner.backend.count_pending().await
+        Ok(self.pending_at().await?.0)
+    }
+
+    /// How many requests are pending in the whole store, and the sequence number of the last
+    /// event, read in one snapshot: a count that events after that number keep up to date
+    /// (`created` adds one, each resolution takes one away).
+    pub async fn pending_at(&self) -> Result<(u64, u64), StoreError> {
+        self.inner.backend.pending_at().await
     }
 
     /// A page of `tenant`'s requests, newest first.

@@ -444,9 +444,9 @@ impl MemoryBackend {
         Ok(Some(s.grants.remove(at).1))
     }
 
-    pub(crate) async fn count_pending(&self) -> Result<u64, StoreError> {
+    pub(crate) async fn pending_at(&self) -> Result<(u64, u64), StoreError> {
         let s = self.state();
-        Ok((s.rows.len() - s.resolved_order.len()) as u64)
+        Ok(((s.rows.len() - s.resolved_order.len()) as u64, s.next_event))
     }
 
     pub(crate) async fn ping(&self) -> Result<(), StoreError> {

@@ -1210,13 +1210,27 @@ impl PgBackend {
         Ok(())
     }
 
-    pub(crate) async fn count_pending(&self) -> Result<u64, StoreError> {
+    pub(crate) async fn pending_at(&self) -> Result<(u64, u64), StoreError> {
+        // One snapshot for both: an event is committed with the change it records.
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         let n: i64 =
             sqlx::query_scalar("SELECT count(*) FROM clarify_requests WHERE status = 'pending'")
-                .fetch_one(&self.pool)
+                .fetch_one(&mut *tx)
                 .await
                 .map_err(db_err)?;
-        Ok(u64::try_from(n).unwrap_or(0))
+        let seq: i64 = sqlx::query_scalar("SELECT coalesce(max(seq), 0) FROM clarify_events")
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok((
+            u64::try_from(n).unwrap_or(0),
+            u64::try_from(seq).unwrap_or(0),
+        ))
     }
 }
 

@@ -904,14 +904,22 @@ impl SqliteBackend {
         })
     }
 
-    pub(crate) async fn count_pending(&self) -> Result<u64, StoreError> {
+    pub(crate) async fn pending_at(&self) -> Result<(u64, u64), StoreError> {
         self.read(|conn| {
-            let n: i64 = conn.query_row(
+            // One read transaction: one snapshot for both.
+            let tx = conn.unchecked_transaction()?;
+            let n: i64 = tx.query_row(
                 "SELECT count(*) FROM requests WHERE status = 'pending'",
                 [],
                 |r| r.get(0),
             )?;
-            Ok(u64::try_from(n).unwrap_or(0))
+            let seq: i64 =
+                tx.query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0))?;
+            tx.commit()?;
+            Ok((
+                u64::try_from(n).unwrap_or(0),
+                u64::try_from(seq).unwrap_or(0),
+            ))
         })
     }
 }

@@ -693,3 +693,47 @@ async fn health_readiness_metrics_and_openapi_answer() {
         assert!(doc["paths"][path].is_object(), "{path} is documented");
     }
 }
+
+/// `clarify_requests_pending` counts the whole store, also what another instance creates and
+/// resolves, and keeps counting after requests are purged.
+#[tokio::test]
+async fn the_pending_gauge_follows_every_instance() {
+    let dir = tempfile::tempdir().expect("dir");
+    let url = format!("sqlite://{}", dir.path().join("clarify.db").display());
+    let options = clarify_store::StoreOptions::default;
+    let a = TestServer::build(&url, options(), |_| {}).await;
+    let b = TestServer::build(&url, options(), |_| {}).await;
+    let pending = |s: &TestServer| {
+        let url = format!("{}/metrics", s.url);
+        let client = s.client.clone();
+        async move {
+            let text = client
+                .get(url)
+                .send()
+                .await
+                .expect("sent")
+                .text()
+                .await
+                .expect("text");
+            text.lines()
+                .find_map(|l| l.strip_prefix("clarify_requests_pending "))
+                .and_then(|n| n.trim().parse::<i64>().ok())
+                .expect("the gauge")
+        }
+    };
+    assert_eq!(pending(&a).await, 0);
+    let first = a.ask(&a.admin, deploy()).await;
+    b.ask(&b.admin, json!({"question": "Name?"})).await;
+    b.ask(&b.admin, json!({"question": "Colour?"})).await;
+    assert_eq!(pending(&a).await, 3, "b's requests count on a too");
+    let id = first["id"].as_str().expect("id");
+    let (status, _) = b
+        .post(&format!("/v1/requests/{id}/cancel"), &b.admin, json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(pending(&a).await, 2);
+    assert_eq!(pending(&b).await, 2);
+    // A third instance, started now, counts the same.
+    let c = TestServer::build(&url, options(), |_| {}).await;
+    assert_eq!(pending(&c).await, 2);
+}
