@@ -33,6 +33,10 @@ const MAX_BUTTONS: usize = 5;
 const MAX_SELECT: usize = 25;
 const MAX_MODAL_TITLE: usize = 45;
 const MAX_INPUT: usize = 4_000;
+/// A modal holds at most five inputs; a form with more fields is answered through the link.
+const MAX_MODAL_INPUTS: usize = 5;
+const MAX_INPUT_LABEL: usize = 45;
+const MAX_PLACEHOLDER: usize = 100;
 /// How far a call's timestamp may be from now. Discord names no window; five minutes, as
 /// Slack's, keeps a captured call from being replayed later.
 const MAX_SKEW_SECONDS: i64 = 300;
@@ -264,6 +268,7 @@ fn control(custom_id: &str, values: &[String]) -> Control {
             "e" => return Control::Modal(Focus::Edit(0)),
             "x" => return Control::Modal(Focus::Other(0)),
             "w" => return Control::Modal(Focus::Open(0)),
+            "f" => return Control::Modal(Focus::Form(0)),
             _ => return unknown(),
         },
     };
@@ -461,6 +466,10 @@ fn components(record: &RequestRecord, answer_url: &str) -> Vec<Value> {
                 by_link = false;
                 last.push(button("Answer…", "w", PRIMARY));
             }
+            QuestionKind::Form(form) if form.fields.len() <= MAX_MODAL_INPUTS => {
+                by_link = false;
+                last.push(button("Fill in…", "f", PRIMARY));
+            }
             QuestionKind::Approval(a) => {
                 by_link = false;
                 let mut decide: Vec<Value> = a
@@ -554,6 +563,16 @@ pub fn modal(record: &RequestRecord, focus: Focus, message_id: &str) -> Option<V
             "Your answer",
             input(input_id(0, None), "Your answer", 2, None, true),
         ),
+        (Focus::Form(0), QuestionKind::Form(form)) if form.fields.len() <= MAX_MODAL_INPUTS => {
+            return Some(json!({
+                "type": 9,
+                "data": {
+                    "custom_id": format!("{}@{message_id}", focus.encode()),
+                    "title": cut(&headline(record), MAX_MODAL_TITLE),
+                    "components": form.fields.iter().map(field_input).collect::<Vec<_>>(),
+                }
+            }));
+        }
         _ => return None,
     };
     Some(json!({
@@ -564,6 +583,46 @@ pub fn modal(record: &RequestRecord, focus: Focus, message_id: &str) -> Option<V
             "components": [component],
         }
     }))
+}
+
+/// A form field as a modal's text input: typed values are read by core's `value_from_text`
+/// (numbers, yes/no, an option's number, id or label), and the placeholder says what fits.
+fn field_input(field: &clarify_core::Field) -> Value {
+    let mut hint = field.hint();
+    if let Some(options) = field.kind.options() {
+        let listed: Vec<String> = options
+            .iter()
+            .enumerate()
+            .map(|(i, o)| format!("{}. {}", i + 1, o.label))
+            .collect();
+        hint = format!("{hint}: {}", listed.join(", "));
+    }
+    let mut text = json!({
+        "type": 4,
+        "custom_id": input_id(0, Some(&format!("f.{}", field.id))),
+        "label": cut(&field.label, MAX_INPUT_LABEL),
+        "style": 1,
+        "required": field.required && field.default.is_none(),
+        "placeholder": cut(&hint, MAX_PLACEHOLDER),
+        "max_length": MAX_INPUT,
+    });
+    let default = match &field.default {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Bool(b)) => Some(if *b { "yes" } else { "no" }.to_owned()),
+        Some(Value::Array(items)) => Some(
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        Some(other) => Some(other.to_string()),
+        None => None,
+    };
+    if let Some(default) = default.filter(|d| d.chars().count() <= MAX_INPUT) {
+        text["value"] = json!(default);
+    }
+    row(vec![text])
 }
 
 /// The response that edits the clicked message to show `record` as it is now.

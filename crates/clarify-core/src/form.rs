@@ -100,6 +100,51 @@ impl FieldKind {
     }
 }
 
+impl Field {
+    /// What may be typed for this field, in words: its type and limits (`a number, from 1, up
+    /// to 5000, optional`), for surfaces that take a field's value as text.
+    pub fn hint(&self) -> String {
+        let mut limits: Vec<String> = Vec::new();
+        match &self.kind {
+            FieldKind::Text {
+                min_length,
+                max_length,
+                format,
+                ..
+            } => {
+                limits.push(format.map_or("text", |f| f.as_str()).to_owned());
+                limits.extend(min_length.map(|m| format!("at least {m} characters")));
+                limits.extend(max_length.map(|m| format!("at most {m} characters")));
+            }
+            FieldKind::Number { minimum, maximum } => {
+                limits.push("a number".to_owned());
+                limits.extend(minimum.map(|m| format!("from {m}")));
+                limits.extend(maximum.map(|m| format!("up to {m}")));
+            }
+            FieldKind::Integer { minimum, maximum } => {
+                limits.push("a whole number".to_owned());
+                limits.extend(minimum.map(|m| format!("from {m}")));
+                limits.extend(maximum.map(|m| format!("up to {m}")));
+            }
+            FieldKind::Boolean => limits.push("yes or no".to_owned()),
+            FieldKind::Choice { .. } => limits.push("one option".to_owned()),
+            FieldKind::Choices {
+                min_items,
+                max_items,
+                ..
+            } => {
+                limits.push("several like 1,3".to_owned());
+                limits.extend(min_items.map(|m| format!("at least {m}")));
+                limits.extend(max_items.map(|m| format!("at most {m}")));
+            }
+        }
+        if !self.required {
+            limits.push("optional".to_owned());
+        }
+        limits.join(", ")
+    }
+}
+
 /// A format a text field's value must have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

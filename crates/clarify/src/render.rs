@@ -155,53 +155,7 @@ pub fn quorum(record: &Value) -> Option<String> {
 /// How a form field is asked for in the terminal: its label, type and limits, its options
 /// numbered, and its default.
 pub fn field_prompt(f: &clarify_core::Field) -> String {
-    use clarify_core::FieldKind;
-    let mut limits: Vec<String> = Vec::new();
-    match &f.kind {
-        FieldKind::Text {
-            min_length,
-            max_length,
-            format,
-            ..
-        } => {
-            limits.push(format.map_or("text", |f| f.as_str()).to_owned());
-            if let Some(m) = min_length {
-                limits.push(format!("at least {m} characters"));
-            }
-            if let Some(m) = max_length {
-                limits.push(format!("at most {m} characters"));
-            }
-        }
-        FieldKind::Number { minimum, maximum } => {
-            limits.push("a number".to_owned());
-            limits.extend(minimum.map(|m| format!("from {m}")));
-            limits.extend(maximum.map(|m| format!("up to {m}")));
-        }
-        FieldKind::Integer { minimum, maximum } => {
-            limits.push("a whole number".to_owned());
-            limits.extend(minimum.map(|m| format!("from {m}")));
-            limits.extend(maximum.map(|m| format!("up to {m}")));
-        }
-        FieldKind::Boolean => limits.push("yes or no".to_owned()),
-        FieldKind::Choice { .. } => limits.push("one option".to_owned()),
-        FieldKind::Choices {
-            min_items,
-            max_items,
-            ..
-        } => {
-            limits.push("several like 1,3".to_owned());
-            limits.extend(min_items.map(|m| format!("at least {m}")));
-            limits.extend(max_items.map(|m| format!("at most {m}")));
-        }
-    }
-    if !f.required {
-        limits.push("optional".to_owned());
-    }
-    let mut out = format!(
-        "{} {}",
-        bold(&f.label),
-        dim(&format!("({})", limits.join(", ")))
-    );
+    let mut out = format!("{} {}", bold(&f.label), dim(&format!("({})", f.hint())));
     if let Some(d) = &f.description {
         let _ = write!(out, "\n  {}", dim(d));
     }

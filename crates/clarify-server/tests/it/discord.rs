@@ -334,6 +334,85 @@ async fn modals_take_text_reasons_and_edited_arguments() {
 }
 
 #[tokio::test]
+async fn a_form_is_filled_in_a_modal_and_a_value_that_does_not_fit_is_named() {
+    let fake = FakeDiscord::start().await;
+    let s = server_on("memory:", &fake).await;
+    let (id, posted, message_id) = announce(
+        &s,
+        &fake,
+        json!({"questions": [{"text": "Plan the launch", "kind": "form", "fields": [
+            {"id": "budget", "label": "Budget", "type": "integer", "maximum": 5000},
+            {"id": "region", "label": "Region", "type": "choice", "options": ["eu", "us"]},
+            {"id": "urgent", "label": "Urgent", "type": "boolean", "required": false}]}]}),
+    )
+    .await;
+    assert_eq!(custom_ids(&posted["components"]), ["f", "s"]);
+    let modal = interact(&s, click(ALICE, &message_id, "f", &[])).await;
+    assert_eq!(modal["type"], 9, "{modal}");
+    let inputs: Vec<Value> = modal["data"]["components"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|row| row["components"][0].clone())
+        .collect();
+    let ids: Vec<&str> = inputs
+        .iter()
+        .filter_map(|i| i["custom_id"].as_str())
+        .collect();
+    assert_eq!(ids, ["q0.f.budget", "q0.f.region", "q0.f.urgent"]);
+    assert!(
+        inputs[0]["placeholder"]
+            .as_str()
+            .is_some_and(|p| p.contains("whole number") && p.contains("5000")),
+        "{}",
+        inputs[0]
+    );
+    assert!(
+        inputs[1]["placeholder"]
+            .as_str()
+            .is_some_and(|p| p.contains("1. eu") && p.contains("2. us")),
+        "{}",
+        inputs[1]
+    );
+    assert_eq!(inputs[2]["required"], false);
+    let custom_id = format!("form:0@{message_id}");
+    let too_much = interact(
+        &s,
+        submit(
+            ALICE,
+            &custom_id,
+            &[
+                ("q0.f.budget", "9000"),
+                ("q0.f.region", "2"),
+                ("q0.f.urgent", ""),
+            ],
+        ),
+    )
+    .await;
+    assert!(is_private_note(&too_much, "budget"), "{too_much}");
+    assert!(is_private_note(&too_much, "5000"), "{too_much}");
+    assert_eq!(status_of(&s, &id).await["status"], "pending");
+    let done = interact(
+        &s,
+        submit(
+            ALICE,
+            &custom_id,
+            &[
+                ("q0.f.budget", "4000"),
+                ("q0.f.region", "2"),
+                ("q0.f.urgent", "yes"),
+            ],
+        ),
+    )
+    .await;
+    assert_eq!(done["type"], 7, "{done}");
+    assert_eq!(
+        status_of(&s, &id).await["outcome"]["questions"][0]["answer"],
+        json!({"budget": 4000, "region": "us", "urgent": true})
+    );
+}
+
+#[tokio::test]
 async fn selects_answer_long_single_and_multi_questions() {
     let fake = FakeDiscord::start().await;
     let s = server_on("memory:", &fake).await;
