@@ -13,6 +13,7 @@ mod fake_discord;
 mod fake_slack;
 mod fake_smtp;
 mod fake_telegram;
+mod followups;
 mod grants;
 mod inbox;
 mod limits;
