@@ -14,6 +14,8 @@
 //!
 //! - `agents`: round trips with 1, 64 and 1,024 concurrent agents on memory, SQLite and
 //!   PostgreSQL: throughput, round-trip latency percentiles and the memory the run added;
+//! - `durability`: SQLite round trips with 1 and 64 agents, `synchronous=NORMAL` against `FULL`
+//!   (`--durability full`), alternating;
 //! - `pending`: with 1,000 and 100,000 pending requests (`pending-1m`: 1,000,000), each measured in
 //!   a fresh process: open time and RSS, first page and tenth page of the pending list, the
 //!   pending count (the `/metrics` gauge), get, create and answer latency, file size. SQLite files
@@ -336,6 +338,34 @@ async fn agents_sweep() {
                 mib(status_bytes("VmRSS")),
                 mib(status_bytes("VmHWM")),
             );
+        }
+    }
+}
+
+/// Round trips on SQLite with `synchronous=NORMAL` (the default) and `FULL` (`--durability
+/// full`), with 1 and 64 agents, alternating twice so the machine's drift shows.
+async fn durability_sweep() {
+    use clarify_store::Durability;
+    for round in 1..=2 {
+        for durability in [Durability::Normal, Durability::Full] {
+            // A file per run: the previous store's threads may still hold theirs.
+            let url = fresh_sqlite(&format!("durability-{round}-{durability:?}.db"));
+            let options = StoreOptions {
+                reaper_interval: None,
+                durability,
+                ..StoreOptions::default()
+            };
+            let store = Store::open(&url, options)
+                .await
+                .unwrap_or_else(|e| panic!("open {url}: {e}"));
+            for agents in [1, 64] {
+                let run = round_trips(&store, agents, Duration::from_secs(4)).await;
+                println!(
+                    "durability: round {round} {durability:?} {agents:3} agents: {:7.0} round trips/s, round trip {}",
+                    run.per_second,
+                    spread(&run.latencies),
+                );
+            }
         }
     }
 }
@@ -818,6 +848,9 @@ fn main() {
         }
         if named("agents") {
             agents_sweep().await;
+        }
+        if named("durability") {
+            durability_sweep().await;
         }
     });
     if named("pending") {

@@ -91,6 +91,33 @@ pub struct StoreOptions {
     pub retain_resolved: Option<TimeDelta>,
     /// The channels a new request is announced on (by configured name), given its tenant.
     pub announce: Option<Announce>,
+    /// How a SQLite store makes its commits durable (PostgreSQL follows its own
+    /// `synchronous_commit`).
+    pub durability: Durability,
+}
+
+/// How a SQLite store makes its commits durable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// WAL with `synchronous=NORMAL`: a commit survives a crash of the process; a power loss or
+    /// an operating-system crash may lose the last moments of commits.
+    #[default]
+    Normal,
+    /// `synchronous=FULL`: each group commit reaches the disk (fsync) before it is acknowledged,
+    /// so it survives a power loss too. The writer commits many agents' writes at once, so the
+    /// cost is one fsync per batch, not per request.
+    Full,
+}
+
+impl Durability {
+    /// Parses `normal` or `full`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "normal" => Some(Self::Normal),
+            "full" => Some(Self::Full),
+            _ => None,
+        }
+    }
 }
 
 /// Picks the channels a new request is announced on: the routes of the channel configuration.
@@ -115,6 +142,7 @@ impl Default for StoreOptions {
             reaper_interval: Some(Duration::from_millis(500)),
             retain_resolved: None,
             announce: None,
+            durability: Durability::Normal,
         }
     }
 }
@@ -162,7 +190,7 @@ impl Store {
                     reason: "the path is empty".to_owned(),
                 });
             }
-            Backend::Sqlite(sqlite::SqliteBackend::open(path).await?)
+            Backend::Sqlite(sqlite::SqliteBackend::open(path, options.durability).await?)
         } else if trimmed.starts_with("postgres://") || trimmed.starts_with("postgresql://") {
             Backend::Postgres(postgres::PgBackend::open(trimmed, Arc::clone(&waiters)).await?)
         } else {
@@ -203,6 +231,21 @@ impl Store {
     /// The backend's name: `memory`, `sqlite` or `postgres`.
     pub fn backend_name(&self) -> &'static str {
         self.inner.backend.name()
+    }
+
+    /// The value of the SQLite pragma `name` (letters and underscores) on the store's writer
+    /// connection, such as `synchronous` (1 `NORMAL`, 2 `FULL`), for checking what
+    /// [`StoreOptions::durability`] set; `None` on other backends.
+    pub async fn sqlite_pragma(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        if !name.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_') {
+            return Err(StoreError::Backend(format!(
+                "{name:?} is not a pragma name"
+            )));
+        }
+        match &self.inner.backend {
+            backend::Backend::Sqlite(b) => b.pragma(name).await.map(Some),
+            _ => Ok(None),
+        }
     }
 
     /// The clock this store reads, for edges that keep time-dependent state of their own (rate

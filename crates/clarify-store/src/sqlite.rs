@@ -15,8 +15,10 @@
 //! Reads use a small pool of separate connections; in WAL mode they never block the writer and
 //! see every committed write. They are short indexed lookups and run on the calling task.
 //!
-//! Durability: WAL with `synchronous=NORMAL`. A committed write survives a crash of the process
-//! (the crash tests kill it with SIGKILL); a power loss may lose the last moments of commits.
+//! Durability: WAL with `synchronous=NORMAL` by default. A committed write survives a crash of
+//! the process (the crash tests kill it with SIGKILL); a power loss may lose the last moments of
+//! commits. [`Durability::Full`] (`--durability full`) makes the writer `synchronous=FULL`: each
+//! group commit is fsynced before any of its writes is acknowledged.
 //! Another process sharing the file sees writes at once; its waiters are woken by the store's
 //! event-log poller.
 
@@ -28,6 +30,7 @@ use clarify_core::{Resolution, Status};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use tokio::sync::oneshot;
 
+use crate::Durability;
 use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, Outbox, TokenKind};
 use crate::audit;
 use crate::backend::{Ballot, Cast, NewRow, Resolved, Tally, tally};
@@ -245,11 +248,11 @@ impl std::fmt::Debug for SqliteBackend {
 }
 
 impl SqliteBackend {
-    pub(crate) async fn open(path: &str) -> Result<Self, StoreError> {
+    pub(crate) async fn open(path: &str, durability: Durability) -> Result<Self, StoreError> {
         let path = path.to_owned();
         let writer = {
             let path = path.clone();
-            tokio::task::spawn_blocking(move || open_writer(&path))
+            tokio::task::spawn_blocking(move || open_writer(&path, durability))
                 .await
                 .map_err(|e| StoreError::Backend(e.to_string()))??
         };
@@ -904,6 +907,12 @@ impl SqliteBackend {
         })
     }
 
+    pub(crate) async fn pragma(&self, name: &str) -> Result<i64, StoreError> {
+        let name = name.to_owned();
+        self.write(move |conn| Ok(conn.pragma_query_value(None, &name, |r| r.get(0))?))
+            .await
+    }
+
     pub(crate) async fn pending_at(&self) -> Result<(u64, u64), StoreError> {
         self.read(|conn| {
             // One read transaction: one snapshot for both.
@@ -1504,6 +1513,9 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "foreign_keys", "OFF")?;
     // Checkpoints run on their own thread (see `run_checkpoints`).
     conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+    // After a checkpoint the WAL file is cut back to this size, so a burst of writes does not
+    // leave a large file behind for good.
+    conn.pragma_update(None, "journal_size_limit", 64i64 << 20)?;
     // Reading pages through a memory map saves a system call per page.
     conn.pragma_update(None, "mmap_size", 1i64 << 30)?;
     Ok(())
@@ -1520,10 +1532,13 @@ fn classify(path: &str, e: rusqlite::Error) -> StoreError {
     }
 }
 
-fn open_writer(path: &str) -> Result<Connection, StoreError> {
+fn open_writer(path: &str, durability: Durability) -> Result<Connection, StoreError> {
     let conn = Connection::open(path).map_err(|e| classify(path, e))?;
     let setup = || -> rusqlite::Result<i64> {
         configure(&conn)?;
+        if durability == Durability::Full {
+            conn.pragma_update(None, "synchronous", "FULL")?;
+        }
         let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
             tracing::warn!(%path, %mode, "SQLite did not switch to WAL mode");

@@ -46,6 +46,7 @@ pub struct Server {
     pub max_waiters: Option<usize>,
     pub rate_limit: Option<std::num::NonZeroU32>,
     pub retain_resolved: Option<Duration>,
+    pub durability: Option<crate::serve::Durability>,
     pub log_format: Option<LogFormat>,
 }
 
@@ -417,6 +418,7 @@ struct RawServer {
     max_waiters: Option<usize>,
     rate_limit: Option<std::num::NonZeroU32>,
     retain_resolved: Option<String>,
+    durability: Option<crate::serve::Durability>,
     log_format: Option<LogFormat>,
 }
 
@@ -436,6 +438,7 @@ impl RawServer {
             max_waiters: self.max_waiters,
             rate_limit: self.rate_limit,
             retain_resolved: duration("retain_resolved", self.retain_resolved)?,
+            durability: self.durability,
             log_format: self.log_format,
         })
     }
@@ -864,6 +867,10 @@ mod tests {
             (
                 "[server]\nretain_resolved = \"forever\"\n",
                 "clarify.toml: server.retain_resolved:",
+            ),
+            (
+                "[server]\ndurability = \"maybe\"\n",
+                "clarify.toml:2: server.durability: unknown variant `maybe`, expected `normal` or `full`",
             ),
             ("[sever]\n", "clarify.toml:1: sever: unknown field `sever`"),
             (

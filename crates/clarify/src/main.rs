@@ -195,6 +195,11 @@ struct ServeArgs {
     /// webhook deliveries, in small batches while serving. Default: keep them forever.
     #[arg(long, env = "CLARIFY_RETAIN_RESOLVED", value_parser = parse_duration)]
     retain_resolved: Option<Duration>,
+    /// How a SQLite store makes commits durable: normal (WAL with synchronous=NORMAL; a commit
+    /// survives a crash of the process) or full (each group commit is fsynced before it is
+    /// acknowledged; survives a power loss too). PostgreSQL follows its own synchronous_commit.
+    #[arg(long, env = "CLARIFY_DURABILITY", value_enum, default_value = "normal")]
+    durability: serve::Durability,
     /// How log lines are written to stderr: text (coloured only on a terminal without
     /// NO_COLOR) or json (one object per line). RUST_LOG filters them.
     #[arg(long, env = "CLARIFY_LOG_FORMAT", value_enum, default_value = "text")]

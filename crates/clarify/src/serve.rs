@@ -39,6 +39,10 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     let options = StoreOptions {
         retain_resolved,
         announce,
+        durability: match args.durability {
+            Durability::Normal => clarify_store::Durability::Normal,
+            Durability::Full => clarify_store::Durability::Full,
+        },
         ..StoreOptions::default()
     };
     let store = Store::open(&args.db, options)
@@ -99,6 +103,16 @@ pub(crate) fn announcer(
     Ok(announce_by(std::mem::take(&mut file.routes)))
 }
 
+/// How a SQLite store makes its commits durable (`--durability`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// WAL with synchronous=NORMAL: survives a crash of the process.
+    Normal,
+    /// synchronous=FULL: each group commit is fsynced; survives a power loss too.
+    Full,
+}
+
 /// `args` with the file's `[server]` keys for the settings no flag gave.
 fn with_file(mut args: ServeArgs, given: &[String], file: crate::config::Server) -> ServeArgs {
     let flag = |id: &str| given.iter().any(|g| g == id);
@@ -121,6 +135,7 @@ fn with_file(mut args: ServeArgs, given: &[String], file: crate::config::Server)
         max_waiters,
         rate_limit,
         retain_resolved,
+        durability,
         log_format
     );
     args

@@ -1283,3 +1283,52 @@ async fn settle(store: &Store, tenant: &str, records: &[&RequestRecord]) {
         }
     }
 }
+
+/// `Durability::Full` makes the SQLite writer fsync each group commit (`synchronous=FULL`); the
+/// default stays `NORMAL`. Both keep what they acknowledged across a reopen, and the WAL is cut
+/// back after checkpoints (`journal_size_limit`).
+#[tokio::test]
+async fn sqlite_durability_full_is_the_writers_synchronous_setting() {
+    for (durability, expected) in [
+        (clarify_store::Durability::Normal, 1_i64),
+        (clarify_store::Durability::Full, 2),
+    ] {
+        let dir = TempDir::new();
+        let url = format!("sqlite://{}", dir.0.join("clarify.db").display());
+        let open = || {
+            let url = url.clone();
+            async move {
+                Store::open(
+                    &url,
+                    clarify_store::StoreOptions {
+                        durability,
+                        ..clarify_store::StoreOptions::default()
+                    },
+                )
+                .await
+                .expect("open")
+            }
+        };
+        let store = open().await;
+        let id = store
+            .create("t", request(json!({"question": "Kept?"})))
+            .await
+            .expect("create")
+            .record
+            .id;
+        assert_eq!(
+            store.sqlite_pragma("synchronous").await.expect("pragma"),
+            Some(expected),
+            "{durability:?}"
+        );
+        assert_eq!(
+            store
+                .sqlite_pragma("journal_size_limit")
+                .await
+                .expect("pragma"),
+            Some(64 << 20)
+        );
+        drop(store);
+        assert!(open().await.get("t", &id).await.expect("get").is_some());
+    }
+}

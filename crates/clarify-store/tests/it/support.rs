@@ -170,6 +170,7 @@ pub fn options(clock: &Arc<ManualClock>) -> StoreOptions {
         reaper_interval: None,
         retain_resolved: None,
         announce: None,
+        durability: clarify_store::Durability::Normal,
     }
 }
 
