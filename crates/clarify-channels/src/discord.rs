@@ -717,18 +717,9 @@ impl Discord {
             }
             (EventKind::Reminded | EventKind::Escalated, Some(announcement)) => {
                 let (channel, id) = split_ref(announcement, &self.channel_id);
-                let mut text = match notice.event {
-                    EventKind::Escalated => {
-                        "Escalated: this request still waits for an answer, and now you may answer it too."
-                    }
-                    _ => "Reminder: this request still waits for an answer.",
-                }
-                .to_owned();
                 let mentions: Vec<String> =
                     notice.mention.iter().map(|m| format!("<@{m}>")).collect();
-                if !mentions.is_empty() {
-                    text = format!("{} {text}", mentions.join(" "));
-                }
+                let text = crate::follow_up_text(notice.event, &mentions);
                 let sent = self
                     .call(
                         client,

@@ -276,6 +276,22 @@ fn answer_words(q: &clarify_core::QuestionOutcome) -> String {
     }
 }
 
+/// The words of a reminder or an escalation replying to an announcement, after the platform's
+/// own `mentions` of the people it concerns.
+pub fn follow_up_text(event: EventKind, mentions: &[String]) -> String {
+    let words = match event {
+        EventKind::Escalated => {
+            "Escalated: this request still waits for an answer, and now you may answer it too."
+        }
+        _ => "Reminder: this request still waits for an answer.",
+    };
+    if mentions.is_empty() {
+        words.to_owned()
+    } else {
+        format!("{} {words}", mentions.join(" "))
+    }
+}
+
 /// The headline of a request: its first question's header, or what is asked.
 pub fn headline(record: &RequestRecord) -> String {
     use clarify_core::QuestionKind;

@@ -629,17 +629,8 @@ impl Telegram {
             }
             (EventKind::Reminded | EventKind::Escalated, Some(announcement)) => {
                 let (chat, id) = split_ref(announcement, &self.chat_id);
-                let mut text = match notice.event {
-                    EventKind::Escalated => {
-                        "Escalated: this request still waits for an answer, and now you may answer it too."
-                    }
-                    _ => "Reminder: this request still waits for an answer.",
-                }
-                .to_owned();
                 let mentions: Vec<String> = notice.mention.iter().map(|m| mention_of(m)).collect();
-                if !mentions.is_empty() {
-                    text = format!("{} {text}", mentions.join(" "));
-                }
+                let text = crate::follow_up_text(notice.event, &mentions);
                 let sent = self
                     .call(
                         client,

@@ -190,17 +190,7 @@ pub fn message(notice: &Notice<'_>, mention: &[String]) -> (String, Vec<Value>) 
 /// A follow-up in the announcement's thread: a reminder, or an escalation with its mentions.
 pub fn thread_reply(notice: &Notice<'_>, mention: &[String]) -> String {
     let mentions: Vec<String> = mention.iter().map(|m| mention_of(m)).collect();
-    let mut text = match notice.event {
-        EventKind::Escalated => {
-            "Escalated: this request still waits for an answer, and now you may answer it too."
-                .to_owned()
-        }
-        _ => "Reminder: this request still waits for an answer.".to_owned(),
-    };
-    if !mentions.is_empty() {
-        text = format!("{} {text}", mentions.join(" "));
-    }
-    text
+    crate::follow_up_text(notice.event, &mentions)
 }
 
 /// `<@U123>` for a user, `<!subteam^S123>` for a user group.

@@ -458,14 +458,7 @@ async fn latency() {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
-    for (name, mut v) in [("creation → push", announced), ("tap → agent wakes", wake)] {
-        v.sort();
-        let p = |q: f64| v[((v.len() as f64 * q) as usize).min(v.len() - 1)].as_secs_f64() * 1e3;
-        println!(
-            "{name}: p50 {:.2} ms, p99 {:.2} ms ({} runs)",
-            p(0.5),
-            p(0.99),
-            v.len()
-        );
+    for (name, v) in [("creation → push", announced), ("tap → agent wakes", wake)] {
+        crate::support::print_percentiles(name, v);
     }
 }

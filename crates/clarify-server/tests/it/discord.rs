@@ -561,17 +561,10 @@ async fn latency() {
         let woke = waiting.await.expect("waiter");
         wake.push(woke.duration_since(clicked));
     }
-    for (name, mut v) in [
+    for (name, v) in [
         ("creation → announcement", announced),
         ("click → agent wakes", wake),
     ] {
-        v.sort();
-        let p = |q: f64| v[((v.len() as f64 * q) as usize).min(v.len() - 1)].as_secs_f64() * 1e3;
-        println!(
-            "{name}: p50 {:.2} ms, p99 {:.2} ms ({} runs)",
-            p(0.5),
-            p(0.99),
-            v.len()
-        );
+        crate::support::print_percentiles(name, v);
     }
 }

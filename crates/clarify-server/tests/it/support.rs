@@ -170,3 +170,19 @@ pub fn suffix() -> String {
 pub fn code(body: &Value) -> &str {
     body["error"]["code"].as_str().unwrap_or("<no error code>")
 }
+
+/// Prints the p50 and p99 of `durations` in milliseconds, as the latency measurements report.
+pub fn print_percentiles(name: &str, mut durations: Vec<std::time::Duration>) {
+    durations.sort();
+    let p = |q: f64| {
+        durations
+            .get(((durations.len() as f64 * q) as usize).min(durations.len().saturating_sub(1)))
+            .map_or(0.0, |d| d.as_secs_f64() * 1e3)
+    };
+    println!(
+        "{name}: p50 {:.2} ms, p99 {:.2} ms ({} runs)",
+        p(0.5),
+        p(0.99),
+        durations.len()
+    );
+}
