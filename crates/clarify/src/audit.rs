@@ -13,6 +13,14 @@ use crate::AuditCommand;
 const PAGE: usize = 1_000;
 
 pub async fn run(command: AuditCommand, db: &str) -> anyhow::Result<ExitCode> {
+    // Opening a SQLite URL creates the file; an audit of a store that is not there is a typo.
+    let path = db
+        .trim()
+        .strip_prefix("sqlite://")
+        .or_else(|| db.trim().strip_prefix("sqlite:"));
+    if let Some(path) = path.filter(|p| !std::path::Path::new(p).exists()) {
+        anyhow::bail!("there is no store at {path}; pass the store's --db (or CLARIFY_DB)");
+    }
     let options = StoreOptions {
         reaper_interval: None,
         ..StoreOptions::default()

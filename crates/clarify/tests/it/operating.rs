@@ -340,4 +340,11 @@ async fn audit_verify_names_an_altered_event_and_export_prints_json_lines() {
     assert_eq!(code, 1, "{out}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("event 2:"), "{err}");
+
+    // A mistyped path is an error, not an empty store that verifies.
+    let absent = sqlite_url_of(&dir.join("absent.db"));
+    let (code, _, err) = run(&["audit", "verify", "--db", &absent]);
+    assert_eq!(code, 1);
+    assert!(err.contains("there is no store at"), "{err}");
+    assert!(!dir.join("absent.db").exists(), "nothing was created");
 }
