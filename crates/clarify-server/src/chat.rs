@@ -170,6 +170,21 @@ async fn decide(
     }
 }
 
+/// The configured channel called `name` whose platform `pick` accepts, with that platform's
+/// settings: how each platform's inbound route finds its channel.
+pub(crate) fn configured<'a, T>(
+    state: &'a AppState,
+    name: &str,
+    pick: impl Fn(&'a clarify_channels::Platform) -> Option<&'a T>,
+) -> Option<(&'a Channel, &'a T)> {
+    state
+        .config
+        .channels
+        .iter()
+        .filter(|c| c.name == name)
+        .find_map(|c| pick(&c.platform).map(|p| (c, p)))
+}
+
 /// The request `target` names, if it was announced on `channel`.
 async fn find(
     state: &AppState,

@@ -21,14 +21,10 @@ use crate::chat::{self, Done, Target};
 
 /// The configured Discord channel called `name`.
 fn channel<'a>(state: &'a AppState, name: &str) -> Option<(&'a Channel, &'a Discord)> {
-    state
-        .config
-        .channels
-        .iter()
-        .find_map(|c| match &c.platform {
-            Platform::Discord(d) if c.name == name => Some((c, d)),
-            _ => None,
-        })
+    chat::configured(state, name, |p| match p {
+        Platform::Discord(x) => Some(x),
+        _ => None,
+    })
 }
 
 /// `POST /hooks/discord/{name}`: verified before anything else is read.

@@ -22,14 +22,10 @@ use crate::chat::{self, Done, Target};
 
 /// The configured Slack channel called `name`.
 fn channel<'a>(state: &'a AppState, name: &str) -> Option<(&'a Channel, &'a Slack)> {
-    state
-        .config
-        .channels
-        .iter()
-        .find_map(|c| match &c.platform {
-            Platform::Slack(s) if c.name == name => Some((c, s)),
-            _ => None,
-        })
+    chat::configured(state, name, |p| match p {
+        Platform::Slack(x) => Some(x),
+        _ => None,
+    })
 }
 
 /// `POST /hooks/slack/{name}`: verified before anything else is read.

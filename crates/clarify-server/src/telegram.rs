@@ -30,14 +30,10 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// The configured Telegram channel called `name`.
 fn channel<'a>(state: &'a AppState, name: &str) -> Option<(&'a Channel, &'a Telegram)> {
-    state
-        .config
-        .channels
-        .iter()
-        .find_map(|c| match &c.platform {
-            Platform::Telegram(t) if c.name == name => Some((c, t)),
-            _ => None,
-        })
+    chat::configured(state, name, |p| match p {
+        Platform::Telegram(x) => Some(x),
+        _ => None,
+    })
 }
 
 /// `POST /hooks/telegram/{name}`: verified before anything else is read.
