@@ -364,15 +364,9 @@ pub fn message(record: &RequestRecord, answer_url: &str, mention: &[String]) -> 
         }
         parts.push(part);
     }
-    let mut footer = Vec::new();
-    match (&request.agent, &request.session) {
-        (Some(a), Some(s)) => {
-            footer.push(format!("Asked by {} in session {}", fit(a, 60), fit(s, 60)))
-        }
-        (Some(a), None) => footer.push(format!("Asked by {}", fit(a, 60))),
-        (None, Some(s)) => footer.push(format!("Asked in session {}", fit(s, 60))),
-        (None, None) => {}
-    }
+    let mut footer: Vec<String> = crate::asked_by(request, |a| fit(a, 60), |s| fit(s, 60))
+        .into_iter()
+        .collect();
     if pending {
         if let Some(at) = record.expires_at {
             // Discord renders this in each reader's time zone, as "in 14 minutes".

@@ -401,13 +401,9 @@ pub fn bodies(notice: &Notice<'_>) -> (String, String) {
         e(notice.answer_url)
     );
 
-    let mut footer = Vec::new();
-    match (&request.agent, &request.session) {
-        (Some(a), Some(s)) => footer.push(format!("Asked by {a} in session {s}")),
-        (Some(a), None) => footer.push(format!("Asked by {a}")),
-        (None, Some(s)) => footer.push(format!("Asked in session {s}")),
-        (None, None) => {}
-    }
+    let mut footer: Vec<String> = crate::asked_by(request, str::to_owned, str::to_owned)
+        .into_iter()
+        .collect();
     if let Some(at) = record.expires_at {
         footer.push(format!("expires {}", at.format("%Y-%m-%d %H:%M UTC")));
     }

@@ -292,6 +292,21 @@ pub fn follow_up_text(event: EventKind, mentions: &[String]) -> String {
     }
 }
 
+/// Who asked, in words: `Asked by deployer in session s1`, `Asked by deployer`, `Asked in
+/// session s1`, or `None`. Each platform renders (escapes, cuts, styles) the names its way.
+pub fn asked_by(
+    request: &clarify_core::NewRequest,
+    agent: impl Fn(&str) -> String,
+    session: impl Fn(&str) -> String,
+) -> Option<String> {
+    match (&request.agent, &request.session) {
+        (Some(a), Some(s)) => Some(format!("Asked by {} in session {}", agent(a), session(s))),
+        (Some(a), None) => Some(format!("Asked by {}", agent(a))),
+        (None, Some(s)) => Some(format!("Asked in session {}", session(s))),
+        (None, None) => None,
+    }
+}
+
 /// The headline of a request: its first question's header, or what is asked.
 pub fn headline(record: &RequestRecord) -> String {
     use clarify_core::QuestionKind;

@@ -366,17 +366,9 @@ pub fn message_text(notice: &Notice<'_>, mention: &[String]) -> String {
         }
         parts.push(part);
     }
-    let mut footer = Vec::new();
-    match (&request.agent, &request.session) {
-        (Some(a), Some(s)) => footer.push(format!(
-            "Asked by {} in session {}",
-            fit(a, 100),
-            fit(s, 100)
-        )),
-        (Some(a), None) => footer.push(format!("Asked by {}", fit(a, 100))),
-        (None, Some(s)) => footer.push(format!("Asked in session {}", fit(s, 100))),
-        (None, None) => {}
-    }
+    let mut footer: Vec<String> = crate::asked_by(request, |a| fit(a, 100), |s| fit(s, 100))
+        .into_iter()
+        .collect();
     if pending {
         if let Some(at) = record.expires_at {
             footer.push(format!("expires {}", at.format("%Y-%m-%d %H:%M UTC")));

@@ -142,15 +142,11 @@ pub fn message(notice: &Notice<'_>, mention: &[String]) -> (String, Vec<Value>) 
         }));
     }
     let mut context = Vec::new();
-    let asked_by = match (&request.agent, &request.session) {
-        (Some(a), Some(s)) => format!("Asked by *{}* in session `{}`", escape(a), escape(s)),
-        (Some(a), None) => format!("Asked by *{}*", escape(a)),
-        (None, Some(s)) => format!("Asked in session `{}`", escape(s)),
-        (None, None) => String::new(),
-    };
-    if !asked_by.is_empty() {
-        context.push(asked_by);
-    }
+    context.extend(crate::asked_by(
+        request,
+        |a| format!("*{}*", escape(a)),
+        |s| format!("`{}`", escape(s)),
+    ));
     if pending {
         if let Some(at) = record.expires_at {
             context.push(format!(

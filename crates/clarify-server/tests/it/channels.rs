@@ -12,8 +12,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode as AxumStatus};
 use axum::response::{IntoResponse, Response};
 use chrono::TimeDelta;
-use clarify_channels::{Channel, Platform, Route, channels_for, ntfy::Ntfy};
-use clarify_store::{Announce, StoreOptions};
+use clarify_channels::{Channel, Platform, Route, ntfy::Ntfy};
+use clarify_store::StoreOptions;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -119,12 +119,7 @@ async fn server(channels: Vec<Channel>, routes: Vec<Route>) -> TestServer {
 }
 
 fn options(routes: Vec<Route>) -> StoreOptions {
-    StoreOptions {
-        announce: Some(Announce(Arc::new(move |tenant: &str, request: &_| {
-            channels_for(&routes, tenant, request)
-        }))),
-        ..StoreOptions::default()
-    }
+    crate::support::announcing_by(routes)
 }
 
 async fn server_on(url: &str, channels: Vec<Channel>, routes: Vec<Route>) -> TestServer {

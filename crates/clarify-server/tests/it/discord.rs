@@ -4,13 +4,12 @@
 //! limits, restarts, and messages edited whichever way the request was resolved.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::TimeDelta;
 use clarify_channels::discord::Discord;
-use clarify_channels::{Channel, Platform, Route, channels_for};
-use clarify_store::{Announce, StoreOptions};
+use clarify_channels::{Channel, Platform};
+use clarify_store::StoreOptions;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -22,16 +21,7 @@ const BOB: &str = "80351110224678913";
 const STRANGER: &str = "80351110224678999";
 
 fn options() -> StoreOptions {
-    let routes = vec![Route {
-        channels: vec!["dev".to_owned()],
-        ..Route::default()
-    }];
-    StoreOptions {
-        announce: Some(Announce(Arc::new(move |tenant: &str, request: &_| {
-            channels_for(&routes, tenant, request)
-        }))),
-        ..StoreOptions::default()
-    }
+    crate::support::announcing(&["dev"])
 }
 
 async fn server_on(url: &str, fake: &FakeDiscord) -> TestServer {

@@ -3,13 +3,12 @@
 //! temporary failures retried, recipients from `[identities]`, and restarts.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::TimeDelta;
 use clarify_channels::email::Email;
-use clarify_channels::{Channel, Platform, Route, channels_for};
-use clarify_store::{Announce, StoreOptions};
+use clarify_channels::{Channel, Platform};
+use clarify_store::StoreOptions;
 use mail_parser::MessageParser;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -20,16 +19,7 @@ use crate::support::TestServer;
 const FROM: &str = "clarify@example.com";
 
 fn options() -> StoreOptions {
-    let routes = vec![Route {
-        channels: vec!["mail".to_owned()],
-        ..Route::default()
-    }];
-    StoreOptions {
-        announce: Some(Announce(Arc::new(move |tenant: &str, request: &_| {
-            channels_for(&routes, tenant, request)
-        }))),
-        ..StoreOptions::default()
-    }
+    crate::support::announcing(&["mail"])
 }
 
 async fn server_on(url: &str, smtp: &FakeSmtp, to: &[&str]) -> TestServer {

@@ -3,13 +3,12 @@
 //! and announcements edited whichever way the request was resolved.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::TimeDelta;
 use clarify_channels::slack::Slack;
-use clarify_channels::{Channel, Platform, Route, channels_for};
-use clarify_store::{Announce, StoreOptions};
+use clarify_channels::{Channel, Platform};
+use clarify_store::StoreOptions;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -36,16 +35,7 @@ fn slack_channel(fake: &FakeSlack, socket_mode: bool) -> Channel {
 }
 
 fn options() -> StoreOptions {
-    let routes = vec![Route {
-        channels: vec!["ops".to_owned()],
-        ..Route::default()
-    }];
-    StoreOptions {
-        announce: Some(Announce(Arc::new(move |tenant: &str, request: &_| {
-            channels_for(&routes, tenant, request)
-        }))),
-        ..StoreOptions::default()
-    }
+    crate::support::announcing(&["ops"])
 }
 
 async fn server_on(url: &str, fake: &FakeSlack, socket_mode: bool) -> TestServer {

@@ -186,3 +186,23 @@ pub fn print_percentiles(name: &str, mut durations: Vec<std::time::Duration>) {
         durations.len()
     );
 }
+
+/// Store options that announce a request on the channels of every route it matches.
+pub fn announcing_by(routes: Vec<clarify_channels::Route>) -> StoreOptions {
+    StoreOptions {
+        announce: Some(clarify_store::Announce(Arc::new(
+            move |tenant: &str, request: &_| {
+                clarify_channels::channels_for(&routes, tenant, request)
+            },
+        ))),
+        ..StoreOptions::default()
+    }
+}
+
+/// Store options that announce every request on `channels`.
+pub fn announcing(channels: &[&str]) -> StoreOptions {
+    announcing_by(vec![clarify_channels::Route {
+        channels: channels.iter().map(|c| (*c).to_owned()).collect(),
+        ..clarify_channels::Route::default()
+    }])
+}

@@ -3,13 +3,12 @@
 //! the webhook's secret, flood control, restarts, and polling that resumes where it stopped.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::TimeDelta;
 use clarify_channels::telegram::Telegram;
-use clarify_channels::{Channel, Platform, Route, channels_for};
-use clarify_store::{Announce, StoreOptions};
+use clarify_channels::{Channel, Platform};
+use clarify_store::StoreOptions;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -22,16 +21,7 @@ const STRANGER: i64 = 5_000_000_099;
 const SECRET: &str = "webhook-secret-0123456789";
 
 fn options() -> StoreOptions {
-    let routes = vec![Route {
-        channels: vec!["phone".to_owned()],
-        ..Route::default()
-    }];
-    StoreOptions {
-        announce: Some(Announce(Arc::new(move |tenant: &str, request: &_| {
-            channels_for(&routes, tenant, request)
-        }))),
-        ..StoreOptions::default()
-    }
+    crate::support::announcing(&["phone"])
 }
 
 async fn server_on(url: &str, fake: &FakeTelegram, webhook: bool) -> TestServer {
