@@ -118,6 +118,9 @@ pub async fn list(
                 )
             })?,
     };
+    // What was written before this call is in the page (PostgreSQL numbers events just after
+    // their commit).
+    state.store.sync_feed().await?;
     let events = state
         .store
         .audit_events(Some(caller.tenant()), after, limit)

@@ -5,8 +5,9 @@
 //! repeat, whichever instance it reconnects to. A stream reads the log in small batches only
 //! when its client is ready for more, so a slow client holds one batch at most and delays nobody
 //! else. The [`EventHub`] only says "the log has grown" (a `watch` of the newest sequence):
-//! this instance pokes it after its own writes, and a tailer polls the log for the writes of
-//! other instances and of the reaper. A stream ends when its key is revoked.
+//! this instance pokes it after its own writes, the store's feed watch (PostgreSQL's one
+//! notification per numbering round) after anyone's, and a tailer polls the log as a backstop.
+//! A stream ends when its key is revoked.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -54,10 +55,14 @@ impl EventHub {
 /// Watches the newest event-log sequence until shutdown.
 pub(crate) async fn tail(state: AppState) {
     let every = state.config.event_poll;
+    let mut feed = state.store.watch_feed();
+    let mut feed_open = true;
     loop {
         tokio::select! {
             () = state.shutdown.cancelled() => return,
             () = state.hub.poke.notified() => {}
+            // The store heard that the feed grew (PostgreSQL's per-round notification).
+            changed = feed.changed(), if feed_open => feed_open = changed.is_ok(),
             () = tokio::time::sleep(every) => {}
         }
         match state.store.last_event_seq().await {

@@ -272,6 +272,16 @@ impl Backend {
         dispatch!(self, b => b.last_event_seq().await)
     }
 
+    /// Waits until every event committed before the call is numbered (see
+    /// [`crate::Store::sync_feed`]).
+    pub(crate) async fn sync_feed(&self, within: std::time::Duration) -> Result<(), StoreError> {
+        match self {
+            // Their writers number events as they commit them.
+            Backend::Memory(_) | Backend::Sqlite(_) => Ok(()),
+            Backend::Postgres(b) => b.sync_feed(within).await,
+        }
+    }
+
     /// The grants of `tenant` that `filter` lets through, oldest first.
     pub(crate) async fn grants(
         &self,

@@ -170,6 +170,9 @@ const EXPIRE_BATCH: usize = 1_000;
 pub const PURGE_BATCH: usize = 500;
 /// How many times as long as a purge batch took the reaper rests before the next one.
 const PURGE_REST: u32 = 2;
+/// How long [`Store::sync_feed`] waits for the sequencer: longer than a stalled sequencer takes
+/// to be replaced.
+pub const FEED_SYNC: Duration = Duration::from_secs(10);
 /// How soon a waiter whose read failed reads again, unless woken sooner.
 pub const WAIT_RETRY: Duration = Duration::from_secs(1);
 
@@ -519,6 +522,23 @@ impl Store {
         self.inner.backend.events_after(tenant, after, limit).await
     }
 
+    /// Waits until every event committed before the call has its sequence number, so
+    /// [`Store::events_after`] and the audit chain show it. PostgreSQL numbers events a few
+    /// milliseconds after they commit (one sequencer per database does, in rounds); SQLite and
+    /// memory stores number them as they commit, so this returns at once. Fails with
+    /// [`StoreError::Unavailable`] when no sequencer makes progress within [`FEED_SYNC`].
+    pub async fn sync_feed(&self) -> Result<(), StoreError> {
+        self.inner.backend.sync_feed(FEED_SYNC).await
+    }
+
+    /// Follows the newest event-log sequence this process has heard of from other processes
+    /// (PostgreSQL's per-batch notification, the event-log poller): a hint that
+    /// [`Store::events_after`] has more, which saves a follower polling. Writes of this process
+    /// are not announced here on SQLite and memory stores; whoever makes them knows.
+    pub fn watch_feed(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.waiters.watch_feed()
+    }
+
     /// The sequence of the newest event (0 when there is none).
     pub async fn last_event_seq(&self) -> Result<u64, StoreError> {
         self.inner.backend.last_event_seq().await
@@ -841,6 +861,7 @@ async fn poller(inner: Weak<Inner>, every: Duration, mut after: u64) {
                     }
                     after = after.max(event.seq);
                 }
+                inner.waiters.feed_reached(after);
             }
             Err(e) => tracing::warn!(error = %e, "polling the event log failed; retrying"),
         }

@@ -8,17 +8,26 @@
 //!   at once still store it once;
 //! - the reaper claims overdue rows with `FOR UPDATE SKIP LOCKED`, so instances expiring at the
 //!   same moment neither block each other nor expire a request twice;
-//! - event sequence numbers become visible in commit order (see [`EVENT_LOG_LOCK`]), so a reader
-//!   resuming after sequence `n` never misses an event;
 //! - a webhook delivery is inserted by the transaction that resolves its request, and workers claim
 //!   due deliveries with `FOR UPDATE SKIP LOCKED`, so two instances never lease the same one;
 //! - a login token is redeemed by one `DELETE ... RETURNING`, so it works once however many
 //!   instances try it; an active key name and a server secret are settled by unique indexes.
 //!
-//! Waiters in other instances are woken through `LISTEN`/`NOTIFY`: each resolving transaction
-//! notifies [`WAKE_CHANNEL`] with the request id, and every instance runs one listener task that
-//! turns notifications into local wake-ups. Notifications are only hints (a waiter re-reads the
-//! row), and the store's event-log poller backs them up.
+//! The event feed. A writing transaction takes no lock beyond its own rows and sends no
+//! notification: it inserts its events, unnumbered, into `clarify_event_inbox`, and commits.
+//! One *sequencer* per database numbers them: every instance runs a sequencer task, and the one
+//! holding the session-level advisory lock [`SEQUENCER_LOCK`] on its own connection leads. In
+//! rounds, it moves the committed inbox rows, oldest first, into `clarify_events` with the next
+//! sequence numbers and their audit-chain hashes, in one transaction that also takes
+//! [`EVENT_LOG_LOCK`] and sends one `NOTIFY` on [`WAKE_CHANNEL`] for the whole round. Readers
+//! read only `clarify_events`, whose rows are written by nothing else, so numbers become
+//! visible in order (ARCHITECTURE.md has the argument, and what a stalled sequencer costs).
+//!
+//! Waiters in other instances are woken by that notification (its payload names the round's
+//! newest sequence and the requests it resolved): every instance runs one listener task that
+//! turns it into local wake-ups. Notifications are only hints (a waiter re-reads the row), and
+//! the store's event-log poller backs them up. A waiter in the resolving instance is woken at
+//! once, without waiting for the sequencer.
 //!
 //! The schema is created and migrated at open by a small embedded runner: `clarify_schema` holds
 //! the applied versions, and a database newer than this binary is refused.
@@ -33,15 +42,15 @@ use clarify_core::{Resolution, Status};
 use sha2::{Digest, Sha256};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolOptions, PgRow};
 use sqlx::{ConnectOptions, Connection, Executor, Row};
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 
 use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, Outbox, TokenKind};
 use crate::audit;
 use crate::backend::{Ballot, Cast, NewRow, Resolved, Tally, tally};
 use crate::codec::{
     ATTEMPT_COLUMNS, AttemptParts, COLUMNS, DELIVERY_COLUMNS, DeliveryParts, EVENT_COLUMNS,
-    EventParts, KEY_COLUMNS, KeyParts, RowParts, SCHEMA_VERSION, after_attempt, answers_json,
-    attempt_values, millis, reaped_callback_url, reminder_period, spec_json, votes_json,
+    EventParts, KEY_COLUMNS, KeyParts, RowParts, after_attempt, answers_json, attempt_values,
+    millis, reaped_callback_url, reminder_period, spec_json, votes_json,
 };
 use crate::error::StoreError;
 use crate::grant::{GRANT_COLUMNS, GrantFilter, GrantParts, StoredGrant};
@@ -57,18 +66,35 @@ const MAX_CONNECTIONS: u32 = 16;
 /// How long to wait for a connection before reporting the database unavailable. Short, so a
 /// readiness probe or a CLI command fails fast instead of hanging.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// The channel resolving transactions notify, with the request id as payload.
+/// The channel each numbering round notifies: `<newest seq>` then the ids of the requests the
+/// round resolved, space-separated, or `*` for "every request" when they do not fit.
 const WAKE_CHANNEL: &str = "clarify_resolved";
 /// Advisory lock serializing migrations of concurrently starting instances.
 const MIGRATION_LOCK: i64 = 0x636c_6172_6966_7901;
-/// Advisory lock taken by every transaction that appends to `clarify_events`, just before it
-/// inserts. A `bigserial` hands out numbers at insert time, not at commit: without the lock,
-/// transaction A could take seq 10, transaction B seq 11, and B commit first; a reader that saw
-/// 11 and resumes "after 11" would never see 10. Holding one lock from the insert until commit
-/// (transaction-level advisory locks are released only after the commit is visible) makes
-/// sequence order equal visibility order. It is taken as the last step of each transaction, after
-/// all row locks, so it is held only for the event insert and the commit, and cannot deadlock.
+/// Advisory lock (transaction-level) taken by each numbering round of the sequencer, and by the
+/// migration that hashed the events stored before the audit chain. Writers never take it. It
+/// makes numbering rounds strictly one after another even if two sequencers ever believed they
+/// lead (leadership is a matter of efficiency; this lock is what correctness rests on), and it
+/// is the lock older versions took to append, so a round never interleaves with them either.
 const EVENT_LOG_LOCK: i64 = 0x636c_6172_6966_7902;
+/// Advisory lock (session-level) held by the leading sequencer on its own connection, outside
+/// every transaction. Ending that session, however it ends, hands the lead on.
+const SEQUENCER_LOCK: i64 = 0x636c_6172_6966_7903;
+/// How many inbox events one numbering round moves at most.
+const SEQUENCE_BATCH: i64 = 1_000;
+/// How often the leading sequencer looks for events written by other instances when nothing
+/// pokes it (a write in its own instance pokes it at once). Each look is one cheap indexed
+/// statement; this interval bounds the extra latency of a cross-instance wake-up.
+const SEQUENCE_IDLE: Duration = Duration::from_millis(4);
+/// How often a standing-by sequencer tries to take the lead.
+const STANDBY_POLL: Duration = Duration::from_millis(250);
+/// How long the oldest inbox event may stay unnumbered while another session holds the lead
+/// before a standing-by sequencer ends that session (a leader that hangs with its connection
+/// open, such as a stopped process, would otherwise hold the feed back for good).
+const STALL_AFTER: Duration = Duration::from_secs(2);
+/// The longest `NOTIFY` payload sent (PostgreSQL's limit is 8,000 bytes); a round resolving more
+/// requests than fit wakes every waiter instead.
+const NOTIFY_PAYLOAD_MAX: usize = 7_900;
 /// How often `create` retries after losing a unique-index race whose winner then vanished from
 /// view (resolved, so no longer a dedupe match); more means something else is wrong.
 const CREATE_ATTEMPTS: usize = 5;
@@ -98,12 +124,31 @@ const SCHEMA_V9: &str = "
 ALTER TABLE clarify_events ADD COLUMN hash TEXT;
 ";
 
+/// Schema version 10: the event inbox, where writers leave their events for the sequencer to
+/// number (see the module comment). No index but the key: the sequencer reads it in key order,
+/// and it holds only what the last few milliseconds wrote. Vacuumed eagerly, as a queue.
+const SCHEMA_V10: &str = "
+CREATE TABLE clarify_event_inbox (
+    id bigserial PRIMARY KEY,
+    tenant text NOT NULL,
+    request_id text NOT NULL,
+    kind text NOT NULL,
+    actor text,
+    channel text,
+    at bigint NOT NULL
+) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000);
+";
+
+/// The PostgreSQL schema's version. SQLite's ([`crate::codec::SCHEMA_VERSION`]) stopped at 9: the event inbox
+/// exists only here.
+const PG_SCHEMA_VERSION: i64 = 10;
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
-    SCHEMA_V9,
+    SCHEMA_V9, SCHEMA_V10,
 ];
-const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
+const _: () = assert!(MIGRATIONS.len() as i64 == PG_SCHEMA_VERSION);
 
 /// The layout of `codec` (see there), plus indexes for every lookup the store makes.
 const SCHEMA_V1: &str = "
@@ -255,8 +300,11 @@ ALTER TABLE clarify_deliveries ADD COLUMN channel text, ADD COLUMN message_ref t
 #[derive(Debug)]
 pub(crate) struct PgBackend {
     pool: PgPool,
-    /// Dropping the backend drops this sender, which stops the listener task.
+    /// Tells this instance's sequencer that events were just committed.
+    poke: Arc<Notify>,
+    /// Dropping the backend drops these senders, which stop the listener and sequencer tasks.
     _stop_listener: oneshot::Sender<()>,
+    _stop_sequencer: oneshot::Sender<()>,
 }
 
 impl PgBackend {
@@ -300,17 +348,32 @@ impl PgBackend {
         let listener = listen(&options).await.map_err(|e| {
             StoreError::Unavailable(format!("PostgreSQL at {target}: cannot LISTEN: {e}"))
         })?;
-        let (stop, stopped) = oneshot::channel();
+        let (stop_listener, stopped) = oneshot::channel();
         tokio::spawn(run_listener(
-            options,
+            options.clone(),
             listener,
             Arc::downgrade(&waiters),
             stopped,
         ));
+        let poke = Arc::new(Notify::new());
+        let (stop_sequencer, stopped) = oneshot::channel();
+        tokio::spawn(run_sequencer(options, Arc::clone(&poke), stopped));
         Ok(Self {
             pool,
-            _stop_listener: stop,
+            poke,
+            _stop_listener: stop_listener,
+            _stop_sequencer: stop_sequencer,
         })
+    }
+
+    /// Commits a transaction that appended events, and tells this instance's sequencer.
+    async fn commit_events(
+        &self,
+        tx: sqlx::Transaction<'_, sqlx::Postgres>,
+    ) -> Result<(), StoreError> {
+        tx.commit().await.map_err(db_err)?;
+        self.poke.notify_one();
+        Ok(())
     }
 
     pub(crate) async fn create(&self, row: NewRow) -> Result<Created, StoreError> {
@@ -385,7 +448,7 @@ impl PgBackend {
                 millis(row.created_at),
             )
             .await?;
-            tx.commit().await.map_err(db_err)?;
+            self.commit_events(tx).await?;
             return Ok(Created {
                 record: row.into_record(),
                 created: true,
@@ -508,8 +571,7 @@ impl PgBackend {
             millis(res.resolved_at),
         )
         .await?;
-        notify(&mut tx, std::slice::from_ref(&record.id)).await?;
-        tx.commit().await.map_err(db_err)?;
+        self.commit_events(tx).await?;
         Ok(Resolved::Won(record))
     }
 
@@ -585,9 +647,8 @@ impl PgBackend {
         append_events(&mut tx, EventKind::Voted, &target, name, channel, at).await?;
         if resolution.is_some() {
             append_events(&mut tx, EventKind::Answered, &target, name, channel, at).await?;
-            notify(&mut tx, std::slice::from_ref(&record.id)).await?;
         }
-        tx.commit().await.map_err(db_err)?;
+        self.commit_events(tx).await?;
         Ok(Cast::Counted(record))
     }
 
@@ -653,7 +714,7 @@ impl PgBackend {
         };
         update.execute(&mut *tx).await.map_err(db_err)?;
         let ids = announce(&mut tx, &due, kind, at).await?;
-        tx.commit().await.map_err(db_err)?;
+        self.commit_events(tx).await?;
         Ok(ids)
     }
 
@@ -664,13 +725,16 @@ impl PgBackend {
     ) -> Result<Vec<String>, StoreError> {
         // One statement, one short transaction. Rows another instance is purging are skipped,
         // not waited for; tags and delivery attempts go by their foreign keys' cascade. Events
-        // stay as tombstones (seq and hash), so the audit chain still verifies.
+        // stay as tombstones (seq and hash), so the audit chain still verifies; a request with
+        // an event not numbered yet waits for the sequencer.
         let ids: Vec<String> = sqlx::query_scalar(
             "WITH victims AS ( \
                  SELECT seq, id FROM clarify_requests r \
                  WHERE status <> 'pending' AND resolved_at < $1 AND NOT EXISTS ( \
                      SELECT 1 FROM clarify_deliveries d \
                      WHERE d.request_id = r.id AND d.status = 'pending') \
+                 AND NOT EXISTS ( \
+                     SELECT 1 FROM clarify_event_inbox i WHERE i.request_id = r.id) \
                  ORDER BY resolved_at LIMIT $2 \
                  FOR UPDATE SKIP LOCKED), \
              events AS ( \
@@ -753,8 +817,7 @@ impl PgBackend {
             at,
         )
         .await?;
-        notify(&mut tx, &ids).await?;
-        tx.commit().await.map_err(db_err)?;
+        self.commit_events(tx).await?;
         Ok(ids)
     }
 
@@ -819,6 +882,40 @@ impl PgBackend {
     /// leaves tombstones).
     pub(crate) async fn audit_base(&self) -> Result<String, StoreError> {
         Ok(String::new())
+    }
+
+    pub(crate) async fn sync_feed(&self, within: Duration) -> Result<(), StoreError> {
+        // Every event committed before now is in this snapshot: numbered already, or in the
+        // inbox with an id up to this one.
+        let newest: Option<i64> = sqlx::query_scalar("SELECT max(id) FROM clarify_event_inbox")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)?;
+        let Some(newest) = newest else {
+            return Ok(());
+        };
+        self.poke.notify_one();
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let waiting: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM clarify_event_inbox WHERE id <= $1)",
+            )
+            .bind(newest)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)?;
+            if !waiting {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(StoreError::Unavailable(format!(
+                    "events committed {} s ago are still not numbered: no clarify instance's \
+                     event sequencer is making progress on this database",
+                    within.as_secs()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
     }
 
     pub(crate) async fn last_event_seq(&self) -> Result<u64, StoreError> {
@@ -1211,17 +1308,24 @@ impl PgBackend {
     }
 
     pub(crate) async fn pending_at(&self) -> Result<(u64, u64), StoreError> {
-        // One snapshot for both: an event is committed with the change it records.
+        // One snapshot for all: an event is committed with the change it records, in the inbox
+        // or, once numbered, in the log.
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        let n: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM clarify_requests WHERE status = 'pending'")
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(db_err)?;
+        // Committed events the sequencer has not numbered yet are in the inbox, in the same
+        // snapshot: their effect is taken out, so the count is the one as of the newest number.
+        let n: i64 = sqlx::query_scalar(
+            "SELECT (SELECT count(*) FROM clarify_requests WHERE status = 'pending') \
+                 - (SELECT count(*) FROM clarify_event_inbox WHERE kind = 'created') \
+                 + (SELECT count(*) FROM clarify_event_inbox \
+                    WHERE kind IN ('answered', 'skipped', 'expired', 'cancelled'))",
+        )
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_err)?;
         let seq: i64 = sqlx::query_scalar("SELECT coalesce(max(seq), 0) FROM clarify_events")
             .fetch_one(&mut *tx)
             .await
@@ -1274,8 +1378,9 @@ async fn existing(
     Ok(None)
 }
 
-/// Appends one event per `(tenant, request id)` target, in order. Must be the last write of its
-/// transaction: it takes [`EVENT_LOG_LOCK`], held until commit.
+/// Appends one event per `(tenant, request id)` target, in order, to the inbox: unnumbered
+/// and unhashed, without any lock, for the sequencer to number once the transaction commits
+/// (see the module comment). Commit with [`PgBackend::commit_events`].
 async fn append_events(
     conn: &mut PgConnection,
     kind: EventKind,
@@ -1284,58 +1389,21 @@ async fn append_events(
     channel: Option<&str>,
     at: i64,
 ) -> Result<(), StoreError> {
-    sqlx::query("SELECT pg_advisory_xact_lock($1)")
-        .bind(EVENT_LOG_LOCK)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_err)?;
     let (tenants, ids): (Vec<&str>, Vec<&str>) = targets
         .iter()
         .map(|(t, id)| (t.as_str(), id.as_str()))
         .unzip();
-    // The lock is held until commit, so the head read here is the chain's, and the events
-    // inserted next follow it in feed order.
-    let previous: Option<String> =
-        sqlx::query_scalar("SELECT hash FROM clarify_events ORDER BY seq DESC LIMIT 1")
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(db_err)?
-            .flatten();
-    let rows = sqlx::query(&format!(
-        "INSERT INTO clarify_events (tenant, request_id, kind, actor, channel, at) \
+    sqlx::query(
+        "INSERT INTO clarify_event_inbox (tenant, request_id, kind, actor, channel, at) \
          SELECT t, id, $3, $4, $5, $6 \
-         FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(t, id, n) ORDER BY n \
-         RETURNING {EVENT_COLUMNS}"
-    ))
+         FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(t, id, n) ORDER BY n",
+    )
     .bind(tenants)
     .bind(ids)
     .bind(kind.as_str())
     .bind(actor)
     .bind(channel)
     .bind(at)
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(db_err)?;
-    let mut inserted = rows
-        .iter()
-        .map(event_parts)
-        .collect::<Result<Vec<_>, _>>()?;
-    // RETURNING follows no ORDER BY.
-    inserted.sort_unstable_by_key(|e| e.seq);
-    let mut head = previous.unwrap_or_default();
-    let mut seqs = Vec::with_capacity(inserted.len());
-    let mut hashes = Vec::with_capacity(inserted.len());
-    for e in &inserted {
-        head = audit::link(&head, &audit::canonical(e));
-        seqs.push(e.seq);
-        hashes.push(head.clone());
-    }
-    sqlx::query(
-        "UPDATE clarify_events e SET hash = u.h \
-         FROM unnest($1::bigint[], $2::text[]) AS u(s, h) WHERE e.seq = u.s",
-    )
-    .bind(seqs)
-    .bind(hashes)
     .execute(&mut *conn)
     .await
     .map_err(db_err)?;
@@ -1461,7 +1529,7 @@ async fn due(
 }
 
 /// Writes a system event about each of the `due` pending requests and queues their webhooks and
-/// a notification on each channel they were announced on; returns their ids. Ends the transaction's writes (see [`append_events`]).
+/// a notification on each channel they were announced on; returns their ids.
 async fn announce(
     conn: &mut PgConnection,
     due: &[(String, String, String)],
@@ -1495,7 +1563,7 @@ async fn announce(
 
 /// Queues a notification of `kind` about each of the requests `ids` on every channel it was
 /// announced on: a reminder or escalation, a vote, or its resolution (which edits the
-/// announcement). Runs before [`append_events`].
+/// announcement).
 async fn follow_up(
     conn: &mut PgConnection,
     ids: &[&str],
@@ -1518,8 +1586,8 @@ async fn follow_up(
 }
 
 /// Queues a webhook delivery, due at once, for every `(tenant, request id, url)`, in order: of
-/// a request resolved at `at` (`event` is `None`), or announcing `event` of a pending one. Runs
-/// inside the writing transaction, before [`append_events`].
+/// a request resolved at `at` (`event` is `None`), or announcing `event` of a pending one, inside
+/// the writing transaction.
 async fn queue_deliveries(
     conn: &mut PgConnection,
     targets: &[(String, String, String)],
@@ -1587,18 +1655,7 @@ async fn with_attempts(
         .collect()
 }
 
-/// Queues a wake-up for every instance's waiters of `ids`; PostgreSQL delivers it at commit.
-async fn notify(conn: &mut PgConnection, ids: &[String]) -> Result<(), StoreError> {
-    sqlx::query("SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id")
-        .bind(WAKE_CHANNEL)
-        .bind(ids)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_err)?;
-    Ok(())
-}
-
-/// Creates the schema, or brings it up to [`SCHEMA_VERSION`], in one transaction.
+/// Creates the schema, or brings it up to [`PG_SCHEMA_VERSION`], in one transaction.
 async fn migrate(conn: &mut PgConnection) -> Result<(), StoreError> {
     let mut tx = conn.begin().await.map_err(db_err)?;
     // A transaction-level lock is released by commit or rollback, so a failed migration can
@@ -1628,10 +1685,10 @@ async fn migrate(conn: &mut PgConnection) -> Result<(), StoreError> {
         .fetch_one(&mut *tx)
         .await
         .map_err(db_err)?;
-    if found > SCHEMA_VERSION {
+    if found > PG_SCHEMA_VERSION {
         return Err(StoreError::SchemaTooNew {
             found,
-            supported: SCHEMA_VERSION,
+            supported: PG_SCHEMA_VERSION,
         });
     }
     for (version, sql) in (1_i64..).zip(MIGRATIONS) {
@@ -1718,7 +1775,7 @@ async fn run_listener(
                 return;
             };
             match received {
-                Ok(Some(notification)) => waiters.notify(notification.payload()),
+                Ok(Some(notification)) => wake(&waiters, notification.payload()),
                 // The connection dropped and sqlx has already reconnected and listens again.
                 Ok(None) => waiters.notify_all(),
                 Err(e) => {
@@ -1734,6 +1791,295 @@ async fn run_listener(
         }
         backoff = (backoff * 2).min(LISTEN_BACKOFF_MAX);
     }
+}
+
+/// Turns one numbering round's notification (see [`WAKE_CHANNEL`]) into local wake-ups. A
+/// payload that does not start with a number is a request id, as versions before the sequencer
+/// sent them.
+fn wake(waiters: &Waiters, payload: &str) {
+    let (first, rest) = payload.split_once(' ').unwrap_or((payload, ""));
+    let Ok(seq) = first.parse::<u64>() else {
+        waiters.notify(payload);
+        return;
+    };
+    if rest == "*" {
+        waiters.notify_all();
+    } else {
+        for id in rest.split(' ').filter(|id| !id.is_empty()) {
+            waiters.notify(id);
+        }
+    }
+    waiters.feed_reached(seq);
+}
+
+/// One instance's sequencer: stands by until it can take the lead, then numbers events until
+/// the backend is dropped (see the module comment). A lost connection loses the lead with it;
+/// the task reconnects and stands by again.
+async fn run_sequencer(
+    options: PgConnectOptions,
+    poke: Arc<Notify>,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let mut backoff = LISTEN_BACKOFF_MIN;
+    loop {
+        let connected = tokio::select! {
+            _ = &mut stop => return,
+            connected = options.connect() => connected,
+        };
+        match connected {
+            Ok(mut conn) => {
+                backoff = LISTEN_BACKOFF_MIN;
+                match sequence(&mut conn, &poke, &mut stop).await {
+                    Ok(()) => {
+                        // Stopped: closing the session releases the lead at once.
+                        let _ = conn.close().await;
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the event sequencer lost its connection; reconnecting");
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "the event sequencer cannot connect; retrying"),
+        }
+        tokio::select! {
+            _ = &mut stop => return,
+            () = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(LISTEN_BACKOFF_MAX);
+    }
+}
+
+/// Stands by on `conn` until it holds [`SEQUENCER_LOCK`], then numbers events in rounds: at
+/// once after a poke or a full round, else every [`SEQUENCE_IDLE`]. Returns `Ok` when stopped,
+/// an error when the connection fails.
+async fn sequence(
+    conn: &mut PgConnection,
+    poke: &Notify,
+    stop: &mut oneshot::Receiver<()>,
+) -> Result<(), StoreError> {
+    let mut watch = StallWatch::default();
+    loop {
+        let leading: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(SEQUENCER_LOCK)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        if leading {
+            break;
+        }
+        watch.check(conn).await?;
+        tokio::select! {
+            _ = &mut *stop => return Ok(()),
+            () = tokio::time::sleep(STANDBY_POLL) => {}
+        }
+    }
+    tracing::debug!("this instance numbers the event feed");
+    loop {
+        let moved = number_round(conn).await?;
+        if moved >= SEQUENCE_BATCH as usize {
+            continue;
+        }
+        tokio::select! {
+            _ = &mut *stop => return Ok(()),
+            () = poke.notified() => {}
+            () = tokio::time::sleep(SEQUENCE_IDLE) => {}
+        }
+    }
+}
+
+/// What a standing-by sequencer sees of the leader's progress: the oldest unnumbered event, and
+/// since when it has been the oldest.
+#[derive(Debug, Default)]
+struct StallWatch {
+    oldest: Option<(i64, tokio::time::Instant)>,
+}
+
+impl StallWatch {
+    /// Ends the leader's session when the same event has waited in the inbox for
+    /// [`STALL_AFTER`]: the leader is hung (its process stopped, say) with its session open.
+    /// Its open round, if any, rolls back, and the lead is free for whoever asks next.
+    async fn check(&mut self, conn: &mut PgConnection) -> Result<(), StoreError> {
+        let oldest: Option<i64> = sqlx::query_scalar("SELECT min(id) FROM clarify_event_inbox")
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        let now = tokio::time::Instant::now();
+        match (oldest, self.oldest) {
+            (None, _) => self.oldest = None,
+            (Some(id), Some((seen, since))) if id == seen => {
+                if now.duration_since(since) >= STALL_AFTER {
+                    let ended: Vec<bool> = sqlx::query_scalar(
+                        "SELECT pg_terminate_backend(pid) FROM pg_locks \
+                         WHERE locktype = 'advisory' AND granted AND objsubid = 1 \
+                         AND classid::bigint = $1 AND objid::bigint = $2 \
+                         AND pid <> pg_backend_pid()",
+                    )
+                    .bind(SEQUENCER_LOCK >> 32)
+                    .bind(SEQUENCER_LOCK & 0xffff_ffff)
+                    .fetch_all(&mut *conn)
+                    .await
+                    .map_err(db_err)?;
+                    tracing::warn!(
+                        ended = ended.iter().filter(|e| **e).count(),
+                        "the event sequencer that leads made no progress for {} s; ended its session",
+                        STALL_AFTER.as_secs()
+                    );
+                    self.oldest = None;
+                }
+            }
+            (Some(id), _) => self.oldest = Some((id, now)),
+        }
+        Ok(())
+    }
+}
+
+/// One numbering round: moves up to [`SEQUENCE_BATCH`] committed inbox events, oldest first,
+/// into the log with the next sequence numbers and their chain hashes, and notifies
+/// [`WAKE_CHANNEL`] once, all in one transaction holding [`EVENT_LOG_LOCK`]. Returns how many
+/// it moved.
+async fn number_round(conn: &mut PgConnection) -> Result<usize, StoreError> {
+    // The common idle case costs one statement and no transaction.
+    let waiting: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM clarify_event_inbox)")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    if !waiting {
+        return Ok(0);
+    }
+    let mut tx = conn.begin().await.map_err(db_err)?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(EVENT_LOG_LOCK)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    // Read under the lock, so the head is the chain's whoever numbered last.
+    let head: Option<(i64, Option<String>)> =
+        sqlx::query_as("SELECT seq, hash FROM clarify_events ORDER BY seq DESC LIMIT 1")
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+    let rows = sqlx::query(
+        "SELECT id, tenant, request_id, kind, actor, channel, at FROM clarify_event_inbox \
+         ORDER BY id LIMIT $1",
+    )
+    .bind(SEQUENCE_BATCH)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    if rows.is_empty() {
+        tx.rollback().await.map_err(db_err)?;
+        return Ok(0);
+    }
+    let (mut seq, mut hash) = match head {
+        Some((seq, hash)) => (seq, hash.unwrap_or_default()),
+        None => (0, String::new()),
+    };
+    let n = rows.len();
+    let mut moved = Vec::with_capacity(n);
+    let mut numbered: Vec<EventParts> = Vec::with_capacity(n);
+    let mut hashes = Vec::with_capacity(n);
+    for row in &rows {
+        moved.push(row.try_get::<i64, _>("id").map_err(corrupt_row)?);
+        seq += 1;
+        let event = EventParts {
+            seq,
+            tenant: row.try_get("tenant").map_err(corrupt_row)?,
+            request_id: row.try_get("request_id").map_err(corrupt_row)?,
+            kind: row.try_get("kind").map_err(corrupt_row)?,
+            actor: row.try_get("actor").map_err(corrupt_row)?,
+            channel: row.try_get("channel").map_err(corrupt_row)?,
+            at: row.try_get("at").map_err(corrupt_row)?,
+            hash: None,
+        };
+        hash = audit::link(&hash, &audit::canonical(&event));
+        hashes.push(hash.clone());
+        numbered.push(event);
+    }
+    let payload = wake_payload(seq, &numbered);
+    let mut columns = EventColumns::with_capacity(n);
+    for e in numbered {
+        columns.push(e);
+    }
+    // The sequence behind `seq` is moved past the numbers used, so nothing that still draws
+    // from it (an older version's writer) can take one of them.
+    sqlx::query(
+        "WITH moved AS (DELETE FROM clarify_event_inbox WHERE id = ANY($1)), \
+         numbered AS ( \
+             INSERT INTO clarify_events (seq, tenant, request_id, kind, actor, channel, at, hash) \
+             SELECT * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], \
+                                  $6::text[], $7::text[], $8::bigint[], $9::text[])) \
+         SELECT setval(pg_get_serial_sequence('clarify_events', 'seq'), $10), \
+                pg_notify($11, $12)",
+    )
+    .bind(&moved)
+    .bind(&columns.seq)
+    .bind(&columns.tenant)
+    .bind(&columns.request_id)
+    .bind(&columns.kind)
+    .bind(&columns.actor)
+    .bind(&columns.channel)
+    .bind(&columns.at)
+    .bind(&hashes)
+    .bind(seq)
+    .bind(WAKE_CHANNEL)
+    .bind(&payload)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    tx.commit().await.map_err(db_err)?;
+    Ok(n)
+}
+
+/// Events as one array per column, for `unnest`.
+#[derive(Debug, Default)]
+struct EventColumns {
+    seq: Vec<i64>,
+    tenant: Vec<String>,
+    request_id: Vec<String>,
+    kind: Vec<String>,
+    actor: Vec<Option<String>>,
+    channel: Vec<Option<String>>,
+    at: Vec<i64>,
+}
+
+impl EventColumns {
+    fn with_capacity(n: usize) -> Self {
+        Self {
+            seq: Vec::with_capacity(n),
+            tenant: Vec::with_capacity(n),
+            request_id: Vec::with_capacity(n),
+            kind: Vec::with_capacity(n),
+            actor: Vec::with_capacity(n),
+            channel: Vec::with_capacity(n),
+            at: Vec::with_capacity(n),
+        }
+    }
+
+    fn push(&mut self, e: EventParts) {
+        self.seq.push(e.seq);
+        self.tenant.push(e.tenant);
+        self.request_id.push(e.request_id);
+        self.kind.push(e.kind);
+        self.actor.push(e.actor);
+        self.channel.push(e.channel);
+        self.at.push(e.at);
+    }
+}
+
+/// The notification of a round whose newest event is `seq` (see [`WAKE_CHANNEL`]).
+fn wake_payload(seq: i64, events: &[EventParts]) -> String {
+    let mut payload = seq.to_string();
+    for e in events {
+        if EventKind::parse(&e.kind).is_some_and(EventKind::resolves) {
+            if payload.len() + 1 + e.request_id.len() > NOTIFY_PAYLOAD_MAX {
+                return format!("{seq} *");
+            }
+            payload.push(' ');
+            payload.push_str(&e.request_id);
+        }
+    }
+    payload
 }
 
 /// Connection-level failures (the server went away, is starting or shutting down, refuses more

@@ -9,11 +9,24 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Waiters {
     map: Mutex<HashMap<Box<str>, Entry>>,
+    /// The newest event-log sequence this process has heard of, for anything that follows the
+    /// feed (the server's SSE streams): raised by the PostgreSQL listener and the event-log
+    /// poller. Like a wake-up, only a hint to read the log.
+    feed: watch::Sender<u64>,
+}
+
+impl Default for Waiters {
+    fn default() -> Self {
+        Self {
+            map: Mutex::default(),
+            feed: watch::Sender::new(0),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -50,6 +63,20 @@ impl Waiters {
         for entry in self.lock().values() {
             entry.notify.notify_waiters();
         }
+    }
+
+    /// Records that the event log has reached sequence `seq`.
+    pub(crate) fn feed_reached(&self, seq: u64) {
+        self.feed.send_if_modified(|newest| {
+            let grew = seq > *newest;
+            *newest = (*newest).max(seq);
+            grew
+        });
+    }
+
+    /// Follows the newest event-log sequence heard of (see [`Waiters::feed_reached`]).
+    pub(crate) fn watch_feed(&self) -> watch::Receiver<u64> {
+        self.feed.subscribe()
     }
 
     /// How many request ids have waiters.

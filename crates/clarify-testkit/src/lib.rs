@@ -29,6 +29,15 @@ pub fn postgres_url() -> Option<String> {
     }
 }
 
+/// `url` with its database replaced by `database`.
+pub fn with_database(url: &str, database: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let query = tail.find('?').map_or("", |i| &tail[i..]);
+    format!("{scheme}://{authority}/{database}{query}")
+}
+
 /// Checks a `Clarify-Signature: t=<unix>,v1=<hex>` header against `secret` and the raw `body`,
 /// the way a webhook receiver would.
 pub fn signature_valid(secret: &str, signature: &str, body: &[u8]) -> bool {

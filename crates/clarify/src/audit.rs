@@ -28,6 +28,8 @@ pub async fn run(command: AuditCommand, db: &str) -> anyhow::Result<ExitCode> {
     let store = Store::open(db, options)
         .await
         .with_context(|| format!("cannot open the store {db}"))?;
+    // Events committed moments ago are numbered (PostgreSQL numbers them just after commit).
+    store.sync_feed().await?;
     match command {
         AuditCommand::Verify => match store.verify_audit().await? {
             Ok(count) => {

@@ -47,7 +47,8 @@ fn sha256_hex(parts: &[&str]) -> String {
     d.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Creates, answers and cancels a few requests; their ids.
+/// Creates, answers and cancels a few requests, and waits until their events are numbered;
+/// their ids.
 async fn some_events(store: &Store, env: &Env) -> Vec<String> {
     let t = &env.tenant;
     let mut ids = Vec::new();
@@ -71,6 +72,7 @@ async fn some_events(store: &Store, env: &Env) -> Vec<String> {
         }
         ids.push(id);
     }
+    store.sync_feed().await.expect("sync the feed");
     ids
 }
 

@@ -1385,6 +1385,8 @@ async fn event_log_tail_misses_nothing_under_concurrency(store: Store, env: Env)
     for writer in writers {
         writer.await.expect("writer");
     }
+    // Every event written is numbered before the tail is told the writers finished.
+    store.sync_feed().await.expect("sync the feed");
     done.store(true, Ordering::SeqCst);
     let tailed = tail.await.expect("tail");
     let full = own_events(&store, &env).await;
@@ -1619,6 +1621,7 @@ async fn reopen_keeps_requests_and_expires_overdue_ones(store: Store, env: Env) 
         .answer(t, &keyed.id, &json!({"option": "no"}), &alice())
         .await
         .expect("answer");
+    store.sync_feed().await.expect("sync the feed");
     let last_seq = store.last_event_seq().await.expect("last seq");
     drop(store);
 
@@ -1968,8 +1971,9 @@ fn answer_of(record: &RequestRecord) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// Every event of this test's tenant, oldest first.
+/// Every event of this test's tenant, oldest first, once everything written is numbered.
 async fn own_events(store: &Store, env: &Env) -> Vec<Event> {
+    store.sync_feed().await.expect("sync the feed");
     let mut events = Vec::new();
     loop {
         let after = events.last().map_or(0, |e: &Event| e.seq);
@@ -2117,6 +2121,7 @@ async fn retention_purges_old_resolved_requests_with_their_traces(_store: Store,
             "the {what} request was purged"
         );
     }
+    store.sync_feed().await.expect("sync the feed");
     let events = store.events_after(Some(t), 0, 1_000).await.expect("events");
     assert!(
         events.iter().all(|e| !old.contains(&e.request_id)),

@@ -47,6 +47,7 @@ fn approve(scope: &str) -> Value {
 }
 
 async fn events_of(store: &Store, env: &Env, id: &str) -> Vec<EventKind> {
+    store.sync_feed().await.expect("sync the feed");
     let events: Vec<Event> = store
         .events_after(Some(&env.tenant), 0, 10_000)
         .await

@@ -51,5 +51,6 @@ mod access;
 mod audit;
 mod conformance;
 mod decisions;
+mod feed;
 mod gate;
 mod support;

@@ -21,7 +21,7 @@ use serde_json::Value;
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 
-pub use clarify_testkit::postgres_url;
+pub use clarify_testkit::{postgres_url, with_database};
 
 /// A timeout no test's clock ever reaches: requests with it stay pending unless resolved.
 pub const DAY: u64 = 86_400;
@@ -172,15 +172,6 @@ pub fn options(clock: &Arc<ManualClock>) -> StoreOptions {
         announce: None,
         durability: clarify_store::Durability::Normal,
     }
-}
-
-/// `url` with its database replaced by `database`.
-pub fn with_database(url: &str, database: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let query = tail.find('?').map_or("", |i| &tail[i..]);
-    format!("{scheme}://{authority}/{database}{query}")
 }
 
 pub fn random_name(prefix: &str) -> String {
