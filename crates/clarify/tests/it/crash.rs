@@ -1,12 +1,18 @@
 //! Crash test: `clarify serve` is killed with SIGKILL at random moments under a mixed load of
 //! agents asking and responders answering over HTTP, and restarted on the same port each time.
+//! The same at scale: three instances on one PostgreSQL database under 64 agents and six
+//! responders spread over them (each agent asks one instance and waits on the next), one
+//! instance killed mid-run.
 //!
 //! The clients keep their own records of what the server acknowledged (a 2xx received), and
 //! nothing else counts: after the last restart every invariant is checked against those records.
 //! Acknowledged requests exist, and no others; acknowledged answers are stored exactly as
 //! acknowledged; no request was resolved twice; every waiting client reconnected and got its
-//! outcome; every webhook queued by a resolution was delivered with a valid signature. The kill
-//! moments come from a seeded RNG whose seed is printed (set `CLARIFY_CRASH_SEED` to replay it).
+//! outcome; every webhook queued by a resolution was delivered with a valid signature; a client
+//! following the event stream of each instance from the start, reconnecting with
+//! `Last-Event-ID` whenever its instance goes down, saw every event once, in the order of the
+//! log, with no gap. At scale, the audit chain verifies too. The kill moments come from a
+//! seeded RNG whose seed is printed (set `CLARIFY_CRASH_SEED` to replay it).
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -24,12 +30,56 @@ use serde_json::{Value, json};
 
 use clarify_testkit::{postgres_url, signature_valid};
 
-use crate::support::{Api, Server, create_key, free_port, sqlite_url, temp_dir, unique};
+use crate::support::{
+    Api, Server, create_key, postgres_admin, run, sqlite_url, temp_dir, unique, with_database,
+};
 
-/// SIGKILL/restart cycles per run.
-const CYCLES: usize = 24;
-const AGENTS: usize = 3;
-const RESPONDERS: usize = 3;
+/// How a run is laid out: how many instances share the store, how many agents and responders
+/// spread over them, and how instances are killed.
+#[derive(Debug, Clone)]
+struct Plan {
+    instances: usize,
+    agents: usize,
+    responders: usize,
+    /// SIGKILL/restart cycles.
+    kills: usize,
+    /// Milliseconds of load before each kill.
+    before_kill: std::ops::Range<u64>,
+    /// Milliseconds an instance stays down.
+    down: std::ops::Range<u64>,
+    /// Load after the last restart.
+    after: Duration,
+    /// A pause between one agent's requests, in milliseconds.
+    think: std::ops::Range<u64>,
+}
+
+/// One instance, killed 24 times.
+fn one_instance() -> Plan {
+    Plan {
+        instances: 1,
+        agents: 3,
+        responders: 3,
+        kills: 24,
+        before_kill: 100..1_200,
+        down: 0..300,
+        after: Duration::ZERO,
+        think: 20..100,
+    }
+}
+
+/// Three instances, 64 agents, one instance killed mid-run.
+fn three_instances() -> Plan {
+    Plan {
+        instances: 3,
+        agents: 64,
+        responders: 6,
+        kills: 1,
+        before_kill: 2_000..3_000,
+        down: 500..1_000,
+        after: Duration::from_secs(3),
+        think: 300..900,
+    }
+}
 /// A retried webhook comes back quickly, and one claimed by a killed server is free again after
 /// the timeout plus the 5 s margin.
 const SERVE_FLAGS: [&str; 4] = ["--webhook-first-retry", "200ms", "--webhook-timeout", "1s"];
@@ -110,11 +160,15 @@ fn transient(e: &ClientError) -> bool {
     }
 }
 
-/// One agent: asks, with an idempotency key so a create whose reply was lost is sent again
-/// until acknowledged, then hands the request to a waiting client and asks again.
+/// One agent: asks through `client`, with an idempotency key so a create whose reply was lost
+/// is sent again until acknowledged, then hands the request to a client waiting through
+/// `waiting` (another instance, when there are several) and asks again.
+#[allow(clippy::too_many_arguments)]
 async fn agent(
     n: usize,
     client: Client,
+    waiting: Client,
+    think: std::ops::Range<u64>,
     hook_url: String,
     seed: u64,
     ledger: Arc<Ledger>,
@@ -151,7 +205,7 @@ async fn agent(
         let Some(record) = record else { continue };
         let id = record.id().to_owned();
         locked(&ledger.asked).insert(id.clone(), Asked { text, hooked });
-        let (client, ledger) = (client.clone(), ledger.clone());
+        let (client, ledger) = (waiting.clone(), ledger.clone());
         locked(&waiters).push(tokio::spawn(async move {
             let waited = tokio::time::timeout(3 * PATIENCE, client.wait_resolved(&id, |_| {}))
                 .await
@@ -160,7 +214,7 @@ async fn agent(
                 .map(|record| record.0["outcome"].clone());
             locked(&ledger.received).insert(id, waited);
         }));
-        tokio::time::sleep(Duration::from_millis(rng.random_range(20..100))).await;
+        tokio::time::sleep(Duration::from_millis(rng.random_range(think.clone()))).await;
     }
 }
 
@@ -257,60 +311,87 @@ async fn all_requests(api: &Api) -> BTreeMap<String, Value> {
     }
 }
 
-/// The event log of the caller's tenant from its start: request id → event names, in order.
-/// Reads until `expected` events arrived and a further second brings no more.
-async fn event_log(api: &Api, expected: usize) -> HashMap<String, Vec<String>> {
-    let mut response = api
-        .client
-        .get(format!("{}/v1/events", api.url))
-        .bearer_auth(&api.key)
-        .header("last-event-id", "0")
-        .send()
-        .await
-        .expect("event stream opens");
-    assert_eq!(response.status().as_u16(), 200);
-    let mut text = String::new();
-    let mut events: HashMap<String, Vec<String>> = HashMap::new();
-    let mut count = 0;
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let wait = if count >= expected {
-            Duration::from_secs(1)
-        } else {
-            deadline.saturating_duration_since(Instant::now())
-        };
-        match tokio::time::timeout(wait, response.chunk()).await {
-            Ok(Ok(Some(chunk))) => text.push_str(&String::from_utf8_lossy(&chunk)),
-            Ok(Ok(None)) | Err(_) => break,
-            Ok(Err(e)) => panic!("the event stream failed: {e}"),
-        }
-        while let Some(end) = text.find("\n\n") {
-            let block: String = text.drain(..end + 2).collect();
-            let mut name = None;
-            let mut data = None;
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("event:") {
-                    name = Some(v.trim().to_owned());
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    data = serde_json::from_str::<Value>(v.trim()).ok();
-                }
-            }
-            if let (Some(name), Some(data)) = (name, data) {
-                let id = data["id"].as_str().unwrap_or_default().to_owned();
-                events.entry(id).or_default().push(name);
-                count += 1;
-            }
-        }
-    }
-    assert!(
-        count >= expected,
-        "the event log replayed {count} events, expected at least {expected}"
-    );
-    events
+/// One event as a stream delivered it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    /// The SSE `id`: the event's sequence in the log.
+    seq: u64,
+    name: String,
+    request: String,
 }
 
-/// Runs the load against `db`, killing the server `CYCLES` times, then checks every invariant.
-async fn crash_and_check(db: &str, tenant: &str) {
+/// Moves the complete SSE blocks at the front of `text` into `seen` (keep-alive comments and
+/// anything without an `id` are skipped).
+fn parse_events(text: &mut String, seen: &mut Vec<Seen>) {
+    while let Some(end) = text.find("\n\n") {
+        let block: String = text.drain(..end + 2).collect();
+        let (mut seq, mut name, mut data) = (None, None, None);
+        for line in block.lines() {
+            if let Some(v) = line.strip_prefix("id:") {
+                seq = v.trim().parse::<u64>().ok();
+            } else if let Some(v) = line.strip_prefix("event:") {
+                name = Some(v.trim().to_owned());
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data = serde_json::from_str::<Value>(v.trim()).ok();
+            }
+        }
+        if let (Some(seq), Some(name), Some(data)) = (seq, name, data) {
+            let request = data["id"].as_str().unwrap_or_default().to_owned();
+            seen.push(Seen { seq, name, request });
+        }
+    }
+}
+
+/// Follows the event stream of the server at `url` from the start, as a client would: whenever
+/// the stream breaks (the server was killed) it connects again, with `Last-Event-ID` set to the
+/// last event it saw. Returns what it saw once `expected` is set (non-zero) and that many events
+/// arrived and a further second brought no more, or once [`PATIENCE`] has passed since it was
+/// set (the caller then finds what is missing).
+async fn follow(url: String, key: String, expected: Arc<AtomicUsize>) -> Vec<Seen> {
+    let client = reqwest::Client::new();
+    let mut seen: Vec<Seen> = Vec::new();
+    let mut deadline: Option<Instant> = None;
+    loop {
+        let last = seen.last().map_or(0, |e| e.seq);
+        let connected = client
+            .get(format!("{url}/v1/events"))
+            .bearer_auth(&key)
+            .header("last-event-id", last.to_string())
+            .send()
+            .await;
+        if let Ok(mut response) = connected.and_then(|r| r.error_for_status()) {
+            let mut text = String::new();
+            loop {
+                let want = expected.load(Ordering::SeqCst);
+                if want > 0 {
+                    let until = *deadline.get_or_insert_with(|| Instant::now() + PATIENCE);
+                    if Instant::now() > until {
+                        return seen;
+                    }
+                }
+                let enough = want > 0 && seen.len() >= want;
+                let wait = Duration::from_millis(if enough { 1_000 } else { 200 });
+                match tokio::time::timeout(wait, response.chunk()).await {
+                    Ok(Ok(Some(chunk))) => {
+                        text.push_str(&String::from_utf8_lossy(&chunk));
+                        parse_events(&mut text, &mut seen);
+                    }
+                    Ok(Ok(None) | Err(_)) => break,
+                    Err(_) if enough => return seen,
+                    Err(_) => {}
+                }
+            }
+        }
+        if deadline.is_some_and(|until| Instant::now() > until) {
+            return seen;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Runs the load of `plan` against `db`, killing instances as it says, then checks every
+/// invariant.
+async fn crash_and_check(db: &str, tenant: &str, plan: Plan) {
     let seed = std::env::var("CLARIFY_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -320,7 +401,7 @@ async fn crash_and_check(db: &str, tenant: &str) {
     let suffix = unique();
     let admin = create_key(db, "admin", &format!("root-{suffix}"), tenant);
     let agent_key = create_key(db, "agent", &format!("agent-{suffix}"), tenant);
-    let responders: Vec<(String, String)> = (0..RESPONDERS)
+    let responders: Vec<(String, String)> = (0..plan.responders)
         .map(|i| {
             let name = format!("r{i}-{suffix}");
             let key = create_key(db, "responder", &name, tenant);
@@ -329,24 +410,35 @@ async fn crash_and_check(db: &str, tenant: &str) {
         .collect();
     let (hook_url, hooks) = start_receiver().await;
 
-    let port = free_port();
-    let mut server = Server::start_on(port, db, &SERVE_FLAGS).await;
-    let url = server.url.clone();
-    let api = Api::new(&url, &admin);
+    let mut servers = Vec::new();
+    for _ in 0..plan.instances {
+        servers.push(Server::start(db, &SERVE_FLAGS).await);
+    }
+    let urls: Vec<String> = servers.iter().map(|s| s.url.clone()).collect();
+    let api = Api::new(&urls[0], &admin);
     let (status, secret) = api.get("/v1/webhook-secret").await;
     assert_eq!(status, 200, "{secret}");
     let secret = secret["secret"].as_str().expect("secret").to_owned();
+
+    // A client following each instance's event stream from the start, all along.
+    let expected_events = Arc::new(AtomicUsize::new(0));
+    let followers: Vec<_> = urls
+        .iter()
+        .map(|url| tokio::spawn(follow(url.clone(), admin.clone(), expected_events.clone())))
+        .collect();
 
     let ledger = Arc::new(Ledger::default());
     let stop = Arc::new(AtomicBool::new(false));
     let agents_done = Arc::new(AtomicBool::new(false));
     let waiters = Arc::new(Mutex::new(Vec::new()));
-    let agent_client = Client::new(&url, Some(agent_key)).expect("client");
-    let agents: Vec<_> = (0..AGENTS)
+    let agent_client = |i: usize| Client::new(&urls[i % urls.len()], Some(agent_key.clone()));
+    let agents: Vec<_> = (0..plan.agents)
         .map(|n| {
             tokio::spawn(agent(
                 n,
-                agent_client.clone(),
+                agent_client(n).expect("client"),
+                agent_client(n + 1).expect("client"),
+                plan.think.clone(),
                 hook_url.clone(),
                 seed.wrapping_add(n as u64),
                 ledger.clone(),
@@ -361,8 +453,8 @@ async fn crash_and_check(db: &str, tenant: &str) {
         .map(|(i, (name, key))| {
             tokio::spawn(responder(
                 name.clone(),
-                Client::new(&url, Some(key.clone())).expect("client"),
-                seed.wrapping_add(100 + i as u64),
+                Client::new(&urls[i % urls.len()], Some(key.clone())).expect("client"),
+                seed.wrapping_add(1_000 + i as u64),
                 ledger.clone(),
                 agents_done.clone(),
             ))
@@ -370,12 +462,20 @@ async fn crash_and_check(db: &str, tenant: &str) {
         .collect();
 
     let started = Instant::now();
-    for _ in 0..CYCLES {
-        tokio::time::sleep(Duration::from_millis(rng.random_range(100..1_200))).await;
-        server.kill();
-        tokio::time::sleep(Duration::from_millis(rng.random_range(0..300))).await;
-        server = Server::start_on(port, db, &SERVE_FLAGS).await;
+    // With several instances the second is the one that dies, so the first stays up to
+    // check against.
+    let victim = usize::from(plan.instances > 1);
+    for _ in 0..plan.kills {
+        tokio::time::sleep(Duration::from_millis(
+            rng.random_range(plan.before_kill.clone()),
+        ))
+        .await;
+        let port = servers[victim].port;
+        servers[victim].kill();
+        tokio::time::sleep(Duration::from_millis(rng.random_range(plan.down.clone()))).await;
+        servers[victim] = Server::start_on(port, db, &SERVE_FLAGS).await;
     }
+    tokio::time::sleep(plan.after).await;
     let load = started.elapsed();
     stop.store(true, Ordering::SeqCst);
     for task in agents {
@@ -439,8 +539,35 @@ async fn crash_and_check(db: &str, tenant: &str) {
         assert_eq!(a.outcome["answered_by"], a.responder.as_str());
     }
 
+    // Every follower saw the whole log of the tenant, each event once, in order, whatever
+    // instance it followed and however often that instance died; so does a client reading it
+    // from the start now.
+    expected_events.store(2 * stored.len(), Ordering::SeqCst);
+    let log = follow(urls[0].clone(), admin.clone(), expected_events.clone()).await;
+    assert_eq!(log.len(), 2 * stored.len(), "the event log is incomplete");
+    assert!(
+        log.windows(2).all(|w| w[0].seq < w[1].seq),
+        "the event log is out of order"
+    );
+    for (n, follower) in followers.into_iter().enumerate() {
+        let seen = finish("a follower", 2 * PATIENCE, follower).await;
+        if let Some(at) = (0..seen.len().max(log.len())).find(|&i| seen.get(i) != log.get(i)) {
+            panic!(
+                "the stream of instance {n} differs from the log at its event {at}: it saw \
+                 {:?} where the log has {:?} ({} events seen, {} in the log)",
+                seen.get(at),
+                log.get(at),
+                seen.len(),
+                log.len()
+            );
+        }
+    }
+    let mut events: HashMap<&str, Vec<&str>> = HashMap::new();
+    for e in &log {
+        events.entry(&e.request).or_default().push(&e.name);
+    }
+
     // Every request resolved once, and every waiting client got the stored outcome.
-    let events = event_log(&api, 2 * stored.len()).await;
     for (id, record) in &stored {
         assert_eq!(record["status"], "answered", "{id} was left unresolved");
         assert_eq!(
@@ -512,10 +639,17 @@ async fn crash_and_check(db: &str, tenant: &str) {
         "webhooks only for requests with a callback"
     );
 
+    if plan.instances > 1 {
+        let (code, out, err) = run(&["audit", "verify", "--db", db]);
+        assert_eq!(code, 0, "the audit chain does not verify: {out}{err}");
+    }
+
     println!(
-        "crash test on {tenant}: {CYCLES} kills in {load:.1?}; {} requests acknowledged \
+        "crash test on {tenant}: {} instances, {} kills in {load:.1?}; {} requests acknowledged \
          ({} creates retried), {} answers acknowledged, {} conflicts, {} answers lost to a kill, \
          {} webhooks ({duplicates} delivered again after a kill)",
+        plan.instances,
+        plan.kills,
         asked.len(),
         ledger.retried_creates.load(Ordering::Relaxed),
         answered.len(),
@@ -528,11 +662,22 @@ async fn crash_and_check(db: &str, tenant: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_under_load_on_sqlite_loses_nothing_acknowledged() {
     let dir = temp_dir("crash");
-    crash_and_check(&sqlite_url(&dir), "default").await;
+    crash_and_check(&sqlite_url(&dir), "default", one_instance()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_under_load_on_postgres_loses_nothing_acknowledged() {
     let Some(pg) = postgres_url() else { return };
-    crash_and_check(&pg, &format!("crash-{}", unique())).await;
+    crash_and_check(&pg, &format!("crash-{}", unique()), one_instance()).await;
+}
+
+/// Three instances on a database of their own, so the audit chain checked at the end is theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sigkill_of_one_of_three_instances_on_postgres_loses_nothing() {
+    let Some(pg) = postgres_url() else { return };
+    let db = format!("clarify_test_scale_{}", unique());
+    postgres_admin(&pg, &format!("CREATE DATABASE {db}")).await;
+    let url = with_database(&pg, &db);
+    crash_and_check(&url, &format!("scale-{}", unique()), three_instances()).await;
+    postgres_admin(&pg, &format!("DROP DATABASE {db} WITH (FORCE)")).await;
 }
