@@ -8,7 +8,13 @@
 //!   the first page of the pending list (builds the file once under the target dir);
 //! - `pg-2proc`: answer-to-wake latency across two processes sharing PostgreSQL
 //!   (`CLARIFY_TEST_POSTGRES`, default `postgres://postgres@127.0.0.1:5432/test`): this process
-//!   waits, a child process (this binary again) answers.
+//!   waits, a child process (this binary again) answers;
+//! - `bare-sqlite`: the raw limit of the same writes on SQLite: a round trip's two writes (a
+//!   request row and an event row; the request updated to answered and an event row) on one
+//!   connection with the store writer's pragmas, one commit per write and 64 writes per commit
+//!   (as group commit with 64 agents); printed next to `sqlite-1` and `sqlite-64` as ratios;
+//! - `bare-pg`: the raw limit on PostgreSQL: the same two commits per round trip with a plain
+//!   pool, no advisory lock and no NOTIFY, 1 and 64 clients (tables of its own, dropped after).
 //!
 //! Sweeps, run only when named:
 //!
@@ -24,6 +30,9 @@
 //!   by the reaper with `retain_resolved` of a day while 32 agents do round trips: how long the
 //!   purge took, and the agents' round trips per second and latency (p50, p99, max) before and
 //!   during it. The file is built once under the target dir and copied for each run.
+//!
+//! `CLARIFY_BENCH_ROUNDS=N` does exactly N SQLite round trips with one agent and exits, for
+//! instruction counts under callgrind.
 //!
 //! A round trip is: an agent creates a request and waits; a responder task answers it; the
 //! agent's wait returns the outcome. Figures vary with the machine; compare ratios within a run.
@@ -134,6 +143,43 @@ async fn round_trips(store: &Store, agents: usize, duration: Duration) -> RoundT
         per_second: latencies.len() as f64 / elapsed.as_secs_f64(),
         latencies,
     }
+}
+
+/// Exactly `n` round trips with one agent on a fresh SQLite store, for instruction counts
+/// (`CLARIFY_BENCH_ROUNDS=N`, run under callgrind twice with different `N`: the difference
+/// divided by the difference of `N` is the cost of one round trip without start-up).
+async fn counted_round_trips(n: usize) {
+    let store = open(&fresh_sqlite("counted.db")).await;
+    let actor = Actor::new("responder", "bench");
+    let answer = json!({"option": "yes"});
+    let spec = request();
+    for _ in 0..n {
+        let created = store
+            .create(TENANT, spec.clone())
+            .await
+            .unwrap_or_else(|e| panic!("create: {e}"));
+        let id = created.record.id;
+        let responder = {
+            let (store, actor, answer, id) =
+                (store.clone(), actor.clone(), answer.clone(), id.clone());
+            tokio::spawn(async move { store.answer(TENANT, &id, &answer, &actor).await })
+        };
+        let record = store
+            .wait(TENANT, &id, Duration::from_secs(30))
+            .await
+            .unwrap_or_else(|e| panic!("wait: {e}"));
+        assert!(record.status.is_resolved(), "wait timed out");
+        if let Err(e) = responder.await.unwrap_or_else(|e| panic!("{e}")) {
+            panic!("answer: {e}");
+        }
+    }
+    println!("counted: {n} round trips, 1 agent, SQLite");
+}
+
+/// The size of a bench store's WAL file.
+fn wal_mib(name: &str) -> f64 {
+    let wal = format!("{}-wal", scratch(name).display());
+    mib(std::fs::metadata(wal).map_or(0, |m| m.len()))
 }
 
 async fn latency(store: &Store, samples: usize) -> Vec<Duration> {
@@ -316,8 +362,9 @@ fn spread(sorted: &[Duration]) -> String {
     )
 }
 
-/// Round trips with 1, 64 and 1,024 concurrent agents on each backend.
-async fn agents_sweep() {
+/// Round trips with 1, 64 and 1,024 concurrent agents on each backend; on PostgreSQL with 1
+/// and 64, as a share of the raw limits `bare-pg` measured in this run (`bare_pg`), if it ran.
+async fn agents_sweep(bare_pg: [Option<f64>; 2]) {
     let mut backends = vec![
         ("memory", "memory:".to_owned()),
         ("sqlite", fresh_sqlite("agents.db")),
@@ -338,6 +385,17 @@ async fn agents_sweep() {
                 mib(status_bytes("VmRSS")),
                 mib(status_bytes("VmHWM")),
             );
+            let bare = match agents {
+                1 => bare_pg[0],
+                64 => bare_pg[1],
+                _ => None,
+            };
+            if let (Some(bare), "postgres") = (bare, name) {
+                println!(
+                    "agents: postgres {agents:5} agents / bare-pg with as many clients: {:.0} %",
+                    run.per_second / bare * 1e2
+                );
+            }
         }
     }
 }
@@ -784,6 +842,17 @@ fn main() {
         runtime.block_on(pending_measure(n, &url));
         return;
     }
+    if let Ok(n) = std::env::var("CLARIFY_BENCH_ROUNDS") {
+        let n = n
+            .parse()
+            .unwrap_or_else(|_| panic!("CLARIFY_BENCH_ROUNDS={n:?}: expected a count"));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("runtime: {e}"));
+        runtime.block_on(counted_round_trips(n));
+        return;
+    }
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -817,15 +886,47 @@ fn main() {
             let rate = round_trips(&store, 64, secs).await.per_second;
             println!("memory: {rate:.0} round trips/s, 64 agents, 2 worker threads");
         }
+        let mut sqlite_rates = [None, None];
         if wanted("sqlite-1") {
             let store = open(&fresh_sqlite("rt1.db")).await;
             let rate = round_trips(&store, 1, secs).await.per_second;
-            println!("sqlite: {rate:.0} round trips/s, 1 agent (target >= 20,000)");
+            println!(
+                "sqlite: {rate:.0} round trips/s, 1 agent (target >= 20,000); WAL {:.1} MiB",
+                wal_mib("rt1.db")
+            );
+            sqlite_rates[0] = Some(rate);
         }
         if wanted("sqlite-64") {
             let store = open(&fresh_sqlite("rt64.db")).await;
             let rate = round_trips(&store, 64, secs).await.per_second;
-            println!("sqlite: {rate:.0} round trips/s, 64 agents (target >= 60,000)");
+            println!(
+                "sqlite: {rate:.0} round trips/s, 64 agents (target >= 60,000); WAL {:.1} MiB",
+                wal_mib("rt64.db")
+            );
+            sqlite_rates[1] = Some(rate);
+        }
+        if wanted("bare-sqlite") {
+            let path = scratch("bare.db");
+            let limits = [(1, "one commit per write"), (64, "64 writes per commit")];
+            for ((batch, how), store) in limits.into_iter().zip(sqlite_rates) {
+                let rate = tokio::task::block_in_place(|| bare::sqlite(&path, batch, secs));
+                let ratio = store.map_or(String::new(), |s| {
+                    let agents = if batch == 1 { 1 } else { 64 };
+                    format!("; sqlite-{agents} / bare {:.0} % (target >= 50 %)", s / rate * 1e2)
+                });
+                println!("bare-sqlite: {rate:.0} round trips/s, {how}{ratio}");
+            }
+        }
+        let mut bare_pg = [None, None];
+        if wanted("bare-pg") {
+            for (clients, slot) in [1, 64].into_iter().zip(&mut bare_pg) {
+                *slot = bare::postgres(&pg_url(), clients, secs).await;
+                if let Some(rate) = *slot {
+                    println!(
+                        "bare-pg: {rate:.0} round trips/s, {clients} clients (no advisory lock, no NOTIFY)"
+                    );
+                }
+            }
         }
         if wanted("latency") {
             let store = open(&fresh_sqlite("latency.db")).await;
@@ -847,7 +948,7 @@ fn main() {
             pg_two_processes(500).await;
         }
         if named("agents") {
-            agents_sweep().await;
+            agents_sweep(bare_pg).await;
         }
         if named("durability") {
             durability_sweep().await;
@@ -864,5 +965,223 @@ fn main() {
     }
     if named("purge-1m") {
         runtime.block_on(purge_sweep(1_000_000));
+    }
+}
+
+/// Raw limits: the same writes as a round trip, with nothing of the store around them.
+mod bare {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{Duration, Instant};
+
+    use rusqlite::{Connection, params};
+
+    /// The canonical JSON of the bench request, as the store keeps it.
+    fn spec() -> String {
+        serde_json::to_string(&super::request()).unwrap_or_else(|e| panic!("spec: {e}"))
+    }
+
+    const ANSWERS: &str = r#"{"q1":{"option":"yes"}}"#;
+
+    fn now_ms() -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
+    }
+
+    /// SQLite round trips/s: a create (request row and event row) and an answer (the request
+    /// updated to answered, an event row) per round trip, on one connection set up with the
+    /// store writer's pragmas, `batch` writes per commit. No reads, no checkpoints.
+    pub(super) fn sqlite(path: &std::path::Path, batch: usize, duration: Duration) -> f64 {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+        let conn = Connection::open(path).unwrap_or_else(|e| panic!("open: {e}"));
+        let setup = || -> rusqlite::Result<()> {
+            // As `configure` and `open_writer` in the store's sqlite.rs.
+            conn.busy_timeout(Duration::from_secs(10))?;
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            conn.pragma_update(None, "foreign_keys", "OFF")?;
+            conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+            conn.pragma_update(None, "journal_size_limit", 64i64 << 20)?;
+            conn.pragma_update(None, "mmap_size", 1i64 << 30)?;
+            let _: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+            conn.execute_batch(
+                "CREATE TABLE requests (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, \
+                 status TEXT NOT NULL, spec TEXT NOT NULL, created_at INTEGER NOT NULL, \
+                 resolved_at INTEGER, answers TEXT);
+                 CREATE TABLE events (seq INTEGER PRIMARY KEY, request_id TEXT NOT NULL, \
+                 kind TEXT NOT NULL, at INTEGER NOT NULL);",
+            )
+        };
+        setup().unwrap_or_else(|e| panic!("bare sqlite setup: {e}"));
+        let spec = spec();
+        let mut next = 0u64;
+        let mut trips = 0u64;
+        let started = Instant::now();
+        let mut run = || -> rusqlite::Result<u64> {
+            while started.elapsed() < duration {
+                // `batch` writes per commit: half of them creates, then as many answers.
+                let ids: Vec<String> = (0..batch.div_ceil(2).max(1))
+                    .map(|_| {
+                        next += 1;
+                        format!("{next:032x}")
+                    })
+                    .collect();
+                for answering in [false, true] {
+                    let per_commit = if batch == 1 { 1 } else { ids.len() };
+                    for chunk in ids.chunks(per_commit) {
+                        conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+                        for id in chunk {
+                            let at = now_ms();
+                            if answering {
+                                conn.prepare_cached(
+                                    "UPDATE requests SET status = 'answered', resolved_at = ?2, \
+                                     answers = ?3 WHERE id = ?1 AND status = 'pending'",
+                                )?
+                                .execute(params![id, at, ANSWERS])?;
+                            } else {
+                                conn.prepare_cached(
+                                    "INSERT INTO requests (id, status, spec, created_at) \
+                                     VALUES (?1, 'pending', ?2, ?3)",
+                                )?
+                                .execute(params![id, spec, at])?;
+                            }
+                            conn.prepare_cached(
+                                "INSERT INTO events (request_id, kind, at) VALUES (?1, ?2, ?3)",
+                            )?
+                            .execute(params![
+                                id,
+                                if answering { "answered" } else { "created" },
+                                at
+                            ])?;
+                        }
+                        conn.prepare_cached("COMMIT")?.execute([])?;
+                    }
+                }
+                trips += ids.len() as u64;
+            }
+            Ok(trips)
+        };
+        let trips = run().unwrap_or_else(|e| panic!("bare sqlite: {e}"));
+        trips as f64 / started.elapsed().as_secs_f64()
+    }
+
+    /// PostgreSQL round trips/s with `clients` concurrent clients on a plain pool: per round
+    /// trip one commit inserting a request row and an event row, one updating it to answered
+    /// and inserting an event row. No advisory lock, no NOTIFY. The tables are this process's
+    /// own, dropped at the end.
+    pub(super) async fn postgres(url: &str, clients: usize, duration: Duration) -> Option<f64> {
+        use sqlx::postgres::PgPoolOptions;
+        let pool = match PgPoolOptions::new()
+            .max_connections(clients as u32)
+            .connect(url)
+            .await
+        {
+            Ok(pool) => pool,
+            Err(e) => {
+                println!("bare-pg: skipped ({e})");
+                return None;
+            }
+        };
+        let pid = std::process::id();
+        let (requests, events) = (
+            format!("bench_bare_requests_{pid}"),
+            format!("bench_bare_events_{pid}"),
+        );
+        for sql in [
+            format!("DROP TABLE IF EXISTS {requests}, {events}"),
+            format!(
+                "CREATE TABLE {requests} (id TEXT PRIMARY KEY, status TEXT NOT NULL, \
+                 spec TEXT NOT NULL, created_at BIGINT NOT NULL, resolved_at BIGINT, answers TEXT)"
+            ),
+            format!(
+                "CREATE TABLE {events} (seq BIGSERIAL PRIMARY KEY, request_id TEXT NOT NULL, \
+                 kind TEXT NOT NULL, at BIGINT NOT NULL)"
+            ),
+        ] {
+            sqlx::query(&sql)
+                .execute(&pool)
+                .await
+                .unwrap_or_else(|e| panic!("bare-pg: {sql}: {e}"));
+        }
+        let spec = Arc::new(spec());
+        let trips = Arc::new(AtomicU64::new(0));
+        let started = Instant::now();
+        let sql = Arc::new([
+            format!(
+                "INSERT INTO {requests} (id, status, spec, created_at) VALUES ($1, 'pending', $2, $3)"
+            ),
+            format!("INSERT INTO {events} (request_id, kind, at) VALUES ($1, $2, $3)"),
+            format!(
+                "UPDATE {requests} SET status = 'answered', resolved_at = $2, answers = $3 \
+                 WHERE id = $1 AND status = 'pending'"
+            ),
+        ]);
+        let tasks: Vec<_> = (0..clients)
+            .map(|client| {
+                let (pool, spec, trips, sql) =
+                    (pool.clone(), spec.clone(), trips.clone(), sql.clone());
+                tokio::spawn(async move {
+                    let mut n = 0u64;
+                    while started.elapsed() < duration {
+                        n += 1;
+                        let id = format!("{pid:08x}{client:08x}{n:016x}");
+                        pg_round_trip(&pool, &sql, &spec, &id)
+                            .await
+                            .unwrap_or_else(|e| panic!("bare-pg: {e}"));
+                        trips.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            let _ = t.await;
+        }
+        let rate = trips.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
+        let _ = sqlx::query(&format!("DROP TABLE IF EXISTS {requests}, {events}"))
+            .execute(&pool)
+            .await;
+        pool.close().await;
+        Some(rate)
+    }
+
+    /// One round trip's two commits.
+    async fn pg_round_trip(
+        pool: &sqlx::PgPool,
+        sql: &[String; 3],
+        spec: &str,
+        id: &str,
+    ) -> Result<(), sqlx::Error> {
+        let mut tx = pool.begin().await?;
+        let at = now_ms();
+        sqlx::query(&sql[0])
+            .bind(id)
+            .bind(spec)
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(&sql[1])
+            .bind(id)
+            .bind("created")
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        let mut tx = pool.begin().await?;
+        let at = now_ms();
+        sqlx::query(&sql[2])
+            .bind(id)
+            .bind(at)
+            .bind(ANSWERS)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(&sql[1])
+            .bind(id)
+            .bind("answered")
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await
     }
 }
