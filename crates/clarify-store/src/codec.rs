@@ -9,9 +9,11 @@
 //! when read (a role, a status, a time in range), so a damaged row is reported as corrupt instead
 //! of being misread.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use clarify_core::quorum::Vote;
-use clarify_core::{NewRequest, Resolution, Status, Submission, parse_submission};
+use clarify_core::{Answers, NewRequest, Resolution, Status, Submission, parse_submission};
 
 use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, DeliveryStatus, KeyRow, Role};
 use crate::error::StoreError;
@@ -42,9 +44,24 @@ pub(crate) const COLUMNS: &str = "id, tenant, status, spec, created_at, expires_
 
 impl RowParts {
     pub(crate) fn decode(self) -> Result<RequestRecord, StoreError> {
+        self.decode_reusing(None, None)
+    }
+
+    /// As [`RowParts::decode`], given what this row's `spec` (and an answered row's `answers`)
+    /// decode to, where the caller already knows: those are not parsed again.
+    pub(crate) fn decode_reusing(
+        self,
+        request: Option<Arc<NewRequest>>,
+        answers: Option<Answers>,
+    ) -> Result<RequestRecord, StoreError> {
         let corrupt = |what: &str| StoreError::Corrupt(format!("request {}: {what}", self.id));
-        let request: NewRequest =
-            serde_json::from_str(&self.spec).map_err(|e| corrupt(&format!("spec: {e}")))?;
+        let request = match request {
+            Some(request) => request,
+            None => Arc::new(
+                serde_json::from_str::<NewRequest>(&self.spec)
+                    .map_err(|e| corrupt(&format!("spec: {e}")))?,
+            ),
+        };
         let status: Status = self.status.parse().map_err(|_| corrupt("status"))?;
         let created_at = from_millis(self.created_at).ok_or_else(|| corrupt("created_at"))?;
         let expires_at = match self.expires_at {
@@ -68,8 +85,9 @@ impl RowParts {
                 .resolved_at
                 .and_then(from_millis)
                 .ok_or_else(|| corrupt("resolved_at"))?;
-            let resolution = match status {
-                Status::Answered => {
+            let resolution = match (status, answers) {
+                (Status::Answered, Some(answers)) => Resolution::Answered(answers),
+                (Status::Answered, None) => {
                     let answers: serde_json::Value = self
                         .answers
                         .as_deref()
@@ -81,9 +99,9 @@ impl RowParts {
                         _ => return Err(corrupt("answers do not fit the request")),
                     }
                 }
-                Status::Skipped => Resolution::Skipped,
-                Status::Expired => Resolution::Expired,
-                Status::Cancelled | Status::Pending => Resolution::Cancelled,
+                (Status::Skipped, _) => Resolution::Skipped,
+                (Status::Expired, _) => Resolution::Expired,
+                (Status::Cancelled | Status::Pending, _) => Resolution::Cancelled,
             };
             Some(StoredResolution {
                 resolution,
@@ -99,7 +117,7 @@ impl RowParts {
         Ok(RequestRecord {
             id: self.id,
             tenant: self.tenant,
-            request: std::sync::Arc::new(request),
+            request,
             status,
             created_at,
             expires_at,

@@ -13,7 +13,12 @@
 //! a webhook delivery is queued in the savepoint of the resolution it reports.
 //!
 //! Reads use a small pool of separate connections; in WAL mode they never block the writer and
-//! see every committed write. They are short indexed lookups and run on the calling task.
+//! see every committed write. They are short indexed lookups and run on the calling task. A
+//! request read by id goes to the writing connection instead when it is free: its page cache is
+//! current, where a pooled connection drops its cache after every write by another connection.
+//! What a request's stored JSON decodes to is kept by id for the rows read again in a round
+//! trip, and used only while the row's text is the same (see `Decoded`); every statement on the
+//! write path is prepared once per connection.
 //!
 //! Durability: WAL with `synchronous=NORMAL` by default. A committed write survives a crash of
 //! the process (the crash tests kill it with SIGKILL); a power loss may lose the last moments of
@@ -22,11 +27,12 @@
 //! Another process sharing the file sees writes at once; its waiters are woken by the store's
 //! event-log poller.
 
-use std::sync::Mutex;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::thread;
 
 use chrono::{DateTime, Utc};
-use clarify_core::{Resolution, Status};
+use clarify_core::{Answers, NewRequest, Resolution, Status};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use tokio::sync::oneshot;
 
@@ -50,6 +56,11 @@ use crate::record::{
 const MAX_BATCH: usize = 512;
 /// Idle reader connections kept open.
 const MAX_IDLE_READERS: usize = 8;
+/// Requests whose decoded form is kept (see [`Decoded`]).
+const MAX_DECODED: usize = 1024;
+/// Prepared statements kept per connection: every statement of the write path and of the
+/// reads fits, so none is compiled again.
+const STATEMENT_CACHE: usize = 64;
 
 /// Schema version 1: requests, their tags, the event log and grants.
 const SCHEMA_V1: &str = "
@@ -232,11 +243,17 @@ type Job = Box<dyn FnOnce(Result<&Connection, StoreError>) -> Completion + Send>
 
 pub(crate) struct SqliteBackend {
     path: String,
-    queue: Mutex<Vec<Job>>,
-    writer: Mutex<Connection>,
+    writer: Arc<Writer>,
     readers: Mutex<Vec<Connection>>,
+    decoded: Arc<Decoded>,
     /// Dropped with the backend, which stops the checkpoint thread.
     _checkpointer: std::sync::mpsc::Sender<()>,
+}
+
+/// The writing connection and the writes queued for it.
+struct Writer {
+    queue: Mutex<Vec<Job>>,
+    conn: Mutex<Connection>,
 }
 
 impl std::fmt::Debug for SqliteBackend {
@@ -264,9 +281,12 @@ impl SqliteBackend {
             .map_err(|e| StoreError::Backend(format!("cannot start the checkpoint thread: {e}")))?;
         Ok(Self {
             path,
-            queue: Mutex::new(Vec::new()),
-            writer: Mutex::new(writer),
+            writer: Arc::new(Writer {
+                queue: Mutex::new(Vec::new()),
+                conn: Mutex::new(writer),
+            }),
             readers: Mutex::new(Vec::new()),
+            decoded: Arc::new(Decoded::default()),
             _checkpointer: stop,
         })
     }
@@ -283,7 +303,7 @@ impl SqliteBackend {
                 let _ = tx.send(commit.and(result));
             })
         });
-        lock(&self.queue).push(job);
+        lock(&self.writer.queue).push(job);
         self.lead();
         rx.await
             .map_err(|_| StoreError::Backend("a SQLite write was dropped".to_owned()))?
@@ -295,12 +315,12 @@ impl SqliteBackend {
     fn lead(&self) {
         loop {
             {
-                let Ok(conn) = self.writer.try_lock() else {
+                let Ok(conn) = self.writer.conn.try_lock() else {
                     return;
                 };
                 loop {
                     let batch: Vec<Job> = {
-                        let mut queue = lock(&self.queue);
+                        let mut queue = lock(&self.writer.queue);
                         let n = queue.len().min(MAX_BATCH);
                         queue.drain(..n).collect()
                     };
@@ -310,10 +330,31 @@ impl SqliteBackend {
                     commit_batch(&conn, batch);
                 }
             }
-            if lock(&self.queue).is_empty() {
+            if lock(&self.writer.queue).is_empty() {
                 return;
             }
         }
+    }
+
+    /// Runs a short read (one row by its key) on the writing connection when it is free, else
+    /// on a pooled one.
+    ///
+    /// The writer's page cache is always current, since it made every change of this process;
+    /// a pooled connection drops its cache whenever another connection wrote since its last
+    /// read, so reading a row just written costs it the pages again, from the WAL. Only reads
+    /// that cannot hold up the writer for long come here: a write queued meanwhile waits for
+    /// the read, and is committed by this caller afterwards, as by any leader.
+    fn read_point<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let Ok(conn) = self.writer.conn.try_lock() else {
+            return self.read(f);
+        };
+        let result = f(&conn);
+        drop(conn);
+        self.lead();
+        result
     }
 
     /// Runs a read on a pooled connection.
@@ -340,11 +381,13 @@ impl SqliteBackend {
 
     pub(crate) async fn create(&self, row: NewRow) -> Result<Created, StoreError> {
         let spec = spec_json(&row.request)?;
-        self.write(move |conn| create(conn, row, &spec)).await
+        let decoded = Arc::clone(&self.decoded);
+        self.write(move |conn| create(conn, &decoded, row, spec))
+            .await
     }
 
     pub(crate) async fn get(&self, id: &str) -> Result<Option<RequestRecord>, StoreError> {
-        self.read(|conn| get(conn, id))
+        self.read_point(|conn| get(conn, &self.decoded, id))
     }
 
     pub(crate) async fn list(
@@ -417,7 +460,8 @@ impl SqliteBackend {
         let id = id.to_owned();
         let answers = answers_json(&res.resolution)?;
         let grants = grants.to_vec();
-        self.write(move |conn| resolve(conn, &id, &res, answers.as_deref(), &grants))
+        let decoded = Arc::clone(&self.decoded);
+        self.write(move |conn| resolve(conn, &decoded, &id, &res, answers, &grants))
             .await
     }
 
@@ -454,7 +498,9 @@ impl SqliteBackend {
 
     pub(crate) async fn vote(&self, id: &str, ballot: Ballot) -> Result<Cast, StoreError> {
         let id = id.to_owned();
-        self.write(move |conn| vote(conn, &id, ballot)).await
+        let decoded = Arc::clone(&self.decoded);
+        self.write(move |conn| vote(conn, &decoded, &id, ballot))
+            .await
     }
 
     pub(crate) async fn remind_due(
@@ -933,7 +979,135 @@ impl SqliteBackend {
     }
 }
 
-fn create(conn: &Connection, row: NewRow, spec: &str) -> Result<Created, StoreError> {
+/// What the stored JSON of recently used requests decodes to, by request id, so a round trip
+/// (the create, the answer's read, the resolution, the waiter's reads) parses a request's JSON
+/// at most once instead of at every read.
+///
+/// An entry is used only for a row whose text is exactly the text it was decoded from, so it
+/// cannot go stale: another process sharing the file, a failed commit, a purge or a reused id
+/// leave rows whose text either matches (and then means the same) or does not (and is parsed
+/// as before). Comparing costs a `memcmp` of the text, against a parse and its allocations.
+#[derive(Default)]
+struct Decoded {
+    entries: Mutex<DecodedEntries>,
+}
+
+#[derive(Default)]
+struct DecodedEntries {
+    by_id: HashMap<String, DecodedRequest>,
+    /// Ids in the order first kept; the oldest goes when full.
+    order: VecDeque<String>,
+}
+
+struct DecodedRequest {
+    spec: String,
+    request: Arc<NewRequest>,
+    /// An answered request's stored answers, and what they decode to.
+    answers: Option<(String, Answers)>,
+}
+
+impl Decoded {
+    /// Decodes a request row, reusing what its text decoded to before; `known` is the answers
+    /// the caller just stored, with their text.
+    fn decode(
+        &self,
+        parts: RowParts,
+        known: Option<(String, Answers)>,
+    ) -> Result<RequestRecord, StoreError> {
+        let (request, recalled) = {
+            let entries = lock(&self.entries);
+            match entries.by_id.get(&parts.id) {
+                Some(d) if d.spec == parts.spec => {
+                    let answers = match (&d.answers, &parts.answers) {
+                        (Some((text, answers)), Some(stored)) if text == stored => {
+                            Some(answers.clone())
+                        }
+                        _ => None,
+                    };
+                    (Some(Arc::clone(&d.request)), answers)
+                }
+                _ => (None, None),
+            }
+        };
+        let new_spec = request.is_none().then(|| parts.spec.clone());
+        let new_answers = match recalled {
+            Some(_) => None,
+            None => parts.answers.clone(),
+        };
+        let answers = recalled.or_else(|| {
+            known
+                .filter(|(text, _)| parts.answers.as_ref() == Some(text))
+                .map(|(_, answers)| answers)
+        });
+        let id = (new_spec.is_some() || new_answers.is_some()).then(|| parts.id.clone());
+        let record = parts.decode_reusing(request, answers)?;
+        if let Some(id) = id {
+            let answers = match (&record.resolution, new_answers) {
+                (
+                    Some(StoredResolution {
+                        resolution: Resolution::Answered(a),
+                        ..
+                    }),
+                    Some(text),
+                ) => Some((text, a.clone())),
+                _ => None,
+            };
+            self.remember(&id, new_spec, &record.request, answers);
+        }
+        Ok(record)
+    }
+
+    /// Keeps what request `id`'s `spec` and `answers` decode to; without `spec`, only adds
+    /// `answers` to the entry already kept.
+    fn remember(
+        &self,
+        id: &str,
+        spec: Option<String>,
+        request: &Arc<NewRequest>,
+        answers: Option<(String, Answers)>,
+    ) {
+        let mut entries = lock(&self.entries);
+        let entries = &mut *entries;
+        match (entries.by_id.get_mut(id), spec) {
+            (Some(d), None) => {
+                if answers.is_some() {
+                    d.answers = answers;
+                }
+            }
+            (Some(d), Some(spec)) => {
+                *d = DecodedRequest {
+                    spec,
+                    request: Arc::clone(request),
+                    answers,
+                };
+            }
+            (None, None) => {}
+            (None, Some(spec)) => {
+                if entries.order.len() >= MAX_DECODED {
+                    if let Some(oldest) = entries.order.pop_front() {
+                        entries.by_id.remove(&oldest);
+                    }
+                }
+                entries.order.push_back(id.to_owned());
+                entries.by_id.insert(
+                    id.to_owned(),
+                    DecodedRequest {
+                        spec,
+                        request: Arc::clone(request),
+                        answers,
+                    },
+                );
+            }
+        }
+    }
+}
+
+fn create(
+    conn: &Connection,
+    decoded: &Decoded,
+    row: NewRow,
+    spec: String,
+) -> Result<Created, StoreError> {
     if let Some(key) = &row.request.idempotency_key {
         let existing = conn
             .prepare_cached(&format!(
@@ -943,7 +1117,7 @@ fn create(conn: &Connection, row: NewRow, spec: &str) -> Result<Created, StoreEr
             .optional()?;
         if let Some(parts) = existing {
             return Ok(Created {
-                record: parts.decode()?,
+                record: decoded.decode(parts, None)?,
                 created: false,
             });
         }
@@ -958,7 +1132,7 @@ fn create(conn: &Connection, row: NewRow, spec: &str) -> Result<Created, StoreEr
             .optional()?;
         if let Some(parts) = existing {
             return Ok(Created {
-                record: parts.decode()?,
+                record: decoded.decode(parts, None)?,
                 created: false,
             });
         }
@@ -974,7 +1148,7 @@ fn create(conn: &Connection, row: NewRow, spec: &str) -> Result<Created, StoreEr
         row.tenant,
         row.request.session,
         row.request.agent,
-        spec,
+        &spec,
         created_ms,
         row.expires_at.map(millis),
         row.request.idempotency_key,
@@ -1006,37 +1180,40 @@ fn create(conn: &Connection, row: NewRow, spec: &str) -> Result<Created, StoreEr
         )?
         .execute(params![row.id, row.tenant, created_ms, channel])?;
     }
+    let record = row.into_record();
+    // Kept even if the commit then fails: an entry is only used for a row with this spec.
+    decoded.remember(&record.id, Some(spec), &record.request, None);
     Ok(Created {
-        record: row.into_record(),
+        record,
         created: true,
     })
 }
 
-fn get(conn: &Connection, id: &str) -> Result<Option<RequestRecord>, StoreError> {
-    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM requests WHERE id = ?1"))?
+fn get(
+    conn: &Connection,
+    decoded: &Decoded,
+    id: &str,
+) -> Result<Option<RequestRecord>, StoreError> {
+    conn.prepare_cached(&GET_REQUEST)?
         .query_row(params![id], row_parts)
         .optional()?
-        .map(RowParts::decode)
+        .map(|parts| decoded.decode(parts, None))
         .transpose()
 }
 
 fn resolve(
     conn: &Connection,
+    decoded: &Decoded,
     id: &str,
     res: &StoredResolution,
-    answers: Option<&str>,
+    answers: Option<String>,
     grants: &[StoredGrant],
 ) -> Result<Resolved, StoreError> {
     let status = res.resolution.status();
     let at = millis(res.resolved_at);
     let expiring = status == Status::Expired;
     let updated = conn
-        .prepare_cached(&format!(
-            "UPDATE requests SET status = ?2, resolved_at = ?3, answered_by = ?4, channel = ?5, \
-             answers = ?6, remind_at = NULL, escalate_at = NULL WHERE id = ?1 AND status = 'pending' AND CASE WHEN ?7 \
-             THEN expires_at IS NOT NULL AND expires_at <= ?3 \
-             ELSE expires_at IS NULL OR expires_at > ?3 END RETURNING {COLUMNS}"
-        ))?
+        .prepare_cached(&RESOLVE_REQUEST)?
         .query_row(
             params![
                 id,
@@ -1044,7 +1221,7 @@ fn resolve(
                 at,
                 res.actor.name,
                 res.actor.channel,
-                answers,
+                answers.as_deref(),
                 expiring
             ],
             row_parts,
@@ -1052,7 +1229,12 @@ fn resolve(
         .optional()?;
     match updated {
         Some(parts) => {
-            let record = parts.decode()?;
+            // The answers just stored are these: their text is not parsed back.
+            let known = match &res.resolution {
+                Resolution::Answered(a) => answers.map(|text| (text, a.clone())),
+                _ => None,
+            };
+            let record = decoded.decode(parts, known)?;
             // Queued in the resolving transaction: both happen, or neither.
             if let Some(url) = &record.request.callback_url {
                 queue_delivery(conn, &record.id, &record.tenant, url, at, None)?;
@@ -1071,7 +1253,7 @@ fn resolve(
             )?;
             Ok(Resolved::Won(record))
         }
-        None => Ok(match get(conn, id)? {
+        None => Ok(match get(conn, decoded, id)? {
             Some(record) => Resolved::Lost(record),
             None => Resolved::NotFound,
         }),
@@ -1228,8 +1410,13 @@ fn queue_delivery(
 }
 
 /// Casts `ballot` on request `id`; runs in the writer's transaction, which serializes votes.
-fn vote(conn: &Connection, id: &str, ballot: Ballot) -> Result<Cast, StoreError> {
-    let Some(record) = get(conn, id)? else {
+fn vote(
+    conn: &Connection,
+    decoded: &Decoded,
+    id: &str,
+    ballot: Ballot,
+) -> Result<Cast, StoreError> {
+    let Some(record) = get(conn, decoded, id)? else {
         return Ok(Cast::NotFound);
     };
     let Ballot {
@@ -1271,7 +1458,7 @@ fn vote(conn: &Connection, id: &str, ballot: Ballot) -> Result<Cast, StoreError>
     };
     let body = answers_json(&resolution.resolution)?;
     Ok(
-        match resolve(conn, id, &resolution, body.as_deref(), &made)? {
+        match resolve(conn, decoded, id, &resolution, body, &made)? {
             Resolved::Won(record) => Cast::Counted(record),
             Resolved::Lost(record) => Cast::Lost(record),
             Resolved::NotFound => Cast::NotFound,
@@ -1419,6 +1606,19 @@ fn delivery_parts(row: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryParts> {
     })
 }
 
+/// Reads a request by id (the hot path's statements are built once, not at every call).
+static GET_REQUEST: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {COLUMNS} FROM requests WHERE id = ?1"));
+/// Resolves a pending request, if its deadline allows (`?7`: expiring it), and returns its row.
+static RESOLVE_REQUEST: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE requests SET status = ?2, resolved_at = ?3, answered_by = ?4, channel = ?5, \
+         answers = ?6, remind_at = NULL, escalate_at = NULL WHERE id = ?1 AND status = 'pending' \
+         AND CASE WHEN ?7 THEN expires_at IS NOT NULL AND expires_at <= ?3 \
+         ELSE expires_at IS NULL OR expires_at > ?3 END RETURNING {COLUMNS}"
+    )
+});
+
 /// How many columns [`COLUMNS`] names: the index of a column selected after them.
 const ROW_COLUMNS: usize = 13;
 
@@ -1452,10 +1652,10 @@ fn in_savepoint<T>(
     conn: &Connection,
     f: impl FnOnce(&Connection) -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
-    conn.execute_batch("SAVEPOINT job")?;
+    conn.prepare_cached("SAVEPOINT job")?.execute([])?;
     match f(conn) {
         Ok(v) => {
-            conn.execute_batch("RELEASE job")?;
+            conn.prepare_cached("RELEASE job")?.execute([])?;
             Ok(v)
         }
         Err(e) => {
@@ -1466,8 +1666,11 @@ fn in_savepoint<T>(
 }
 
 fn commit_batch(conn: &Connection, batch: Vec<Job>) {
-    let completions: Vec<Completion> = match conn.execute_batch("BEGIN IMMEDIATE") {
-        Ok(()) => batch.into_iter().map(|job| job(Ok(conn))).collect(),
+    let begin = conn
+        .prepare_cached("BEGIN IMMEDIATE")
+        .and_then(|mut s| s.execute([]));
+    let completions: Vec<Completion> = match begin {
+        Ok(_) => batch.into_iter().map(|job| job(Ok(conn))).collect(),
         Err(e) => {
             let err = StoreError::from(e);
             batch.into_iter().map(|job| job(Err(err.clone()))).collect()
@@ -1477,10 +1680,13 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>) {
         // BEGIN failed: the jobs already carry the error.
         Ok(())
     } else {
-        conn.execute_batch("COMMIT").map_err(|e| {
-            let _ = conn.execute_batch("ROLLBACK");
-            StoreError::from(e)
-        })
+        conn.prepare_cached("COMMIT")
+            .and_then(|mut s| s.execute([]))
+            .map(drop)
+            .map_err(|e| {
+                let _ = conn.execute_batch("ROLLBACK");
+                StoreError::from(e)
+            })
     };
     for complete in completions {
         complete(commit.clone());
@@ -1509,6 +1715,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "OFF")?;
     // Checkpoints run on their own thread (see `run_checkpoints`).
