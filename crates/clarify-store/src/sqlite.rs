@@ -1043,6 +1043,9 @@ struct DecodedRequest {
     request: Arc<NewRequest>,
     /// An answered request's stored answers, and what they decode to.
     answers: Option<(String, Answers)>,
+    /// Whether this process created it announced on a channel; `None` when another did, or
+    /// not known.
+    announced: Option<bool>,
 }
 
 impl Decoded {
@@ -1091,19 +1094,29 @@ impl Decoded {
                 ) => Some((text, a.clone())),
                 _ => None,
             };
-            self.remember(&id, new_spec, &record.request, answers);
+            self.remember(&id, new_spec, &record.request, answers, None);
         }
         Ok(record)
     }
 
-    /// Keeps what request `id`'s `spec` and `answers` decode to; without `spec`, only adds
-    /// `answers` to the entry already kept.
+    /// Whether request `id`, stored with `spec`, was created here and announced on no
+    /// channel: then it has no announcement to follow up.
+    fn unannounced(&self, id: &str, spec: &str) -> bool {
+        lock(&self.entries)
+            .by_id
+            .get(id)
+            .is_some_and(|d| d.announced == Some(false) && d.spec == spec)
+    }
+
+    /// Keeps what request `id`'s `spec` and `answers` decode to, and whether it was announced
+    /// when known; without `spec`, only adds `answers` to the entry already kept.
     fn remember(
         &self,
         id: &str,
         spec: Option<String>,
         request: &Arc<NewRequest>,
         answers: Option<(String, Answers)>,
+        announced: Option<bool>,
     ) {
         let mut entries = lock(&self.entries);
         let entries = &mut *entries;
@@ -1118,6 +1131,7 @@ impl Decoded {
                     spec,
                     request: Arc::clone(request),
                     answers,
+                    announced,
                 };
             }
             (None, None) => {}
@@ -1134,6 +1148,7 @@ impl Decoded {
                         spec,
                         request: Arc::clone(request),
                         answers,
+                        announced,
                     },
                 );
             }
@@ -1219,9 +1234,16 @@ fn create(
         )?
         .execute(params![row.id, row.tenant, created_ms, channel])?;
     }
+    let announced = !row.announce.is_empty();
     let record = row.into_record();
     // Kept even if the commit then fails: an entry is only used for a row with this spec.
-    decoded.remember(&record.id, Some(spec), &record.request, None);
+    decoded.remember(
+        &record.id,
+        Some(spec),
+        &record.request,
+        None,
+        Some(announced),
+    );
     Ok(Created {
         record,
         created: true,
@@ -1268,6 +1290,7 @@ fn resolve(
         .optional()?;
     match updated {
         Some(parts) => {
+            let announced = !decoded.unannounced(&parts.id, &parts.spec);
             // The answers just stored are these: their text is not parsed back.
             let known = match &res.resolution {
                 Resolution::Answered(a) => answers.map(|text| (text, a.clone())),
@@ -1280,7 +1303,9 @@ fn resolve(
             }
             insert_grants(conn, &record.tenant, grants)?;
             // Every announcement of it is edited to show the outcome.
-            follow_up(conn, id, EventKind::for_status(status), at)?;
+            if announced {
+                follow_up(conn, id, EventKind::for_status(status), at)?;
+            }
             append_event(
                 conn,
                 &record.tenant,
