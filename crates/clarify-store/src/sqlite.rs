@@ -60,8 +60,10 @@ use crate::record::{
 const MAX_BATCH: usize = 512;
 /// Idle reader connections kept open.
 const MAX_IDLE_READERS: usize = 8;
-/// Requests whose decoded form is kept (see [`Decoded`]).
+/// Requests whose decoded form is kept (see [`Decoded`]), and how much of their stored text: a
+/// round trip needs only its own request, and requests may be up to tens of kilobytes each.
 const MAX_DECODED: usize = 1024;
+const MAX_DECODED_BYTES: usize = 1 << 20;
 /// How often the WAL is checkpointed.
 const CHECKPOINT_PERIOD: std::time::Duration = std::time::Duration::from_millis(200);
 /// The WAL file is cut back to this size when it starts over, and is made to start over once it
@@ -1036,6 +1038,8 @@ struct DecodedEntries {
     by_id: HashMap<String, DecodedRequest>,
     /// Ids in the order first kept; the oldest goes when full.
     order: VecDeque<String>,
+    /// The stored text the entries hold.
+    bytes: usize,
 }
 
 struct DecodedRequest {
@@ -1118,39 +1122,46 @@ impl Decoded {
         answers: Option<(String, Answers)>,
         announced: Option<bool>,
     ) {
+        let text = |d: &DecodedRequest| d.spec.len() + d.answers.as_ref().map_or(0, |a| a.0.len());
         let mut entries = lock(&self.entries);
         let entries = &mut *entries;
         match (entries.by_id.get_mut(id), spec) {
             (Some(d), None) => {
                 if answers.is_some() {
+                    entries.bytes -= text(d);
                     d.answers = answers;
+                    entries.bytes += text(d);
                 }
             }
             (Some(d), Some(spec)) => {
+                entries.bytes -= text(d);
                 *d = DecodedRequest {
                     spec,
                     request: Arc::clone(request),
                     answers,
                     announced,
                 };
+                entries.bytes += text(d);
             }
             (None, None) => {}
             (None, Some(spec)) => {
-                if entries.order.len() >= MAX_DECODED {
-                    if let Some(oldest) = entries.order.pop_front() {
-                        entries.by_id.remove(&oldest);
-                    }
-                }
+                let d = DecodedRequest {
+                    spec,
+                    request: Arc::clone(request),
+                    answers,
+                    announced,
+                };
+                entries.bytes += text(&d);
                 entries.order.push_back(id.to_owned());
-                entries.by_id.insert(
-                    id.to_owned(),
-                    DecodedRequest {
-                        spec,
-                        request: Arc::clone(request),
-                        answers,
-                        announced,
-                    },
-                );
+                entries.by_id.insert(id.to_owned(), d);
+            }
+        }
+        while entries.order.len() > MAX_DECODED || entries.bytes > MAX_DECODED_BYTES {
+            let Some(oldest) = entries.order.pop_front() else {
+                break;
+            };
+            if let Some(d) = entries.by_id.remove(&oldest) {
+                entries.bytes -= text(&d);
             }
         }
     }
@@ -1917,6 +1928,24 @@ mod tests {
     #[test]
     fn row_columns_counts_the_selected_columns() {
         assert_eq!(COLUMNS.split(", ").count(), ROW_COLUMNS);
+    }
+
+    #[test]
+    fn decoded_requests_keep_the_newest_within_their_bound() {
+        let decoded = Decoded::default();
+        let raw = serde_json::json!({"question": "Deploy?"});
+        let request = Arc::new(
+            clarify_core::parse_request(&raw, &clarify_core::Limits::default()).expect("request"),
+        );
+        let spec = "x".repeat(64 << 10);
+        for i in 0..100 {
+            decoded.remember(&format!("r{i}"), Some(spec.clone()), &request, None, None);
+        }
+        let entries = lock(&decoded.entries);
+        assert_eq!(entries.by_id.len(), MAX_DECODED_BYTES / spec.len());
+        assert!(entries.by_id.contains_key("r99") && !entries.by_id.contains_key("r0"));
+        let held: usize = entries.by_id.values().map(|d| d.spec.len()).sum();
+        assert_eq!(entries.bytes, held);
     }
 
     /// Writes that never pause, with readers always in the WAL: a passive checkpoint alone
