@@ -15,7 +15,6 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use rand::RngCore;
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::Store;
@@ -507,10 +506,7 @@ pub(crate) fn random_secret() -> Vec<u8> {
 
 /// The stored form of a key or token secret.
 pub(crate) fn digest(secret: &str) -> String {
-    Sha256::digest(secret.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::codec::sha256_hex(secret)
 }
 
 /// Constant-time equality of two digests.

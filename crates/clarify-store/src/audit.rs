@@ -9,10 +9,7 @@
 //! "seq":…,"tenant":…}`. Retention does not delete an old event: it blanks its content and keeps
 //! its `seq` and `hash` (a tombstone, `kind` = `purged`), so the chain through it still verifies.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::codec::EventParts;
@@ -20,24 +17,29 @@ use crate::codec::EventParts;
 /// The `kind` a purged event keeps.
 pub(crate) const PURGED: &str = "purged";
 
-/// An event's canonical JSON.
+/// An event's canonical JSON. The fields are declared in sorted order, which is the order
+/// serde writes them in, so this is the contract's sorted-key form without building a map.
 pub(crate) fn canonical(event: &EventParts) -> String {
-    let fields: BTreeMap<&str, Value> = BTreeMap::from([
-        (
-            "actor",
-            event.actor.clone().map_or(Value::Null, Value::String),
-        ),
-        ("at", Value::from(event.at)),
-        (
-            "channel",
-            event.channel.clone().map_or(Value::Null, Value::String),
-        ),
-        ("kind", Value::String(event.kind.clone())),
-        ("request_id", Value::String(event.request_id.clone())),
-        ("seq", Value::from(event.seq)),
-        ("tenant", Value::String(event.tenant.clone())),
-    ]);
-    serde_json::to_string(&fields).unwrap_or_default()
+    #[derive(Serialize)]
+    struct Canonical<'a> {
+        actor: Option<&'a str>,
+        at: i64,
+        channel: Option<&'a str>,
+        kind: &'a str,
+        request_id: &'a str,
+        seq: i64,
+        tenant: &'a str,
+    }
+    serde_json::to_string(&Canonical {
+        actor: event.actor.as_deref(),
+        at: event.at,
+        channel: event.channel.as_deref(),
+        kind: &event.kind,
+        request_id: &event.request_id,
+        seq: event.seq,
+        tenant: &event.tenant,
+    })
+    .unwrap_or_default()
 }
 
 /// The hash of an event whose canonical JSON is `canonical`, after the event hashed `previous`.
@@ -45,11 +47,7 @@ pub(crate) fn link(previous: &str, canonical: &str) -> String {
     let mut digest = Sha256::new();
     digest.update(previous.as_bytes());
     digest.update(canonical.as_bytes());
-    digest
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::codec::hex(&digest.finalize())
 }
 
 /// One stored event with its hash, as `GET /v1/audit` and `clarify audit export` show it.

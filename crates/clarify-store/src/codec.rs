@@ -430,3 +430,20 @@ pub(crate) fn from_millis(ms: i64) -> Option<DateTime<Utc>> {
 /// version 4 the indexes retention looks up; version 5 votes, reminders and escalation; version 6
 /// channel notifications (deliveries to a channel, with the platform's message reference).
 pub(crate) const SCHEMA_VERSION: i64 = 9;
+
+/// Lowercase hex of `bytes`, without a formatter per byte (a hash is hexed for every event).
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    out
+}
+
+/// Lowercase hex of the SHA-256 digest of `text`.
+pub(crate) fn sha256_hex(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex(&Sha256::digest(text.as_bytes()))
+}

@@ -54,7 +54,6 @@ use clarify_core::policy::{Grant, canonical_json, grants_of};
 use clarify_core::quorum::Vote;
 use clarify_core::{Action, Answers, NewRequest, Resolution, Status, Submission, parse_submission};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 pub use access::{
     AfterAttempt, ApiKey, Attempt, Delivery, DeliveryStatus, KeyError, LOGIN_TTL, NewKey, Role,
@@ -400,10 +399,8 @@ impl Store {
     /// Purges one batch (at most [`PURGE_BATCH`]) of the requests resolved longer ago than
     /// [`StoreOptions::retain_resolved`], with their events, tags and webhook deliveries; returns
     /// how many. Does nothing without a retention period. Several instances may purge at once:
-    /// each batch is one transaction, and a request is deleted once.
-    // The audit chain (hashed events) is not built yet; when it is, a purge must keep it
-    // verifiable, e.g. by recording the hash of the last purged event as the chain's new anchor
-    // in the same transaction.
+    /// each batch is one transaction, and a request is deleted once. Its events stay in the
+    /// audit chain as tombstones, so the chain still verifies.
     pub async fn purge_resolved(&self) -> Result<usize, StoreError> {
         let Some(retain) = self.inner.retain_resolved else {
             return Ok(0);
@@ -803,8 +800,7 @@ fn dedupe_key(request: &NewRequest) -> String {
         "tags": request.tags,
         "allow_skip": request.allow_skip,
     });
-    let digest = Sha256::digest(canonical_json(&shown).as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    codec::sha256_hex(&canonical_json(&shown))
 }
 
 /// Expires overdue requests every `every`, until the store is dropped.

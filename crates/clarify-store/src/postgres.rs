@@ -39,7 +39,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use clarify_core::{Resolution, Status};
-use sha2::{Digest, Sha256};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolOptions, PgRow};
 use sqlx::{ConnectOptions, Connection, Executor, Row};
 use tokio::sync::{Notify, oneshot};
@@ -2129,10 +2128,7 @@ async fn insert_grants(
     grants: &[StoredGrant],
 ) -> Result<(), StoreError> {
     for g in grants {
-        let digest: String = Sha256::digest(g.grant.arguments.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let digest = crate::codec::sha256_hex(&g.grant.arguments);
         sqlx::query(
             "INSERT INTO clarify_grants (tenant, tool, arguments, arguments_sha256, scope, \
              session, created_at, id, request_id, granted_by) \
