@@ -6,6 +6,7 @@
 //! - `waiters`: memory per pending waiter (memory store, 100,000 waiters);
 //! - `million`: with 1,000,000 pending requests in SQLite, the time to open the store and to read
 //!   the first page of the pending list (builds the file once under the target dir);
+//! - `pg`: round trips on PostgreSQL with 1 and 64 agents (beside `bare-pg` when both run)
 //! - `pg-2proc`: answer-to-wake latency across two processes sharing PostgreSQL
 //!   (`CLARIFY_TEST_POSTGRES`, default `postgres://postgres@127.0.0.1:5432/test`): this process
 //!   waits, a child process (this binary again) answers;
@@ -926,6 +927,25 @@ fn main() {
                         "bare-pg: {rate:.0} round trips/s, {clients} clients (no advisory lock, no NOTIFY)"
                     );
                 }
+            }
+        }
+        if wanted("pg") {
+            match Store::open(&pg_url(), StoreOptions::default()).await {
+                Ok(_) => {
+                    let store = open(&pg_url()).await;
+                    for (agents, bare) in [1, 64].into_iter().zip(bare_pg) {
+                        let run = round_trips(&store, agents, secs).await;
+                        let ratio = bare.map_or(String::new(), |b| {
+                            format!("; pg / bare-pg {:.0} %", run.per_second / b * 1e2)
+                        });
+                        println!(
+                            "pg: {:.0} round trips/s, {agents} agents, round trip {}{ratio}",
+                            run.per_second,
+                            spread(&run.latencies),
+                        );
+                    }
+                }
+                Err(e) => println!("pg: skipped ({e})"),
             }
         }
         if wanted("latency") {

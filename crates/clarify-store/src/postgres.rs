@@ -378,22 +378,32 @@ impl PgBackend {
     pub(crate) async fn create(&self, row: NewRow) -> Result<Created, StoreError> {
         let spec = spec_json(&row.request)?;
         let expires_at = row.expires_at.map(millis);
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
         for _ in 0..CREATE_ATTEMPTS {
-            if let Some(record) = existing(&mut tx, &row).await? {
-                tx.commit().await.map_err(db_err)?;
-                return Ok(Created {
-                    record,
-                    created: false,
-                });
-            }
-            // A conflict on either unique index means a concurrent create won the race; the
-            // next round reads what it stored.
+            // One statement, so one round trip and its own transaction: the request, its tags,
+            // its announcements and its event, all or nothing. A conflict on a unique index (the
+            // idempotency key, or an identical pending request) inserts nothing; then the
+            // request that won is read.
             let seq: Option<i64> = sqlx::query_scalar(
-                "INSERT INTO clarify_requests (id, tenant, status, session, agent, spec, \
-                 created_at, expires_at, idempotency_key, dedupe_key, remind_at, escalate_at) \
-                 VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11) \
-                 ON CONFLICT DO NOTHING RETURNING seq",
+                "WITH req AS ( \
+                     INSERT INTO clarify_requests (id, tenant, status, session, agent, spec, \
+                         created_at, expires_at, idempotency_key, dedupe_key, remind_at, \
+                         escalate_at) \
+                     VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+                     ON CONFLICT DO NOTHING RETURNING seq), \
+                 tags AS ( \
+                     INSERT INTO clarify_request_tags (tenant, tag, seq) \
+                     SELECT $2, tag, req.seq FROM req, unnest($12::text[]) AS tag \
+                     ON CONFLICT DO NOTHING), \
+                 announced AS ( \
+                     INSERT INTO clarify_deliveries (request_id, tenant, url, status, \
+                         created_at, next_attempt_at, event, channel) \
+                     SELECT $1, $2, '', 'pending', $6, $6, 'created', c \
+                     FROM req, unnest($13::text[]) WITH ORDINALITY AS u(c, n) ORDER BY n), \
+                 event AS ( \
+                     INSERT INTO clarify_event_inbox (tenant, request_id, kind, actor, channel, \
+                         at) \
+                     SELECT $2, $1, 'created', NULL, NULL, $6 FROM req) \
+                 SELECT seq FROM req",
             )
             .bind(&row.id)
             .bind(&row.tenant)
@@ -406,52 +416,26 @@ impl PgBackend {
             .bind(&row.dedupe_key)
             .bind(row.remind_at.map(millis))
             .bind(row.escalate_at.map(millis))
-            .fetch_optional(&mut *tx)
+            .bind(&row.request.tags)
+            .bind(&row.announce)
+            .fetch_optional(&self.pool)
             .await
             .map_err(db_err)?;
-            let Some(seq) = seq else { continue };
-            if !row.request.tags.is_empty() {
-                sqlx::query(
-                    "INSERT INTO clarify_request_tags (tenant, tag, seq) \
-                     SELECT $1, tag, $2 FROM unnest($3::text[]) AS tag \
-                     ON CONFLICT DO NOTHING",
-                )
-                .bind(&row.tenant)
-                .bind(seq)
-                .bind(&row.request.tags)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+            if seq.is_some() {
+                self.poke.notify_one();
+                return Ok(Created {
+                    record: row.into_record(),
+                    created: true,
+                });
             }
-            if !row.announce.is_empty() {
-                sqlx::query(
-                    "INSERT INTO clarify_deliveries (request_id, tenant, url, status, created_at, \
-                     next_attempt_at, event, channel) \
-                     SELECT $1, $2, '', 'pending', $3, $3, 'created', c \
-                     FROM unnest($4::text[]) WITH ORDINALITY AS u(c, n) ORDER BY n",
-                )
-                .bind(&row.id)
-                .bind(&row.tenant)
-                .bind(millis(row.created_at))
-                .bind(&row.announce)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+            let mut conn = self.pool.acquire().await.map_err(db_err)?;
+            if let Some(record) = existing(&mut conn, &row).await? {
+                return Ok(Created {
+                    record,
+                    created: false,
+                });
             }
-            append_events(
-                &mut tx,
-                EventKind::Created,
-                &[(row.tenant.clone(), row.id.clone())],
-                None,
-                None,
-                millis(row.created_at),
-            )
-            .await?;
-            self.commit_events(tx).await?;
-            return Ok(Created {
-                record: row.into_record(),
-                created: true,
-            });
+            // The winner is no longer a match (resolved meanwhile): try again.
         }
         Err(StoreError::Backend(format!(
             "could not store request {}: it kept conflicting with concurrent writes",
@@ -553,24 +537,29 @@ impl PgBackend {
         res: StoredResolution,
         grants: &[StoredGrant],
     ) -> Result<Resolved, StoreError> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let Some(record) = apply_resolution(&mut tx, id, &res, grants).await? else {
-            tx.rollback().await.map_err(db_err)?;
+        let resolved = if grants.is_empty() {
+            // The common case is one statement in its own transaction.
+            let mut conn = self.pool.acquire().await.map_err(db_err)?;
+            resolve_in_one(&mut conn, id, &res).await?
+        } else {
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let resolved = resolve_in_one(&mut tx, id, &res).await?;
+            match &resolved {
+                Some(record) => {
+                    insert_grants(&mut tx, &record.tenant, grants).await?;
+                    tx.commit().await.map_err(db_err)?;
+                }
+                None => tx.rollback().await.map_err(db_err)?,
+            }
+            resolved
+        };
+        let Some(record) = resolved else {
             return Ok(match self.get(id).await? {
                 Some(record) => Resolved::Lost(record),
                 None => Resolved::NotFound,
             });
         };
-        append_events(
-            &mut tx,
-            EventKind::for_status(record.status),
-            &[(record.tenant.clone(), record.id.clone())],
-            res.actor.name.as_deref(),
-            Some(&res.actor.channel),
-            millis(res.resolved_at),
-        )
-        .await?;
-        self.commit_events(tx).await?;
+        self.poke.notify_one();
         Ok(Resolved::Won(record))
     }
 
@@ -1448,6 +1437,61 @@ async fn hash_unhashed(conn: &mut PgConnection) -> Result<(), StoreError> {
     .await
     .map_err(db_err)?;
     Ok(())
+}
+
+/// Applies a resolution to a pending request that is not past its deadline at `resolved_at`
+/// (an expiry only once it is) in one statement, with everything that goes with it: the webhook
+/// delivery (when the stored request has a `callback_url`), a follow-up on every channel it was
+/// announced on, and its event. Returns the new record, or `None` when the request did not
+/// qualify (and nothing was written).
+async fn resolve_in_one(
+    conn: &mut PgConnection,
+    id: &str,
+    res: &StoredResolution,
+) -> Result<Option<RequestRecord>, StoreError> {
+    let status = res.resolution.status();
+    let answers = answers_json(&res.resolution)?;
+    // The deadline condition mirrors the memory backend (see `apply_resolution`). The
+    // follow-ups read the announcements as they were before this statement, which are all of
+    // them: a webhook delivery, the one row the statement adds there, is no announcement.
+    let row = sqlx::query(&format!(
+        "WITH r AS ( \
+             UPDATE clarify_requests \
+             SET status = $2, resolved_at = $3, answered_by = $4, channel = $5, answers = $6, \
+                 remind_at = NULL, escalate_at = NULL \
+             WHERE id = $1 AND status = 'pending' AND CASE WHEN $7::boolean \
+                 THEN expires_at IS NOT NULL AND expires_at <= $3 \
+                 ELSE expires_at IS NULL OR expires_at > $3 END \
+             RETURNING {COLUMNS}), \
+         hook AS ( \
+             INSERT INTO clarify_deliveries (request_id, tenant, url, status, created_at, \
+                 next_attempt_at, event) \
+             SELECT id, tenant, url, 'pending', $3, $3, NULL \
+             FROM (SELECT id, tenant, spec::jsonb ->> 'callback_url' AS url FROM r) AS h \
+             WHERE url IS NOT NULL), \
+         follow AS ( \
+             INSERT INTO clarify_deliveries (request_id, tenant, url, status, created_at, \
+                 next_attempt_at, event, channel) \
+             SELECT d.request_id, d.tenant, '', 'pending', $3, $3, $8, d.channel \
+             FROM clarify_deliveries d JOIN r ON d.request_id = r.id \
+             WHERE d.event = 'created' AND d.channel IS NOT NULL ORDER BY d.id), \
+         event AS ( \
+             INSERT INTO clarify_event_inbox (tenant, request_id, kind, actor, channel, at) \
+             SELECT tenant, id, $8, $4, $5, $3 FROM r) \
+         SELECT {COLUMNS} FROM r"
+    ))
+    .bind(id)
+    .bind(status.as_str())
+    .bind(millis(res.resolved_at))
+    .bind(&res.actor.name)
+    .bind(&res.actor.channel)
+    .bind(&answers)
+    .bind(status == Status::Expired)
+    .bind(EventKind::for_status(status).as_str())
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    row.map(|row| parts(&row)?.decode()).transpose()
 }
 
 /// Applies a resolution to a pending request that is not past its deadline at `resolved_at` (an
