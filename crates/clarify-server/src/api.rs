@@ -572,5 +572,6 @@ pub async fn revoke_key(
         return Err(clarify_store::KeyError::NotFound(name).into());
     }
     let key = state.store.revoke_key(&name).await?;
+    state.keys.forget(&key.id);
     Ok(Json(KeyBody::from(&key)))
 }

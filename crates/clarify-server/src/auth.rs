@@ -7,6 +7,10 @@
 //! (from `GET /v1/session`), which a cross-site form cannot send, and an `Origin`, when
 //! present, must be this server's.
 //!
+//! A bearer key is verified by the store, then trusted for half a second by the
+//! [`KeyCache`](crate::key_cache::KeyCache): a revocation made anywhere takes effect within a
+//! second, and one made through this instance's revoke route at once.
+//!
 //! A key belongs to one tenant; every handler reads and writes only the caller's tenant, so
 //! another tenant's request is indistinguishable from a missing one (`404`).
 
@@ -111,9 +115,15 @@ impl FromRequestParts<AppState> for Caller {
                 .ok_or_else(|| {
                     ApiError::unauthorized("the Authorization header must be `Bearer <key>`")
                 })?;
-            let key = state.store.authenticate(token).await?.ok_or_else(|| {
-                ApiError::unauthorized("this API key is unknown or revoked; ask an admin for a key")
-            })?;
+            let key = state
+                .keys
+                .authenticate(&state.store, token)
+                .await?
+                .ok_or_else(|| {
+                    ApiError::unauthorized(
+                        "this API key is unknown or revoked; ask an admin for a key",
+                    )
+                })?;
             admit(state, &key)?;
             return Ok(Caller {
                 key,

@@ -6,7 +6,8 @@
 //!
 //! What lives where:
 //! - [`api`]: the `/v1` routes over the store: requests, answers, long-poll, keys;
-//! - [`auth`]: API keys, inbox sessions and CSRF; roles and tenants;
+//! - [`auth`]: API keys, inbox sessions and CSRF; roles and tenants; [`key_cache`]: keys verified
+//!   in the last half second, so most requests skip the store read;
 //! - [`events`]: the `/v1/events` stream, fed from the store's event log;
 //! - [`grants`]: `/v1/grants`: list, check and revoke the grants approvals gave;
 //! - [`links`]: signed single-use answer links `/a/<token>`;
@@ -37,6 +38,7 @@ pub mod events;
 pub mod grants;
 mod html;
 mod inbox;
+pub mod key_cache;
 pub mod limits;
 pub mod links;
 mod logs;
@@ -131,6 +133,8 @@ pub struct Shared {
     /// Long-polls, event streams and `/mcp` requests in flight.
     pub waiters: limits::Waiters,
     pub rate_limit: Option<limits::RateLimit>,
+    /// Bearer keys verified in the last half second.
+    pub keys: key_cache::KeyCache,
     /// Calls chat platforms make on an inbound answer's behalf (a modal, a private notice).
     pub http: reqwest::Client,
 }
@@ -179,6 +183,7 @@ impl AppState {
             shutdown: CancellationToken::new(),
             waiters,
             rate_limit,
+            keys: key_cache::KeyCache::new(),
             http: reqwest::Client::builder()
                 .timeout(config.webhooks.timeout)
                 .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION")))

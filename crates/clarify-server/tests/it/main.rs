@@ -16,6 +16,7 @@ mod fake_telegram;
 mod followups;
 mod grants;
 mod inbox;
+mod keys;
 mod limits;
 mod links;
 mod mcp;
