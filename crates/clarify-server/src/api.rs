@@ -171,7 +171,7 @@ pub async fn create(
     let created = state.store.create(caller.tenant(), request).await?;
     let status = if created.created {
         state.metrics.created();
-        state.changed();
+        state.changed(&created.record);
         StatusCode::CREATED
     } else {
         StatusCode::OK
@@ -305,7 +305,7 @@ pub async fn answer(
         .await
         .map_err(|e| resolve_error(e, |r| render(&state, &caller, r)))?;
     if record.status == Status::Pending {
-        state.changed();
+        state.changed(&record);
         let body = render(&state, &caller, &record);
         return Ok((StatusCode::ACCEPTED, Json(body)).into_response());
     }
@@ -315,7 +315,7 @@ pub async fn answer(
 /// Counts a resolution made here and renders its outcome.
 pub(crate) fn resolved(state: &AppState, record: &RequestRecord) -> Result<OutcomeBody, ApiError> {
     state.metrics.resolved(record);
-    state.changed();
+    state.changed(record);
     let outcome = record.outcome().ok_or_else(|| {
         tracing::error!(id = %record.id, "the store returned a resolution without an outcome");
         ApiError::new(

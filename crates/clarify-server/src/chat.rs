@@ -143,7 +143,7 @@ async fn decide(
         .await
     {
         Ok(record) => {
-            state.changed();
+            state.changed(&record);
             Ok(Done::Resolved(record))
         }
         Err(ResolveError::AlreadyResolved(record)) => Err(refuse(format!(

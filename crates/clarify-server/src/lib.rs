@@ -200,10 +200,14 @@ impl AppState {
             .inspect_err(|_| self.metrics.waiter_refused())
     }
 
-    /// Tells this instance's event streams and webhook worker that the store changed.
-    pub(crate) fn changed(&self) {
+    /// Tells this instance's event streams and outbox workers that `record` changed. The
+    /// webhook worker is woken only for a request with a callback URL: no other write made
+    /// here queues a webhook, and each wake-up costs it a claiming write to the store.
+    pub(crate) fn changed(&self, record: &clarify_store::RequestRecord) {
         self.hub.poke();
-        self.webhooks_due.notify_one();
+        if record.request.callback_url.is_some() {
+            self.webhooks_due.notify_one();
+        }
         self.channels_due.notify_one();
     }
 }

@@ -57,14 +57,14 @@ pub fn routes(state: &AppState) -> Router<AppState> {
 struct Changes(AppState);
 
 impl Observer for Changes {
-    fn created(&self, _record: &RequestRecord) {
+    fn created(&self, record: &RequestRecord) {
         self.0.metrics.created();
-        self.0.changed();
+        self.0.changed(record);
     }
 
     fn resolved(&self, record: &RequestRecord) {
         self.0.metrics.resolved(record);
-        self.0.changed();
+        self.0.changed(record);
     }
 }
 

@@ -109,7 +109,8 @@ pub(crate) fn client(state: &AppState, otherwise: &str) -> Option<reqwest::Clien
 }
 
 /// Claims due items of `outbox` with a lease, `send`s each batch at once, and waits for more
-/// (woken by this instance's writes, or polling for other instances'), until shutdown.
+/// (woken by this instance's writes that may have queued one, or polling for the reaper's and
+/// other instances'), until shutdown.
 pub(crate) async fn drain<F: Future<Output = ()>>(
     state: &AppState,
     outbox: Outbox,
