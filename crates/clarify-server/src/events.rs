@@ -7,7 +7,8 @@
 //! else. The [`EventHub`] only says "the log has grown" (a `watch` of the newest sequence):
 //! this instance pokes it after its own writes, the store's feed watch (PostgreSQL's one
 //! notification per numbering round) after anyone's, and a tailer polls the log as a backstop.
-//! A stream ends when its key is revoked.
+//! Pokes are read at most every [`POKE_GAP`], and not at all while no stream is open, so a busy
+//! instance does not read the log once per write. A stream ends when its key is revoked.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -52,19 +53,42 @@ impl EventHub {
     }
 }
 
-/// Watches the newest event-log sequence until shutdown.
+/// The least time between two reads of the log on this instance's own writes: under load a
+/// stream learns of a write up to this much later, and the tailer reads the log at most this
+/// often instead of once per write.
+const POKE_GAP: Duration = Duration::from_millis(2);
+
+/// Watches the newest event-log sequence until shutdown: every `event_poll` (for other
+/// instances' writes and the reaper's, and the pending gauge), and after this instance's own
+/// writes while any stream is open to hear of them.
 pub(crate) async fn tail(state: AppState) {
     let every = state.config.event_poll;
     let mut feed = state.store.watch_feed();
     let mut feed_open = true;
+    let mut poll_at = tokio::time::Instant::now() + every;
+    let mut read_at = tokio::time::Instant::now();
     loop {
-        tokio::select! {
+        let poked = tokio::select! {
             () = state.shutdown.cancelled() => return,
-            () = state.hub.poke.notified() => {}
-            // The store heard that the feed grew (PostgreSQL's per-round notification).
-            changed = feed.changed(), if feed_open => feed_open = changed.is_ok(),
-            () = tokio::time::sleep(every) => {}
+            () = state.hub.poke.notified() => true,
+            // The store heard that the feed grew (PostgreSQL's per-round notification): read.
+            changed = feed.changed(), if feed_open => {
+                feed_open = changed.is_ok();
+                false
+            }
+            () = tokio::time::sleep_until(poll_at) => false,
+        };
+        if poked {
+            // Only streams wait for `newest` (each opens from the log itself), and the
+            // pending gauge catches up at every poll and scrape: with no stream open, a write
+            // here costs the tailer nothing.
+            if state.hub.newest.receiver_count() == 0 {
+                continue;
+            }
+            tokio::time::sleep_until(read_at + POKE_GAP).await;
         }
+        read_at = tokio::time::Instant::now();
+        poll_at = read_at + every;
         match state.store.last_event_seq().await {
             Ok(seq) => {
                 let grew = state.hub.newest.send_if_modified(|newest| {
