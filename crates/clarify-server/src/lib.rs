@@ -240,11 +240,8 @@ pub fn app(state: AppState) -> Router {
         .merge(inbox::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(axum::middleware::from_fn(error::utf8_path))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            metrics::track,
-        ))
+        .layer(error::Utf8Path)
+        .layer(metrics::Track(state.clone()))
         .layer(DefaultBodyLimit::max(state.config.body_limit))
         .layer(CatchPanicLayer::custom(panicked));
     router = logs::layer(router);
