@@ -4,7 +4,10 @@
 //! `cargo bench -p clarify --bench http -- [roundtrip] [wake] [pg-wake] [clients]`
 //!
 //! - `roundtrip`: 32 clients with keep-alive, each creating a request and answering it, on
-//!   SQLite; prints round trips per second and latency percentiles.
+//!   SQLite; prints round trips per second, latency percentiles, and the server's CPU time
+//!   (user and system) per round trip. With `CLARIFY_BENCH_BIN_B=/path/to/clarify` it runs
+//!   three rounds of this build alternating with three of that binary (each on a fresh file),
+//!   and prints both and their ratio.
 //! - `clients` (only when named): the same with 1, 64 and 1,024 clients, each against a fresh
 //!   server, with the server's CPU share and peak memory.
 //! - `wake`: a long-poll waits on a request, then the request is answered; prints the time from
@@ -31,11 +34,16 @@ struct Server {
 
 impl Server {
     async fn start(db: &str) -> Self {
+        Self::start_bin(BIN, db).await
+    }
+
+    /// A `clarify serve` of the binary at `bin` on `db`.
+    async fn start_bin(bin: &str, db: &str) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
             .expect("free port");
-        let child = Command::new(BIN)
+        let child = Command::new(bin)
             .args([
                 "serve",
                 "--listen",
@@ -95,8 +103,13 @@ impl Drop for Server {
 }
 
 fn key(db: &str, role: &str, tenant: &str) -> String {
+    key_of(BIN, db, role, tenant)
+}
+
+/// A new key made by the binary at `bin` (whose schema the store gets).
+fn key_of(bin: &str, db: &str, role: &str, tenant: &str) -> String {
     let name = format!("bench-{role}-{}", std::process::id());
-    let out = Command::new(BIN)
+    let out = Command::new(bin)
         .args([
             "keys", "create", "--db", db, "--role", role, "--name", &name, "--tenant", tenant,
         ])
@@ -237,43 +250,65 @@ async fn hook(dir: &std::path::Path) {
     }
 }
 
-async fn roundtrip(dir: &std::path::Path, clients: usize, run_for: Duration) {
+/// What one round-trip run measured.
+struct Roundtrips {
+    per_second: f64,
+    /// The server's user and system CPU time per round trip.
+    cpu_us: f64,
+}
+
+/// `clients` clients doing round trips against a fresh `clarify serve` of `bin` on SQLite for
+/// `run_for` after a second of warm-up; prints and returns the figures.
+async fn roundtrip(
+    dir: &std::path::Path,
+    bin: &str,
+    label: &str,
+    clients: usize,
+    run_for: Duration,
+) -> Roundtrips {
+    static RUN: AtomicU64 = AtomicU64::new(0);
+    let run = RUN.fetch_add(1, Ordering::Relaxed);
     let db = format!(
         "sqlite://{}",
-        dir.join(format!("rt-{clients}.db")).display()
+        dir.join(format!("rt-{clients}-{run}.db")).display()
     );
-    let admin = key(&db, "admin", "default");
-    let server = Server::start(&db).await;
+    let admin = key_of(bin, &db, "admin", "default");
+    let server = Server::start_bin(bin, &db).await;
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
+    // The bodies are serialised once and only the id is read back, so the load generator, which
+    // shares the machine with the server, spends as little as it can.
+    let ask: &'static [u8] = br#"{"question":"Deploy?","choices":["yes","no"]}"#;
+    let answer: &'static [u8] = br#"{"option":"yes"}"#;
     let mut tasks = Vec::new();
     for _ in 0..clients {
         let (stop, done, url, admin) = (
             stop.clone(),
             done.clone(),
             server.url.clone(),
-            admin.clone(),
+            format!("Bearer {admin}"),
         );
         tasks.push(tokio::spawn(async move {
             let client = reqwest::Client::new();
+            let send = async |url: String, body: &'static [u8]| {
+                let r = client
+                    .post(url)
+                    .header("authorization", &admin)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await
+                    .expect("sent");
+                assert!(r.status().is_success(), "{}", r.status());
+                r.bytes().await.expect("body")
+            };
+            let create = format!("{url}/v1/requests");
             let mut latencies = Vec::new();
             while !stop.load(Ordering::Relaxed) {
                 let started = Instant::now();
-                let record = post(
-                    &client,
-                    format!("{url}/v1/requests"),
-                    &admin,
-                    json!({"question": "Deploy?", "choices": ["yes", "no"]}),
-                )
-                .await;
-                let id = record["id"].as_str().unwrap_or_default();
-                post(
-                    &client,
-                    format!("{url}/v1/requests/{id}/answer"),
-                    &admin,
-                    json!({"option": "yes"}),
-                )
-                .await;
+                let record = send(create.clone(), ask).await;
+                let Created { id } = serde_json::from_slice(&record).expect("a record");
+                send(format!("{url}/v1/requests/{id}/answer"), answer).await;
                 latencies.push(started.elapsed());
                 done.fetch_add(1, Ordering::Relaxed);
             }
@@ -295,14 +330,57 @@ async fn roundtrip(dir: &std::path::Path, clients: usize, run_for: Duration) {
         all.extend(t.await.unwrap_or_default());
     }
     all.sort();
+    let figures = Roundtrips {
+        per_second: count as f64 / elapsed.as_secs_f64(),
+        cpu_us: server_cpu * 1e6 / count.max(1) as f64,
+    };
     println!(
-        "roundtrip sqlite, {clients} clients: {:.0} ask+answer round trips/s over {:.1} s (server used {:.2} of the 2 cores, the load generator the rest); round trip p50 {:.2} ms, p99 {:.2} ms; server peak RSS {} KiB",
-        count as f64 / elapsed.as_secs_f64(),
+        "roundtrip sqlite{label}, {clients} clients: {:.0} ask+answer round trips/s over {:.1} s; server CPU {:.0} µs per round trip (used {:.2} of the 2 cores, the load generator the rest); round trip p50 {:.2} ms, p99 {:.2} ms; server peak RSS {} KiB",
+        figures.per_second,
         elapsed.as_secs_f64(),
+        figures.cpu_us,
         server_cpu / elapsed.as_secs_f64(),
         ms(percentile(&all, 0.5)),
         ms(percentile(&all, 0.99)),
         server.peak_rss_kib()
+    );
+    figures
+}
+
+#[derive(serde::Deserialize)]
+struct Created {
+    id: String,
+}
+
+/// Round trips of this build against the binary at `other`, alternating three times each; prints
+/// each run and the ratios.
+async fn roundtrip_against(dir: &std::path::Path, other: &str) {
+    let this = " (this build)";
+    let that = format!(" ({other})");
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        ours.push(roundtrip(dir, BIN, this, 32, Duration::from_secs(10)).await);
+        theirs.push(roundtrip(dir, other, &that, 32, Duration::from_secs(10)).await);
+    }
+    let mean = |runs: &[Roundtrips], f: fn(&Roundtrips) -> f64| {
+        runs.iter().map(f).sum::<f64>() / runs.len() as f64
+    };
+    let range = |runs: &[Roundtrips], f: fn(&Roundtrips) -> f64| {
+        let values: Vec<f64> = runs.iter().map(f).collect();
+        let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = values.iter().copied().fold(0.0, f64::max);
+        format!("{lo:.0}–{hi:.0}")
+    };
+    let rate = |r: &Roundtrips| r.per_second;
+    let cpu = |r: &Roundtrips| r.cpu_us;
+    println!(
+        "roundtrip sqlite, 32 clients, 3 runs each: this build {} round trips/s ({} µs server CPU each), {other} {} round trips/s ({} µs); this build does {:.2}× the round trips at {:.2}× the server CPU per round trip",
+        range(&ours, rate),
+        range(&ours, cpu),
+        range(&theirs, rate),
+        range(&theirs, cpu),
+        mean(&ours, rate) / mean(&theirs, rate),
+        mean(&ours, cpu) / mean(&theirs, cpu),
     );
 }
 
@@ -402,7 +480,12 @@ async fn main() {
     let dir = std::env::temp_dir().join(format!("clarify-bench-http-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     if want("roundtrip") {
-        roundtrip(&dir, 32, Duration::from_secs(10)).await;
+        match std::env::var("CLARIFY_BENCH_BIN_B") {
+            Ok(other) if !other.is_empty() => roundtrip_against(&dir, &other).await,
+            _ => {
+                roundtrip(&dir, BIN, "", 32, Duration::from_secs(10)).await;
+            }
+        }
     }
     if want("wake") {
         wake(&dir).await;
@@ -415,7 +498,7 @@ async fn main() {
     }
     if args.iter().any(|a| a == "clients") {
         for clients in [1, 64, 1024] {
-            roundtrip(&dir, clients, Duration::from_secs(5)).await;
+            roundtrip(&dir, BIN, "", clients, Duration::from_secs(5)).await;
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
