@@ -260,7 +260,8 @@ impl Store {
         self.inner.backend.keys().await
     }
 
-    /// Revokes the active key named `name`: it stops working at once, on every instance.
+    /// Revokes the active key named `name`: every later [`Store::authenticate`] refuses it, on
+    /// every instance (a server that caches verified keys refuses it within its cache's time).
     pub async fn revoke_key(&self, name: &str) -> Result<ApiKey, KeyError> {
         self.inner
             .backend
