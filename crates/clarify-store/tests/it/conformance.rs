@@ -29,7 +29,7 @@ use sqlx::postgres::PgConnection;
 
 use crate::support::{
     DAY, Env, Kind, SHORT, TempDir, alice, bob, options, postgres_url, random_name, request,
-    start_time, with_database, yes_no,
+    start_time, tail_feed, with_database, yes_no,
 };
 
 conformance! {
@@ -1363,25 +1363,12 @@ async fn event_log_tail_misses_nothing_under_concurrency(store: Store, env: Env)
             })
         })
         .collect();
-    let tail = {
-        let (store, t, done) = (store.clone(), env.tenant.clone(), Arc::clone(&done));
-        tokio::spawn(async move {
-            let mut seen: Vec<Event> = Vec::new();
-            loop {
-                // Read the flag first: a read that starts after the writers finished sees all.
-                let finished = done.load(Ordering::SeqCst);
-                let after = seen.last().map_or(0, |e| e.seq);
-                let batch = store
-                    .events_after(Some(&t), after, 7)
-                    .await
-                    .expect("events");
-                if batch.is_empty() && finished {
-                    return seen;
-                }
-                seen.extend(batch);
-            }
-        })
-    };
+    let tail = tokio::spawn(tail_feed(
+        store.clone(),
+        env.tenant.clone(),
+        7,
+        Arc::clone(&done),
+    ));
     for writer in writers {
         writer.await.expect("writer");
     }

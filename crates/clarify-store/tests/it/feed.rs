@@ -14,7 +14,7 @@ use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 
 use crate::support::{
-    Env, alice, options, postgres_url, random_name, start_time, with_database, yes_no,
+    Env, alice, options, postgres_url, random_name, start_time, tail_feed, with_database, yes_no,
 };
 
 conformance! {
@@ -41,23 +41,12 @@ async fn readers_on_every_instance_miss_nothing(store: Store, env: Env) {
     let readers: Vec<_> = instances
         .iter()
         .map(|store| {
-            let (store, t, done) = (store.clone(), env.tenant.clone(), Arc::clone(&done));
-            tokio::spawn(async move {
-                let mut seen: Vec<Event> = Vec::new();
-                loop {
-                    // The flag first: a read that starts after everything is numbered sees all.
-                    let finished = done.load(Ordering::SeqCst);
-                    let after = seen.last().map_or(0, |e| e.seq);
-                    let batch = store
-                        .events_after(Some(&t), after, 5)
-                        .await
-                        .expect("events");
-                    if batch.is_empty() && finished {
-                        return seen;
-                    }
-                    seen.extend(batch);
-                }
-            })
+            tokio::spawn(tail_feed(
+                store.clone(),
+                env.tenant.clone(),
+                5,
+                Arc::clone(&done),
+            ))
         })
         .collect();
     let writers: Vec<_> = (0..WRITERS)

@@ -220,3 +220,28 @@ pub fn alice() -> Actor {
 pub fn bob() -> Actor {
     Actor::new("bob", "inbox")
 }
+
+/// Reads `tenant`'s events in batches of `batch`, each resuming after the last event seen, as a
+/// feed reader does, until `done` is set and a read after that finds nothing more; everything
+/// it saw. Set `done` only once every event written is numbered ([`Store::sync_feed`]).
+pub async fn tail_feed(
+    store: Store,
+    tenant: String,
+    batch: usize,
+    done: Arc<std::sync::atomic::AtomicBool>,
+) -> Vec<clarify_store::Event> {
+    let mut seen: Vec<clarify_store::Event> = Vec::new();
+    loop {
+        // The flag first: a read that starts after everything is numbered sees all.
+        let finished = done.load(std::sync::atomic::Ordering::SeqCst);
+        let after = seen.last().map_or(0, |e| e.seq);
+        let events = store
+            .events_after(Some(&tenant), after, batch)
+            .await
+            .expect("events");
+        if events.is_empty() && finished {
+            return seen;
+        }
+        seen.extend(events);
+    }
+}
