@@ -117,8 +117,8 @@ async fn readers_on_every_instance_miss_nothing(store: Store, env: Env) {
 /// A session that holds the lead but numbers nothing (a hung process with its connection open)
 /// is ended by a standing-by instance once the oldest unnumbered event has waited for two
 /// seconds; that instance then numbers the feed. When the leading instance goes away, another
-/// takes over within a fraction of a second. Runs in a database of its own, so its fake leader
-/// holds up no other test.
+/// takes over within a fraction of a second. The pending count stays in step with the feed's
+/// position meanwhile. Runs in a database of its own, so its fake leader holds up no other test.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_hung_or_vanished_sequencer_is_replaced() {
     let Some(url) = postgres_url() else { return };
@@ -174,6 +174,12 @@ async fn sequencer_scenario(url: &str) -> Result<(), String> {
     if !early.is_empty() {
         return Err(format!("numbered while another session led: {early:?}"));
     }
+    // The pending count goes with the feed's position: as of no event, none was pending, though
+    // the request is stored (its event waits in the inbox).
+    match first.pending_at().await {
+        Ok((0, 0)) => {}
+        other => return Err(format!("pending before numbering: {other:?}")),
+    }
     first
         .sync_feed()
         .await
@@ -188,6 +194,10 @@ async fn sequencer_scenario(url: &str) -> Result<(), String> {
         .map_err(|e| format!("events: {e}"))?;
     if events.len() != 1 || events[0].request_id != id || events[0].seq != 1 {
         return Err(format!("after the replacement the feed holds {events:?}"));
+    }
+    match first.pending_at().await {
+        Ok((1, 1)) => {}
+        other => return Err(format!("pending after numbering: {other:?}")),
     }
     if sqlx::query("SELECT 1").execute(&mut hung).await.is_ok() {
         return Err("the hung leader's session is still open".to_owned());
