@@ -1,6 +1,7 @@
 //! Support shared by clarify's test suites (not published): where the PostgreSQL tests find their
 //! database, a webhook receiver's signature check, what a model provider requires of a
-//! transcript, and (feature `mcp`) an MCP test client.
+//! transcript, (feature `postgres`) a database of a test's own, and (feature `mcp`) an MCP test
+//! client.
 
 use hmac::{Hmac, Mac};
 use serde_json::Value;
@@ -36,6 +37,34 @@ pub fn with_database(url: &str, database: &str) -> String {
     let (authority, tail) = rest.split_at(authority_end);
     let query = tail.find('?').map_or("", |i| &tail[i..]);
     format!("{scheme}://{authority}/{database}{query}")
+}
+
+/// Runs `scenario` with the URL of a database of its own, `name`, created for it on the server
+/// at `url` and dropped after it (with any connection still open to it) whatever it returns; a
+/// scenario that returns its failures rather than panicking leaves nothing behind.
+#[cfg(feature = "postgres")]
+pub async fn in_scratch_database<T, Fut>(
+    url: &str,
+    name: &str,
+    scenario: impl FnOnce(String) -> Fut,
+) -> T
+where
+    Fut: std::future::Future<Output = T>,
+{
+    use sqlx::Connection;
+    let mut admin = sqlx::PgConnection::connect(url)
+        .await
+        .unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
+    sqlx::raw_sql(&format!("CREATE DATABASE {name}"))
+        .execute(&mut admin)
+        .await
+        .unwrap_or_else(|e| panic!("creating the database {name}: {e}"));
+    let outcome = scenario(with_database(url, name)).await;
+    sqlx::raw_sql(&format!("DROP DATABASE {name} WITH (FORCE)"))
+        .execute(&mut admin)
+        .await
+        .unwrap_or_else(|e| panic!("dropping the database {name}: {e}"));
+    outcome
 }
 
 /// Checks a `Clarify-Signature: t=<unix>,v1=<hex>` header against `secret` and the raw `body`,

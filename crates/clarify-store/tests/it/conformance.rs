@@ -28,8 +28,8 @@ use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 
 use crate::support::{
-    DAY, Env, Kind, SHORT, TempDir, alice, bob, options, postgres_url, random_name, request,
-    start_time, tail_feed, with_database, yes_no,
+    DAY, Env, Kind, SHORT, TempDir, alice, bob, in_scratch_database, options, postgres_url,
+    random_name, request, start_time, tail_feed, yes_no,
 };
 
 conformance! {
@@ -1795,21 +1795,13 @@ async fn postgres_unreachable_is_unavailable_at_once() {
 async fn postgres_schema_newer_than_the_binary_is_refused() {
     let Some(url) = postgres_url() else { return };
     let db = random_name("clarify_test_schema");
-    let mut admin = PgConnection::connect(&url).await.expect("connect");
-    sqlx::query(&format!("CREATE DATABASE {db}"))
-        .execute(&mut admin)
-        .await
-        .expect("create database");
-    let outcome = schema_scenario(&with_database(&url, &db)).await;
-    let dropped = sqlx::query(&format!("DROP DATABASE {db} WITH (FORCE)"))
-        .execute(&mut admin)
-        .await;
+    let outcome =
+        in_scratch_database(&url, &db, |url| async move { schema_scenario(&url).await }).await;
     let err = outcome.unwrap_or_else(|e| panic!("{e}"));
     assert!(
         matches!(err, StoreError::SchemaTooNew { found: 99, .. }),
         "{err}"
     );
-    dropped.expect("drop the test database");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,7 +14,8 @@ use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 
 use crate::support::{
-    Env, alice, options, postgres_url, random_name, start_time, tail_feed, with_database, yes_no,
+    Env, alice, in_scratch_database, options, postgres_url, random_name, start_time, tail_feed,
+    yes_no,
 };
 
 conformance! {
@@ -123,19 +124,15 @@ async fn readers_on_every_instance_miss_nothing(store: Store, env: Env) {
 async fn postgres_hung_or_vanished_sequencer_is_replaced() {
     let Some(url) = postgres_url() else { return };
     let db = random_name("clarify_test_feed");
-    let mut admin = PgConnection::connect(&url).await.expect("connect");
-    sqlx::query(&format!("CREATE DATABASE {db}"))
-        .execute(&mut admin)
-        .await
-        .expect("create database");
-    let outcome = sequencer_scenario(&with_database(&url, &db)).await;
-    let dropped = sqlx::query(&format!("DROP DATABASE {db} WITH (FORCE)"))
-        .execute(&mut admin)
-        .await;
+    let outcome = in_scratch_database(
+        &url,
+        &db,
+        |url| async move { sequencer_scenario(&url).await },
+    )
+    .await;
     if let Err(e) = outcome {
         panic!("{e}");
     }
-    dropped.expect("drop the test database");
 }
 
 async fn sequencer_scenario(url: &str) -> Result<(), String> {

@@ -21,7 +21,7 @@ use serde_json::Value;
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 
-pub use clarify_testkit::{postgres_url, with_database};
+pub use clarify_testkit::{in_scratch_database, postgres_url};
 
 /// A timeout no test's clock ever reaches: requests with it stay pending unless resolved.
 pub const DAY: u64 = 86_400;

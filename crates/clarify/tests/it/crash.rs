@@ -28,11 +28,9 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
-use clarify_testkit::{postgres_url, signature_valid};
+use clarify_testkit::{in_scratch_database, postgres_url, signature_valid};
 
-use crate::support::{
-    Api, Server, create_key, postgres_admin, run, sqlite_url, temp_dir, unique, with_database,
-};
+use crate::support::{Api, Server, create_key, run, sqlite_url, temp_dir, unique};
 
 /// How a run is laid out: how many instances share the store, how many agents and responders
 /// spread over them, and how instances are killed.
@@ -676,8 +674,8 @@ async fn sigkill_under_load_on_postgres_loses_nothing_acknowledged() {
 async fn sigkill_of_one_of_three_instances_on_postgres_loses_nothing() {
     let Some(pg) = postgres_url() else { return };
     let db = format!("clarify_test_scale_{}", unique());
-    postgres_admin(&pg, &format!("CREATE DATABASE {db}")).await;
-    let url = with_database(&pg, &db);
-    crash_and_check(&url, &format!("scale-{}", unique()), three_instances()).await;
-    postgres_admin(&pg, &format!("DROP DATABASE {db} WITH (FORCE)")).await;
+    in_scratch_database(&pg, &db, |url| async move {
+        crash_and_check(&url, &format!("scale-{}", unique()), three_instances()).await;
+    })
+    .await;
 }

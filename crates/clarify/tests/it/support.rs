@@ -10,8 +10,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub use clarify_testkit::with_database;
-
 pub const BIN: &str = env!("CARGO_BIN_EXE_clarify");
 
 /// A `clarify serve` process.
@@ -157,18 +155,6 @@ pub fn run(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-/// Runs one statement (`CREATE DATABASE`, say) on the PostgreSQL server at `url`.
-pub async fn postgres_admin(url: &str, sql: &str) {
-    use sqlx::Connection;
-    let mut conn = sqlx::PgConnection::connect(url)
-        .await
-        .unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
-    sqlx::raw_sql(sql)
-        .execute(&mut conn)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
 /// Creates a key with `clarify keys create`; returns the key.
