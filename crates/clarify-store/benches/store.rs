@@ -1,7 +1,9 @@
 //! Store benchmarks that print figures: `cargo bench -p clarify-store --bench store [-- NAME...]`.
 //!
 //! - `memory`: ask, answer and wake round trips in-process on the memory store (one agent);
-//! - `sqlite-1`, `sqlite-64`: the same, durable on SQLite, with 1 and 64 concurrent agents;
+//! - `sqlite-1`, `sqlite-64`: the same, durable on SQLite, with 1 and 64 concurrent agents
+//!   (`sqlite-1` also inside a single-threaded runtime, where no round trip hops between
+//!   worker threads);
 //! - `latency`: answer-to-wake latency percentiles, in-process on SQLite;
 //! - `waiters`: memory per pending waiter (memory store, 100,000 waiters);
 //! - `million`: with 1,000,000 pending requests in SQLite, the time to open the store and to read
@@ -878,6 +880,24 @@ fn main() {
             println!("memory: {rate:.0} round trips/s, 64 agents, current-thread runtime");
         });
     }
+    // One agent on SQLite inside a single-threaded runtime: the store's own work per round trip,
+    // without the wake-ups between the two worker threads that the agent, the responder and
+    // the waiter otherwise hop across (the bare loop runs on one thread too).
+    let mut sqlite_one_thread = None;
+    if wanted("sqlite-1") {
+        let local = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("runtime: {e}"));
+        local.block_on(async {
+            let store = open(&fresh_sqlite("rt1-local.db")).await;
+            let rate = round_trips(&store, 1, Duration::from_secs(3))
+                .await
+                .per_second;
+            println!("sqlite: {rate:.0} round trips/s, 1 agent, current-thread runtime");
+            sqlite_one_thread = Some(rate);
+        });
+    }
     runtime.block_on(async {
         let secs = Duration::from_secs(3);
         if wanted("memory") {
@@ -911,10 +931,13 @@ fn main() {
             let limits = [(1, "one commit per write"), (64, "64 writes per commit")];
             for ((batch, how), store) in limits.into_iter().zip(sqlite_rates) {
                 let rate = tokio::task::block_in_place(|| bare::sqlite(&path, batch, secs));
-                let ratio = store.map_or(String::new(), |s| {
+                let mut ratio = store.map_or(String::new(), |s| {
                     let agents = if batch == 1 { 1 } else { 64 };
                     format!("; sqlite-{agents} / bare {:.0} % (target >= 50 %)", s / rate * 1e2)
                 });
+                if let (1, Some(s)) = (batch, sqlite_one_thread) {
+                    ratio.push_str(&format!(", {:.0} % on one thread", s / rate * 1e2));
+                }
                 println!("bare-sqlite: {rate:.0} round trips/s, {how}{ratio}");
             }
         }

@@ -473,6 +473,10 @@ impl Store {
             let notified = guard.notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
+            // Resolved here: the record that was committed, with no read.
+            if let Some(record) = guard.resolved().filter(|r| r.tenant == tenant) {
+                return Ok(record);
+            }
             // Reads are boxed: inlined, the largest backend's read future would sit in every
             // sleeping waiter (over 2 KiB each); boxed, it exists only while a read runs.
             let failure = match Box::pin(self.get(tenant, id)).await {
@@ -697,7 +701,7 @@ impl Store {
         match self.inner.backend.vote(&record.id, ballot).await? {
             Cast::Counted(record) => {
                 if record.status.is_resolved() {
-                    self.inner.waiters.notify(&record.id);
+                    self.inner.waiters.resolved(&record);
                 }
                 Ok(record)
             }
@@ -736,7 +740,7 @@ impl Store {
     ) -> Result<RequestRecord, ResolveError> {
         match self.inner.backend.resolve(id, stored, grants).await? {
             Resolved::Won(record) => {
-                self.inner.waiters.notify(id);
+                self.inner.waiters.resolved(&record);
                 Ok(record)
             }
             Resolved::Lost(record) if record.status == Status::Pending => {
@@ -754,7 +758,7 @@ impl Store {
         let expired = StoredResolution::expired(self.now());
         Ok(match self.inner.backend.resolve(id, expired, &[]).await? {
             Resolved::Won(record) => {
-                self.inner.waiters.notify(id);
+                self.inner.waiters.resolved(&record);
                 Some(record)
             }
             Resolved::Lost(record) => Some(record),

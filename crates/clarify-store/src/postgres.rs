@@ -138,8 +138,9 @@ CREATE TABLE clarify_event_inbox (
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000);
 ";
 
-/// The PostgreSQL schema's version. SQLite's ([`crate::codec::SCHEMA_VERSION`]) stopped at 9: the event inbox
-/// exists only here.
+/// The PostgreSQL schema's version. SQLite's ([`crate::codec::SCHEMA_VERSION`]) counts its own
+/// changes: the two share versions up to 9; PostgreSQL's 10 is the event inbox, SQLite's 10 a
+/// leaner event table.
 const PG_SCHEMA_VERSION: i64 = 10;
 
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.

@@ -244,17 +244,52 @@ const SCHEMA_V9: &str = "
 ALTER TABLE events ADD COLUMN hash TEXT;
 ";
 
+/// Schema version 10: fewer pages written per event. The event log loses `AUTOINCREMENT`, whose
+/// counter row in `sqlite_sequence` every append rewrote (events are never deleted, retention
+/// leaves tombstones, so the newest `seq` is the high-water mark; see [`migrate`] for a log whose
+/// newest events an older version deleted), and its `(tenant, seq)` index, which no query used:
+/// a tenant's feed is read in `seq` order through the primary key.
+const SCHEMA_V10: &str = "
+CREATE TABLE events_v10 (
+    seq INTEGER PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    actor TEXT,
+    channel TEXT,
+    at INTEGER NOT NULL,
+    hash TEXT
+);
+INSERT INTO events_v10 (seq, tenant, request_id, kind, actor, channel, at, hash)
+    SELECT seq, tenant, request_id, kind, actor, channel, at, hash FROM events ORDER BY seq;
+DROP TABLE events;
+ALTER TABLE events_v10 RENAME TO events;
+CREATE INDEX events_request ON events (request_id);
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
-    SCHEMA_V9,
+    SCHEMA_V9, SCHEMA_V10,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
 /// Runs once the batch's commit outcome is known, with that outcome.
 type Completion = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
-/// A write: runs on the writer's connection (or learns that the batch could not start).
-type Job = Box<dyn FnOnce(Result<&Connection, StoreError>) -> Completion + Send>;
+/// A write: runs on the writer's connection (or learns that the batch could not start), alone
+/// in its transaction or beside others; returns what to do once the commit's outcome is known,
+/// and whether it failed.
+type Job = Box<dyn FnOnce(Result<Slot<'_>, StoreError>) -> (Completion, bool) + Send>;
+
+/// Where a write runs: in a transaction of its own, or in a savepoint of a shared one.
+#[derive(Clone, Copy)]
+struct Slot<'c> {
+    conn: &'c Connection,
+    /// The batch's only write. A failure then rolls back the whole transaction, which undoes
+    /// exactly its changes; a savepoint would cost two statements and a copy of every page the
+    /// write changes, on the path a lone agent takes at every step.
+    alone: bool,
+}
 
 pub(crate) struct SqliteBackend {
     path: String,
@@ -335,11 +370,16 @@ impl SqliteBackend {
         f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (tx, rx) = oneshot::channel();
-        let job: Job = Box::new(move |conn| {
-            let result = conn.and_then(|conn| in_savepoint(conn, f));
-            Box::new(move |commit: Result<(), StoreError>| {
+        let job: Job = Box::new(move |slot| {
+            let result = slot.and_then(|slot| match slot.alone {
+                true => f(slot.conn),
+                false => in_savepoint(slot.conn, f),
+            });
+            let failed = result.is_err();
+            let complete: Completion = Box::new(move |commit: Result<(), StoreError>| {
                 let _ = tx.send(commit.and(result));
-            })
+            });
+            (complete, failed)
         });
         lock(&self.writer.queue).push(job);
         self.lead();
@@ -1345,15 +1385,14 @@ fn append_event(
     at: i64,
 ) -> Result<(), StoreError> {
     // The writer's transaction holds the database, so the head read here is the chain's.
-    // `sqlite_sequence` is above every sequence ever used, deleted rows' included.
-    let (last, previous): (Option<i64>, Option<String>) = conn
-        .prepare_cached(
-            "SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'events'), \
-                    (SELECT hash FROM events ORDER BY seq DESC LIMIT 1)",
-        )?
-        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    // Events are never deleted (see `SCHEMA_V10`): the newest is the high-water mark.
+    let (last, previous): (i64, Option<String>) = conn
+        .prepare_cached("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?
+        .unwrap_or((0, None));
     let mut event = EventParts {
-        seq: last.unwrap_or(0) + 1,
+        seq: last + 1,
         tenant: tenant.to_owned(),
         request_id: request_id.to_owned(),
         kind: kind.as_str().to_owned(),
@@ -1381,6 +1420,42 @@ fn append_event(
         event.at,
         event.hash
     ])?;
+    Ok(())
+}
+
+/// Keeps `seq` numbers from being handed out twice once `AUTOINCREMENT` is gone (schema 10): an
+/// older version deleted purged events, so the newest ones may be gone, and a follower may hold
+/// a cursor up to `high_water`. A tombstone at `high_water` makes it the newest `seq` again.
+fn keep_high_water(conn: &Connection, high_water: i64) -> rusqlite::Result<()> {
+    let (newest, previous): (i64, Option<String>) = conn.query_row(
+        "SELECT COALESCE(MAX(seq), 0), (SELECT hash FROM events ORDER BY seq DESC LIMIT 1) \
+         FROM events",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    if newest >= high_water {
+        return Ok(());
+    }
+    let mut event = EventParts {
+        seq: high_water,
+        tenant: String::new(),
+        request_id: String::new(),
+        kind: audit::PURGED.to_owned(),
+        actor: None,
+        channel: None,
+        at: 0,
+        hash: None,
+    };
+    let hash = audit::link(
+        previous.as_deref().unwrap_or_default(),
+        &audit::canonical(&event),
+    );
+    event.hash = Some(hash);
+    conn.execute(
+        "INSERT INTO events (seq, tenant, request_id, kind, at, hash) \
+         VALUES (?1, '', '', ?2, 0, ?3)",
+        params![event.seq, event.kind, event.hash],
+    )?;
     Ok(())
 }
 
@@ -1741,18 +1816,39 @@ fn in_savepoint<T>(
 }
 
 fn commit_batch(conn: &Connection, batch: Vec<Job>) {
+    if !conn.is_autocommit() {
+        // A transaction left open by a rollback that failed: what it holds was reported
+        // failed, and is undone before anything else runs.
+        let _ = conn.execute_batch("ROLLBACK");
+    }
     let begin = conn
         .prepare_cached("BEGIN IMMEDIATE")
-        .and_then(|mut s| s.execute([]));
+        .and_then(|mut s| s.execute([]))
+        .map_err(StoreError::from);
+    let alone = batch.len() == 1;
+    let mut failed_alone = false;
     let completions: Vec<Completion> = match begin {
-        Ok(_) => batch.into_iter().map(|job| job(Ok(conn))).collect(),
-        Err(e) => {
-            let err = StoreError::from(e);
-            batch.into_iter().map(|job| job(Err(err.clone()))).collect()
-        }
+        Ok(_) => batch
+            .into_iter()
+            .map(|job| {
+                let (complete, failed) = job(Ok(Slot { conn, alone }));
+                failed_alone |= alone && failed;
+                complete
+            })
+            .collect(),
+        Err(ref err) => batch
+            .into_iter()
+            .map(|job| job(Err(err.clone())).0)
+            .collect(),
     };
-    let commit = if conn.is_autocommit() {
+    let commit = if begin.is_err() || conn.is_autocommit() {
         // BEGIN failed: the jobs already carry the error.
+        Ok(())
+    } else if failed_alone {
+        // The only write failed: none of its changes may be committed. Should even the
+        // rollback fail, the write is reported failed all the same, and the next batch rolls
+        // the transaction back before it begins, so nothing of it is ever committed.
+        let _ = conn.execute_batch("ROLLBACK");
         Ok(())
     } else {
         conn.prepare_cached("COMMIT")
@@ -1893,12 +1989,27 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     let result = (|| {
         for (version, sql) in (1_i64..).zip(MIGRATIONS) {
-            if version > current {
-                conn.execute_batch(sql)?;
+            if version <= current {
+                continue;
             }
-        }
-        if current < 9 {
-            hash_unhashed(conn)?;
+            // Read before version 10 drops it: the highest event `seq` ever handed out.
+            let high_water = if version == 10 {
+                conn.query_row(
+                    "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
+                .optional()?
+            } else {
+                None
+            };
+            conn.execute_batch(sql)?;
+            if version == 9 {
+                hash_unhashed(conn)?;
+            }
+            if let Some(high_water) = high_water {
+                keep_high_water(conn, high_water)?;
+            }
         }
         // Never lowered: a newer binary may have migrated further meanwhile.
         if current < SCHEMA_VERSION {
@@ -2016,5 +2127,79 @@ mod tests {
             wal < written / 4,
             "the WAL grew to {wal} bytes of the {written} written"
         );
+    }
+
+    /// A write that fails leaves nothing behind: alone in its transaction (no savepoint, the
+    /// transaction rolls back) and beside others in a batch (its savepoint rolls back, theirs
+    /// commit).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_write_leaves_nothing_alone_or_in_a_batch() {
+        let path = std::env::temp_dir().join(format!("clarify-fail-{}.db", std::process::id()));
+        let path = path.to_string_lossy().into_owned();
+        let remove = || {
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{path}{suffix}"));
+            }
+        };
+        remove();
+        let backend = Arc::new(
+            SqliteBackend::open(&path, Durability::Normal)
+                .await
+                .expect("open"),
+        );
+        let write = |name: &'static str, fail: bool| {
+            let backend = Arc::clone(&backend);
+            async move {
+                backend
+                    .write(move |conn| {
+                        conn.execute(
+                            "INSERT INTO secrets (name, value) VALUES (?1, x'00')",
+                            [name],
+                        )?;
+                        match fail {
+                            true => Err(StoreError::Backend(format!("{name} refused"))),
+                            false => Ok(()),
+                        }
+                    })
+                    .await
+            }
+        };
+        let stored = |name: &str| {
+            backend
+                .read(|conn| read_secret(conn, name))
+                .expect("read")
+                .is_some()
+        };
+
+        assert!(write("lone", true).await.is_err());
+        assert!(!stored("lone"), "a lone failed write was rolled back");
+        write("after", false).await.expect("the next write commits");
+        assert!(stored("after"));
+
+        // Hold the connection so the writes queue, then commit them as one batch.
+        let held = backend.writer.conn.lock().expect("writer");
+        let tasks: Vec<_> = [("a", false), ("b", true), ("c", false)]
+            .into_iter()
+            .map(|(name, fail)| tokio::spawn(write(name, fail)))
+            .collect();
+        while lock(&backend.writer.queue).len() < 3 {
+            // Not awaited: the connection's lock is held here, and the writes queue on the
+            // runtime's workers meanwhile.
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        drop(held);
+        backend.lead();
+        let mut outcomes = Vec::new();
+        for task in tasks {
+            outcomes.push(task.await.expect("task").is_ok());
+        }
+        assert_eq!(outcomes, [true, false, true]);
+        assert_eq!(
+            ["a", "b", "c"].map(stored),
+            [true, false, true],
+            "only the failed write of the batch was rolled back"
+        );
+        drop(backend);
+        remove();
     }
 }

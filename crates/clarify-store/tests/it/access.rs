@@ -1094,7 +1094,9 @@ async fn sqlite_v1_database_migrates_to_v2_keeping_its_requests() {
             "INSERT INTO events (tenant, request_id, kind, at) VALUES \
              ('t', 'r1', 'created', {c}), ('t', 'r2', 'created', {c}); \
              INSERT INTO events (tenant, request_id, kind, actor, channel, at) VALUES \
-             ('t', 'r2', 'cancelled', 'alice', 'api', {r});",
+             ('t', 'r2', 'cancelled', 'alice', 'api', {r}); \
+             INSERT INTO events (tenant, request_id, kind, at) VALUES ('t', 'r3', 'created', {c}); \
+             DELETE FROM events WHERE request_id = 'r3';",
             c = ms(created_at),
             r = ms(resolved_at)
         ))
@@ -1131,9 +1133,11 @@ async fn sqlite_v1_database_migrates_to_v2_keeping_its_requests() {
         std::slice::from_ref(&pending),
         "tags survive"
     );
-    assert_eq!(store.last_event_seq().await.expect("seq"), 3);
+    // Event 4 was deleted (as retention did before the audit chain): a tombstone keeps its
+    // number from being handed out again once the log has no `AUTOINCREMENT` (version 10).
+    assert_eq!(store.last_event_seq().await.expect("seq"), 4);
     // The events stored before the audit chain were hashed in order by the migration.
-    assert_eq!(store.verify_audit().await.expect("verify"), Ok(3));
+    assert_eq!(store.verify_audit().await.expect("verify"), Ok(4));
 
     // The new tables work, and the old request resolves with its webhook queued.
     let answered = store
@@ -1142,6 +1146,16 @@ async fn sqlite_v1_database_migrates_to_v2_keeping_its_requests() {
         .expect("answer");
     let found = store.deliveries("t", "r1").await.expect("deliveries");
     assert_eq!(found, [queued(&found, &answered)]);
+    let newest = store.events_after(None, 3, 10).await.expect("events");
+    assert_eq!(
+        newest
+            .iter()
+            .map(|e| (e.seq, e.request_id.as_str()))
+            .collect::<Vec<_>>(),
+        [(5, "r1")],
+        "the tombstone is not in the feed, and the next event comes after it"
+    );
+    assert_eq!(store.verify_audit().await.expect("verify"), Ok(5));
     let key = store
         .create_key("migrated", Role::Admin, "t")
         .await
@@ -1153,10 +1167,22 @@ async fn sqlite_v1_database_migrates_to_v2_keeping_its_requests() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("version");
     assert_eq!(
-        version, 9,
+        version, 10,
         "migrated to the current version (3: grant ids, 4: retention indexes, 5: votes, \
          reminders and escalation, 6: channel notifications, 7: announcements by message, \
-         8: cursors, 9: the audit chain)"
+         8: cursors, 9: the audit chain, 10: a leaner event table)"
+    );
+    let leftovers: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name IN ('events_tenant', 'events_v10') \
+             OR sql LIKE '%AUTOINCREMENT%' AND name = 'events'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("schema");
+    assert_eq!(
+        leftovers, 0,
+        "the event table was rebuilt without its counter and index"
     );
     drop(conn);
     let store = Store::open(&url, options(&clock)).await.expect("reopen");
