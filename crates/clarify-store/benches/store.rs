@@ -1046,7 +1046,7 @@ mod bare {
             conn.pragma_update(None, "synchronous", "NORMAL")?;
             conn.pragma_update(None, "foreign_keys", "OFF")?;
             conn.pragma_update(None, "wal_autocheckpoint", 0)?;
-            conn.pragma_update(None, "journal_size_limit", 64i64 << 20)?;
+            conn.pragma_update(None, "journal_size_limit", 256i64 << 20)?;
             conn.pragma_update(None, "mmap_size", 1i64 << 30)?;
             let _: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
             conn.execute_batch(

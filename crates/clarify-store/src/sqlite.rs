@@ -2,14 +2,15 @@
 //!
 //! Writes use group commit with a leader. Every write joins a queue; the caller that finds the
 //! writing connection free becomes the leader: it takes every queued write (up to [`MAX_BATCH`]),
-//! runs each in its own savepoint inside one `BEGIN IMMEDIATE` transaction, commits once, and only
-//! then gives each caller its result. A lone agent thus pays no hand-off to another thread, and
-//! many concurrent agents share one commit. A failing write rolls back only its own savepoint; a
-//! failed commit fails every write of the batch, so nothing is half-written. WAL checkpoints run
-//! on a background thread, so no write waits for one; only when the WAL has grown past
-//! `journal_size_limit` (writes that never pause keep a passive checkpoint from ever letting it
-//! start over) does the writer, between two group commits, finish the checkpoint and start the
-//! WAL over, so the WAL stays bounded.
+//! runs each in its own savepoint inside one `BEGIN IMMEDIATE` transaction (a write alone in its
+//! batch needs none), commits once, and only then gives each caller its result. A lone agent thus
+//! pays no hand-off to another thread, and many concurrent agents share one commit. A failing
+//! write rolls back only its own savepoint (alone, its transaction); a failed commit fails every
+//! write of the batch, so nothing is half-written. WAL checkpoints run on a background thread, so
+//! no write waits for one; only when the WAL has grown past [`WAL_RESTART_BYTES`] (writes that
+//! never pause keep a passive checkpoint from ever letting it start over) does the writer,
+//! between two group commits, finish the checkpoint and start the WAL over, so the WAL stays
+//! bounded.
 //!
 //! Everything that must happen once is a write, so the single writer settles it: a login token is
 //! used up by one `DELETE ... RETURNING`, a delivery claim chooses and leases in one `UPDATE`, and
@@ -66,9 +67,14 @@ const MAX_DECODED: usize = 1024;
 const MAX_DECODED_BYTES: usize = 1 << 20;
 /// How often the WAL is checkpointed.
 const CHECKPOINT_PERIOD: std::time::Duration = std::time::Duration::from_millis(200);
-/// The WAL file is cut back to this size when it starts over, and is made to start over once it
-/// holds more (see [`run_checkpoints`]).
-const JOURNAL_SIZE_LIMIT: i64 = 64 << 20;
+/// The WAL is made to start over once it holds more than this (see [`run_checkpoints`]).
+const WAL_RESTART_BYTES: i64 = 64 << 20;
+/// The WAL file is cut back to this size when it starts over. It is above what the WAL reaches
+/// between two restarts under constant writes, so the file keeps its blocks and a restarted WAL
+/// overwrites them in place: cut back to the restart size, it would be extended, and its blocks
+/// allocated and zeroed, again after every restart, which cost a lone agent about a sixth of
+/// its round trips. A WAL that a long reader let grow is still cut back.
+const JOURNAL_SIZE_LIMIT: i64 = 256 << 20;
 /// How long a checkpoint that restarts the WAL waits for readers to leave it.
 const RESTART_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 /// How long a statement waits for a lock another connection holds.
@@ -318,7 +324,7 @@ impl std::fmt::Debug for SqliteBackend {
 
 impl SqliteBackend {
     pub(crate) async fn open(path: &str, durability: Durability) -> Result<Self, StoreError> {
-        Self::open_with(path, durability, CHECKPOINT_PERIOD, JOURNAL_SIZE_LIMIT).await
+        Self::open_with(path, durability, CHECKPOINT_PERIOD, WAL_RESTART_BYTES).await
     }
 
     /// Opens with the checkpoint thread's period and the WAL size past which it restarts the WAL.
