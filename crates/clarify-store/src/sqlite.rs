@@ -2042,6 +2042,31 @@ fn open_reader(path: &str) -> Result<Connection, StoreError> {
 mod tests {
     use super::*;
 
+    /// A database file of this test process's own, removed (with its WAL) before and after.
+    struct Scratch(String);
+
+    impl Scratch {
+        fn new(name: &str) -> Self {
+            let path =
+                std::env::temp_dir().join(format!("clarify-{name}-{}.db", std::process::id()));
+            let scratch = Self(path.to_string_lossy().into_owned());
+            scratch.remove();
+            scratch
+        }
+
+        fn remove(&self) {
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", self.0));
+            }
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            self.remove();
+        }
+    }
+
     #[test]
     fn row_columns_counts_the_selected_columns() {
         assert_eq!(COLUMNS.split(", ").count(), ROW_COLUMNS);
@@ -2071,14 +2096,8 @@ mod tests {
     /// cores).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_wal_stays_bounded_under_constant_writes_and_reads() {
-        let path = std::env::temp_dir().join(format!("clarify-wal-{}.db", std::process::id()));
-        let path = path.to_string_lossy().into_owned();
-        let remove = || {
-            for suffix in ["", "-wal", "-shm"] {
-                let _ = std::fs::remove_file(format!("{path}{suffix}"));
-            }
-        };
-        remove();
+        let scratch = Scratch::new("wal");
+        let path = scratch.0.clone();
         let period = std::time::Duration::from_millis(5);
         let backend = Arc::new(
             SqliteBackend::open_with(&path, Durability::Normal, period, 256 << 10)
@@ -2127,7 +2146,6 @@ mod tests {
         }
         let wal = std::fs::metadata(format!("{path}-wal")).map_or(0, |m| m.len());
         drop(backend);
-        remove();
         let written = writers * writes * 4 * 4096;
         assert!(
             wal < written / 4,
@@ -2140,14 +2158,8 @@ mod tests {
     /// commit).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failed_write_leaves_nothing_alone_or_in_a_batch() {
-        let path = std::env::temp_dir().join(format!("clarify-fail-{}.db", std::process::id()));
-        let path = path.to_string_lossy().into_owned();
-        let remove = || {
-            for suffix in ["", "-wal", "-shm"] {
-                let _ = std::fs::remove_file(format!("{path}{suffix}"));
-            }
-        };
-        remove();
+        let scratch = Scratch::new("fail");
+        let path = scratch.0.clone();
         let backend = Arc::new(
             SqliteBackend::open(&path, Durability::Normal)
                 .await
@@ -2206,6 +2218,5 @@ mod tests {
             "only the failed write of the batch was rolled back"
         );
         drop(backend);
-        remove();
     }
 }
