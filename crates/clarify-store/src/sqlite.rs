@@ -1391,13 +1391,8 @@ fn append_event(
     at: i64,
 ) -> Result<(), StoreError> {
     // The writer's transaction holds the database, so the head read here is the chain's.
-    // Events are never deleted (see `SCHEMA_V10`): the newest is the high-water mark.
-    let (last, previous): (i64, Option<String>) = conn
-        .prepare_cached("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")?
-        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?
-        .unwrap_or((0, None));
-    let mut event = EventParts {
+    let (last, previous) = chain_head(conn)?;
+    let event = EventParts {
         seq: last + 1,
         tenant: tenant.to_owned(),
         request_id: request_id.to_owned(),
@@ -1407,11 +1402,29 @@ fn append_event(
         at,
         hash: None,
     };
-    let hash = audit::link(
-        previous.as_deref().unwrap_or_default(),
+    Ok(insert_linked(conn, event, previous.as_deref())?)
+}
+
+/// The newest event's `seq` (0 for none) and hash. Events are never deleted (see `SCHEMA_V10`),
+/// so its `seq` is the highest ever handed out.
+fn chain_head(conn: &Connection) -> rusqlite::Result<(i64, Option<String>)> {
+    Ok(conn
+        .prepare_cached("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?
+        .unwrap_or((0, None)))
+}
+
+/// Stores `event`, hashed onto the chain whose head hash is `previous`.
+fn insert_linked(
+    conn: &Connection,
+    mut event: EventParts,
+    previous: Option<&str>,
+) -> rusqlite::Result<()> {
+    event.hash = Some(audit::link(
+        previous.unwrap_or_default(),
         &audit::canonical(&event),
-    );
-    event.hash = Some(hash);
+    ));
     conn.prepare_cached(
         "INSERT INTO events (seq, tenant, request_id, kind, actor, channel, at, hash) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -1433,16 +1446,11 @@ fn append_event(
 /// older version deleted purged events, so the newest ones may be gone, and a follower may hold
 /// a cursor up to `high_water`. A tombstone at `high_water` makes it the newest `seq` again.
 fn keep_high_water(conn: &Connection, high_water: i64) -> rusqlite::Result<()> {
-    let (newest, previous): (i64, Option<String>) = conn.query_row(
-        "SELECT COALESCE(MAX(seq), 0), (SELECT hash FROM events ORDER BY seq DESC LIMIT 1) \
-         FROM events",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
+    let (newest, previous) = chain_head(conn)?;
     if newest >= high_water {
         return Ok(());
     }
-    let mut event = EventParts {
+    let tombstone = EventParts {
         seq: high_water,
         tenant: String::new(),
         request_id: String::new(),
@@ -1452,17 +1460,7 @@ fn keep_high_water(conn: &Connection, high_water: i64) -> rusqlite::Result<()> {
         at: 0,
         hash: None,
     };
-    let hash = audit::link(
-        previous.as_deref().unwrap_or_default(),
-        &audit::canonical(&event),
-    );
-    event.hash = Some(hash);
-    conn.execute(
-        "INSERT INTO events (seq, tenant, request_id, kind, at, hash) \
-         VALUES (?1, '', '', ?2, 0, ?3)",
-        params![event.seq, event.kind, event.hash],
-    )?;
-    Ok(())
+    insert_linked(conn, tombstone, previous.as_deref())
 }
 
 /// Hashes, in order, the events stored before the audit chain existed (schema 9).
