@@ -241,6 +241,7 @@ fn answer_words(q: &clarify_core::QuestionOutcome) -> String {
         let mut words = match decision {
             Decision::Approve => "approved".to_owned(),
             Decision::Deny => "denied".to_owned(),
+            Decision::Revise => "changes requested".to_owned(),
         };
         match q.scope {
             Some(Scope::Session) if decision == Decision::Approve => {

@@ -102,6 +102,8 @@ pub struct ApprovalAnswer {
 pub enum Decision {
     Approve,
     Deny,
+    /// Request changes: not an approval; the reason says what to change.
+    Revise,
 }
 
 impl Decision {
@@ -109,7 +111,20 @@ impl Decision {
         match self {
             Self::Approve => "approve",
             Self::Deny => "deny",
+            Self::Revise => "revise",
         }
+    }
+
+    /// Reads `approve`, `deny` or `revise`, ignoring case and surrounding space.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Approve, Self::Deny, Self::Revise]
+            .into_iter()
+            .find(|d| d.as_str().eq_ignore_ascii_case(s.trim()))
+    }
+
+    /// Whether this decision lets the action run.
+    pub fn approves(self) -> bool {
+        self == Self::Approve
     }
 }
 
@@ -189,7 +204,7 @@ pub enum AnswerError {
         max: usize,
         got: usize,
     },
-    #[error("answers.{id}.decision: {} is not a decision; use approve or deny", quoted(.got))]
+    #[error("answers.{id}.decision: {} is not a decision; use approve, deny or revise", quoted(.got))]
     InvalidDecision { id: String, got: String },
     #[error("answers.{id}.scope: {} is not offered; choose one of {offered}", quoted(.scope))]
     ScopeNotOffered {
@@ -201,6 +216,8 @@ pub enum AnswerError {
     EditNotAllowed { id: String },
     #[error("answers.{id}.edited_arguments: edited arguments come only with approve")]
     EditWithDeny { id: String },
+    #[error("answers.{id}.reason: requesting changes needs a reason saying what to change")]
+    ReasonRequired { id: String },
     #[error("answers.{id}.values.{field}: {message}")]
     InvalidValue {
         id: String,
@@ -229,6 +246,7 @@ impl AnswerError {
             Self::ScopeNotOffered { .. } => "scope_not_offered",
             Self::EditNotAllowed { .. } => "edit_not_allowed",
             Self::EditWithDeny { .. } => "edit_with_deny",
+            Self::ReasonRequired { .. } => "reason_required",
             Self::InvalidValue { message, .. } if message == "is required" => "missing_value",
             Self::InvalidValue { .. } => "invalid_value",
         }
@@ -249,6 +267,7 @@ impl AnswerError {
                 format!("answers.{id}.{field}")
             }
             Self::InvalidDecision { id, .. } => format!("answers.{id}.decision"),
+            Self::ReasonRequired { id } => format!("answers.{id}.reason"),
             Self::ScopeNotOffered { id, .. } => format!("answers.{id}.scope"),
             Self::EditNotAllowed { id } | Self::EditWithDeny { id } => {
                 format!("answers.{id}.edited_arguments")
@@ -448,9 +467,13 @@ pub fn answer(q: &Question, raw: &Value) -> Result<Answer, AnswerError> {
                 return Err(wrong_kind());
             }
             let decision = match &obj["decision"] {
-                Value::String(s) if s.trim().eq_ignore_ascii_case("approve") => Decision::Approve,
-                Value::String(s) if s.trim().eq_ignore_ascii_case("deny") => Decision::Deny,
-                other => {
+                Value::String(s) => Decision::parse(s),
+                _ => None,
+            };
+            let decision = match decision {
+                Some(d) => d,
+                None => {
+                    let other = &obj["decision"];
                     return Err(AnswerError::InvalidDecision {
                         id: id.clone(),
                         got: match other {
@@ -485,8 +508,17 @@ pub fn answer(q: &Question, raw: &Value) -> Result<Answer, AnswerError> {
                     });
                 }
             };
-            // `once` is always acceptable for a deny; a grant scope must have been offered.
-            let deny_once = decision == Decision::Deny && scope == Scope::Once;
+            // `once` is always acceptable for a refusal; a grant scope must have been offered,
+            // and a request for changes grants nothing.
+            let deny_once = !decision.approves() && scope == Scope::Once;
+            let revise_wider = decision == Decision::Revise && scope != Scope::Once;
+            if revise_wider {
+                return Err(AnswerError::ScopeNotOffered {
+                    id: id.clone(),
+                    scope: scope.as_str().to_owned(),
+                    offered: "once".to_owned(),
+                });
+            }
             if !(approval.scopes.contains(&scope) || deny_once) {
                 return Err(AnswerError::ScopeNotOffered {
                     id: id.clone(),
@@ -499,7 +531,7 @@ pub fn answer(q: &Question, raw: &Value) -> Result<Answer, AnswerError> {
                 Some(_) if !approval.allow_edit => {
                     return Err(AnswerError::EditNotAllowed { id: id.clone() });
                 }
-                Some(_) if decision == Decision::Deny => {
+                Some(_) if !decision.approves() => {
                     return Err(AnswerError::EditWithDeny { id: id.clone() });
                 }
                 Some(v) => Some(v.clone()),
@@ -509,6 +541,11 @@ pub fn answer(q: &Question, raw: &Value) -> Result<Answer, AnswerError> {
             } else {
                 None
             };
+            // Changes can only be made when the agent is told which.
+            if decision == Decision::Revise && reason.as_deref().is_none_or(|r| r.trim().is_empty())
+            {
+                return Err(AnswerError::ReasonRequired { id: id.clone() });
+            }
             Ok(Answer::Approval(ApprovalAnswer {
                 decision,
                 scope,

@@ -36,7 +36,7 @@ use crate::error::ValidationError;
 use crate::text::{is_valid_id, slug, strip_recommended_suffix};
 
 /// Request fields passed through unchanged to validation.
-const REQUEST_FIELDS: [&str; 15] = [
+const REQUEST_FIELDS: [&str; 18] = [
     "context",
     "session",
     "agent",
@@ -52,6 +52,9 @@ const REQUEST_FIELDS: [&str; 15] = [
     "escalate_after_seconds",
     "escalate_to",
     "on_timeout",
+    "display",
+    "summary",
+    "revises",
 ];
 
 /// Question fields that the one-question shorthand takes from the top level.

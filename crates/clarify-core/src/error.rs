@@ -148,6 +148,8 @@ pub enum ValidationError {
     InvalidSchedule { field: String, reason: String },
     #[error("on_timeout: {reason}")]
     InvalidOnTimeout { reason: String },
+    #[error("{field}: {reason}")]
+    InvalidDisplay { field: String, reason: String },
 }
 
 impl ValidationError {
@@ -196,6 +198,7 @@ impl ValidationError {
             Self::QuorumUnreachable { .. } => "quorum_unreachable",
             Self::InvalidSchedule { .. } => "invalid_schedule",
             Self::InvalidOnTimeout { .. } => "invalid_on_timeout",
+            Self::InvalidDisplay { .. } => "invalid_display",
         }
     }
 }

@@ -19,6 +19,7 @@
 
 pub mod answer;
 pub mod coerce;
+pub mod display;
 mod error;
 pub mod form;
 mod limits;

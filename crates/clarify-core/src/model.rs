@@ -11,6 +11,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::display::Block;
 use crate::form::{Field, Form};
 
 /// A validated request, ready to be stored.
@@ -57,6 +58,16 @@ pub struct NewRequest {
     /// What the outcome carries when nobody answers in time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_timeout: Option<OnTimeout>,
+    /// What the person is shown above the questions; for an approval sent without any, derived
+    /// from its action.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub display: Vec<Block>,
+    /// One line naming what is asked (given, or derived), for list rows and notification titles.
+    #[serde(default)]
+    pub summary: String,
+    /// The earlier request (same tenant, resolved) this one revises.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revises: Option<String>,
 }
 
 fn one() -> u32 {

@@ -135,7 +135,9 @@ impl Outcome {
                     QuestionKind::Single(c) | QuestionKind::Multi(c) => {
                         c.options.iter().map(|o| o.label.clone()).collect()
                     }
-                    QuestionKind::Approval(_) => vec!["approve".to_owned(), "deny".to_owned()],
+                    QuestionKind::Approval(_) => {
+                        vec!["approve".to_owned(), "deny".to_owned(), "revise".to_owned()]
+                    }
                     QuestionKind::Form(f) => f.fields.iter().map(|f| f.label.clone()).collect(),
                 };
                 let mut out = QuestionOutcome {

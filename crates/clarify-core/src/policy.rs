@@ -288,8 +288,7 @@ impl ApprovalReply {
             .ok_or(ApprovalError::NotAnApproval { request_id })?;
         let decision = match question["decision"].as_str() {
             None => None,
-            Some("approve") => Some(Decision::Approve),
-            Some("deny") => Some(Decision::Deny),
+            Some(d) if Decision::parse(d).is_some() => Decision::parse(d),
             Some(other) => {
                 return Err(ApprovalError::Malformed(format!(
                     "unknown decision {other:?}"
@@ -336,7 +335,8 @@ pub enum Verdict {
 /// Why a tool call did not run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
-    /// `blocked` (the policy denies the tool), `denied` (a human did), or the status of an
+    /// `blocked` (the policy denies the tool), `denied` (a human did), `revise` (a human asked
+    /// for changes), or the status of an
     /// approval nobody gave: `skipped`, `expired`, `cancelled`.
     pub status: &'static str,
     /// For the model, in plain words.
@@ -423,6 +423,13 @@ pub fn settle(action: &Action, session: Option<&str>, reply: &ApprovalReply) -> 
             edited: false,
             grant: None,
         },
+        (Status::Answered, Some(Decision::Revise)) => Verdict::Refuse(Refusal {
+            status: "revise",
+            reason: format!(
+                "{} {NOT_RUN} Change the call as asked and propose it again.",
+                changes_requested(reply.reason.as_deref().unwrap_or_default())
+            ),
+        }),
         (Status::Answered, _) => Verdict::Refuse(Refusal {
             status: "denied",
             reason: match reply.reason.as_deref().map(str::trim) {
@@ -440,6 +447,12 @@ pub fn settle(action: &Action, session: Option<&str>, reply: &ApprovalReply) -> 
             },
         }),
     }
+}
+
+/// How a request for changes is told to the agent: `Changes requested: <reason>`, the words every
+/// adapter (hooks, gate, SDKs) starts its refusal with.
+pub fn changes_requested(reason: &str) -> String {
+    format!("Changes requested: {}", reason.trim())
 }
 
 /// The result of a call a human approved with edited arguments: the tool's output and the

@@ -37,9 +37,12 @@ impl Vote {
                 _ => None,
             })
         };
-        let denied = approvals().find(|a| a.decision == Decision::Deny);
-        let (decision, scope, reason) = match denied {
-            Some(d) => (Decision::Deny, Scope::Once, d.reason.clone()),
+        // A deny outweighs a request for changes within one vote: it asks for nothing to run.
+        let refused = approvals()
+            .find(|a| a.decision == Decision::Deny)
+            .or_else(|| approvals().find(|a| a.decision == Decision::Revise));
+        let (decision, scope, reason) = match refused {
+            Some(d) => (d.decision, Scope::Once, d.reason.clone()),
             None => (
                 Decision::Approve,
                 approvals().map(|a| a.scope).min().unwrap_or(Scope::Once),
@@ -61,8 +64,9 @@ impl Vote {
 /// stays open: the first deny's answers, or the approvals combined once enough responders
 /// approved.
 pub fn decide(request: &NewRequest, votes: &[Vote]) -> Option<Answers> {
-    if let Some(deny) = votes.iter().find(|v| v.decision == Decision::Deny) {
-        return Some(deny.answers.clone());
+    // A deny or a request for changes is final: the action as asked will not run.
+    if let Some(refusal) = votes.iter().find(|v| !v.decision.approves()) {
+        return Some(refusal.answers.clone());
     }
     let approving: Vec<&Vote> = votes.iter().collect();
     if approving.len() < request.approvals_required as usize {

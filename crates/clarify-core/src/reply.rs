@@ -12,7 +12,8 @@
 //! - `s` or `skip` skips the request where that is allowed;
 //! - approvals take `approve`/`yes`/`y`/`1` or `deny`/`no`/`n`/`2`; `approve session` grants a
 //!   scope (a bare approve means `once`, refused where `once` is not offered), and text after a
-//!   deny (`deny not on Fridays`) is the reason.
+//!   deny (`deny not on Fridays`) is the reason; `revise` (or `changes`) followed by what to change
+//!   requests changes.
 
 use crate::answer::{Answer, ApprovalAnswer, Decision};
 use crate::limits::Limits;
@@ -43,7 +44,9 @@ pub enum ReplyError {
         quoted(.reply)
     )]
     NotAnOption { reply: String },
-    #[error("reply approve or deny (optionally followed by a scope: {offered})")]
+    #[error(
+        "reply approve or deny (optionally followed by a scope: {offered}), or revise followed by what to change"
+    )]
     NotADecision { offered: String },
     #[error("the scope {} is not offered; choose one of {offered}", quoted(.scope))]
     ScopeNotOffered { scope: String, offered: String },
@@ -51,6 +54,8 @@ pub enum ReplyError {
     ScopeNeeded { offered: String },
     #[error("this question is a form; answer it one field at a time")]
     FormByField,
+    #[error("say what to change after revise, e.g. \"revise use the staging database\"")]
+    ChangesNeeded,
     #[error("the reply is too long: at most {max} characters, got {got}")]
     TooLong { max: usize, got: usize },
 }
@@ -205,6 +210,7 @@ fn approval(a: &Approval, reply: &str) -> Result<Answer, ReplyError> {
     let decision = match word.to_ascii_lowercase().as_str() {
         "approve" | "approved" | "yes" | "y" | "1" | "a" => Decision::Approve,
         "deny" | "denied" | "no" | "n" | "2" | "d" => Decision::Deny,
+        "revise" | "changes" | "change" => Decision::Revise,
         _ => return Err(ReplyError::NotADecision { offered }),
     };
     let (scope, reason) = match decision {
@@ -227,6 +233,8 @@ fn approval(a: &Approval, reply: &str) -> Result<Answer, ReplyError> {
             (scope, None)
         }
         Decision::Deny => (Scope::Once, (!rest.is_empty()).then(|| rest.to_owned())),
+        Decision::Revise if rest.is_empty() => return Err(ReplyError::ChangesNeeded),
+        Decision::Revise => (Scope::Once, Some(rest.to_owned())),
     };
     Ok(Answer::Approval(ApprovalAnswer {
         decision,

@@ -93,8 +93,11 @@ pub fn request(canonical: &Value, limits: &Limits) -> Result<NewRequest, Validat
         &escalate_to,
     )?;
     let on_timeout = on_timeout(obj.get("on_timeout"), &questions, timeout_seconds)?;
+    let given_display = crate::display::blocks(obj.get("display"))?;
+    let summary = crate::display::summary(obj.get("summary"))?;
+    let revises = fields.name("revises")?;
 
-    Ok(NewRequest {
+    let mut request = NewRequest {
         questions,
         context: context(obj.get("context"))?,
         session: fields.name("session")?,
@@ -112,7 +115,12 @@ pub fn request(canonical: &Value, limits: &Limits) -> Result<NewRequest, Validat
         escalate_after_seconds,
         escalate_to,
         on_timeout,
-    })
+        display: given_display,
+        summary: summary.unwrap_or_default(),
+        revises,
+    };
+    crate::display::complete(&mut request);
+    Ok(request)
 }
 
 /// `approvals_required`: 1 to 10; above 1, only approvals without edits, and reachable by the

@@ -178,6 +178,11 @@ fn accepted_answers_and_their_canonical_body() {
             json!({"answers": {"q1": {"decision": "deny", "scope": "once"}}}),
         ),
         (
+            "approval",
+            json!({"decision": " Revise ", "reason": " batch of 100, not 10,000 "}),
+            json!({"answers": {"q1": {"decision": "revise", "scope": "once", "reason": "batch of 100, not 10,000"}}}),
+        ),
+        (
             "approval-session-only",
             json!({"decision": "deny"}),
             json!({"answers": {"q1": {"decision": "deny", "scope": "once"}}}),
@@ -377,6 +382,34 @@ fn answers_that_do_not_fit_are_refused_and_the_request_stays_answerable() {
             json!({"skip": true}),
             "skip_not_allowed",
             json!({"option": "staging"}),
+        ),
+        (
+            "changes requested without saying which",
+            "approval",
+            json!({"decision": "revise"}),
+            "reason_required",
+            json!({"decision": "revise", "reason": "use staging"}),
+        ),
+        (
+            "changes requested with a blank reason",
+            "approval",
+            json!({"decision": "revise", "reason": "   "}),
+            "empty_text",
+            json!({"decision": "revise", "reason": "use staging"}),
+        ),
+        (
+            "edits with a request for changes",
+            "approval",
+            json!({"decision": "revise", "reason": "x", "edited_arguments": {"env": "dev"}}),
+            "edit_with_deny",
+            json!({"decision": "revise", "reason": "x"}),
+        ),
+        (
+            "a grant scope with a request for changes",
+            "approval",
+            json!({"decision": "revise", "reason": "x", "scope": "session"}),
+            "scope_not_offered",
+            json!({"decision": "revise", "reason": "x"}),
         ),
         (
             "not a decision",

@@ -156,6 +156,15 @@ fn what_a_reply_means_for_the_call() {
             )),
         ),
         (
+            "a request for changes says which, in the words every adapter starts with",
+            json!({"decision": "revise", "reason": "write to hello.md instead"}),
+            Some("s1"),
+            Err((
+                "revise",
+                "Changes requested: write to hello.md instead The tool was not run.",
+            )),
+        ),
+        (
             "deny without a reason says so",
             json!({"decision": "deny"}),
             Some("s1"),

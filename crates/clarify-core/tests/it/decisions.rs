@@ -696,6 +696,22 @@ fn votes_decide_a_quorum() {
     };
     assert_eq!(a.decision.as_str(), "deny");
     assert_eq!(a.reason.as_deref(), Some("not on Friday"));
+
+    // A request for changes is no approval, and final like a deny.
+    let dave = vote(
+        &request,
+        "dave",
+        json!({"decision": "revise", "reason": "roll out to one region first"}),
+        4,
+    );
+    assert_eq!(dave.decision.as_str(), "revise");
+    let first = vote(&request, "alice", approve("always"), 1);
+    let answers = decide(&request, &[first, dave]).expect("a request for changes is final");
+    let Some(Answer::Approval(a)) = answers.get("q1") else {
+        panic!("an approval answer");
+    };
+    assert_eq!(a.decision.as_str(), "revise");
+    assert_eq!(a.reason.as_deref(), Some("roll out to one region first"));
 }
 
 #[test]

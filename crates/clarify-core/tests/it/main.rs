@@ -4,6 +4,7 @@ mod answers;
 mod approvals;
 mod coercion;
 mod decisions;
+mod display;
 mod outcomes;
 mod policy;
 mod properties;

@@ -94,7 +94,7 @@ fn answered_outcomes() {
                    "reason": "staging first"}),
             answered(
                 json!([{"id": "q1", "question": "Deploy?", "kind": "approval",
-                             "choices_offered": ["approve", "deny"], "answer": "approve", "mode": "decision",
+                             "choices_offered": ["approve", "deny", "revise"], "answer": "approve", "mode": "decision",
                              "decision": "approve", "scope": "always",
                              "edited_arguments": {"env": "staging"}, "reason": "staging first"}]),
             ),
@@ -105,7 +105,7 @@ fn answered_outcomes() {
             json!({"decision": "deny"}),
             answered(
                 json!([{"id": "q1", "question": "Deploy?", "kind": "approval",
-                             "choices_offered": ["approve", "deny"], "answer": "deny", "mode": "decision",
+                             "choices_offered": ["approve", "deny", "revise"], "answer": "deny", "mode": "decision",
                              "decision": "deny", "scope": "once"}]),
             ),
         ),

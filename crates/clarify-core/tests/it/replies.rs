@@ -246,7 +246,9 @@ fn approval_replies() {
             "approval",
             true,
             "approve forever",
-            Err("reply approve or deny (optionally followed by a scope: once, session)"),
+            Err(
+                "reply approve or deny (optionally followed by a scope: once, session), or revise followed by what to change",
+            ),
         ),
         ("approval", true, "deny", deny.clone()),
         ("approval", true, "no", deny.clone()),
@@ -267,14 +269,38 @@ fn approval_replies() {
         (
             "approval",
             true,
+            "revise use the staging database",
+            Ok(
+                json!({"decision": "revise", "scope": "once", "reason": "use the staging database"}),
+            ),
+        ),
+        (
+            "approval",
+            true,
+            "changes: smaller batches",
+            Ok(json!({"decision": "revise", "scope": "once", "reason": "smaller batches"})),
+        ),
+        (
+            "approval",
+            true,
+            "revise",
+            Err("say what to change after revise, e.g. \"revise use the staging database\""),
+        ),
+        (
+            "approval",
+            true,
             "maybe",
-            Err("reply approve or deny (optionally followed by a scope: once, session)"),
+            Err(
+                "reply approve or deny (optionally followed by a scope: once, session), or revise followed by what to change",
+            ),
         ),
         (
             "approval-once",
             true,
             "3",
-            Err("reply approve or deny (optionally followed by a scope: once)"),
+            Err(
+                "reply approve or deny (optionally followed by a scope: once), or revise followed by what to change",
+            ),
         ),
     ]);
 }
