@@ -15,6 +15,8 @@ mod keys;
 mod logs;
 mod mcp;
 mod policy;
+#[cfg(test)]
+mod reference;
 mod render;
 mod serve;
 mod settings;
