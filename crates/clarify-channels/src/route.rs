@@ -3,20 +3,26 @@
 use clarify_core::NewRequest;
 use serde::Deserialize;
 
-/// One `[[routes]]` entry: a request matching every filter given is announced on `channels`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+/// One `[[routes]]` entry: a request matching every filter given is announced on `channels`; a
+/// route without filters matches every request.
+// The doc comments are the descriptions in the handbook's configuration reference, which is
+// rendered from this type's JSON Schema.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Route {
+    /// The names of the `[[channels]]` a matching request is announced on (at least one).
     pub channels: Vec<String>,
+    /// The request was made in this tenant.
     #[serde(default)]
     pub tenant: Option<String>,
-    /// Exact, `prefix*`, or `*`.
+    /// The request's agent: an exact name, a `prefix*`, or `*`.
     #[serde(default)]
     pub agent: Option<String>,
     /// The request carries all of these tags.
     #[serde(default)]
     pub tags: Vec<String>,
-    /// The request has a question of one of these kinds.
+    /// The request has a question of one of these kinds (`open`, `single`, `multi`,
+    /// `approval`, `form`).
     #[serde(default)]
     pub kinds: Vec<String>,
 }

@@ -56,8 +56,10 @@ pub struct AskArgs {
     /// Do not allow skipping.
     #[arg(long)]
     pub no_skip: bool,
+    /// The session the request belongs to, shown to the person.
     #[arg(long)]
     pub session: Option<String>,
+    /// Who asks, shown to the person.
     #[arg(long)]
     pub agent: Option<String>,
     /// A tag (repeat for several).
@@ -281,10 +283,13 @@ pub struct ListArgs {
     /// pending, answered, skipped, expired or cancelled.
     #[arg(long)]
     pub status: Option<String>,
+    /// Only the requests of this session.
     #[arg(long)]
     pub session: Option<String>,
+    /// Only the requests of this agent.
     #[arg(long)]
     pub agent: Option<String>,
+    /// Only the requests carrying this tag.
     #[arg(long)]
     pub tag: Option<String>,
     /// At most this many (1 to 500).
@@ -324,6 +329,7 @@ pub async fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
+    /// The request's id.
     pub id: String,
     /// Print the record as JSON.
     #[arg(long)]
@@ -345,6 +351,7 @@ pub async fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
 
 #[derive(Debug, Args)]
 pub struct CancelArgs {
+    /// The request's id.
     pub id: String,
     #[command(flatten)]
     pub conn: Connection,

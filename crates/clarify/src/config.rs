@@ -9,7 +9,10 @@
 //! missing secret, a route to a channel that does not exist) stops the command with one line
 //! naming the file, the key and the problem: nothing is silently ignored.
 //!
-//! `docs/clarify.example.toml` shows every key; a test parses it.
+//! `docs/clarify.example.toml` shows every key; a test parses it. The raw types below are the
+//! single source of the handbook's configuration reference (`docs/src/reference/configuration.md`,
+//! rendered from their JSON Schema by `reference`): each key's doc comment is its description
+//! there, and a default the checks apply is named in a `default` the schema carries.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -17,6 +20,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use clarify_core::policy::Policy;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::duration::parse_duration;
@@ -389,34 +393,58 @@ type Fail<'a> = &'a dyn Fn(&str, String) -> String;
 // ---------------------------------------------------------------------------------------------
 // The file as written
 
-#[derive(Debug, Default, Deserialize)]
+// The default URLs of the platforms' APIs, named once for the checks and the reference.
+const SLACK_API_URL: &str = "https://slack.com/api";
+const TELEGRAM_API_URL: &str = "https://api.telegram.org";
+const DISCORD_API_URL: &str = "https://discord.com/api/v10";
+const NTFY_URL: &str = "https://ntfy.sh";
+
+/// The configuration file.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RawConfig {
+pub(crate) struct RawConfig {
+    /// The settings `clarify serve` also takes as flags.
     #[serde(default)]
     server: RawServer,
+    /// Where requests are announced and answered besides the inbox: Slack, Telegram, Discord,
+    /// e-mail and ntfy.
     #[serde(default)]
     channels: Vec<RawChannel>,
+    /// Which requests are announced on which channels: a request is announced on the channels
+    /// of every route it matches.
     #[serde(default)]
     routes: Vec<Route>,
+    /// Who a person in a chat app or at an e-mail address is: `"platform:user id"` = the
+    /// responder name they answer as. The platform is `slack`, `telegram`, `discord` or
+    /// `email`.
     #[serde(default)]
     identities: BTreeMap<String, String>,
+    /// The tool-name policy of `clarify hook claude-code` (its `--policy` wins over it).
     #[serde(default)]
     claude_code: Option<RawPolicy>,
+    /// The tool-name policy of `clarify gate` (its `--policy` wins over it).
     #[serde(default)]
     gate: Option<RawPolicy>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// Each key is the `clarify serve` option of the same name (`max_waiters` is `--max-waiters`);
+/// the option, or its environment variable, wins over the key.
+// The reference takes each key's meaning and default from that option's help, so they are
+// written once; a doc comment here adds to it.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RawServer {
+pub(crate) struct RawServer {
     listen: Option<SocketAddr>,
     db: Option<String>,
     public_url: Option<String>,
     max_options: Option<usize>,
+    /// A duration: `500ms`, `10s`, `5m`, `2h`, `1d`.
     webhook_first_retry: Option<String>,
+    /// A duration: `500ms`, `10s`, `5m`, `2h`, `1d`.
     webhook_timeout: Option<String>,
     max_waiters: Option<usize>,
     rate_limit: Option<std::num::NonZeroU32>,
+    /// A duration: `12h`, `30d`.
     retain_resolved: Option<String>,
     durability: Option<crate::serve::Durability>,
     log_format: Option<LogFormat>,
@@ -444,11 +472,15 @@ impl RawServer {
     }
 }
 
-#[derive(Debug, Deserialize)]
+/// Tool-name patterns: an exact name, a `prefix*` or `*`, ignoring case. Deny wins; a call
+/// neither list names asks a human.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawPolicy {
+    /// Calls that run without asking anyone.
     #[serde(default)]
     allow: Vec<String>,
+    /// Calls that are refused without asking anyone.
     #[serde(default)]
     deny: Vec<String>,
 }
@@ -472,7 +504,7 @@ impl RawPolicy {
 
 /// A Telegram chat id (a number) or channel username, or a Discord snowflake, written either as
 /// a number or as a string.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(untagged)]
 enum Id {
     Number(i64),
@@ -488,95 +520,155 @@ impl Id {
     }
 }
 
-#[derive(Debug, Deserialize)]
+/// One `[[channels]]` entry; `type` says which platform, and which keys it takes.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "lowercase")]
 enum RawChannel {
+    /// Messages with buttons and forms in a Slack conversation, answered in place.
     Slack(RawSlack),
+    /// Messages with buttons in a Telegram chat, answered with a button or a reply.
     Telegram(RawTelegram),
+    /// Messages with buttons, selects and forms in a Discord channel.
     Discord(RawDiscord),
+    /// Mail over SMTP, answered through signed links.
     Email(RawEmail),
+    /// A push to a topic on ntfy.sh or your own ntfy server, with one button per answer.
     Ntfy(RawNtfy),
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawSlack {
+    /// Unique among the channels; routes name it, and Slack calls `/hooks/slack/<name>`.
     name: String,
-    /// Record an unmapped chat user as `<platform>:<id>` instead of refusing their answer.
+    /// Let a Slack user `[identities]` does not name answer, recorded as `slack:<user id>`,
+    /// instead of refusing their answer.
     #[serde(default)]
     allow_unmapped: bool,
+    /// The bot's token (`xoxb-...`, under OAuth & Permissions). This or `bot_token_env` is
+    /// required.
     bot_token: Option<String>,
+    /// The environment variable holding `bot_token`.
     bot_token_env: Option<String>,
+    /// Verifies Slack's calls to `/hooks/slack/<name>`; required unless `socket_mode` is true.
     signing_secret: Option<String>,
+    /// The environment variable holding `signing_secret`.
     signing_secret_env: Option<String>,
+    /// The id of the conversation requests are posted to (`C0123456789`).
     channel: String,
+    /// Where Slack's Web API is; a proxy or a test may stand in for it.
+    #[schemars(extend("default" = SLACK_API_URL))]
     api_url: Option<String>,
+    /// Receive Slack's events over a WebSocket clarify opens, so no public URL is needed;
+    /// needs `app_token`.
     #[serde(default)]
     socket_mode: bool,
+    /// The app-level token (`xapp-...` with `connections:write`); required with `socket_mode`.
     app_token: Option<String>,
+    /// The environment variable holding `app_token`.
     app_token_env: Option<String>,
+    /// Users (`U...`) or user groups (`S...`) mentioned in each announcement.
     #[serde(default)]
     mention: Vec<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// How a Telegram bot receives its updates.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum TelegramMode {
+    /// clarify long-polls `getUpdates`: no public URL needed; run it on one instance.
     #[default]
     Polling,
+    /// Telegram calls `/hooks/telegram/<name>` with `webhook_secret`; for several instances.
     Webhook,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawTelegram {
+    /// Unique among the channels; routes name it, and in webhook mode Telegram calls
+    /// `/hooks/telegram/<name>`.
     name: String,
-    /// Record an unmapped chat user as `<platform>:<id>` instead of refusing their answer.
+    /// Let a Telegram user `[identities]` does not name answer, recorded as
+    /// `telegram:<user id>`, instead of refusing their answer.
     #[serde(default)]
     allow_unmapped: bool,
+    /// The bot's token from @BotFather (`123456:ABC-...`). This or `bot_token_env` is required.
     bot_token: Option<String>,
+    /// The environment variable holding `bot_token`.
     bot_token_env: Option<String>,
+    /// The chat requests are posted to: a number (a group's is negative) or `"@channelusername"`.
     chat_id: Id,
     #[serde(default)]
+    #[schemars(extend("default" = "polling"))]
     mode: TelegramMode,
+    /// The secret Telegram sends with each webhook call; required with `mode = "webhook"`, refused
+    /// with polling.
     webhook_secret: Option<String>,
+    /// The environment variable holding `webhook_secret`.
     webhook_secret_env: Option<String>,
+    /// Where the Bot API is; a proxy or a test may stand in for it.
+    #[schemars(extend("default" = TELEGRAM_API_URL))]
     api_url: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawDiscord {
+    /// Unique among the channels; routes name it, and Discord calls `/hooks/discord/<name>`.
     name: String,
-    /// Record an unmapped chat user as `<platform>:<id>` instead of refusing their answer.
+    /// Let a Discord user `[identities]` does not name answer, recorded as
+    /// `discord:<user id>`, instead of refusing their answer.
     #[serde(default)]
     allow_unmapped: bool,
+    /// The bot's token. This or `bot_token_env` is required.
     bot_token: Option<String>,
+    /// The environment variable holding `bot_token`.
     bot_token_env: Option<String>,
+    /// The application's public key (64 hex digits, under General Information), which verifies
+    /// Discord's calls.
     public_key: String,
+    /// The id of the channel requests are posted to, as a number or a string.
     channel_id: Id,
+    /// Where Discord's API is; a proxy or a test may stand in for it.
+    #[schemars(extend("default" = DISCORD_API_URL))]
     api_url: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawEmail {
+    /// Unique among the channels; routes name it.
     name: String,
+    /// `smtps://host[:port]` (TLS, port 465) or `smtp://host[:port]` (plain, port 25; add
+    /// `?tls=required` for STARTTLS on port 587, or `?tls=opportunistic`), with the user (and
+    /// password) in the URL; a path names the EHLO host.
     smtp_url: String,
+    /// The SMTP password, when it is not in the URL.
     password: Option<String>,
+    /// The environment variable holding `password`.
     password_env: Option<String>,
+    /// The sender: `clarify@example.com` or `Clarify <clarify@example.com>`.
     from: String,
+    /// The recipients. Absent: the addresses `[identities]` gives the request's responders
+    /// (and, for an escalation, its `escalate_to`).
     #[serde(default)]
     to: Vec<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawNtfy {
+    /// Unique among the channels; routes name it.
     name: String,
+    /// The ntfy server.
+    #[schemars(extend("default" = NTFY_URL))]
     url: Option<String>,
+    /// The topic pushes go to; whoever subscribes to it in the ntfy app gets them.
     topic: String,
+    /// An access token, when the topic needs one.
     token: Option<String>,
+    /// The environment variable holding `token`.
     token_env: Option<String>,
 }
 
@@ -701,7 +793,7 @@ impl RawChannel {
                     bot_token: secrets.required("bot_token", c.bot_token, c.bot_token_env)?,
                     signing_secret,
                     channel: nonempty(at, "channel", c.channel, fail)?,
-                    api_url: url("api_url", c.api_url, "https://slack.com/api", &web)?,
+                    api_url: url("api_url", c.api_url, SLACK_API_URL, &web)?,
                     socket_mode: c.socket_mode,
                     app_token,
                     mention: c.mention,
@@ -726,7 +818,7 @@ impl RawChannel {
                     bot_token: secrets.required("bot_token", c.bot_token, c.bot_token_env)?,
                     chat_id: nonempty(at, "chat_id", c.chat_id.text(), fail)?,
                     webhook_secret,
-                    api_url: url("api_url", c.api_url, "https://api.telegram.org", &web)?,
+                    api_url: url("api_url", c.api_url, TELEGRAM_API_URL, &web)?,
                 }
             }
             Self::Discord(c) => {
@@ -742,7 +834,7 @@ impl RawChannel {
                     bot_token: secrets.required("bot_token", c.bot_token, c.bot_token_env)?,
                     public_key: c.public_key.to_ascii_lowercase(),
                     channel_id: nonempty(at, "channel_id", c.channel_id.text(), fail)?,
-                    api_url: url("api_url", c.api_url, "https://discord.com/api/v10", &web)?,
+                    api_url: url("api_url", c.api_url, DISCORD_API_URL, &web)?,
                 }
             }
             Self::Email(c) => {
@@ -771,7 +863,7 @@ impl RawChannel {
                 }
             }
             Self::Ntfy(c) => ChannelKind::Ntfy {
-                url: url("url", c.url, "https://ntfy.sh", &web)?,
+                url: url("url", c.url, NTFY_URL, &web)?,
                 topic: nonempty(at, "topic", c.topic, fail)?,
                 token: secrets.optional("token", c.token, c.token_env)?,
             },

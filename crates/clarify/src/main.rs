@@ -15,6 +15,8 @@ mod keys;
 mod logs;
 mod mcp;
 mod policy;
+#[cfg(test)]
+mod reference;
 mod render;
 mod serve;
 mod settings;
@@ -209,7 +211,10 @@ struct ServeArgs {
 #[derive(Debug, Subcommand)]
 enum ConfigCommand {
     /// Validate a configuration file.
-    Check { path: std::path::PathBuf },
+    Check {
+        /// The configuration file.
+        path: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -229,18 +234,24 @@ enum AuditCommand {
 enum KeysCommand {
     /// Create a key; prints the key alone on stdout.
     Create {
-        /// agent, responder or admin.
+        /// What the key may do: `agent` asks, `responder` answers, `admin` does both and
+        /// manages keys.
         #[arg(long, value_parser = ["agent", "responder", "admin"])]
         role: String,
+        /// The key's name: recorded as `answered_by`, matched against `responders`.
         #[arg(long)]
         name: String,
+        /// The tenant whose requests the key reaches.
         #[arg(long, default_value = "default")]
         tenant: String,
     },
     /// List keys (never their secrets).
     List,
     /// Revoke the active key with this name; it stops working at once.
-    Revoke { name: String },
+    Revoke {
+        /// The key's name.
+        name: String,
+    },
 }
 
 fn main() -> ExitCode {

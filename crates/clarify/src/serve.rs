@@ -104,7 +104,9 @@ pub(crate) fn announcer(
 }
 
 /// How a SQLite store makes its commits durable (`--durability`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Durability {
     /// WAL with synchronous=NORMAL: survives a crash of the process.
