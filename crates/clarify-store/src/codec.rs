@@ -425,14 +425,6 @@ pub(crate) fn from_millis(ms: i64) -> Option<DateTime<Utc>> {
     DateTime::from_timestamp_millis(ms)
 }
 
-/// The schema version this binary writes; a database with a newer one is refused at open.
-/// Version 2 added keys, tokens, server secrets and webhook deliveries; version 3 grant ids;
-/// version 4 the indexes retention looks up; version 5 votes, reminders and escalation; version 6
-/// channel notifications (deliveries to a channel, with the platform's message reference);
-/// version 9 the audit chain; version 10 (SQLite) an event log without `AUTOINCREMENT` or a
-/// tenant index. PostgreSQL counts its own versions (`PG_SCHEMA_VERSION`).
-pub(crate) const SCHEMA_VERSION: i64 = 10;
-
 /// Lowercase hex of `bytes`, without a formatter per byte (a hash is hexed for every event).
 pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
