@@ -232,10 +232,15 @@ pub(crate) fn reaped_callback_url(id: &str, spec: &str) -> Option<String> {
     }
 }
 
-/// The reminder period of a request, in milliseconds, read from its `spec` like
-/// [`reaped_callback_url`]; `None` when it has none or the spec cannot be read (then its
-/// reminders stop rather than stall the reaper).
-pub(crate) fn reminder_period(id: &str, spec: &str) -> Option<i64> {
+/// When the reminder after one sent at `now` (milliseconds) is due: a period later, read from the
+/// request's `spec` like [`reaped_callback_url`]; `None` when it has no reminders or the spec
+/// cannot be read (then its reminders stop rather than stall the reaper).
+pub(crate) fn next_reminder_at(id: &str, spec: &str, now: i64) -> Option<i64> {
+    reminder_period(id, spec).map(|period| now.saturating_add(period))
+}
+
+/// The reminder period of a request, in milliseconds (see [`next_reminder_at`]).
+fn reminder_period(id: &str, spec: &str) -> Option<i64> {
     #[derive(serde::Deserialize)]
     struct Reminders {
         #[serde(default)]
@@ -251,6 +256,23 @@ pub(crate) fn reminder_period(id: &str, spec: &str) -> Option<i64> {
             None
         }
     }
+}
+
+/// The request column holding when `kind` (`Reminded` or `Escalated`) next falls due.
+pub(crate) fn due_column(kind: EventKind) -> &'static str {
+    match kind {
+        EventKind::Reminded => "remind_at",
+        _ => "escalate_at",
+    }
+}
+
+/// `columns` (a list such as [`COLUMNS`]) each qualified by the table alias `alias`.
+pub(crate) fn qualified(columns: &str, alias: &str) -> String {
+    columns
+        .split(", ")
+        .map(|c| format!("{alias}.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A key row as read from SQL.

@@ -69,12 +69,6 @@ impl PgBackend {
         rows.iter().map(event_parts).collect()
     }
 
-    /// The hash the first stored event links to: none, since every event is kept (retention
-    /// leaves tombstones).
-    pub(crate) async fn audit_base(&self) -> Result<String, StoreError> {
-        Ok(String::new())
-    }
-
     pub(crate) async fn sync_feed(&self, within: Duration) -> Result<(), StoreError> {
         // Every event committed before now is in this snapshot: numbered already, or in the
         // inbox with an id up to this one.

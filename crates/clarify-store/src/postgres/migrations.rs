@@ -230,21 +230,12 @@ async fn hash_unhashed(conn: &mut PgConnection) -> Result<(), StoreError> {
     .fetch_all(&mut *conn)
     .await
     .map_err(db_err)?;
-    let mut head = String::new();
-    let (mut seqs, mut hashes) = (Vec::new(), Vec::new());
-    for row in &rows {
-        let e = event_parts(row)?;
-        let hash = match e.hash.clone() {
-            Some(h) => h,
-            None => {
-                let h = audit::link(&head, &audit::canonical(&e));
-                seqs.push(e.seq);
-                hashes.push(h.clone());
-                h
-            }
-        };
-        head = hash;
-    }
+    let events = rows
+        .iter()
+        .map(event_parts)
+        .collect::<Result<Vec<_>, _>>()?;
+    let (seqs, hashes): (Vec<i64>, Vec<String>) =
+        audit::missing_hashes(&events).into_iter().unzip();
     sqlx::query(
         "UPDATE clarify_events e SET hash = u.h \
          FROM unnest($1::bigint[], $2::text[]) AS u(s, h) WHERE e.seq = u.s",

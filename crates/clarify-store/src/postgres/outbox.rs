@@ -12,7 +12,7 @@ use super::{PgBackend, corrupt_row, db_err};
 use crate::access::{AfterAttempt, Attempt, Delivery, Outbox};
 use crate::codec::{
     ATTEMPT_COLUMNS, AttemptParts, DELIVERY_COLUMNS, DeliveryParts, after_attempt, attempt_values,
-    millis,
+    millis, qualified,
 };
 use crate::error::StoreError;
 use crate::record::EventKind;
@@ -83,7 +83,7 @@ impl PgBackend {
              UPDATE clarify_deliveries d SET next_attempt_at = $2 \
              FROM due WHERE d.id = due.id \
              RETURNING {}",
-            prefixed_delivery_columns("d")
+            qualified(DELIVERY_COLUMNS, "d")
         ))
         .bind(millis(now))
         .bind(millis(lease_until))
@@ -294,13 +294,4 @@ fn attempt_parts(row: &PgRow) -> Result<AttemptParts, StoreError> {
         error: row.try_get("error").map_err(corrupt_row)?,
         duration_ms: row.try_get("duration_ms").map_err(corrupt_row)?,
     })
-}
-
-/// [`DELIVERY_COLUMNS`] qualified by a table alias.
-fn prefixed_delivery_columns(alias: &str) -> String {
-    DELIVERY_COLUMNS
-        .split(", ")
-        .map(|c| format!("{alias}.{c}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }

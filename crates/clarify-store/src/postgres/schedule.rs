@@ -9,7 +9,7 @@ use sqlx::postgres::PgConnection;
 use super::feed::append_events;
 use super::outbox::{follow_up, queue_deliveries};
 use super::{PgBackend, corrupt_row, db_err};
-use crate::codec::{millis, reaped_callback_url, reminder_period};
+use crate::codec::{due_column, millis, next_reminder_at, reaped_callback_url};
 use crate::error::StoreError;
 use crate::record::{Actor, EventKind};
 
@@ -41,23 +41,15 @@ impl PgBackend {
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
         let reminding = kind == EventKind::Reminded;
-        let column = if reminding {
-            "remind_at"
-        } else {
-            "escalate_at"
-        };
         let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let due = due(&mut tx, column, at, limit).await?;
+        let due = due(&mut tx, due_column(kind), at, limit).await?;
         if due.is_empty() {
             tx.rollback().await.map_err(db_err)?;
             return Ok(Vec::new());
         }
         let (ids, next): (Vec<&str>, Vec<Option<i64>>) = due
             .iter()
-            .map(|(_, id, spec)| {
-                let period = reminder_period(id, spec);
-                (id.as_str(), period.map(|p| at.saturating_add(p)))
-            })
+            .map(|(_, id, spec)| (id.as_str(), next_reminder_at(id, spec, at)))
             .unzip();
         let update = if reminding {
             sqlx::query(

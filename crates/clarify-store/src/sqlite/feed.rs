@@ -47,12 +47,6 @@ impl SqliteBackend {
         })
     }
 
-    /// The hash the first stored event links to: none, since every event is kept (retention
-    /// leaves tombstones).
-    pub(crate) async fn audit_base(&self) -> Result<String, StoreError> {
-        Ok(String::new())
-    }
-
     pub(crate) async fn last_event_seq(&self) -> Result<u64, StoreError> {
         self.read(|conn| {
             let seq: i64 =

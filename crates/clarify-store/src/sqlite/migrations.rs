@@ -235,23 +235,13 @@ fn keep_high_water(conn: &Connection, high_water: i64) -> rusqlite::Result<()> {
 
 /// Hashes, in order, the events stored before the audit chain existed (schema 9).
 fn hash_unhashed(conn: &Connection) -> rusqlite::Result<()> {
-    let mut verifier_head = String::new();
-    let rows: Vec<EventParts> = {
+    let events: Vec<EventParts> = {
         let mut stmt = conn.prepare(&format!("SELECT {EVENT_COLUMNS} FROM events ORDER BY seq"))?;
         stmt.query_map([], event_parts)?.collect::<Result<_, _>>()?
     };
-    for mut event in rows {
-        if let Some(hash) = &event.hash {
-            verifier_head = hash.clone();
-            continue;
-        }
-        let hash = audit::link(&verifier_head, &audit::canonical(&event));
-        event.hash = Some(hash.clone());
-        conn.execute(
-            "UPDATE events SET hash = ?1 WHERE seq = ?2",
-            params![hash, event.seq],
-        )?;
-        verifier_head = hash;
+    let mut update = conn.prepare("UPDATE events SET hash = ?1 WHERE seq = ?2")?;
+    for (seq, hash) in audit::missing_hashes(&events) {
+        update.execute(params![hash, seq])?;
     }
     Ok(())
 }

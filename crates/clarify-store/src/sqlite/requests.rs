@@ -12,7 +12,7 @@ use super::feed::append_event;
 use super::grants::insert_grants;
 use super::outbox::{follow_up, queue_delivery};
 use crate::backend::{NewRow, Resolved};
-use crate::codec::{COLUMNS, RowParts, answers_json, millis, spec_json};
+use crate::codec::{COLUMNS, RowParts, answers_json, millis, qualified, spec_json};
 use crate::error::StoreError;
 use crate::grant::StoredGrant;
 use crate::record::{
@@ -48,7 +48,7 @@ impl SqliteBackend {
             sql = format!(
                 "SELECT {}, r.seq FROM request_tags t JOIN requests r ON r.seq = t.seq \
                  WHERE t.tenant = ?1 AND t.tag = ?2 AND t.seq < ?3",
-                prefixed("r")
+                qualified(COLUMNS, "r")
             );
             args.push(tag.clone().into());
         } else {
@@ -308,14 +308,6 @@ fn row_parts(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowParts> {
         remind_at: row.get(11)?,
         escalated_at: row.get(12)?,
     })
-}
-
-fn prefixed(alias: &str) -> String {
-    COLUMNS
-        .split(", ")
-        .map(|c| format!("{alias}.{c}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use rusqlite::{Connection, params};
 use super::SqliteBackend;
 use super::feed::append_event;
 use super::outbox::{follow_up, queue_delivery};
-use crate::codec::{millis, reaped_callback_url, reminder_period};
+use crate::codec::{due_column, millis, next_reminder_at, reaped_callback_url};
 use crate::error::StoreError;
 use crate::record::EventKind;
 
@@ -73,15 +73,10 @@ fn fall_due(
     limit: usize,
 ) -> Result<Vec<String>, StoreError> {
     let reminding = kind == EventKind::Reminded;
-    let column = if reminding {
-        "remind_at"
-    } else {
-        "escalate_at"
-    };
-    let due = due(conn, column, now, limit)?;
+    let due = due(conn, due_column(kind), now, limit)?;
     for row in &due {
         if reminding {
-            let next = reminder_period(&row.0, &row.2).map(|p| now.saturating_add(p));
+            let next = next_reminder_at(&row.0, &row.2, now);
             conn.prepare_cached("UPDATE requests SET remind_at = ?2 WHERE id = ?1")?
                 .execute(params![row.0, next])?;
         } else {
