@@ -408,7 +408,6 @@ impl Backend {
         dispatch!(self, b => b.finish_attempt(id, attempt, after, message_ref).await)
     }
 
-    /// The deliveries of a request, oldest first, with their attempts.
     /// The `(tenant, request id)` whose announcement on `channel` posted the message
     /// `message_ref`.
     pub(crate) async fn announced_as(
@@ -419,6 +418,7 @@ impl Backend {
         dispatch!(self, b => b.announced_as(channel, message_ref).await)
     }
 
+    /// The deliveries of a request, oldest first, with their attempts.
     pub(crate) async fn deliveries(&self, request_id: &str) -> Result<Vec<Delivery>, StoreError> {
         dispatch!(self, b => b.deliveries(request_id).await)
     }
