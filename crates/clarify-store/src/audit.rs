@@ -194,7 +194,11 @@ mod tests {
 
     #[test]
     fn missing_hashes_link_to_the_hash_stored_before_them() {
-        let (a, mut b, c) = (event(1, "created"), event(2, "answered"), event(3, "expired"));
+        let (a, mut b, c) = (
+            event(1, "created"),
+            event(2, "answered"),
+            event(3, "expired"),
+        );
         b.hash = Some("stored".to_owned());
         let ha = link("", &canonical(&a));
         let hc = link("stored", &canonical(&c));

@@ -13,7 +13,7 @@ use crate::audit;
 use crate::codec::{EVENT_COLUMNS, EventParts};
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-pub(super) const SCHEMA_VERSION: i64 = 10;
+pub(super) const SCHEMA_VERSION: i64 = 11;
 
 /// Schema version 1: requests, their tags, the event log and grants.
 const SCHEMA_V1: &str = "
@@ -186,7 +186,7 @@ ALTER TABLE events ADD COLUMN hash TEXT;
 /// counter row in `sqlite_sequence` every append rewrote (events are never deleted, retention
 /// leaves tombstones, so the newest `seq` is the high-water mark; see [`migrate`] for a log whose
 /// newest events an older version deleted), and its `(tenant, seq)` index, which no query used:
-/// a tenant's feed is read in `seq` order through the primary key.
+/// a tenant's feed was read in `seq` order through the primary key (version 11 brings it back).
 const SCHEMA_V10: &str = "
 CREATE TABLE events_v10 (
     seq INTEGER PRIMARY KEY,
@@ -205,10 +205,19 @@ ALTER TABLE events_v10 RENAME TO events;
 CREATE INDEX events_request ON events (request_id);
 ";
 
+/// Schema version 11: the `(tenant, seq)` index again, so reading one tenant's feed or audit
+/// chain reads that tenant's events only, however many other tenants have (each form of the
+/// reading has a statement of its own; see `feed`). Version 10 dropped the same index of version
+/// 1, which the one statement then serving both forms could not use. It costs each event written
+/// one more index page.
+const SCHEMA_V11: &str = "
+CREATE INDEX events_tenant ON events (tenant, seq);
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
-    SCHEMA_V9, SCHEMA_V10,
+    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
