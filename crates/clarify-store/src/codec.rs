@@ -207,6 +207,16 @@ impl EventParts {
     }
 }
 
+/// What a reading of the event log is for: the feed skips tombstones, the audit chain keeps
+/// them. Each backend reads either for one tenant or for all with a statement of each form (see
+/// their `feed`): one statement for both, `(tenant IS NULL OR tenant = ...)`, is planned for
+/// either and walks every tenant's events to find one tenant's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Log {
+    Feed,
+    Chain,
+}
+
 /// The `callback_url` of a request the reaper expired, read from its `spec` without decoding the
 /// rest: the reaper needs only this of every request it expires.
 ///

@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteBackend;
 use crate::audit;
-use crate::codec::{EVENT_COLUMNS, EventParts};
+use crate::codec::{EVENT_COLUMNS, EventParts, Log};
 use crate::error::StoreError;
 use crate::record::{Event, EventKind};
 
@@ -137,48 +137,36 @@ pub(super) fn event_parts(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventParts>
     })
 }
 
-/// What a reading of the log is for: the feed skips tombstones, the audit chain keeps them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Log {
-    Feed,
-    Chain,
-}
-
-impl Log {
-    /// The statement reading this log after `?1` (every tenant's), or `?2` (`?1`'s only).
-    ///
-    /// Each form is a statement of its own. One statement for both, `(?2 IS NULL OR tenant =
-    /// ?2)`, is planned once for either, so it walks the primary key from the cursor on and reads
-    /// every tenant's events to find one tenant's: from far back, the whole log for a handful.
-    /// Through `events_tenant` (schema 11) a tenant's reading touches its own events only.
-    fn statement(self, one_tenant: bool) -> &'static str {
-        static FEED: LazyLock<String> = LazyLock::new(|| {
-            format!(
-                "SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?1 AND kind <> 'purged' \
+/// The statement reading `log` after `?1` (every tenant's), or after `?2` (tenant `?1`'s only).
+/// A tenant's reading goes through `events_tenant` (schema 11), so it reads that tenant's events
+/// only; every tenant's goes by the primary key from the cursor.
+fn statement(log: Log, one_tenant: bool) -> &'static str {
+    static FEED: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?1 AND kind <> 'purged' \
                  ORDER BY seq LIMIT ?2"
-            )
-        });
-        static TENANT_FEED: LazyLock<String> = LazyLock::new(|| {
-            format!(
-                "SELECT {EVENT_COLUMNS} FROM events WHERE tenant = ?1 AND seq > ?2 \
+        )
+    });
+    static TENANT_FEED: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE tenant = ?1 AND seq > ?2 \
                  AND kind <> 'purged' ORDER BY seq LIMIT ?3"
-            )
-        });
-        static CHAIN: LazyLock<String> = LazyLock::new(|| {
-            format!("SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2")
-        });
-        static TENANT_CHAIN: LazyLock<String> = LazyLock::new(|| {
-            format!(
-                "SELECT {EVENT_COLUMNS} FROM events WHERE tenant = ?1 AND seq > ?2 \
+        )
+    });
+    static CHAIN: LazyLock<String> = LazyLock::new(|| {
+        format!("SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2")
+    });
+    static TENANT_CHAIN: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE tenant = ?1 AND seq > ?2 \
                  ORDER BY seq LIMIT ?3"
-            )
-        });
-        match (self, one_tenant) {
-            (Self::Feed, false) => &FEED,
-            (Self::Feed, true) => &TENANT_FEED,
-            (Self::Chain, false) => &CHAIN,
-            (Self::Chain, true) => &TENANT_CHAIN,
-        }
+        )
+    });
+    match (log, one_tenant) {
+        (Log::Feed, false) => &FEED,
+        (Log::Feed, true) => &TENANT_FEED,
+        (Log::Chain, false) => &CHAIN,
+        (Log::Chain, true) => &TENANT_CHAIN,
     }
 }
 
@@ -191,7 +179,7 @@ pub(super) fn read_log(
     limit: usize,
 ) -> rusqlite::Result<Vec<EventParts>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let mut stmt = conn.prepare_cached(log.statement(tenant.is_some()))?;
+    let mut stmt = conn.prepare_cached(statement(log, tenant.is_some()))?;
     let rows = match tenant {
         Some(tenant) => stmt.query_map(params![tenant, after, limit], event_parts)?,
         None => stmt.query_map(params![after, limit], event_parts)?,
@@ -236,7 +224,7 @@ mod tests {
             .expect("fill the log");
         let conn = Connection::open(&scratch.0).expect("open a reader");
         for log in [Log::Feed, Log::Chain] {
-            let sql = log.statement(true);
+            let sql = statement(log, true);
             let plan: Vec<String> = conn
                 .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
                 .and_then(|mut s| {
