@@ -13,6 +13,12 @@ use crate::waiters::Waiters;
 
 /// The channel each numbering round notifies: `<newest seq>` then the ids of the requests the
 /// round resolved, space-separated, or `*` for "every request" when they do not fit.
+///
+/// Versions before the sequencer (PostgreSQL schema 9 and older) sent one notification per
+/// resolution on the same channel, its payload the request id alone, and read every payload as
+/// a request id. This listener reads theirs; theirs cannot read this one, which must carry the
+/// sequence, so while both run, waiters on an older instance learn of a resolution made through
+/// a newer one from their own poller (ARCHITECTURE.md, "Upgrading").
 pub(super) const WAKE_CHANNEL: &str = "clarify_resolved";
 
 /// The longest `NOTIFY` payload sent (PostgreSQL's limit is 8,000 bytes); a round resolving more
@@ -102,7 +108,8 @@ pub(super) async fn run_listener(
 
 /// Turns one numbering round's notification (see [`WAKE_CHANNEL`]) into local wake-ups. A
 /// payload that does not start with a number is a request id, as versions before the sequencer
-/// sent them.
+/// sent them (a random id is 26 characters, too long to read as a sequence even when all its
+/// characters are digits).
 fn wake(waiters: &Waiters, payload: &str) {
     let (first, rest) = payload.split_once(' ').unwrap_or((payload, ""));
     let Ok(seq) = first.parse::<u64>() else {
@@ -132,4 +139,73 @@ pub(super) fn wake_payload(seq: i64, events: &[EventParts]) -> String {
         }
     }
     payload
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Whether a waiter registered for `id` (before `act`) is woken by `act`.
+    async fn woken(hub: &Arc<Waiters>, id: &str, act: impl FnOnce()) -> bool {
+        let guard = hub.register(id);
+        let notify = Arc::clone(&guard.notify);
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        act();
+        tokio::time::timeout(Duration::from_millis(20), notified)
+            .await
+            .is_ok()
+    }
+
+    fn event(seq: i64, kind: EventKind, request_id: &str) -> EventParts {
+        EventParts {
+            seq,
+            tenant: "t".to_owned(),
+            request_id: request_id.to_owned(),
+            kind: kind.as_str().to_owned(),
+            actor: None,
+            channel: None,
+            at: 0,
+            hash: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_listener_reads_a_round_and_a_request_id_as_older_versions_sent_it() {
+        let hub = Arc::new(Waiters::default());
+        let feed = hub.watch_feed();
+        let round = wake_payload(
+            42,
+            &[
+                event(40, EventKind::Answered, "r1"),
+                event(41, EventKind::Created, "r2"),
+                event(42, EventKind::Expired, "r3"),
+            ],
+        );
+        assert_eq!(round, "42 r1 r3", "the round names what it resolved");
+        assert!(woken(&hub, "r1", || wake(&hub, &round)).await);
+        assert!(woken(&hub, "r3", || wake(&hub, &round)).await);
+        assert!(
+            !woken(&hub, "r2", || wake(&hub, &round)).await,
+            "r2 was only created"
+        );
+        assert_eq!(*feed.borrow(), 42);
+
+        assert!(
+            woken(&hub, "r9", || wake(&hub, "43 *")).await,
+            "too many to name"
+        );
+        assert_eq!(*feed.borrow(), 43);
+
+        // Older versions' payloads: the request id alone, however it is spelled.
+        let digits = "01234567890123456789012345";
+        assert!(woken(&hub, "r000002", || wake(&hub, "r000002")).await);
+        assert!(woken(&hub, digits, || wake(&hub, digits)).await);
+        assert!(!woken(&hub, "r1", || wake(&hub, "r000002")).await);
+        assert_eq!(*feed.borrow(), 43, "no sequence in them");
+    }
 }
