@@ -1041,7 +1041,7 @@ mod bare {
         }
         let conn = Connection::open(path).unwrap_or_else(|e| panic!("open: {e}"));
         let setup = || -> rusqlite::Result<()> {
-            // As `configure` and `open_writer` in the store's sqlite.rs.
+            // As `configure` and `open_writer` in the store's sqlite/mod.rs.
             conn.busy_timeout(Duration::from_secs(10))?;
             conn.pragma_update(None, "synchronous", "NORMAL")?;
             conn.pragma_update(None, "foreign_keys", "OFF")?;

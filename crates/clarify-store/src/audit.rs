@@ -50,6 +50,25 @@ pub(crate) fn link(previous: &str, canonical: &str) -> String {
     crate::codec::hex(&digest.finalize())
 }
 
+/// The hashes of the events (all of them, in feed order) that have none, linked as the chain
+/// would have linked them: each `(seq, hash)` follows the hash of the event before it, stored
+/// or just computed. Events stored before the audit chain existed (schema 9) are hashed so.
+pub(crate) fn missing_hashes(events: &[EventParts]) -> Vec<(i64, String)> {
+    let mut head = String::new();
+    let mut missing = Vec::new();
+    for event in events {
+        head = match &event.hash {
+            Some(hash) => hash.clone(),
+            None => {
+                let hash = link(&head, &canonical(event));
+                missing.push((event.seq, hash.clone()));
+                hash
+            }
+        };
+    }
+    missing
+}
+
 /// One stored event with its hash, as `GET /v1/audit` and `clarify audit export` show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AuditEvent {
@@ -171,6 +190,24 @@ mod tests {
             link(&first, &canonical(&event(2, "answered"))),
             link("", &canonical(&event(2, "answered")))
         );
+    }
+
+    #[test]
+    fn missing_hashes_link_to_the_hash_stored_before_them() {
+        let (a, mut b, c) = (
+            event(1, "created"),
+            event(2, "answered"),
+            event(3, "expired"),
+        );
+        b.hash = Some("stored".to_owned());
+        let ha = link("", &canonical(&a));
+        let hc = link("stored", &canonical(&c));
+        assert_eq!(
+            missing_hashes(&[a, b.clone(), c]),
+            [(1, ha), (3, hc)],
+            "the stored hash is kept, and the next event links to it"
+        );
+        assert_eq!(missing_hashes(&[b]), []);
     }
 
     #[test]

@@ -207,6 +207,16 @@ impl EventParts {
     }
 }
 
+/// What a reading of the event log is for: the feed skips tombstones, the audit chain keeps
+/// them. Each backend reads either for one tenant or for all with a statement of each form (see
+/// their `feed`): one statement for both, `(tenant IS NULL OR tenant = ...)`, is planned for
+/// either and walks every tenant's events to find one tenant's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Log {
+    Feed,
+    Chain,
+}
+
 /// The `callback_url` of a request the reaper expired, read from its `spec` without decoding the
 /// rest: the reaper needs only this of every request it expires.
 ///
@@ -232,10 +242,15 @@ pub(crate) fn reaped_callback_url(id: &str, spec: &str) -> Option<String> {
     }
 }
 
-/// The reminder period of a request, in milliseconds, read from its `spec` like
-/// [`reaped_callback_url`]; `None` when it has none or the spec cannot be read (then its
-/// reminders stop rather than stall the reaper).
-pub(crate) fn reminder_period(id: &str, spec: &str) -> Option<i64> {
+/// When the reminder after one sent at `now` (milliseconds) is due: a period later, read from the
+/// request's `spec` like [`reaped_callback_url`]; `None` when it has no reminders or the spec
+/// cannot be read (then its reminders stop rather than stall the reaper).
+pub(crate) fn next_reminder_at(id: &str, spec: &str, now: i64) -> Option<i64> {
+    reminder_period(id, spec).map(|period| now.saturating_add(period))
+}
+
+/// The reminder period of a request, in milliseconds (see [`next_reminder_at`]).
+fn reminder_period(id: &str, spec: &str) -> Option<i64> {
     #[derive(serde::Deserialize)]
     struct Reminders {
         #[serde(default)]
@@ -251,6 +266,23 @@ pub(crate) fn reminder_period(id: &str, spec: &str) -> Option<i64> {
             None
         }
     }
+}
+
+/// The request column holding when `kind` (`Reminded` or `Escalated`) next falls due.
+pub(crate) fn due_column(kind: EventKind) -> &'static str {
+    match kind {
+        EventKind::Reminded => "remind_at",
+        _ => "escalate_at",
+    }
+}
+
+/// `columns` (a list such as [`COLUMNS`]) each qualified by the table alias `alias`.
+pub(crate) fn qualified(columns: &str, alias: &str) -> String {
+    columns
+        .split(", ")
+        .map(|c| format!("{alias}.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A key row as read from SQL.
@@ -424,14 +456,6 @@ pub(crate) fn millis(t: DateTime<Utc>) -> i64 {
 pub(crate) fn from_millis(ms: i64) -> Option<DateTime<Utc>> {
     DateTime::from_timestamp_millis(ms)
 }
-
-/// The schema version this binary writes; a database with a newer one is refused at open.
-/// Version 2 added keys, tokens, server secrets and webhook deliveries; version 3 grant ids;
-/// version 4 the indexes retention looks up; version 5 votes, reminders and escalation; version 6
-/// channel notifications (deliveries to a channel, with the platform's message reference);
-/// version 9 the audit chain; version 10 (SQLite) an event log without `AUTOINCREMENT` or a
-/// tenant index. PostgreSQL counts its own versions (`PG_SCHEMA_VERSION`).
-pub(crate) const SCHEMA_VERSION: i64 = 10;
 
 /// Lowercase hex of `bytes`, without a formatter per byte (a hash is hexed for every event).
 pub(crate) fn hex(bytes: &[u8]) -> String {

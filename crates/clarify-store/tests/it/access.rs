@@ -1167,14 +1167,14 @@ async fn sqlite_v1_database_migrates_to_v2_keeping_its_requests() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("version");
     assert_eq!(
-        version, 10,
+        version, 11,
         "migrated to the current version (3: grant ids, 4: retention indexes, 5: votes, \
          reminders and escalation, 6: channel notifications, 7: announcements by message, \
-         8: cursors, 9: the audit chain, 10: a leaner event table)"
+         8: cursors, 9: the audit chain, 10: a leaner event table, 11: events by tenant)"
     );
     let leftovers: i64 = conn
         .query_row(
-            "SELECT count(*) FROM sqlite_master WHERE name IN ('events_tenant', 'events_v10') \
+            "SELECT count(*) FROM sqlite_master WHERE name = 'events_v10' \
              OR sql LIKE '%AUTOINCREMENT%' AND name = 'events'",
             [],
             |r| r.get(0),
@@ -1182,8 +1182,13 @@ async fn sqlite_v1_database_migrates_to_v2_keeping_its_requests() {
         .expect("schema");
     assert_eq!(
         leftovers, 0,
-        "the event table was rebuilt without its counter and index"
+        "the event table was rebuilt without its counter"
     );
+    let tenant_index: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_index_info('events_tenant') ORDER BY seqno")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .expect("index");
+    assert_eq!(tenant_index, ["tenant", "seq"], "a tenant's events by seq");
     drop(conn);
     let store = Store::open(&url, options(&clock)).await.expect("reopen");
     let found = store.authenticate(&key.token).await.expect("auth");

@@ -1,0 +1,107 @@
+//! The event feed and its audit chain: the newest events, each hashed onto the one before.
+
+use chrono::{DateTime, Utc};
+
+use super::{MAX_EVENTS, MemoryBackend, State};
+use crate::audit;
+use crate::codec::EventParts;
+use crate::error::StoreError;
+use crate::record::{Event, EventKind, RequestRecord};
+
+impl MemoryBackend {
+    pub(crate) async fn events_after(
+        &self,
+        tenant: Option<&str>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        let s = self.state();
+        let start = s.events.partition_point(|e| e.seq <= after);
+        Ok(s.events
+            .range(start..)
+            .filter(|e| tenant.is_none_or(|t| e.tenant == t))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    pub(crate) async fn audit_events(
+        &self,
+        tenant: Option<&str>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<EventParts>, StoreError> {
+        let s = self.state();
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let start = s.chain.partition_point(|e| e.seq <= after);
+        Ok(s.chain
+            .range(start..)
+            .filter(|e| tenant.is_none_or(|t| e.tenant == t))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    /// The hash the first event kept links to (the memory store forgets its oldest events).
+    pub(crate) async fn audit_base(&self) -> Result<String, StoreError> {
+        Ok(self.state().chain_base.clone())
+    }
+
+    pub(crate) async fn last_event_seq(&self) -> Result<u64, StoreError> {
+        Ok(self.state().next_event)
+    }
+
+    pub(crate) async fn pending_at(&self) -> Result<(u64, u64), StoreError> {
+        let s = self.state();
+        Ok(((s.rows.len() - s.resolved_order.len()) as u64, s.next_event))
+    }
+}
+
+impl State {
+    pub(super) fn push_event(
+        &mut self,
+        record: &RequestRecord,
+        kind: EventKind,
+        actor: Option<String>,
+        channel: Option<String>,
+        at: DateTime<Utc>,
+    ) {
+        self.next_event += 1;
+        let mut parts = EventParts {
+            seq: i64::try_from(self.next_event).unwrap_or(i64::MAX),
+            tenant: record.tenant.clone(),
+            request_id: record.id.clone(),
+            kind: kind.as_str().to_owned(),
+            actor: actor.clone(),
+            channel: channel.clone(),
+            at: crate::codec::millis(at),
+            hash: None,
+        };
+        let previous = self
+            .chain
+            .back()
+            .and_then(|e| e.hash.as_deref())
+            .unwrap_or(&self.chain_base);
+        let hash = audit::link(previous, &audit::canonical(&parts));
+        parts.hash = Some(hash.clone());
+        self.chain.push_back(parts);
+        self.events.push_back(Event {
+            seq: self.next_event,
+            tenant: record.tenant.clone(),
+            request_id: record.id.clone(),
+            kind,
+            actor,
+            channel,
+            at,
+            hash,
+        });
+        while self.events.len() > MAX_EVENTS {
+            self.events.pop_front();
+        }
+        while self.chain.len() > MAX_EVENTS {
+            if let Some(forgotten) = self.chain.pop_front() {
+                self.chain_base = forgotten.hash.unwrap_or_default();
+            }
+        }
+    }
+}

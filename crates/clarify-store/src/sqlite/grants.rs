@@ -1,0 +1,84 @@
+//! Grants: recorded with the answer that gives them, listed, and revoked.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::SqliteBackend;
+use crate::codec::millis;
+use crate::error::StoreError;
+use crate::grant::{GRANT_COLUMNS, GrantFilter, GrantParts, StoredGrant};
+
+impl SqliteBackend {
+    pub(crate) async fn grants(
+        &self,
+        tenant: &str,
+        filter: GrantFilter<'_>,
+    ) -> Result<Vec<StoredGrant>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {GRANT_COLUMNS} FROM grants WHERE tenant = ?1 \
+                 AND (?2 IS NULL OR tool = ?2) AND (?3 IS NULL OR session = ?3) \
+                 ORDER BY seq, created_at, id"
+            ))?;
+            let rows = stmt.query_map(params![tenant, filter.tool, filter.session], grant_parts)?;
+            rows.map(|row| row?.decode()).collect()
+        })
+    }
+
+    pub(crate) async fn revoke_grant(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<StoredGrant>, StoreError> {
+        let (tenant, id) = (tenant.to_owned(), id.to_owned());
+        self.write(move |conn| {
+            let parts = conn
+                .prepare_cached(&format!(
+                    "DELETE FROM grants WHERE tenant = ?1 AND id = ?2 RETURNING {GRANT_COLUMNS}"
+                ))?
+                .query_row(params![tenant, id], grant_parts)
+                .optional()?;
+            parts.map(GrantParts::decode).transpose()
+        })
+        .await
+    }
+}
+
+/// Records the grants an answer gave, in its transaction; an equal grant already stored is kept.
+pub(super) fn insert_grants(
+    conn: &Connection,
+    tenant: &str,
+    grants: &[StoredGrant],
+) -> Result<(), StoreError> {
+    for g in grants {
+        conn.prepare_cached(
+            "INSERT OR IGNORE INTO grants (tenant, tool, arguments, scope, session, created_at, \
+             id, request_id, granted_by, seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, \
+             (SELECT COALESCE(MAX(seq), 0) + 1 FROM grants))",
+        )?
+        .execute(params![
+            tenant,
+            g.grant.tool,
+            g.grant.arguments,
+            g.grant.scope.as_str(),
+            g.grant.session.as_deref().unwrap_or(""),
+            millis(g.created_at),
+            g.id,
+            g.request_id,
+            g.granted_by,
+        ])?;
+    }
+    Ok(())
+}
+
+fn grant_parts(r: &rusqlite::Row<'_>) -> rusqlite::Result<GrantParts> {
+    Ok(GrantParts {
+        id: r.get(0)?,
+        tool: r.get(1)?,
+        arguments: r.get(2)?,
+        scope: r.get(3)?,
+        session: r.get(4)?,
+        request_id: r.get(5)?,
+        granted_by: r.get(6)?,
+        created_at: r.get(7)?,
+    })
+}

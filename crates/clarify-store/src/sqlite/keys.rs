@@ -1,0 +1,203 @@
+//! API keys, login and session tokens, and server secrets.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::SqliteBackend;
+use crate::access::{ApiKey, KeyRow, TokenKind};
+use crate::codec::{KEY_COLUMNS, KeyParts, millis};
+use crate::error::StoreError;
+
+impl SqliteBackend {
+    pub(crate) async fn insert_key(&self, row: KeyRow) -> Result<bool, StoreError> {
+        self.write(move |conn| {
+            // Only the active-name index may refuse quietly; any other conflict is an error.
+            let inserted = conn
+                .prepare_cached(&format!(
+                    "INSERT INTO keys ({KEY_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+                     ON CONFLICT (name) WHERE revoked_at IS NULL DO NOTHING"
+                ))?
+                .execute(params![
+                    row.key.id,
+                    row.key.name,
+                    row.key.role.as_str(),
+                    row.key.tenant,
+                    row.digest,
+                    millis(row.key.created_at),
+                    row.key.revoked_at.map(millis),
+                ])?;
+            Ok(inserted == 1)
+        })
+        .await
+    }
+
+    pub(crate) async fn key(&self, id: &str) -> Result<Option<KeyRow>, StoreError> {
+        self.read(|conn| {
+            conn.prepare_cached(&format!("SELECT {KEY_COLUMNS} FROM keys WHERE id = ?1"))?
+                .query_row(params![id], key_parts)
+                .optional()?
+                .map(KeyParts::decode)
+                .transpose()
+        })
+    }
+
+    pub(crate) async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {KEY_COLUMNS} FROM keys ORDER BY created_at, id"
+            ))?;
+            let rows = stmt.query_map([], key_parts)?;
+            rows.map(|row| Ok(row?.decode()?.key)).collect()
+        })
+    }
+
+    pub(crate) async fn revoke_key(
+        &self,
+        name: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Option<ApiKey>, StoreError> {
+        let name = name.to_owned();
+        self.write(move |conn| {
+            let revoked = conn
+                .prepare_cached(&format!(
+                    "UPDATE keys SET revoked_at = ?2 WHERE name = ?1 AND revoked_at IS NULL \
+                     RETURNING {KEY_COLUMNS}"
+                ))?
+                .query_row(params![name, millis(at)], key_parts)
+                .optional()?;
+            let Some(parts) = revoked else {
+                return Ok(None);
+            };
+            // Its sessions and login links end with it, in the same transaction.
+            conn.prepare_cached("DELETE FROM tokens WHERE key_id = ?1")?
+                .execute(params![parts.id])?;
+            Ok(Some(parts.decode()?.key))
+        })
+        .await
+    }
+
+    pub(crate) async fn key_count(&self) -> Result<u64, StoreError> {
+        self.read(|conn| {
+            let n: i64 = conn
+                .prepare_cached("SELECT count(*) FROM keys")?
+                .query_row([], |r| r.get(0))?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
+    }
+
+    pub(crate) async fn insert_token(
+        &self,
+        kind: TokenKind,
+        digest: &str,
+        key_id: &str,
+        expires_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let (digest, key_id) = (digest.to_owned(), key_id.to_owned());
+        self.write(move |conn| {
+            // Expired tokens can never be redeemed; issuing is rare enough to sweep them here.
+            conn.prepare_cached("DELETE FROM tokens WHERE expires_at <= ?1")?
+                .execute(params![millis(now)])?;
+            conn.prepare_cached(
+                "INSERT INTO tokens (digest, kind, key_id, expires_at, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![
+                digest,
+                kind.as_str(),
+                key_id,
+                millis(expires_at),
+                millis(now)
+            ])?;
+            Ok(())
+        })
+        .await
+    }
+
+    pub(crate) async fn redeem_token(
+        &self,
+        kind: TokenKind,
+        digest: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<String>, StoreError> {
+        let now = millis(now);
+        match kind {
+            // Used up by the statement that finds it: of concurrent redemptions, the first
+            // write to run deletes the row and the others find nothing.
+            TokenKind::Login => {
+                let digest = digest.to_owned();
+                self.write(move |conn| {
+                    Ok(conn
+                        .prepare_cached(
+                            "DELETE FROM tokens WHERE digest = ?1 AND kind = ?2 \
+                             AND expires_at > ?3 RETURNING key_id",
+                        )?
+                        .query_row(params![digest, kind.as_str(), now], |r| r.get(0))
+                        .optional()?)
+                })
+                .await
+            }
+            TokenKind::Session => self.read(|conn| {
+                Ok(conn
+                    .prepare_cached(
+                        "SELECT key_id FROM tokens WHERE digest = ?1 AND kind = ?2 \
+                         AND expires_at > ?3",
+                    )?
+                    .query_row(params![digest, kind.as_str(), now], |r| r.get(0))
+                    .optional()?)
+            }),
+        }
+    }
+
+    pub(crate) async fn delete_token(&self, digest: &str) -> Result<(), StoreError> {
+        let digest = digest.to_owned();
+        self.write(move |conn| {
+            conn.prepare_cached("DELETE FROM tokens WHERE digest = ?1")?
+                .execute(params![digest])?;
+            Ok(())
+        })
+        .await
+    }
+
+    pub(crate) async fn secret(
+        &self,
+        name: &str,
+        candidate: Vec<u8>,
+    ) -> Result<Vec<u8>, StoreError> {
+        // Nearly always there already: a read then, with no write to queue for.
+        let stored = self.read(|conn| read_secret(conn, name))?;
+        if let Some(value) = stored {
+            return Ok(value);
+        }
+        let name = name.to_owned();
+        self.write(move |conn| {
+            // Whoever inserts first wins; everyone, this writer included, reads the winner.
+            conn.prepare_cached(
+                "INSERT INTO secrets (name, value) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+            )?
+            .execute(params![name, candidate])?;
+            read_secret(conn, &name)?
+                .ok_or_else(|| StoreError::Backend(format!("secret {name:?} vanished")))
+        })
+        .await
+    }
+}
+
+pub(super) fn read_secret(conn: &Connection, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT value FROM secrets WHERE name = ?1")?
+        .query_row(params![name], |r| r.get(0))
+        .optional()?)
+}
+
+fn key_parts(row: &rusqlite::Row<'_>) -> rusqlite::Result<KeyParts> {
+    Ok(KeyParts {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        role: row.get(2)?,
+        tenant: row.get(3)?,
+        digest: row.get(4)?,
+        created_at: row.get(5)?,
+        revoked_at: row.get(6)?,
+    })
+}

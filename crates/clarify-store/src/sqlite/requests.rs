@@ -1,0 +1,321 @@
+//! Requests: create (with their tags, announcements and creation event), read, list, and the
+//! conditional update that resolves one, with what goes with it in the same transaction.
+
+use std::sync::{Arc, LazyLock};
+
+use clarify_core::{Resolution, Status};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::SqliteBackend;
+use super::decoded::Decoded;
+use super::feed::append_event;
+use super::grants::insert_grants;
+use super::outbox::{follow_up, queue_delivery};
+use crate::backend::{NewRow, Resolved};
+use crate::codec::{COLUMNS, RowParts, answers_json, millis, qualified, spec_json};
+use crate::error::StoreError;
+use crate::grant::StoredGrant;
+use crate::record::{
+    Created, EventKind, ListQuery, Page, RequestRecord, StoredResolution, encode_cursor,
+};
+
+/// How many columns [`COLUMNS`] names: the index of a column selected after them.
+const ROW_COLUMNS: usize = 13;
+
+impl SqliteBackend {
+    pub(crate) async fn create(&self, row: NewRow) -> Result<Created, StoreError> {
+        let spec = spec_json(&row.request)?;
+        let decoded = Arc::clone(&self.decoded);
+        self.write(move |conn| create(conn, &decoded, row, spec))
+            .await
+    }
+
+    pub(crate) async fn get(&self, id: &str) -> Result<Option<RequestRecord>, StoreError> {
+        self.read_point(|conn| get(conn, &self.decoded, id))
+    }
+
+    pub(crate) async fn list(
+        &self,
+        tenant: &str,
+        q: &ListQuery,
+        before: Option<u64>,
+    ) -> Result<Page, StoreError> {
+        let limit = q.effective_limit();
+        let before = before.map_or(i64::MAX, |b| i64::try_from(b).unwrap_or(i64::MAX));
+        let mut sql;
+        let mut args: Vec<rusqlite::types::Value> = vec![tenant.to_owned().into()];
+        if let Some(tag) = &q.tag {
+            sql = format!(
+                "SELECT {}, r.seq FROM request_tags t JOIN requests r ON r.seq = t.seq \
+                 WHERE t.tenant = ?1 AND t.tag = ?2 AND t.seq < ?3",
+                qualified(COLUMNS, "r")
+            );
+            args.push(tag.clone().into());
+        } else {
+            sql =
+                format!("SELECT {COLUMNS}, seq FROM requests r WHERE r.tenant = ?1 AND r.seq < ?2");
+        }
+        args.push(before.into());
+        let mut filter = |column: &str, value: &str| {
+            args.push(value.to_owned().into());
+            sql.push_str(&format!(" AND r.{column} = ?{}", args.len()));
+        };
+        if let Some(status) = q.status {
+            filter("status", status.as_str());
+        }
+        if let Some(session) = &q.session {
+            filter("session", session);
+        }
+        if let Some(agent) = &q.agent {
+            filter("agent", agent);
+        }
+        sql.push_str(&format!(" ORDER BY r.seq DESC LIMIT {}", limit + 1));
+
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), |row| {
+                Ok((row_parts(row)?, row.get::<_, i64>(ROW_COLUMNS)?))
+            })?;
+            let mut records = Vec::with_capacity(limit);
+            let mut next_cursor = None;
+            for row in rows {
+                let (parts, seq) = row?;
+                if records.len() == limit {
+                    next_cursor = records
+                        .last()
+                        .map(|(_, s): &(RequestRecord, i64)| encode_cursor(*s as u64));
+                    break;
+                }
+                records.push((parts.decode()?, seq));
+            }
+            Ok(Page {
+                records: records.into_iter().map(|(r, _)| r).collect(),
+                next_cursor,
+            })
+        })
+    }
+
+    pub(crate) async fn resolve(
+        &self,
+        id: &str,
+        res: StoredResolution,
+        grants: &[StoredGrant],
+    ) -> Result<Resolved, StoreError> {
+        let id = id.to_owned();
+        let answers = answers_json(&res.resolution)?;
+        let grants = grants.to_vec();
+        let decoded = Arc::clone(&self.decoded);
+        self.write(move |conn| resolve(conn, &decoded, &id, &res, answers, &grants))
+            .await
+    }
+}
+
+fn create(
+    conn: &Connection,
+    decoded: &Decoded,
+    row: NewRow,
+    spec: String,
+) -> Result<Created, StoreError> {
+    if let Some(key) = &row.request.idempotency_key {
+        let existing = conn
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM requests WHERE tenant = ?1 AND idempotency_key = ?2"
+            ))?
+            .query_row(params![row.tenant, key], row_parts)
+            .optional()?;
+        if let Some(parts) = existing {
+            return Ok(Created {
+                record: decoded.decode(parts, None)?,
+                created: false,
+            });
+        }
+    }
+    if let Some(key) = &row.dedupe_key {
+        let existing = conn
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM requests WHERE tenant = ?1 AND dedupe_key = ?2 \
+                 AND status = 'pending' AND session IS ?3 ORDER BY seq LIMIT 1"
+            ))?
+            .query_row(params![row.tenant, key, row.request.session], row_parts)
+            .optional()?;
+        if let Some(parts) = existing {
+            return Ok(Created {
+                record: decoded.decode(parts, None)?,
+                created: false,
+            });
+        }
+    }
+    let created_ms = millis(row.created_at);
+    conn.prepare_cached(
+        "INSERT INTO requests (id, tenant, status, session, agent, spec, created_at, expires_at, \
+         idempotency_key, dedupe_key, remind_at, escalate_at) \
+         VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?
+    .execute(params![
+        row.id,
+        row.tenant,
+        row.request.session,
+        row.request.agent,
+        &spec,
+        created_ms,
+        row.expires_at.map(millis),
+        row.request.idempotency_key,
+        row.dedupe_key,
+        row.remind_at.map(millis),
+        row.escalate_at.map(millis),
+    ])?;
+    let seq = conn.last_insert_rowid();
+    if !row.request.tags.is_empty() {
+        let mut stmt =
+            conn.prepare_cached("INSERT INTO request_tags (tenant, tag, seq) VALUES (?1, ?2, ?3)")?;
+        for tag in &row.request.tags {
+            stmt.execute(params![row.tenant, tag, seq])?;
+        }
+    }
+    append_event(
+        conn,
+        &row.tenant,
+        &row.id,
+        EventKind::Created,
+        None,
+        None,
+        created_ms,
+    )?;
+    for channel in &row.announce {
+        conn.prepare_cached(
+            "INSERT INTO deliveries (request_id, tenant, url, status, created_at, \
+             next_attempt_at, event, channel) VALUES (?1, ?2, '', 'pending', ?3, ?3, 'created', ?4)",
+        )?
+        .execute(params![row.id, row.tenant, created_ms, channel])?;
+    }
+    let announced = !row.announce.is_empty();
+    let record = row.into_record();
+    // Kept even if the commit then fails: an entry is only used for a row with this spec.
+    decoded.remember(
+        &record.id,
+        Some(spec),
+        &record.request,
+        None,
+        Some(announced),
+    );
+    Ok(Created {
+        record,
+        created: true,
+    })
+}
+
+pub(super) fn get(
+    conn: &Connection,
+    decoded: &Decoded,
+    id: &str,
+) -> Result<Option<RequestRecord>, StoreError> {
+    conn.prepare_cached(&GET_REQUEST)?
+        .query_row(params![id], row_parts)
+        .optional()?
+        .map(|parts| decoded.decode(parts, None))
+        .transpose()
+}
+
+pub(super) fn resolve(
+    conn: &Connection,
+    decoded: &Decoded,
+    id: &str,
+    res: &StoredResolution,
+    answers: Option<String>,
+    grants: &[StoredGrant],
+) -> Result<Resolved, StoreError> {
+    let status = res.resolution.status();
+    let at = millis(res.resolved_at);
+    let expiring = status == Status::Expired;
+    let updated = conn
+        .prepare_cached(&RESOLVE_REQUEST)?
+        .query_row(
+            params![
+                id,
+                status.as_str(),
+                at,
+                res.actor.name,
+                res.actor.channel,
+                answers.as_deref(),
+                expiring
+            ],
+            row_parts,
+        )
+        .optional()?;
+    match updated {
+        Some(parts) => {
+            let announced = !decoded.unannounced(&parts.id, &parts.spec);
+            // The answers just stored are these: their text is not parsed back.
+            let known = match &res.resolution {
+                Resolution::Answered(a) => answers.map(|text| (text, a.clone())),
+                _ => None,
+            };
+            let record = decoded.decode(parts, known)?;
+            // Queued in the resolving transaction: both happen, or neither.
+            if let Some(url) = &record.request.callback_url {
+                queue_delivery(conn, &record.id, &record.tenant, url, at, None)?;
+            }
+            insert_grants(conn, &record.tenant, grants)?;
+            // Every announcement of it is edited to show the outcome.
+            if announced {
+                follow_up(conn, id, EventKind::for_status(status), at)?;
+            }
+            append_event(
+                conn,
+                &record.tenant,
+                id,
+                EventKind::for_status(status),
+                res.actor.name.as_deref(),
+                Some(&res.actor.channel),
+                at,
+            )?;
+            Ok(Resolved::Won(record))
+        }
+        None => Ok(match get(conn, decoded, id)? {
+            Some(record) => Resolved::Lost(record),
+            None => Resolved::NotFound,
+        }),
+    }
+}
+
+/// Reads a request by id (the hot path's statements are built once, not at every call).
+static GET_REQUEST: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {COLUMNS} FROM requests WHERE id = ?1"));
+
+/// Resolves a pending request, if its deadline allows (`?7`: expiring it), and returns its row.
+static RESOLVE_REQUEST: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE requests SET status = ?2, resolved_at = ?3, answered_by = ?4, channel = ?5, \
+         answers = ?6, remind_at = NULL, escalate_at = NULL WHERE id = ?1 AND status = 'pending' \
+         AND CASE WHEN ?7 THEN expires_at IS NOT NULL AND expires_at <= ?3 \
+         ELSE expires_at IS NULL OR expires_at > ?3 END RETURNING {COLUMNS}"
+    )
+});
+
+fn row_parts(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowParts> {
+    Ok(RowParts {
+        id: row.get(0)?,
+        tenant: row.get(1)?,
+        status: row.get(2)?,
+        spec: row.get(3)?,
+        created_at: row.get(4)?,
+        expires_at: row.get(5)?,
+        resolved_at: row.get(6)?,
+        answered_by: row.get(7)?,
+        channel: row.get(8)?,
+        answers: row.get(9)?,
+        votes: row.get(10)?,
+        remind_at: row.get(11)?,
+        escalated_at: row.get(12)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_columns_counts_the_selected_columns() {
+        assert_eq!(COLUMNS.split(", ").count(), ROW_COLUMNS);
+    }
+}

@@ -1,0 +1,123 @@
+//! What falls due with time: expiry at a request's deadline, reminders and escalation. Each
+//! pass runs in the writer's transaction, so another instance sharing the file finds the
+//! requests it handled no longer due.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, params};
+
+use super::SqliteBackend;
+use super::feed::append_event;
+use super::outbox::{follow_up, queue_delivery};
+use crate::codec::{due_column, millis, next_reminder_at, reaped_callback_url};
+use crate::error::StoreError;
+use crate::record::EventKind;
+
+impl SqliteBackend {
+    pub(crate) async fn expire_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.write(move |conn| {
+            let now_ms = millis(now);
+            let expired: Vec<(String, String, String)> = {
+                let mut stmt = conn.prepare_cached(
+                    "UPDATE requests SET status = 'expired', resolved_at = ?1, answered_by = NULL, \
+                     channel = 'system', remind_at = NULL, escalate_at = NULL WHERE seq IN (SELECT seq FROM requests WHERE status = 'pending' \
+                     AND expires_at IS NOT NULL AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2) \
+                     RETURNING id, tenant, spec",
+                )?;
+                let rows = stmt.query_map(params![now_ms, limit as i64], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?;
+                rows.collect::<Result<_, _>>()?
+            };
+            for (id, tenant, spec) in &expired {
+                if let Some(url) = reaped_callback_url(id, spec) {
+                    queue_delivery(conn, id, tenant, &url, now_ms, None)?;
+                }
+                follow_up(conn, id, EventKind::Expired, now_ms)?;
+                append_event(conn, tenant, id, EventKind::Expired, None, Some("system"), now_ms)?;
+            }
+            Ok(expired.into_iter().map(|(id, _, _)| id).collect())
+        })
+        .await
+    }
+
+    pub(crate) async fn remind_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.write(move |conn| fall_due(conn, EventKind::Reminded, millis(now), limit))
+            .await
+    }
+
+    pub(crate) async fn escalate_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.write(move |conn| fall_due(conn, EventKind::Escalated, millis(now), limit))
+            .await
+    }
+}
+
+/// Reminds (`kind` `Reminded`: the next reminder a period from `now`) or escalates
+/// (`Escalated`) up to `limit` pending requests due by `now`, and announces each; returns their
+/// ids. Runs in the writer's transaction, so another instance finds them no longer due.
+fn fall_due(
+    conn: &Connection,
+    kind: EventKind,
+    now: i64,
+    limit: usize,
+) -> Result<Vec<String>, StoreError> {
+    let reminding = kind == EventKind::Reminded;
+    let due = due(conn, due_column(kind), now, limit)?;
+    for row in &due {
+        if reminding {
+            let next = next_reminder_at(&row.0, &row.2, now);
+            conn.prepare_cached("UPDATE requests SET remind_at = ?2 WHERE id = ?1")?
+                .execute(params![row.0, next])?;
+        } else {
+            conn.prepare_cached(
+                "UPDATE requests SET escalate_at = NULL, escalated_at = ?2 WHERE id = ?1",
+            )?
+            .execute(params![row.0, now])?;
+        }
+        announce(conn, row, kind, now)?;
+    }
+    Ok(due.into_iter().map(|(id, _, _)| id).collect())
+}
+
+/// The ids, tenants and specs of up to `limit` pending requests whose `column` time is due.
+fn due(
+    conn: &Connection,
+    column: &str,
+    now: i64,
+    limit: usize,
+) -> Result<Vec<(String, String, String)>, StoreError> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT id, tenant, spec FROM requests WHERE status = 'pending' \
+         AND {column} IS NOT NULL AND {column} <= ?1 ORDER BY {column} LIMIT ?2"
+    ))?;
+    let rows = stmt.query_map(params![now, limit as i64], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Writes a system event about a pending request, and queues its webhook and a notification on
+/// each channel it was announced on.
+fn announce(
+    conn: &Connection,
+    (id, tenant, spec): &(String, String, String),
+    kind: EventKind,
+    at: i64,
+) -> Result<(), StoreError> {
+    if let Some(url) = reaped_callback_url(id, spec) {
+        queue_delivery(conn, id, tenant, &url, at, Some(kind))?;
+    }
+    follow_up(conn, id, kind, at)?;
+    append_event(conn, tenant, id, kind, None, Some("system"), at)
+}
