@@ -35,7 +35,6 @@ fn diff_block() -> Block {
     for i in 0..40 {
         diff.push_str(&format!("-old line {i}\n+new line {i}\n"));
     }
-    let diff = diff.replace("@@ -1,40 +1,40 @@", "@@ -1,40 +1,40 @@");
     Block::new(
         Some("src/a.rs".to_owned()),
         Content::Diff {
