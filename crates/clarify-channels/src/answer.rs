@@ -53,6 +53,8 @@ pub enum Focus {
     Open(usize),
     /// A deny, with its reason, of the approval question `n`.
     Deny(usize),
+    /// A request for changes, with what to change (required), of the approval question `n`.
+    Revise(usize),
     /// An approve with edited arguments of the approval question `n`.
     Edit(usize),
     /// The fields of the `form` question `n`.
@@ -67,6 +69,7 @@ impl Focus {
             Self::Other(n) => format!("other:{n}"),
             Self::Open(n) => format!("open:{n}"),
             Self::Deny(n) => format!("deny:{n}"),
+            Self::Revise(n) => format!("revise:{n}"),
             Self::Edit(n) => format!("edit:{n}"),
             Self::Form(n) => format!("form:{n}"),
         }
@@ -83,6 +86,7 @@ impl Focus {
             "other" => Self::Other(n),
             "open" => Self::Open(n),
             "deny" => Self::Deny(n),
+            "revise" => Self::Revise(n),
             "edit" => Self::Edit(n),
             "form" => Self::Form(n),
             _ => return None,
@@ -93,9 +97,12 @@ impl Focus {
     pub fn questions(self, count: usize) -> std::ops::Range<usize> {
         match self {
             Self::Request => 0..count,
-            Self::Other(n) | Self::Open(n) | Self::Deny(n) | Self::Edit(n) | Self::Form(n) => {
-                n.min(count)..n.saturating_add(1).min(count)
-            }
+            Self::Other(n)
+            | Self::Open(n)
+            | Self::Deny(n)
+            | Self::Revise(n)
+            | Self::Edit(n)
+            | Self::Form(n) => n.min(count)..n.saturating_add(1).min(count),
         }
     }
 }
@@ -154,7 +161,7 @@ pub fn input_for_error(questions: &[Question], focus: Focus, path: Option<&str>)
             input_id(n, Some(&format!("f.{}", &t["values.".len()..])))
         }
         (Focus::Other(_), _) => input_id(n, Some("other")),
-        (Focus::Deny(_), _) => input_id(n, Some("reason")),
+        (Focus::Deny(_) | Focus::Revise(_), _) => input_id(n, Some("reason")),
         (Focus::Edit(_), _) => input_id(n, Some("arguments")),
         (_, Some("reason")) => input_id(n, Some("reason")),
         (_, Some("other")) => input_id(n, Some("other")),
@@ -166,12 +173,17 @@ pub fn input_for_error(questions: &[Question], focus: Focus, path: Option<&str>)
 pub fn first_input(questions: &[Question], focus: Focus) -> String {
     let n = match focus {
         Focus::Request => 0,
-        Focus::Other(n) | Focus::Open(n) | Focus::Deny(n) | Focus::Edit(n) | Focus::Form(n) => n,
+        Focus::Other(n)
+        | Focus::Open(n)
+        | Focus::Deny(n)
+        | Focus::Revise(n)
+        | Focus::Edit(n)
+        | Focus::Form(n) => n,
     };
     let q = questions.get(n);
     match (focus, q.map(|q| &q.kind)) {
         (Focus::Other(_), _) => input_id(n, Some("other")),
-        (Focus::Deny(_), _) => input_id(n, Some("reason")),
+        (Focus::Deny(_) | Focus::Revise(_), _) => input_id(n, Some("reason")),
         (Focus::Edit(_), _) => input_id(n, Some("arguments")),
         (_, Some(QuestionKind::Form(form))) => match form.fields.first() {
             Some(f) => input_id(n, Some(&format!("f.{}", f.id))),
@@ -337,6 +349,9 @@ fn submitted(
             (QuestionKind::Approval(_), Focus::Deny(_)) => {
                 json!({"decision": "deny", "reason": text(&input_id(n, Some("reason")))})
             }
+            (QuestionKind::Approval(_), Focus::Revise(_)) => {
+                json!({"decision": "revise", "reason": text(&input_id(n, Some("reason")))})
+            }
             (QuestionKind::Approval(a), Focus::Edit(_)) => {
                 let at = input_id(n, Some("arguments"));
                 let raw = text(&at);
@@ -356,7 +371,7 @@ fn submitted(
                 json!({"decision": "approve", "scope": scope, "edited_arguments": arguments})
             }
             (QuestionKind::Approval(_), _) => {
-                // `approve:once`, `approve:session`, `approve:always` or `deny`.
+                // `approve:once`, `approve:session`, `approve:always`, `revise` or `deny`.
                 let choice =
                     one(&main).ok_or_else(|| unfit(Some(main.clone()), "choose a decision"))?;
                 let reason = text(&input_id(n, Some("reason")));
@@ -365,6 +380,9 @@ fn submitted(
                     Some(("approve", scope)) => {
                         a.insert("decision".to_owned(), json!("approve"));
                         a.insert("scope".to_owned(), json!(scope));
+                    }
+                    None if choice == "revise" => {
+                        a.insert("decision".to_owned(), json!("revise"));
                     }
                     _ => {
                         a.insert("decision".to_owned(), json!("deny"));

@@ -265,6 +265,7 @@ fn control(custom_id: &str, values: &[String]) -> Control {
             },
             "s" => Act::Skip,
             "r" => return Control::Modal(Focus::Deny(0)),
+            "c" => return Control::Modal(Focus::Revise(0)),
             "e" => return Control::Modal(Focus::Edit(0)),
             "x" => return Control::Modal(Focus::Other(0)),
             "w" => return Control::Modal(Focus::Open(0)),
@@ -303,6 +304,56 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// Room for display blocks in a message's content, whose whole limit is [`MAX_CONTENT`].
+const MAX_DISPLAY: usize = 1_000;
+
+/// Discord's markdown, for display blocks: agent text is escaped character by character, so
+/// nothing it holds formats, links or mentions (and `allowed_mentions` would stop a mention
+/// anyway); diffs go in a ```` ```diff ```` block, which Discord colours.
+#[derive(Debug, Clone, Copy)]
+pub struct Markdown;
+
+impl clarify_render::Markup for Markdown {
+    fn text(&self, s: &str) -> String {
+        escape(s)
+    }
+    fn strong(&self, inner: &str) -> String {
+        format!("**{inner}**")
+    }
+    fn emphasis(&self, inner: &str) -> String {
+        format!("*{inner}*")
+    }
+    fn strike(&self, inner: &str) -> String {
+        format!("~~{inner}~~")
+    }
+    fn code(&self, s: &str) -> String {
+        format!("`{}`", s.replace('`', "'"))
+    }
+    fn link(&self, url: &str, label: &str) -> String {
+        // Angle brackets keep Discord from embedding a preview; the encoded parentheses and
+        // brackets keep the URL from closing the link early.
+        let url = url
+            .replace('(', "%28")
+            .replace(')', "%29")
+            .replace('>', "%3E");
+        format!("[{label}](<{url}>)")
+    }
+    fn pre(&self, s: &str, language: Option<&str>) -> String {
+        format!(
+            "```{}\n{}\n```",
+            language.unwrap_or(""),
+            s.replace("```", "``\u{200b}`")
+        )
+    }
+    fn quote(&self, inner: &str) -> String {
+        inner
+            .lines()
+            .map(|l| format!("> {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
 /// `text` cut to `max` characters, then escaped.
 fn fit(text: &str, max: usize) -> String {
     escape(&cut(text, max))
@@ -336,6 +387,8 @@ pub fn message(record: &RequestRecord, answer_url: &str, mention: &[String]) -> 
         }
         None => {}
     }
+    let more = format!("[The rest is on the answer page](<{answer_url}>)");
+    parts.extend(crate::display_text(record, &Markdown, MAX_DISPLAY, &more));
     for q in &request.questions {
         let mut part = fit(&q.text, 400);
         match &q.kind {
@@ -350,14 +403,19 @@ pub fn message(record: &RequestRecord, answer_url: &str, mention: &[String]) -> 
                 }
             }
             QuestionKind::Approval(a) => {
-                let pretty = serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
                 part.push_str(&format!(
-                    "\nAction: `{}`\n{}",
-                    cut(&a.action.name, 100).replace('`', "'"),
-                    code(&pretty, 500)
+                    "\nAction: `{}`",
+                    cut(&a.action.name, 100).replace('`', "'")
                 ));
-                if pretty.chars().count() > 500 {
-                    part.push_str("\n(cut: the rest is in clarify)");
+                // The display blocks above show what the action does; without them, its
+                // arguments.
+                if request.display.is_empty() {
+                    let pretty =
+                        serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
+                    part.push_str(&format!("\n{}", code(&pretty, 500)));
+                    if pretty.chars().count() > 500 {
+                        part.push_str("\n(cut: the rest is in clarify)");
+                    }
                 }
             }
             QuestionKind::Open | QuestionKind::Form(_) => {}
@@ -480,6 +538,7 @@ fn components(record: &RequestRecord, answer_url: &str) -> Vec<Value> {
                     .collect();
                 decide.push(button("Deny", "d", DANGER));
                 rows.push(row(decide));
+                last.push(button("Request changes…", "c", SECONDARY));
                 last.push(button("Deny with reason…", "r", SECONDARY));
                 if a.allow_edit {
                     last.push(button("Edit arguments…", "e", SECONDARY));
@@ -538,6 +597,16 @@ pub fn modal(record: &RequestRecord, focus: Focus, message_id: &str) -> Option<V
         (Focus::Deny(0), QuestionKind::Approval(_)) => (
             "Deny, with a reason",
             input(input_id(0, Some("reason")), "Reason", 2, None, true),
+        ),
+        (Focus::Revise(0), QuestionKind::Approval(_)) => (
+            "Request changes",
+            input(
+                input_id(0, Some("reason")),
+                "What should change?",
+                2,
+                None,
+                true,
+            ),
         ),
         (Focus::Edit(0), QuestionKind::Approval(a)) if a.allow_edit => (
             "Approve with edited arguments",

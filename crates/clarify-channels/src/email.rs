@@ -272,6 +272,17 @@ pub fn choices(notice: &Notice<'_>) -> Vec<Choice> {
     }
 }
 
+/// The look of display blocks in a message: mail readers drop a page's stylesheet, so the few
+/// rules the blocks' classes need travel in the message's head.
+const DISPLAY_STYLE: &str = ".block{margin:0 0 1em}.block-title{font-size:1em;margin:0 0 .3em}\
+.scroll{overflow-x:auto}.code,.diff-lines{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px}\
+.diff-lines{border-collapse:collapse}.diff-lines td{padding:0 .4em;white-space:pre;vertical-align:top}\
+.diff-lines .num{color:#888;text-align:right}.diff-lines .add{background:#e6ffec}\
+.diff-lines .del{background:#ffebe9}.diff-lines .hunk{color:#555;background:#f0f4ff}\
+.diff-file{font-weight:bold;margin:.3em 0}.diff-stat .add{color:#1a7f37}.diff-stat .del{color:#cf222e}\
+.facts div{display:flex;gap:.5em}.facts dt{font-weight:bold}.facts dd{margin:0}\
+pre.code{background:#f6f8fa;padding:.5em}";
+
 /// Escapes text for HTML content and quoted attribute values.
 pub fn escape_html(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -293,8 +304,8 @@ pub fn bodies(notice: &Notice<'_>) -> (String, String) {
     let record = notice.record;
     let request = &record.request;
     let mut text = String::new();
-    let mut html = String::from(
-        "<!doctype html><html><head><meta charset=\"utf-8\"></head><body style=\"font-family: sans-serif\">",
+    let mut html = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><style>{DISPLAY_STYLE}</style></head><body style=\"font-family: sans-serif\">",
     );
     let e = escape_html;
     let _ = write!(html, "<h2>{}</h2>", e(&headline(record)));
@@ -333,6 +344,17 @@ pub fn bodies(notice: &Notice<'_>) -> (String, String) {
         }
         None => {}
     }
+    if !request.display.is_empty() {
+        // Images are served to signed-in people only; a message shows their alt text.
+        html.push_str(&clarify_render::html::blocks(&request.display, &|_| None));
+        let shown = clarify_render::render_blocks(
+            &request.display,
+            &clarify_render::text::Plain,
+            usize::MAX,
+            "",
+        );
+        let _ = writeln!(text, "{shown}\n");
+    }
     for q in &request.questions {
         let _ = writeln!(text, "{}", q.text);
         let _ = write!(html, "<p><strong>{}</strong></p>", e(&q.text));
@@ -346,6 +368,11 @@ pub fn bodies(notice: &Notice<'_>) -> (String, String) {
                     let _ = write!(html, "<li>{}{mark}</li>", e(&o.label));
                 }
                 html.push_str("</ul>");
+            }
+            QuestionKind::Approval(a) if !request.display.is_empty() => {
+                // The display blocks above show what the action does.
+                let _ = writeln!(text, "Action: {}", a.action.name);
+                let _ = write!(html, "<p>Action: <code>{}</code></p>", e(&a.action.name));
             }
             QuestionKind::Approval(a) => {
                 let pretty = serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
@@ -389,10 +416,15 @@ pub fn bodies(notice: &Notice<'_>) -> (String, String) {
         html.push_str("</p>");
         text.push('\n');
     }
-    let open = if choices.is_empty() {
-        "Answer in clarify"
-    } else {
-        "Or open the request in clarify"
+    let approval = request
+        .questions
+        .iter()
+        .any(|q| matches!(q.kind, QuestionKind::Approval(_)));
+    let open = match (choices.is_empty(), approval) {
+        (true, _) => "Answer in clarify",
+        // Requesting changes takes a reason, which a link cannot carry: the page asks for it.
+        (false, true) => "Request changes, or open the request in clarify",
+        (false, false) => "Or open the request in clarify",
     };
     let _ = writeln!(text, "{open}: {}\n", notice.answer_url);
     let _ = write!(
@@ -532,7 +564,8 @@ mod tests {
             raw.contains(&format!("In-Reply-To: {}", first.message_id)),
             "{raw}"
         );
-        assert!(raw.contains("Subject: Re: A question for you"), "{raw}");
+        // The subject is the request's summary.
+        assert!(raw.contains("Subject: Re: Ship?"), "{raw}");
         assert_ne!(reply.message_id, first.message_id);
     }
 

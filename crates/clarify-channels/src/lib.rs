@@ -25,6 +25,8 @@
 
 pub mod answer;
 pub mod discord;
+#[cfg(test)]
+mod display_tests;
 pub mod email;
 pub mod ntfy;
 mod route;
@@ -308,21 +310,30 @@ pub fn asked_by(
     }
 }
 
-/// The headline of a request: its first question's header, or what is asked.
+/// The headline of a request: its summary, given by the agent or derived (an approval's action,
+/// or the first question's header and text).
 pub fn headline(record: &RequestRecord) -> String {
-    use clarify_core::QuestionKind;
     let request = &record.request;
-    match request.questions.first() {
-        Some(q) => match (&q.header, &q.kind) {
-            (Some(h), _) => h.clone(),
-            (None, QuestionKind::Approval(a)) => format!("Approve {}?", a.action.name),
-            (None, _) => match &request.agent {
-                Some(agent) => format!("A question from {agent}"),
-                None => "A question for you".to_owned(),
-            },
-        },
-        None => "A request".to_owned(),
+    if !request.summary.is_empty() {
+        return request.summary.clone();
     }
+    match &request.agent {
+        Some(agent) => format!("A question from {agent}"),
+        None => "A question for you".to_owned(),
+    }
+}
+
+/// The request's display blocks in a platform's `markup`, within `budget` of its length; cut,
+/// they end with `more` (the platform's link to the rest on the answer page). `None` without
+/// blocks.
+pub fn display_text(
+    record: &RequestRecord,
+    markup: &dyn clarify_render::Markup,
+    budget: usize,
+    more: &str,
+) -> Option<String> {
+    let blocks = &record.request.display;
+    (!blocks.is_empty()).then(|| clarify_render::render_blocks(blocks, markup, budget, more))
 }
 
 /// `&`, `<` and `>` escaped as `&amp;`, `&lt;` and `&gt;`: all that Slack's mrkdwn and

@@ -20,6 +20,8 @@ use crate::{Notice, SendError, Sent, cut};
 /// ntfy's limit on a message's text, above which it turns the message into an attachment.
 const MAX_MESSAGE: usize = 4_000;
 const MAX_TITLE: usize = 200;
+/// Room for display blocks, as plain text, in a message.
+const MAX_DISPLAY: usize = 1_500;
 
 /// An ntfy channel: the server, the topic, and the access token if the topic needs one.
 #[derive(Clone)]
@@ -92,13 +94,7 @@ impl Ntfy {
 
     /// A follow-up push saying how the request ended, for those who saw the first one.
     pub fn resolved(&self, notice: &Notice<'_>) -> Value {
-        let headline = notice
-            .record
-            .request
-            .questions
-            .first()
-            .map(|q| q.header.clone().unwrap_or_else(|| q.text.clone()))
-            .unwrap_or_default();
+        let headline = crate::headline(notice.record);
         json!({
             "topic": self.topic,
             "title": cut(&format!("Resolved: {headline}"), MAX_TITLE),
@@ -114,9 +110,7 @@ impl Ntfy {
         let record = notice.record;
         let request = &record.request;
         let first = request.questions.first();
-        let headline = first
-            .map(|q| q.header.clone().unwrap_or_else(|| q.text.clone()))
-            .unwrap_or_default();
+        let headline = crate::headline(record);
         let title = match notice.event {
             EventKind::Reminded => format!("Reminder: {headline}"),
             EventKind::Escalated => format!("Escalated to you: {headline}"),
@@ -131,6 +125,13 @@ impl Ntfy {
             }
             None => {}
         }
+        let more = format!("(The rest is on the answer page: {})", notice.answer_url);
+        if let Some(shown) =
+            crate::display_text(record, &clarify_render::text::Plain, MAX_DISPLAY, &more)
+        {
+            text.push_str(&shown);
+            text.push_str("\n\n");
+        }
         for q in &request.questions {
             text.push_str(&q.text);
             text.push('\n');
@@ -144,6 +145,10 @@ impl Ntfy {
                         };
                         text.push_str(&format!("• {}{mark}\n", o.label));
                     }
+                }
+                // The display blocks above show what the action does.
+                QuestionKind::Approval(a) if !request.display.is_empty() => {
+                    text.push_str(&format!("Action: {}\n", a.action.name));
                 }
                 QuestionKind::Approval(a) => {
                     let args =
@@ -335,9 +340,10 @@ mod tests {
             message["message"].as_str().map(|m| m.chars().count()),
             Some(MAX_MESSAGE)
         );
+        // The title is the request's summary, itself one line of at most 120 characters.
         assert_eq!(
             message["title"].as_str().map(|m| m.chars().count()),
-            Some(MAX_TITLE)
+            Some(clarify_core::display::MAX_SUMMARY_CHARS)
         );
     }
 }

@@ -76,6 +76,8 @@ pub enum Press {
     Deny,
     /// Deny with a reason: asks for a reply.
     Reason,
+    /// Request changes: asks for a reply saying which.
+    Revise,
     /// Other, or the answer of an `open` question: asks for a reply.
     Write,
     Skip,
@@ -92,6 +94,7 @@ impl Press {
             Self::Approve(Scope::Always) => "aa".to_owned(),
             Self::Deny => "d".to_owned(),
             Self::Reason => "r".to_owned(),
+            Self::Revise => "c".to_owned(),
             Self::Write => "w".to_owned(),
             Self::Skip => "s".to_owned(),
         }
@@ -109,6 +112,7 @@ impl Press {
             ("a", "a") => Self::Approve(Scope::Always),
             ("d", "") => Self::Deny,
             ("r", "") => Self::Reason,
+            ("c", "") => Self::Revise,
             ("w", "") => Self::Write,
             ("s", "") => Self::Skip,
             _ => return None,
@@ -136,7 +140,7 @@ impl Press {
                 scope: Scope::Once,
             },
             Self::Skip => Act::Skip,
-            Self::Toggle(_) | Self::Reason | Self::Write => return None,
+            Self::Toggle(_) | Self::Reason | Self::Revise | Self::Write => return None,
         })
     }
 }
@@ -288,7 +292,7 @@ fn read_prompt(text: &str) -> Option<(String, Focus)> {
 pub fn prompt_act(focus: Focus, text: &str) -> Act {
     let input = match focus {
         Focus::Other(n) => input_id(n, Some("other")),
-        Focus::Deny(n) => input_id(n, Some("reason")),
+        Focus::Deny(n) | Focus::Revise(n) => input_id(n, Some("reason")),
         Focus::Edit(n) => input_id(n, Some("arguments")),
         Focus::Open(n) | Focus::Form(n) => input_id(n, None),
         Focus::Request => input_id(0, None),
@@ -302,6 +306,79 @@ pub fn prompt_act(focus: Focus, text: &str) -> Act {
 /// `&`, `<` and `>` escaped for Telegram's HTML parse mode.
 pub fn escape(text: &str) -> String {
     crate::escape_markup(text)
+}
+
+/// Room for display blocks in a message, whose whole limit is [`MAX_TEXT`] (counted, as
+/// Telegram counts it, after its HTML is parsed).
+const MAX_DISPLAY: usize = 2_000;
+
+/// Telegram's HTML parse mode, for display blocks: agent text is escaped, so no tag or entity
+/// forms from it; diffs are `<pre><code class="language-diff">`, which Telegram highlights.
+#[derive(Debug, Clone, Copy)]
+pub struct Html;
+
+impl clarify_render::Markup for Html {
+    fn text(&self, s: &str) -> String {
+        escape(s)
+    }
+    fn strong(&self, inner: &str) -> String {
+        format!("<b>{inner}</b>")
+    }
+    fn emphasis(&self, inner: &str) -> String {
+        format!("<i>{inner}</i>")
+    }
+    fn strike(&self, inner: &str) -> String {
+        format!("<s>{inner}</s>")
+    }
+    fn code(&self, s: &str) -> String {
+        format!("<code>{}</code>", escape(s))
+    }
+    fn link(&self, url: &str, label: &str) -> String {
+        format!(
+            "<a href=\"{}\">{label}</a>",
+            escape(url).replace('"', "&quot;")
+        )
+    }
+    fn pre(&self, s: &str, language: Option<&str>) -> String {
+        match language {
+            // Display languages are validated names (letters, digits, `+#-_.`).
+            Some(lang) => format!(
+                "<pre><code class=\"language-{}\">{}</code></pre>",
+                escape(lang),
+                escape(s)
+            ),
+            None => format!("<pre>{}</pre>", escape(s)),
+        }
+    }
+    fn quote(&self, inner: &str) -> String {
+        format!("<blockquote>{inner}</blockquote>")
+    }
+    /// What Telegram counts: the text once tags are read and entities decoded.
+    fn len(&self, s: &str) -> usize {
+        let mut n = 0;
+        let mut chars = s.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '<' => {
+                    for c in chars.by_ref() {
+                        if c == '>' {
+                            break;
+                        }
+                    }
+                }
+                '&' => {
+                    for c in chars.by_ref() {
+                        if c == ';' {
+                            break;
+                        }
+                    }
+                    n += 1;
+                }
+                _ => n += 1,
+            }
+        }
+        n
+    }
 }
 
 /// `text` cut to `max` characters, then escaped: Telegram counts the text after parsing, so
@@ -333,6 +410,11 @@ pub fn message_text(notice: &Notice<'_>, mention: &[String]) -> String {
         }
         None => {}
     }
+    let more = format!(
+        "<a href=\"{}\">The rest is on the answer page</a>",
+        escape(notice.answer_url).replace('"', "&quot;")
+    );
+    parts.extend(crate::display_text(record, &Html, MAX_DISPLAY, &more));
     for q in &request.questions {
         let mut part = fit(&q.text, 1_000);
         match &q.kind {
@@ -345,6 +427,13 @@ pub fn message_text(notice: &Notice<'_>, mention: &[String]) -> String {
                     };
                     part.push_str(&format!("\n{}. {}{mark}", i + 1, fit(&o.label, 200)));
                 }
+            }
+            QuestionKind::Approval(a) if !request.display.is_empty() => {
+                // The display blocks above show what the action does.
+                part.push_str(&format!(
+                    "\nAction: <code>{}</code>",
+                    fit(&a.action.name, 200)
+                ));
             }
             QuestionKind::Approval(a) => {
                 let pretty = serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
@@ -392,7 +481,7 @@ pub fn message_text(notice: &Notice<'_>, mention: &[String]) -> String {
     let text = parts.join("\n\n");
     // The parts are cut to fit well inside the limit; this guards the sum (cutting HTML could
     // leave a tag open, so the plain outcome is sent instead).
-    if text.chars().count() > MAX_TEXT {
+    if clarify_render::Markup::len(&Html, &text) > MAX_TEXT {
         return fit(
             &format!("{}: {}", headline(record), outcome_text(record)),
             1_000,
@@ -484,6 +573,7 @@ pub fn keyboard(record: &RequestRecord, answer_url: &str, chosen: u32) -> Value 
                     button("⛔ Deny", Press::Deny),
                     button("Deny with reason…", Press::Reason),
                 ]);
+                rows.push(vec![button("✍️ Request changes…", Press::Revise)]);
                 if a.allow_edit {
                     rows.push(vec![link("✏️ Edit arguments…", answer_url)]);
                 }
@@ -511,6 +601,7 @@ pub fn keyboard(record: &RequestRecord, answer_url: &str, chosen: u32) -> Value 
 fn prompt_text(record: &RequestRecord, announcement: &str, focus: Focus, user: &str) -> String {
     let what = match focus {
         Focus::Deny(_) => "Why deny? Reply to this message with the reason.",
+        Focus::Revise(_) => "What should change? Reply to this message to say.",
         Focus::Other(_) => "Reply to this message with your own answer.",
         _ => "Reply to this message with your answer.",
     };

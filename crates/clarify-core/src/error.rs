@@ -150,6 +150,8 @@ pub enum ValidationError {
     InvalidOnTimeout { reason: String },
     #[error("{field}: {reason}")]
     InvalidDisplay { field: String, reason: String },
+    #[error("revises: {reason}")]
+    InvalidRevises { reason: String },
 }
 
 impl ValidationError {
@@ -199,6 +201,7 @@ impl ValidationError {
             Self::InvalidSchedule { .. } => "invalid_schedule",
             Self::InvalidOnTimeout { .. } => "invalid_on_timeout",
             Self::InvalidDisplay { .. } => "invalid_display",
+            Self::InvalidRevises { .. } => "invalid_revises",
         }
     }
 }

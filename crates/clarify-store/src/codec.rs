@@ -57,10 +57,15 @@ impl RowParts {
         let corrupt = |what: &str| StoreError::Corrupt(format!("request {}: {what}", self.id));
         let request = match request {
             Some(request) => request,
-            None => Arc::new(
-                serde_json::from_str::<NewRequest>(&self.spec)
-                    .map_err(|e| corrupt(&format!("spec: {e}")))?,
-            ),
+            None => {
+                let mut request = serde_json::from_str::<NewRequest>(&self.spec)
+                    .map_err(|e| corrupt(&format!("spec: {e}")))?;
+                // A request stored before display blocks existed gets them as it would now.
+                if request.summary.is_empty() {
+                    clarify_core::display::complete(&mut request);
+                }
+                Arc::new(request)
+            }
         };
         let status: Status = self.status.parse().map_err(|_| corrupt("status"))?;
         let created_at = from_millis(self.created_at).ok_or_else(|| corrupt("created_at"))?;

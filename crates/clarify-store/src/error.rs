@@ -23,6 +23,10 @@ pub enum StoreError {
     Corrupt(String),
     #[error("invalid cursor; pass the next_cursor of the previous page")]
     InvalidCursor,
+    /// The request validates alone but not against what is stored (a `revises` naming no
+    /// resolved request of the tenant); nothing was stored.
+    #[error(transparent)]
+    Rejected(#[from] clarify_core::ValidationError),
 }
 
 impl From<rusqlite::Error> for StoreError {

@@ -271,6 +271,9 @@ impl Store {
     /// same transaction, for channel workers to claim ([`Store::claim_notifications`]); a request
     /// returned by its idempotency key or by `dedupe` was announced when it was created.
     pub async fn create(&self, tenant: &str, request: NewRequest) -> Result<Created, StoreError> {
+        if let Some(earlier) = &request.revises {
+            self.check_revises(tenant, earlier).await?;
+        }
         let channels = match &self.inner.announce {
             Some(Announce(pick)) => pick(tenant, &request),
             None => Vec::new(),
@@ -297,6 +300,21 @@ impl Store {
                 announce: channels,
             })
             .await
+    }
+
+    /// A revision follows a decision: `earlier` must be a resolved request of the same tenant.
+    async fn check_revises(&self, tenant: &str, earlier: &str) -> Result<(), StoreError> {
+        let reason = match self.get(tenant, earlier).await? {
+            None => format!("there is no request {}", clarify_core::quoted(earlier)),
+            Some(r) if !r.status.is_resolved() => format!(
+                "request {} is still pending; a revision follows a decision",
+                clarify_core::quoted(earlier)
+            ),
+            Some(_) => return Ok(()),
+        };
+        Err(StoreError::Rejected(
+            clarify_core::ValidationError::InvalidRevises { reason },
+        ))
     }
 
     /// The request, if it exists in `tenant`.

@@ -30,6 +30,82 @@ pub fn escape(text: &str) -> String {
     crate::escape_markup(text)
 }
 
+/// Display blocks shown in one message, at most; the rest are on the answer page.
+const MAX_DISPLAY_SECTIONS: usize = 10;
+
+/// Slack's mrkdwn, for display blocks. Agent text is escaped (`&`, `<`, `>`), so no `<!channel>`,
+/// `<@user>` or `<url|link>` can form from it; links are made here only from checked URLs.
+#[derive(Debug, Clone, Copy)]
+pub struct Mrkdwn;
+
+impl clarify_render::Markup for Mrkdwn {
+    fn text(&self, s: &str) -> String {
+        escape(s)
+    }
+    fn strong(&self, inner: &str) -> String {
+        format!("*{inner}*")
+    }
+    fn emphasis(&self, inner: &str) -> String {
+        format!("_{inner}_")
+    }
+    fn strike(&self, inner: &str) -> String {
+        format!("~{inner}~")
+    }
+    fn code(&self, s: &str) -> String {
+        format!("`{}`", escape(&s.replace('`', "'")))
+    }
+    fn link(&self, url: &str, label: &str) -> String {
+        format!("<{}|{label}>", link_url(url))
+    }
+    fn pre(&self, s: &str, _language: Option<&str>) -> String {
+        // A fence inside would close the block; a zero-width space keeps it open.
+        format!("```\n{}\n```", escape(&s.replace("```", "``\u{200b}`")))
+    }
+    fn quote(&self, inner: &str) -> String {
+        inner
+            .lines()
+            .map(|l| format!("&gt; {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// A URL as Slack's `<url|text>` needs it: the characters that would end it encoded.
+fn link_url(url: &str) -> String {
+    url.replace('|', "%7C")
+        .replace('<', "%3C")
+        .replace('>', "%3E")
+}
+
+/// Sections showing the request's display blocks, each within a section's limit, the ones past
+/// [`MAX_DISPLAY_SECTIONS`] left to the answer page.
+fn display_sections(notice: &Notice<'_>) -> Vec<Value> {
+    let blocks = &notice.record.request.display;
+    let more = format!(
+        "<{}|The rest is on the answer page>",
+        link_url(notice.answer_url)
+    );
+    let mut out: Vec<Value> = blocks
+        .iter()
+        .take(MAX_DISPLAY_SECTIONS)
+        .map(|b| {
+            section(clarify_render::render_blocks(
+                std::slice::from_ref(b),
+                &Mrkdwn,
+                MAX_SECTION,
+                &more,
+            ))
+        })
+        .collect();
+    if blocks.len() > MAX_DISPLAY_SECTIONS {
+        out.push(section(format!(
+            "{} more blocks: {more}",
+            blocks.len() - MAX_DISPLAY_SECTIONS
+        )));
+    }
+    out
+}
+
 /// `text` escaped and cut so that the escaped text, with `…` when cut, has at most `max`
 /// characters; an escape is never cut in half.
 pub fn fit(text: &str, max: usize) -> String {
@@ -111,6 +187,7 @@ pub fn message(notice: &Notice<'_>, mention: &[String]) -> (String, Vec<Value>) 
         }
         None => {}
     }
+    blocks.extend(display_sections(notice));
     let whole_form = request.questions.len() > 1;
     for (n, q) in request.questions.iter().enumerate() {
         blocks.extend(question_blocks(
@@ -200,13 +277,14 @@ fn mention_of(id: &str) -> String {
 
 fn status_icon(record: &RequestRecord) -> &'static str {
     use clarify_core::Status;
-    let denied = record.outcome().is_some_and(|o| {
-        o.questions
-            .iter()
-            .any(|q| q.decision == Some(clarify_core::Decision::Deny))
-    });
+    let decided = |d: clarify_core::Decision| {
+        record
+            .outcome()
+            .is_some_and(|o| o.questions.iter().any(|q| q.decision == Some(d)))
+    };
     match record.status {
-        Status::Answered if denied => ":no_entry:",
+        Status::Answered if decided(clarify_core::Decision::Deny) => ":no_entry:",
+        Status::Answered if decided(clarify_core::Decision::Revise) => ":pencil2:",
         Status::Answered => ":white_check_mark:",
         Status::Skipped => ":fast_forward:",
         Status::Expired => ":hourglass:",
@@ -260,12 +338,17 @@ fn question_blocks(
     }
     blocks.push(section(text));
     if let QuestionKind::Approval(a) = &q.kind {
-        let pretty = serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
-        blocks.push(section(format!(
-            "*Action:* `{}`\n{}",
-            escape(&crate::cut(&a.action.name, 200)),
-            code(&pretty, notice.answer_url)
-        )));
+        let action = format!("*Action:* `{}`", escape(&crate::cut(&a.action.name, 200)));
+        // The display blocks above show what the action does; without them, its arguments.
+        if record.request.display.is_empty() {
+            let pretty = serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
+            blocks.push(section(format!(
+                "{action}\n{}",
+                code(&pretty, notice.answer_url)
+            )));
+        } else {
+            blocks.push(section(action));
+        }
     }
     if let QuestionKind::Form(form) = &q.kind {
         let fields: Vec<String> = form
@@ -359,6 +442,7 @@ fn question_blocks(
                     style,
                 ));
             }
+            elements.push(button("Request changes…", "form_revise", "", None));
             elements.push(button("Deny", "deny", "deny", Some("danger")));
             elements.push(button("Deny with reason…", "form_deny", "", None));
             if a.allow_edit && editable(&a.action.arguments) {
@@ -431,6 +515,17 @@ pub fn modal(record: &RequestRecord, focus: Focus) -> Option<Value> {
             (QuestionKind::Approval(_), Focus::Deny(_)) => {
                 title = "Deny";
                 blocks.push(text_input(n, Some("reason"), "Why deny?", true, true, None));
+            }
+            (QuestionKind::Approval(_), Focus::Revise(_)) => {
+                title = "Request changes";
+                blocks.push(text_input(
+                    n,
+                    Some("reason"),
+                    "What should change?",
+                    true,
+                    true,
+                    None,
+                ));
             }
             (QuestionKind::Approval(a), Focus::Edit(_)) => {
                 title = "Edit and approve";
@@ -506,6 +601,7 @@ pub fn modal(record: &RequestRecord, focus: Focus) -> Option<Value> {
                     .iter()
                     .map(|s| option(scope_label(*s), &format!("approve:{s}")))
                     .collect();
+                options.push(option("Request changes (say which below)", "revise"));
                 options.push(option("Deny", "deny"));
                 blocks.push(json!({
                     "type": "input",

@@ -273,6 +273,7 @@ fn block_action(payload: &Value, user: String) -> Result<Inbound, InboundError> 
         "form_other" => open(Focus::Other(question), trigger()?),
         "form_open" => open(Focus::Open(question), trigger()?),
         "form_deny" => open(Focus::Deny(question), trigger()?),
+        "form_revise" => open(Focus::Revise(question), trigger()?),
         "form_edit" => open(Focus::Edit(question), trigger()?),
         "form_form" => open(Focus::Form(question), trigger()?),
         other => {
