@@ -78,6 +78,33 @@ impl Record {
         self.0["answered_by"].as_str()
     }
 
+    /// One line naming what is asked.
+    pub fn summary(&self) -> &str {
+        self.0["summary"].as_str().unwrap_or_default()
+    }
+
+    /// The display blocks, as the server shows them: an image block has its `url` instead of
+    /// its data (the data is read from there), and is kept here with its alt text. A block this
+    /// client cannot read is left out.
+    pub fn display(&self) -> Vec<clarify_core::display::Block> {
+        use clarify_core::display::{Block, Content};
+        self.0["display"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|b| match b["type"].as_str() {
+                Some("image") => Some(Block::new(
+                    b["title"].as_str().map(str::to_owned),
+                    Content::Image {
+                        data: String::new(),
+                        alt: b["alt"].as_str().unwrap_or_default().to_owned(),
+                    },
+                )),
+                _ => serde_json::from_value(b.clone()).ok(),
+            })
+            .collect()
+    }
+
     /// The request as core validates it, for typed replies and answer checks on the client
     /// side. Records are in canonical form, which parses back to the same request.
     pub fn request(&self) -> Result<NewRequest, ClientError> {

@@ -191,7 +191,7 @@ async fn countdown(expires_at: Option<String>) {
 }
 
 #[derive(Debug, Args)]
-#[command(group = clap::ArgGroup::new("reply").required(true).multiple(true).args(["option", "other", "text", "approve", "deny", "skip", "body"]))]
+#[command(group = clap::ArgGroup::new("reply").required(true).multiple(true).args(["option", "other", "text", "approve", "deny", "revise", "skip", "body"]))]
 pub struct AnswerArgs {
     /// The request id.
     pub id: String,
@@ -202,25 +202,28 @@ pub struct AnswerArgs {
     #[arg(long)]
     pub other: Option<String>,
     /// The answer to an open question.
-    #[arg(long, conflicts_with_all = ["option", "other", "approve", "deny", "skip"])]
+    #[arg(long, conflicts_with_all = ["option", "other", "approve", "deny", "revise", "skip"])]
     pub text: Option<String>,
     /// Approve the proposed action.
-    #[arg(long, conflicts_with_all = ["option", "other", "deny", "skip"])]
+    #[arg(long, conflicts_with_all = ["option", "other", "deny", "revise", "skip"])]
     pub approve: bool,
     /// Deny the proposed action.
-    #[arg(long, conflicts_with_all = ["option", "other", "approve", "skip"])]
+    #[arg(long, conflicts_with_all = ["option", "other", "approve", "revise", "skip"])]
     pub deny: bool,
+    /// Request changes to the proposed action, saying which with --reason.
+    #[arg(long, requires = "reason", conflicts_with_all = ["option", "other", "approve", "deny", "skip"])]
+    pub revise: bool,
     /// With --approve: once, session or always.
     #[arg(long, value_parser = ["once", "session", "always"])]
     pub scope: Option<String>,
-    /// With --approve or --deny: why.
+    /// With --approve or --deny: why; with --revise: what to change.
     #[arg(long)]
     pub reason: Option<String>,
     /// Skip the request.
-    #[arg(long, conflicts_with_all = ["option", "other", "approve", "deny"])]
+    #[arg(long, conflicts_with_all = ["option", "other", "approve", "deny", "revise"])]
     pub skip: bool,
     /// A whole answer body as JSON, e.g. for a request of several questions.
-    #[arg(long, conflicts_with_all = ["option", "other", "text", "approve", "deny", "skip"])]
+    #[arg(long, conflicts_with_all = ["option", "other", "text", "approve", "deny", "revise", "skip"])]
     pub body: Option<String>,
     /// Print the outcome as JSON.
     #[arg(long)]
@@ -236,8 +239,13 @@ pub async fn answer(args: AnswerArgs) -> anyhow::Result<ExitCode> {
         serde_json::from_str::<Value>(raw).context("--body is not valid JSON")?
     } else if args.skip {
         json!({"skip": true})
-    } else if args.approve || args.deny {
-        let mut a = json!({"decision": if args.approve { "approve" } else { "deny" }});
+    } else if args.approve || args.deny || args.revise {
+        let decision = match (args.approve, args.deny) {
+            (true, _) => "approve",
+            (_, true) => "deny",
+            _ => "revise",
+        };
+        let mut a = json!({ "decision": decision });
         if let Some(s) = &args.scope {
             a["scope"] = json!(s);
         }
@@ -263,7 +271,7 @@ pub async fn answer(args: AnswerArgs) -> anyhow::Result<ExitCode> {
         json!({"other": o})
     } else {
         anyhow::bail!(
-            "say how to answer: --option, --other, --text, --approve, --deny, --skip or --body"
+            "say how to answer: --option, --other, --text, --approve, --deny, --revise, --skip or --body"
         );
     };
     let outcome = client.answer(&args.id, &body).await?;

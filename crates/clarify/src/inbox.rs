@@ -127,7 +127,14 @@ async fn handle(client: &Client, input: &mut Input, record: Record) -> anyhow::R
             return Ok(Done::Moved);
         }
         let request = record.request()?;
-        println!("── {} ──", render::dim(&id));
+        println!(
+            "── {} ── {}",
+            render::dim(&id),
+            render::bold(record.summary())
+        );
+        if let Some(line) = render::asked(&record) {
+            println!("{}", render::dim(&line));
+        }
         if let Some(ctx) = match &record.0["context"] {
             Value::String(s) => Some(s.clone()),
             Value::Object(_) => serde_json::to_string_pretty(&record.0["context"]).ok(),
@@ -135,9 +142,13 @@ async fn handle(client: &Client, input: &mut Input, record: Record) -> anyhow::R
         } {
             println!("{}\n", render::dim(&ctx));
         }
+        if let Some(shown) = render::display(&record) {
+            println!("{shown}\n");
+        }
         if let Some(line) = render::quorum(&record.0) {
             println!("{}\n", render::bold(&line));
         }
+        let displayed = !record.display().is_empty();
         let mut answers = Map::new();
         let mut skip = false;
         for (q, shown) in request
@@ -145,7 +156,7 @@ async fn handle(client: &Client, input: &mut Input, record: Record) -> anyhow::R
             .iter()
             .zip(record.0["questions"].as_array().into_iter().flatten())
         {
-            print!("{}", render::question(shown));
+            print!("{}", render::question(shown, displayed));
             if let QuestionKind::Form(form) = &q.kind {
                 let Some(values) = form_values(input, form) else {
                     return Ok(Done::EndOfInput);

@@ -14,19 +14,23 @@ pub fn styled() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
 }
 
+/// `text` (which an agent may have written: its control characters are replaced) in bold.
 pub fn bold(text: &str) -> String {
+    let text = clarify_render::text::inert(text);
     if styled() {
         format!("\x1b[1m{text}\x1b[0m")
     } else {
-        text.to_owned()
+        text
     }
 }
 
+/// `text` (its control characters replaced) dimmed.
 pub fn dim(text: &str) -> String {
+    let text = clarify_render::text::inert(text);
     if styled() {
         format!("\x1b[2m{text}\x1b[0m")
     } else {
-        text.to_owned()
+        text
     }
 }
 
@@ -57,6 +61,29 @@ fn answer_text(answer: &Value) -> String {
     }
 }
 
+/// Who asked and how long is left, as the web inbox heads a request: `agent deployer · session
+/// s1 · 14:59 left`; `None` when there is nothing to say.
+pub fn asked(record: &Record) -> Option<String> {
+    let v = &record.0;
+    let mut parts = Vec::new();
+    if let Some(a) = v["agent"].as_str() {
+        parts.push(format!("agent {a}"));
+    }
+    if let Some(s) = v["session"].as_str() {
+        parts.push(format!("session {s}"));
+    }
+    let left = v["expires_at"]
+        .as_str()
+        .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
+        .map(|at| (at.with_timezone(&chrono::Utc) - chrono::Utc::now()).num_seconds());
+    match left {
+        Some(s) if s > 0 => parts.push(format!("{} left", clock(s))),
+        Some(_) => parts.push("expiring".to_owned()),
+        None => parts.push("never expires".to_owned()),
+    }
+    Some(parts.join(" · "))
+}
+
 /// "skipped by alice", "expired: nobody answered in time", ...
 pub fn status_sentence(record: &Record) -> String {
     let by = record
@@ -72,15 +99,24 @@ pub fn status_sentence(record: &Record) -> String {
     }
 }
 
-/// The first question's text, on one line, at most `max` characters.
+/// What is asked, on one line, at most `max` characters: the request's summary (or, from an
+/// older server without one, its first question).
 fn summary(record: &Record, max: usize) -> String {
     let q = &record.0["questions"][0];
-    let text = q["header"]
-        .as_str()
-        .map(|h| format!("[{h}] "))
-        .unwrap_or_default()
-        + q["text"].as_str().unwrap_or("");
-    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = match record.summary() {
+        "" => {
+            q["header"]
+                .as_str()
+                .map(|h| format!("[{h}] "))
+                .unwrap_or_default()
+                + q["text"].as_str().unwrap_or("")
+        }
+        summary => summary.to_owned(),
+    };
+    let one_line: String = clarify_render::text::inert(&text)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     if one_line.chars().count() > max {
         let cut: String = one_line.chars().take(max.saturating_sub(1)).collect();
         format!("{cut}…")
@@ -110,7 +146,29 @@ pub fn table(records: &[Record]) -> String {
     out
 }
 
-/// The context, each question with its numbered options, for `show` and `inbox`.
+/// The display blocks: diffs with `+` and `-` (green and red on a terminal), code indented,
+/// facts as `label: value`; plain in a pipe. Control characters the agent wrote are never
+/// passed to the terminal.
+pub fn display(record: &Record) -> Option<String> {
+    let blocks = record.display();
+    if blocks.is_empty() {
+        return None;
+    }
+    let markup: &dyn clarify_render::Markup = if styled() {
+        &clarify_render::text::Ansi
+    } else {
+        &clarify_render::text::Plain
+    };
+    Some(clarify_render::render_blocks(
+        &blocks,
+        markup,
+        usize::MAX,
+        "",
+    ))
+}
+
+/// The context, the display blocks, each question with its numbered options, for `show` and
+/// `inbox`.
 pub fn request(record: &Record) -> String {
     let mut out = String::new();
     let v = &record.0;
@@ -124,11 +182,15 @@ pub fn request(record: &Record) -> String {
         }
         _ => {}
     }
+    if let Some(shown) = display(record) {
+        let _ = writeln!(out, "{shown}\n");
+    }
     if let Some(line) = quorum(v) {
         let _ = writeln!(out, "{line}\n");
     }
+    let displayed = v["display"].as_array().is_some_and(|d| !d.is_empty());
     for q in v["questions"].as_array().into_iter().flatten() {
-        out.push_str(&question(q));
+        out.push_str(&question(q, displayed));
     }
     out
 }
@@ -172,7 +234,9 @@ pub fn field_prompt(f: &clarify_core::Field) -> String {
     out
 }
 
-pub fn question(q: &Value) -> String {
+/// One question; `displayed` when display blocks above already show what an approval's action
+/// does, so its arguments are not repeated.
+pub fn question(q: &Value, displayed: bool) -> String {
     let mut out = String::new();
     if let Some(h) = q["header"].as_str() {
         let _ = writeln!(out, "{}", dim(&format!("[{h}]")));
@@ -196,7 +260,7 @@ pub fn question(q: &Value) -> String {
                     out,
                     "  {}. {letter}) {}{mark}{desc}",
                     i + 1,
-                    o["label"].as_str().unwrap_or("")
+                    clarify_render::text::inert(o["label"].as_str().unwrap_or(""))
                 );
             }
             let several = if q["kind"] == "multi" {
@@ -219,10 +283,16 @@ pub fn question(q: &Value) -> String {
         }
         Some("approval") => {
             let action = &q["action"];
-            let args = serde_json::to_string_pretty(&action["arguments"]).unwrap_or_default();
-            let _ = writeln!(out, "  action: {}", action["name"].as_str().unwrap_or(""));
-            for line in args.lines() {
-                let _ = writeln!(out, "    {line}");
+            let _ = writeln!(
+                out,
+                "  action: {}",
+                clarify_render::text::inert(action["name"].as_str().unwrap_or(""))
+            );
+            if !displayed {
+                let args = serde_json::to_string_pretty(&action["arguments"]).unwrap_or_default();
+                for line in args.lines() {
+                    let _ = writeln!(out, "    {}", clarify_render::text::inert(line));
+                }
             }
             let scopes: Vec<&str> = q["scopes"]
                 .as_array()
@@ -234,7 +304,7 @@ pub fn question(q: &Value) -> String {
                 out,
                 "{}",
                 dim(&format!(
-                    "  reply approve or deny (scopes: {}; deny may add a reason)",
+                    "  reply approve or deny (scopes: {}; deny may add a reason), or revise followed by what to change",
                     scopes.join(", ")
                 ))
             );
