@@ -130,9 +130,10 @@ enum Command {
         after_help = "Examples:\n  clarify gate --policy policy.toml -- npx -y @modelcontextprotocol/server-filesystem /srv\n  clarify gate --url http://127.0.0.1:9000/mcp\n\nApprovals go to the server at CLARIFY_URL with the key in CLARIFY_TOKEN."
     )]
     Gate(gate::GateArgs),
-    /// Gate Claude Code's tool calls on a human: the hook, and its installation.
+    /// Gate coding agents' tool calls on a person: the hooks of Claude Code, Codex, Cursor,
+    /// Gemini CLI and GitHub Copilot, and their installation.
     #[command(
-        after_help = "Examples:\n  clarify hook install --scope project\n  echo '{...hook event...}' | clarify hook claude-code --policy policy.toml"
+        after_help = "Examples:\n  clarify hook install --scope project\n  clarify hook install --agent codex\n  echo '{...hook event...}' | clarify hook claude-code --policy policy.toml"
     )]
     Hook {
         #[command(subcommand)]

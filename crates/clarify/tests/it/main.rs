@@ -6,7 +6,7 @@ mod crash;
 mod faults;
 mod flood;
 mod gate;
-mod hook;
+mod hooks;
 mod mcp;
 mod operating;
 mod serve;
