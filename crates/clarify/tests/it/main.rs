@@ -1,5 +1,6 @@
 //! Tests of the `clarify` binary as people run it: real processes, real sockets, real stores.
 
+mod acp;
 mod cli;
 mod config;
 mod crash;
