@@ -14,9 +14,11 @@
 //!   sending the answer to the waiter's response (p50, p99), on SQLite.
 //! - `pg-wake`: the same across two server processes sharing PostgreSQL
 //!   (`CLARIFY_TEST_POSTGRES`, default `postgres://postgres@127.0.0.1:5432/test`).
-//! - `hook` (only when named): the time one `clarify hook claude-code` process takes, from start
-//!   to its decision on stdout, when the policy decides and when a grant does (no human either
-//!   way), beside the time to start the binary at all (`clarify --version`); on SQLite.
+//! - `hook` (only when named): the time one `clarify hook <agent>` process takes, for each coding
+//!   agent's hook (Claude Code, Codex, Cursor, Gemini CLI, Copilot) given an event in its
+//!   agent's shape, from start to its decision on stdout, when the policy decides and when a
+//!   grant does (no human either way), beside the time to start the binary at all (`clarify
+//!   --version`); on SQLite.
 
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -188,65 +190,108 @@ async fn hook(dir: &std::path::Path) {
     let admin = key(&db, "admin", "default");
     let server = Server::start(&db).await;
     let client = reqwest::Client::new();
-    // A grant: an approval of this call answered with scope `always`.
-    let action = json!({"name": "Bash", "arguments": {"command": "npm test"}});
-    let record = post(
-        &client,
-        format!("{}/v1/requests", server.url),
-        &admin,
-        json!({
-        "questions": [{"text": "Run it?", "kind": "approval", "action": action,
-                       "scopes": ["once", "always"]}]}),
-    )
-    .await;
-    let id = record["id"].as_str().expect("id");
-    post(
-        &client,
-        format!("{}/v1/requests/{id}/answer", server.url),
-        &admin,
-        json!({"decision": "approve", "scope": "always"}),
-    )
-    .await;
+    // Grants: an approval of each agent's shell command answered with scope `always`. Tool names
+    // are compared ignoring case, so `Bash` covers Claude Code, Codex and Copilot CLI's `bash`.
+    for tool in ["Bash", "Shell", "run_shell_command"] {
+        let action = json!({"name": tool, "arguments": {"command": "npm test"}});
+        let record = post(
+            &client,
+            format!("{}/v1/requests", server.url),
+            &admin,
+            json!({
+            "questions": [{"text": "Run it?", "kind": "approval", "action": action,
+                           "scopes": ["once", "always"]}]}),
+        )
+        .await;
+        let id = record["id"].as_str().expect("id");
+        post(
+            &client,
+            format!("{}/v1/requests/{id}/answer", server.url),
+            &admin,
+            json!({"decision": "approve", "scope": "always"}),
+        )
+        .await;
+    }
     let policy = dir.join("policy.toml");
-    std::fs::write(&policy, "allow = [\"Read\"]\n").expect("policy");
+    std::fs::write(
+        &policy,
+        "allow = [\"Read\", \"read_file\", \"MCP:search\", \"view\"]\n",
+    )
+    .expect("policy");
     let policy = policy.display().to_string();
-    let event = |tool: &str, input: Value| {
-        json!({
-        "session_id": "bench", "cwd": "/tmp", "hook_event_name": "PreToolUse",
-        "tool_name": tool, "tool_input": input, "tool_use_id": "toolu_1"})
-        .to_string()
+    // Each agent's event, in its own shape, for a call the policy allows and one a grant covers.
+    let claude = |tool: &str, input: Value| {
+        json!({"session_id": "bench", "cwd": "/tmp", "hook_event_name": "PreToolUse",
+               "tool_name": tool, "tool_input": input, "tool_use_id": "toolu_1"})
     };
+    let codex = |tool: &str, input: Value| {
+        json!({"session_id": "bench", "turn_id": "t1", "transcript_path": null, "cwd": "/tmp",
+               "hook_event_name": "PermissionRequest", "model": "gpt-5.1-codex",
+               "permission_mode": "default", "tool_name": tool, "tool_input": input})
+    };
+    let cursor_policy = json!({"conversation_id": "bench", "generation_id": "g1",
+        "hook_event_name": "beforeMCPExecution", "workspace_roots": ["/tmp"],
+        "tool_name": "search", "tool_input": "{\"q\": \"x\"}", "command": "mcp"});
+    let cursor_grant = json!({"conversation_id": "bench", "generation_id": "g1",
+        "hook_event_name": "beforeShellExecution", "workspace_roots": ["/tmp"],
+        "command": "npm test", "cwd": "/tmp"});
+    let gemini = |tool: &str, input: Value| {
+        json!({"session_id": "bench", "transcript_path": "/tmp/t.json", "cwd": "/tmp",
+               "hook_event_name": "BeforeTool", "timestamp": "2026-11-25T09:30:00Z",
+               "tool_name": tool, "tool_input": input})
+    };
+    let copilot = |tool: &str, input: Value| {
+        json!({"sessionId": "bench", "timestamp": 1764063000000_u64, "cwd": "/tmp",
+               "toolName": tool, "toolArgs": input.to_string()})
+    };
+    let npm_test = || json!({"command": "npm test"});
+    let read = || json!({"file_path": "/tmp/a"});
+    let agents = [
+        (
+            "claude-code",
+            claude("Read", read()),
+            claude("Bash", npm_test()),
+        ),
+        ("codex", codex("Read", read()), codex("Bash", npm_test())),
+        ("cursor", cursor_policy, cursor_grant),
+        (
+            "gemini",
+            gemini("read_file", read()),
+            gemini("run_shell_command", npm_test()),
+        ),
+        (
+            "copilot",
+            copilot("view", read()),
+            copilot("bash", npm_test()),
+        ),
+    ];
     let env = [
         ("CLARIFY_URL", server.url.as_str()),
         ("CLARIFY_TOKEN", admin.as_str()),
     ];
     let samples = 100;
     let start = timed(&["--version"], &env, "", "clarify", samples);
-    let by_policy = timed(
-        &["hook", "claude-code", "--policy", &policy],
-        &env,
-        &event("Read", json!({"file_path": "/tmp/a"})),
-        "\"allow\"",
-        samples,
+    println!(
+        "start only (clarify --version): {} runs, p50 {:.2} ms, p99 {:.2} ms",
+        start.len(),
+        ms(percentile(&start, 0.5)),
+        ms(percentile(&start, 0.99))
     );
-    let by_grant = timed(
-        &["hook", "claude-code", "--policy", &policy],
-        &env,
-        &event("Bash", json!({"command": "npm test"})),
-        "Approved earlier",
-        samples,
-    );
-    for (name, times) in [
-        ("start only (clarify --version)", &start),
-        ("decided by the policy", &by_policy),
-        ("decided by a grant (HTTP check)", &by_grant),
-    ] {
-        println!(
-            "hook claude-code, {name}: {} runs, process start to decision p50 {:.2} ms, p99 {:.2} ms",
-            times.len(),
-            ms(percentile(times, 0.5)),
-            ms(percentile(times, 0.99))
-        );
+    for (agent, by_policy, by_grant) in agents {
+        let args = ["hook", agent, "--policy", &policy];
+        let by_policy = timed(&args, &env, &by_policy.to_string(), "allow", samples);
+        let by_grant = timed(&args, &env, &by_grant.to_string(), "allow", samples);
+        for (name, times) in [
+            ("decided by the policy", &by_policy),
+            ("decided by a grant (HTTP check)", &by_grant),
+        ] {
+            println!(
+                "hook {agent}, {name}: {} runs, process start to decision p50 {:.2} ms, p99 {:.2} ms",
+                times.len(),
+                ms(percentile(times, 0.5)),
+                ms(percentile(times, 0.99))
+            );
+        }
     }
 }
 
