@@ -21,6 +21,11 @@
 //! from the request and the agent's earlier `session/update`s about that call; the session is
 //! ACP's `sessionId`.
 //!
+//! The relay is written here on `serde_json` rather than on the `agent-client-protocol` crate:
+//! that SDK types every message it handles and answers unknown methods itself, while a proxy
+//! must hand on what it does not understand (other methods, newer protocol versions, `_meta`)
+//! exactly as it came, and looks into one method only.
+//!
 //! The proxy keeps running when clarify is out of reach (the editor's prompt then decides), and
 //! stops when either side closes: when the editor closes its stdin the agent's stdin is closed
 //! and the agent given a few seconds to exit; when the agent's stdout closes, the proxy ends with

@@ -148,9 +148,11 @@ trait Agent {
 async fn hook<A: Agent>(args: &HookArgs) -> ExitCode {
     let mut event = None;
     let decided = async {
-        let gate = args.gate()?;
         let raw = decide::read_stdin()?;
         let parsed = event.insert(A::parse(&raw)?);
+        // After the event is read, so that an agent blocked by an answer rather than an exit
+        // code (Copilot CLI) is blocked by a bad policy file too.
+        let gate = args.gate()?;
         A::decide(parsed, &gate).await
     }
     .await;

@@ -169,6 +169,18 @@ async fn timeouts_policy_and_an_unreachable_clarify() {
             .is_some_and(|r| r.contains("nothing answers at")),
         "{out}"
     );
+    // A bad policy file blocks Copilot CLI's call with a deny too.
+    let missing = dir.join("missing.toml").display().to_string();
+    let bad_policy = finished(hook(
+        AGENT,
+        &url,
+        "ck_none",
+        &["--policy", &missing],
+        &fixture("copilot/cli.json", &s),
+    ))
+    .await;
+    assert!(bad_policy.stderr.contains("missing.toml"), "{bad_policy:?}");
+    assert_eq!(bad_policy.json()["permissionDecision"], "deny");
     let open = finished(hook(
         AGENT,
         &url,
