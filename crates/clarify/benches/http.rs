@@ -149,40 +149,31 @@ async fn post(client: &reqwest::Client, url: String, key: &str, body: Value) -> 
     r.json().await.expect("json")
 }
 
-/// Runs `clarify ARGS` with `stdin` `samples` times; the sorted wall times.
-fn timed(
-    args: &[&str],
-    env: &[(&str, &str)],
-    stdin: &str,
-    expect: &str,
-    samples: usize,
-) -> Vec<Duration> {
+/// One run of `clarify ARGS` with `stdin`, from start to exit; its stdout must contain
+/// `expect`.
+fn timed_once(args: &[String], env: &[(&str, &str)], stdin: &str, expect: &str) -> Duration {
     use std::io::Write as _;
-    let mut times = Vec::with_capacity(samples);
-    for _ in 0..samples {
-        let started = Instant::now();
-        let mut child = Command::new(BIN)
-            .args(args)
-            .envs(env.iter().copied())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("clarify starts");
-        if let Some(mut input) = child.stdin.take() {
-            input.write_all(stdin.as_bytes()).expect("stdin written");
-        }
-        let out = child.wait_with_output().expect("clarify ends");
-        times.push(started.elapsed());
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            stdout.contains(expect),
-            "{stdout} {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    let started = Instant::now();
+    let mut child = Command::new(BIN)
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("clarify starts");
+    if let Some(mut input) = child.stdin.take() {
+        input.write_all(stdin.as_bytes()).expect("stdin written");
     }
-    times.sort();
-    times
+    let out = child.wait_with_output().expect("clarify ends");
+    let elapsed = started.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(expect),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    elapsed
 }
 
 async fn hook(dir: &std::path::Path) {
@@ -269,29 +260,53 @@ async fn hook(dir: &std::path::Path) {
         ("CLARIFY_URL", server.url.as_str()),
         ("CLARIFY_TOKEN", admin.as_str()),
     ];
-    let samples = 100;
-    let start = timed(&["--version"], &env, "", "clarify", samples);
-    println!(
-        "start only (clarify --version): {} runs, p50 {:.2} ms, p99 {:.2} ms",
-        start.len(),
-        ms(percentile(&start, 0.5)),
-        ms(percentile(&start, 0.99))
-    );
+    // One run of each case per round, so that a change in the machine's load during the run
+    // touches every case alike.
+    let mut cases: Vec<(String, Vec<String>, String, &str)> = vec![(
+        "start only (clarify --version)".to_owned(),
+        vec!["--version".to_owned()],
+        String::new(),
+        "clarify",
+    )];
     for (agent, by_policy, by_grant) in agents {
-        let args = ["hook", agent, "--policy", &policy];
-        let by_policy = timed(&args, &env, &by_policy.to_string(), "allow", samples);
-        let by_grant = timed(&args, &env, &by_grant.to_string(), "allow", samples);
-        for (name, times) in [
-            ("decided by the policy", &by_policy),
-            ("decided by a grant (HTTP check)", &by_grant),
-        ] {
-            println!(
-                "hook {agent}, {name}: {} runs, process start to decision p50 {:.2} ms, p99 {:.2} ms",
-                times.len(),
-                ms(percentile(times, 0.5)),
-                ms(percentile(times, 0.99))
-            );
+        let args: Vec<String> = ["hook", agent, "--policy", &policy]
+            .iter()
+            .map(|a| (*a).to_owned())
+            .collect();
+        cases.push((
+            format!("hook {agent}, decided by the policy"),
+            args.clone(),
+            by_policy.to_string(),
+            "allow",
+        ));
+        cases.push((
+            format!("hook {agent}, decided by a grant (HTTP check)"),
+            args,
+            by_grant.to_string(),
+            "allow",
+        ));
+    }
+    let samples = 100;
+    let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(samples); cases.len()];
+    for _ in 0..samples {
+        for (case, (_, args, stdin, expect)) in cases.iter().enumerate() {
+            times[case].push(timed_once(args, &env, stdin, expect));
         }
+    }
+    let start_p50 = {
+        times[0].sort();
+        percentile(&times[0], 0.5)
+    };
+    for ((name, ..), times) in cases.iter().zip(&mut times) {
+        times.sort();
+        let p50 = percentile(times, 0.5);
+        println!(
+            "{name}: {} runs, process start to decision p50 {:.2} ms, p99 {:.2} ms (p50 {:+.2} ms over a bare start)",
+            times.len(),
+            ms(p50),
+            ms(percentile(times, 0.99)),
+            ms(p50) - ms(start_p50),
+        );
     }
 }
 
