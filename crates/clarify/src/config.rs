@@ -3,7 +3,8 @@
 //!
 //! TOML, every part optional: `[server]` (what `serve`'s flags set; a flag or its environment
 //! variable wins over the file), `[[channels]]`, `[[routes]]`, `[identities]`, and the tool-name
-//! policies `[claude_code]` (for `clarify hook claude-code`) and `[gate]` (for `clarify gate`).
+//! policies `[claude_code]` (for every `clarify hook <agent>` and `clarify acp`) and `[gate]` (for
+//! `clarify gate`).
 //! A secret is given as a value (`bot_token = "..."`) or as the name of an environment variable
 //! (`bot_token_env = "SLACK_BOT_TOKEN"`). Whatever is wrong (an unknown key, a wrong type, a
 //! missing secret, a route to a channel that does not exist) stops the command with one line

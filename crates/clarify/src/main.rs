@@ -1,9 +1,10 @@
 //! The `clarify` command: parses flags and calls into the library crates.
 //!
 //! Server commands (`serve`, `keys`, `audit`, `backup`) work on a store; client commands (`ask`, `inbox`,
-//! `answer`, `list`, `show`, `cancel`, `hook`) talk HTTP to a running server at `CLARIFY_URL` with the key in
+//! `answer`, `list`, `show`, `cancel`, `hook`, `acp`) talk HTTP to a running server at `CLARIFY_URL` with the key in
 //! `CLARIFY_TOKEN`; `mcp` serves MCP on stdio over either. Errors are one line on stderr saying what went wrong and what to do.
 
+mod acp;
 mod audit;
 mod client;
 mod config;
@@ -132,14 +133,21 @@ enum Command {
         after_help = "Examples:\n  clarify gate --policy policy.toml -- npx -y @modelcontextprotocol/server-filesystem /srv\n  clarify gate --url http://127.0.0.1:9000/mcp\n\nApprovals go to the server at CLARIFY_URL with the key in CLARIFY_TOKEN."
     )]
     Gate(gate::GateArgs),
-    /// Gate Claude Code's tool calls on a human: the hook, and its installation.
+    /// Gate coding agents' tool calls on a person: the hooks of Claude Code, Codex, Cursor,
+    /// Gemini CLI and GitHub Copilot, and their installation.
     #[command(
-        after_help = "Examples:\n  clarify hook install --scope project\n  echo '{...hook event...}' | clarify hook claude-code --policy policy.toml"
+        after_help = "Examples:\n  clarify hook install --scope project\n  clarify hook install --agent codex\n  echo '{...hook event...}' | clarify hook claude-code --policy policy.toml"
     )]
     Hook {
         #[command(subcommand)]
         command: hook::HookCommand,
     },
+    /// An Agent Client Protocol proxy between an editor and an agent on stdio: each permission
+    /// request the agent makes also goes to clarify, and the first answer wins.
+    #[command(
+        after_help = "Examples (as the agent command an editor such as Zed starts):\n  clarify acp -- gemini --experimental-acp\n  clarify acp --policy policy.toml -- claude-code-acp\n\nApprovals go to the server at CLARIFY_URL with the key in CLARIFY_TOKEN; stdout carries only\nthe agent's messages."
+    )]
+    Acp(acp::AcpArgs),
     /// Check a configuration file: exit 0 when `clarify serve --config` would accept it, or 1
     /// with one line naming the key and the problem.
     #[command(
@@ -328,5 +336,6 @@ async fn run(cli: Cli, given: Vec<String>) -> anyhow::Result<ExitCode> {
         Command::Mcp(args) => mcp::run(args).await,
         Command::Hook { command } => hook::run(command).await,
         Command::Gate(args) => gate::run(args).await,
+        Command::Acp(args) => acp::run(args).await,
     }
 }

@@ -1,20 +1,19 @@
-//! Merging the clarify hook into a Claude Code settings file without disturbing the rest.
+//! Merging a clarify hook into a coding agent's settings file without disturbing the rest.
 //!
 //! A settings file holds the user's own keys and hooks, in their order and layout. Parsing it
 //! into a `serde_json::Value` and writing it back would sort every object's keys, so the merge
 //! keeps each value it does not change as the exact text it was ([`RawValue`]) and rewrites only
-//! `hooks.PreToolUse`. The clarify hook is recognised by its command (`... hook claude-code`),
-//! so installing twice leaves one entry, updated to the newest matcher and command.
+//! the lists of the events it registers (`hooks.PreToolUse`, `hooks.BeforeTool`, ...). The
+//! clarify hook is recognised by its command (`... hook codex`), so installing twice leaves one
+//! entry, updated to the newest matcher, command and timeout. Every agent's file has this shape
+//! (`hooks` of event lists); they differ in what an entry holds.
 
 use std::fmt;
 use std::path::Path;
 
 use serde::de::{Deserializer, MapAccess, Visitor};
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
-
-/// What marks a hook command as this hook.
-const MARKER: &str = " hook claude-code";
 
 /// A JSON object with its entries in file order, each value as its original text.
 #[derive(Debug, Default)]
@@ -41,60 +40,79 @@ impl<'de> serde::Deserialize<'de> for Ordered {
     }
 }
 
-/// The settings text with the clarify hook registered for `PreToolUse` with `matcher`,
-/// `command` and `timeout` (seconds); `existing` is the file's text, if there is one.
-pub fn merge_hook(
+/// One hook to register: the event it runs on and the value placed in that event's list (a
+/// matcher group `{"matcher", "hooks": [...]}` or, for agents without groups, the hook entry
+/// itself).
+#[derive(Debug, Clone)]
+pub struct Registration {
+    pub event: String,
+    pub entry: Value,
+}
+
+/// The settings text with `registrations` in place of any earlier clarify hooks for the same
+/// events (recognised by `marker` in their command, such as ` hook codex`), and with the
+/// top-level `defaults` a file needs (such as `"version": 1`) where it has none; `existing` is
+/// the file's text, if there is one.
+pub fn merge_hooks(
     existing: Option<&str>,
-    matcher: &str,
-    command: &str,
-    timeout: u64,
+    defaults: &[(&str, Value)],
+    registrations: &[Registration],
+    marker: &str,
 ) -> Result<String, String> {
     let mut top = match existing.filter(|t| !t.trim().is_empty()) {
         None => Ordered::default(),
         Some(text) => serde_json::from_str::<Ordered>(text)
             .map_err(|e| format!("not a JSON object of settings ({e})"))?,
     };
+    for (key, value) in defaults.iter().rev() {
+        if !top.0.iter().any(|(k, _)| k == key) {
+            let raw = RawValue::from_string(value.to_string()).map_err(|e| e.to_string())?;
+            top.0.insert(0, ((*key).to_owned(), raw));
+        }
+    }
     let mut hooks = match top.0.iter().find(|(k, _)| k == "hooks") {
         None => Ordered::default(),
         Some((_, raw)) => serde_json::from_str::<Ordered>(raw.get())
             .map_err(|e| format!("`hooks` is not an object ({e})"))?,
     };
-    let groups: Vec<Box<RawValue>> = match hooks.0.iter().find(|(k, _)| k == "PreToolUse") {
-        None => Vec::new(),
-        Some((_, raw)) => serde_json::from_str(raw.get())
-            .map_err(|e| format!("`hooks.PreToolUse` is not a list ({e})"))?,
-    };
-    let ours = json!({
-        "matcher": matcher,
-        "hooks": [{"type": "command", "command": command, "timeout": timeout}],
-    });
-
-    // Each group as text at depth 3 (top > hooks > PreToolUse > group).
-    let mut texts: Vec<String> = Vec::new();
-    let mut placed = false;
-    for raw in &groups {
-        let mut group: Value = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
-        if group == ours && !placed {
-            placed = true;
-            texts.push(raw.get().to_owned());
-            continue;
-        }
-        let Some(entries) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
-            texts.push(raw.get().to_owned());
-            continue;
+    for registration in registrations {
+        let event = registration.event.as_str();
+        let entries: Vec<Box<RawValue>> = match hooks.0.iter().find(|(k, _)| k == event) {
+            None => Vec::new(),
+            Some((_, raw)) => serde_json::from_str(raw.get())
+                .map_err(|e| format!("`hooks.{event}` is not a list ({e})"))?,
         };
-        let before = entries.len();
-        entries.retain(|h| !is_ours(h));
-        if entries.len() == before {
-            texts.push(raw.get().to_owned());
-        } else if !entries.is_empty() {
-            texts.push(pretty(&group, 3));
+        let ours = &registration.entry;
+        // Each entry as text at depth 3 (top > hooks > event > entry).
+        let mut texts: Vec<String> = Vec::new();
+        let mut placed = false;
+        for raw in &entries {
+            let mut entry: Value = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+            if entry == *ours && !placed {
+                placed = true;
+                texts.push(raw.get().to_owned());
+                continue;
+            }
+            if is_ours(&entry, marker) {
+                continue;
+            }
+            let Some(group) = entry.get_mut("hooks").and_then(Value::as_array_mut) else {
+                texts.push(raw.get().to_owned());
+                continue;
+            };
+            let before = group.len();
+            group.retain(|h| !is_ours(h, marker));
+            if group.len() == before {
+                texts.push(raw.get().to_owned());
+            } else if !group.is_empty() {
+                texts.push(pretty(&entry, 3));
+            }
         }
+        if !placed {
+            texts.push(pretty(ours, 3));
+        }
+        set(&mut hooks, event, array(&texts, 2));
     }
-    if !placed {
-        texts.push(pretty(&ours, 3));
-    }
-    set(&mut hooks, "PreToolUse", array(&texts, 2));
     let hooks_text = object(&hooks, 1);
     set(&mut top, "hooks", hooks_text);
     let mut out = object(&top, 0);
@@ -102,10 +120,13 @@ pub fn merge_hook(
     Ok(out)
 }
 
-fn is_ours(hook: &Value) -> bool {
-    hook["command"]
-        .as_str()
-        .is_some_and(|c| c.contains(MARKER) || c.starts_with("hook claude-code"))
+/// Whether a hook entry runs this clarify hook (`command`, or Copilot CLI's `bash`).
+fn is_ours(hook: &Value, marker: &str) -> bool {
+    ["command", "bash"].iter().any(|key| {
+        hook[*key]
+            .as_str()
+            .is_some_and(|c| c.contains(marker) || c.starts_with(marker.trim_start()))
+    })
 }
 
 /// Replaces (or appends) `key` with the JSON text `text`.
@@ -185,9 +206,29 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     const CMD: &str = "/usr/bin/clarify hook claude-code";
+
+    /// Claude Code's registration: one matcher group under `PreToolUse`.
+    fn merge_hook(
+        existing: Option<&str>,
+        matcher: &str,
+        command: &str,
+        timeout: u64,
+    ) -> Result<String, String> {
+        let entry = json!({
+            "matcher": matcher,
+            "hooks": [{"type": "command", "command": command, "timeout": timeout}],
+        });
+        let registration = Registration {
+            event: "PreToolUse".to_owned(),
+            entry,
+        };
+        merge_hooks(existing, &[], &[registration], " hook claude-code")
+    }
 
     #[test]
     fn keeps_other_keys_and_hooks_in_order_and_is_idempotent() {
@@ -247,5 +288,53 @@ mod tests {
         ] {
             assert!(merge_hook(Some(bad), "Bash", CMD, 900).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn flat_entries_and_defaults_for_agents_without_groups() {
+        let existing = r#"{"hooks": {"beforeShellExecution": [{"command": "./audit.sh"}, {"command": "/old/clarify hook cursor", "timeout": 5}]}}"#;
+        let ours =
+            json!({"command": "/usr/bin/clarify hook cursor", "timeout": 900, "failClosed": true});
+        let registrations = [
+            Registration {
+                event: "beforeShellExecution".to_owned(),
+                entry: ours.clone(),
+            },
+            Registration {
+                event: "beforeMCPExecution".to_owned(),
+                entry: ours.clone(),
+            },
+        ];
+        let defaults = [("version", json!(1))];
+        let once =
+            merge_hooks(Some(existing), &defaults, &registrations, " hook cursor").expect("merged");
+        let twice =
+            merge_hooks(Some(&once), &defaults, &registrations, " hook cursor").expect("merged");
+        assert_eq!(once, twice, "installing again changes nothing");
+        let v: Value = serde_json::from_str(&once).expect("valid JSON");
+        assert_eq!(v["version"], 1);
+        assert_eq!(
+            v["hooks"]["beforeShellExecution"],
+            json!([{"command": "./audit.sh"}, ours]),
+            "the old clarify entry is replaced, the other kept: {once}"
+        );
+        assert_eq!(v["hooks"]["beforeMCPExecution"], json!([ours]));
+        assert!(once.starts_with("{\n  \"version\": 1,"), "{once}");
+    }
+
+    #[test]
+    fn another_agents_hook_is_left_alone() {
+        let claude = merge_hook(None, "Bash", CMD, 900).expect("merged");
+        let registration = Registration {
+            event: "PreToolUse".to_owned(),
+            entry: json!({"matcher": "Bash", "hooks": [{"type": "command", "command": "/usr/bin/clarify hook codex"}]}),
+        };
+        let both = merge_hooks(Some(&claude), &[], &[registration], " hook codex").expect("merged");
+        let v: Value = serde_json::from_str(&both).expect("valid JSON");
+        assert_eq!(
+            v["hooks"]["PreToolUse"].as_array().map(Vec::len),
+            Some(2),
+            "{both}"
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! Tests of the `clarify` binary as people run it: real processes, real sockets, real stores.
 
+mod acp;
 mod book;
 mod cli;
 mod config;
@@ -7,7 +8,7 @@ mod crash;
 mod faults;
 mod flood;
 mod gate;
-mod hook;
+mod hooks;
 mod mcp;
 mod operating;
 mod serve;

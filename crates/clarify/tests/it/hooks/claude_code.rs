@@ -1,83 +1,16 @@
-//! `clarify hook claude-code` as Claude Code runs it: one process per hook event, the event as
-//! JSON on stdin, the decision as JSON on stdout, against a real server answered over HTTP.
-//! And `clarify hook install` into a settings file that already has hooks.
+//! `clarify hook claude-code`: `PreToolUse`, `PermissionRequest` (with `AskUserQuestion`) and
+//! `Elicitation` events; and `clarify hook install` into a settings file that already has
+//! hooks.
 
 use std::path::Path;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
 
-use crate::support::{Api, BIN, Server, free_port, temp_dir, unique};
+use super::{answer, finished, fixture, hook, nowhere, pending, server, session};
+use crate::support::{temp_dir, unique};
 
-/// A server on a memory store and an admin client of it.
-async fn server() -> (Server, Api) {
-    let server = Server::start("memory:", &[]).await;
-    let key = server
-        .stderr()
-        .split_whitespace()
-        .find(|w| w.starts_with("ck_"))
-        .expect("the first admin key is printed")
-        .to_owned();
-    let api = Api::new(&server.url, &key);
-    (server, api)
-}
-
-/// What a hook process did.
-#[derive(Debug)]
-struct Ran {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Ran {
-    /// Stdout parsed: it must be one JSON object and nothing else.
-    fn json(&self) -> Value {
-        assert_eq!(self.code, 0, "exit code; stderr: {}", self.stderr);
-        serde_json::from_str(self.stdout.trim_end())
-            .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}): {:?}", self.stdout))
-    }
-}
-
-/// Starts `clarify hook claude-code ARGS` with `event` on stdin.
-fn hook(url: &str, key: &str, args: &[&str], event: &Value) -> tokio::task::JoinHandle<Ran> {
-    let mut command = tokio::process::Command::new(BIN);
-    command
-        .args(["hook", "claude-code"])
-        .args(args)
-        .env("CLARIFY_URL", url)
-        .env("CLARIFY_TOKEN", key)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let input = event.to_string();
-    tokio::spawn(async move {
-        let mut child = command.spawn().expect("clarify hook starts");
-        let mut stdin = child.stdin.take().expect("stdin");
-        stdin
-            .write_all(input.as_bytes())
-            .await
-            .expect("event written");
-        drop(stdin);
-        let out = child.wait_with_output().await.expect("clarify hook ends");
-        Ran {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
-    })
-}
-
-async fn finished(task: tokio::task::JoinHandle<Ran>) -> Ran {
-    tokio::time::timeout(Duration::from_secs(30), task)
-        .await
-        .expect("the hook decided in time")
-        .expect("hook task")
-}
+/// Claude Code's hook.
+const AGENT: &str = "claude-code";
 
 fn pre_tool_use(session: &str, tool: &str, input: Value, transcript: Option<&Path>) -> Value {
     let mut event = json!({
@@ -93,34 +26,6 @@ fn pre_tool_use(session: &str, tool: &str, input: Value, transcript: Option<&Pat
         event["transcript_path"] = json!(path.display().to_string());
     }
     event
-}
-
-/// The pending request of `session`, once it exists.
-async fn pending(api: &Api, session: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let (_, page) = api
-            .get(&format!("/v1/requests?status=pending&session={session}"))
-            .await;
-        if let Some(r) = page["requests"].get(0) {
-            return r.clone();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no request appeared for {session}"
-        );
-        tokio::time::sleep(Duration::from_millis(30)).await;
-    }
-}
-
-async fn answer(api: &Api, record: &Value, body: Value) {
-    let id = record["id"].as_str().expect("id");
-    let (status, reply) = api.post(&format!("/v1/requests/{id}/answer"), body).await;
-    assert_eq!(status, 200, "{reply}");
-}
-
-fn session() -> String {
-    format!("sess-{}", unique())
 }
 
 #[tokio::test]
@@ -149,7 +54,7 @@ async fn approvals_edits_denials_and_session_grants() {
         json!({"command": "rm -rf build"}),
         Some(&transcript),
     );
-    let running = hook(&server.url, &api.key, &[], &event);
+    let running = hook(AGENT, &server.url, &api.key, &[], &event);
     let record = pending(&api, &s).await;
     assert_eq!(record["agent"], "claude-code");
     assert_eq!(record["tool_call_id"], event["tool_use_id"]);
@@ -178,6 +83,7 @@ async fn approvals_edits_denials_and_session_grants() {
     // Approve with edited input: it comes back as updatedInput.
     let s = session();
     let running = hook(
+        AGENT,
         &server.url,
         &api.key,
         &[],
@@ -200,6 +106,7 @@ async fn approvals_edits_denials_and_session_grants() {
     // Deny with a reason: Claude is told why.
     let s = session();
     let running = hook(
+        AGENT,
         &server.url,
         &api.key,
         &[],
@@ -223,6 +130,7 @@ async fn approvals_edits_denials_and_session_grants() {
     let s = session();
     let call = json!({"command": "npm test"});
     let running = hook(
+        AGENT,
         &server.url,
         &api.key,
         &[],
@@ -240,6 +148,7 @@ async fn approvals_edits_denials_and_session_grants() {
         "allow"
     );
     let again = finished(hook(
+        AGENT,
         &server.url,
         &api.key,
         &[],
@@ -264,6 +173,7 @@ async fn approvals_edits_denials_and_session_grants() {
     // Another session is asked again.
     let other = session();
     let running = hook(
+        AGENT,
         &server.url,
         &api.key,
         &[],
@@ -282,6 +192,7 @@ async fn no_answer_in_time_asks_or_denies_and_ends_the_request() {
     let (server, api) = server().await;
     let s = session();
     let out = finished(hook(
+        AGENT,
         &server.url,
         &api.key,
         &["--wait", "1s"],
@@ -305,6 +216,7 @@ async fn no_answer_in_time_asks_or_denies_and_ends_the_request() {
 
     let s = session();
     let out = finished(hook(
+        AGENT,
         &server.url,
         &api.key,
         &["--wait", "1s", "--on-timeout", "deny"],
@@ -320,17 +232,18 @@ async fn no_answer_in_time_asks_or_denies_and_ends_the_request() {
 
 #[tokio::test]
 async fn unreachable_clarify_blocks_the_call_unless_fail_open() {
-    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    let nowhere = nowhere();
     let event = pre_tool_use(&session(), "Bash", json!({"command": "ls"}), None);
-    let ran = finished(hook(&nowhere, "ck_none", &[], &event)).await;
+    let ran = finished(hook(AGENT, &nowhere, "ck_none", &[], &event)).await;
     assert_eq!(ran.code, 2, "{ran:?}");
     assert_eq!(ran.stdout, "", "nothing but a decision on stdout");
     assert!(ran.stderr.contains("nothing answers at"), "{}", ran.stderr);
-    let ran = finished(hook(&nowhere, "ck_none", &["--fail-open"], &event)).await;
+    let ran = finished(hook(AGENT, &nowhere, "ck_none", &["--fail-open"], &event)).await;
     assert_eq!((ran.code, ran.stdout.as_str()), (0, ""), "{ran:?}");
 
     // Input that is not a hook event blocks too.
     let ran = finished(hook(
+        AGENT,
         &nowhere,
         "ck_none",
         &[],
@@ -351,9 +264,10 @@ async fn policy_decides_without_reaching_clarify() {
     )
     .expect("policy");
     let policy = policy.display().to_string();
-    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    let nowhere = nowhere();
     let s = session();
     let allowed = finished(hook(
+        AGENT,
         &nowhere,
         "ck_none",
         &["--policy", &policy],
@@ -363,6 +277,7 @@ async fn policy_decides_without_reaching_clarify() {
     .json();
     assert_eq!(allowed["hookSpecificOutput"]["permissionDecision"], "allow");
     let denied = finished(hook(
+        AGENT,
         &nowhere,
         "ck_none",
         &["--policy", &policy],
@@ -382,7 +297,7 @@ async fn policy_decides_without_reaching_clarify() {
     let config = config.display().to_string();
     let decide = async |tool: &str, args: &[&str]| {
         let event = pre_tool_use(&s, tool, json!({}), None);
-        finished(hook(&nowhere, "ck_none", args, &event)).await
+        finished(hook(AGENT, &nowhere, "ck_none", args, &event)).await
     };
     let from_config = decide("Grep", &["--config", &config]).await.json();
     assert_eq!(
@@ -403,6 +318,7 @@ async fn policy_decides_without_reaching_clarify() {
     std::fs::write(dir.join("bad.toml"), "allow = [\"Read\"]\nalow = [\"x\"]\n").expect("policy");
     let bad = dir.join("bad.toml").display().to_string();
     let ran = finished(hook(
+        AGENT,
         &nowhere,
         "ck_none",
         &["--policy", &bad],
@@ -424,7 +340,7 @@ async fn permission_request_events_get_a_decision_object() {
     let mut event = pre_tool_use(&s, "Bash", json!({"command": "git push"}), None);
     event["hook_event_name"] = json!("PermissionRequest");
     event.as_object_mut().map(|e| e.remove("tool_use_id"));
-    let running = hook(&server.url, &api.key, &[], &event);
+    let running = hook(AGENT, &server.url, &api.key, &[], &event);
     let record = pending(&api, &s).await;
     answer(
         &api,
@@ -440,7 +356,7 @@ async fn permission_request_events_get_a_decision_object() {
 
     let s = session();
     event["session_id"] = json!(s);
-    let running = hook(&server.url, &api.key, &[], &event);
+    let running = hook(AGENT, &server.url, &api.key, &[], &event);
     let record = pending(&api, &s).await;
     answer(
         &api,
@@ -470,6 +386,7 @@ async fn ask_user_question_is_answered_through_clarify() {
          "options": [{"label": "Postgres", "description": "shared"}, {"label": "SQLite", "description": "embedded"}]},
     ]);
     let running = hook(
+        AGENT,
         &server.url,
         &api.key,
         &[],
@@ -501,65 +418,122 @@ async fn ask_user_question_is_answered_through_clarify() {
     );
 }
 
-#[test]
-fn install_merges_into_existing_settings_idempotently() {
-    let home = temp_dir("hook-home");
-    let settings = home.join(".claude").join("settings.json");
-    std::fs::create_dir_all(settings.parent().expect("dir")).expect("dir");
-    let existing = json!({
-        "permissions": {"allow": ["Bash(npm test)"]},
-        "hooks": {
-            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "audit.sh"}]}],
-            "Stop": [{"hooks": [{"type": "command", "command": "notify.sh"}]}],
-        },
-        "model": "opus",
-    });
-    std::fs::write(
-        &settings,
-        serde_json::to_string_pretty(&existing).expect("json"),
-    )
-    .expect("write");
-    let install = || {
-        let out = std::process::Command::new(BIN)
-            .args(["hook", "install", "--scope", "user"])
-            .env("HOME", &home)
-            .output()
-            .expect("clarify hook install runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::fs::read_to_string(&settings).expect("settings")
-    };
-    let once = install();
-    let twice = install();
-    assert_eq!(once, twice, "installing twice changes nothing");
-    let v: Value = serde_json::from_str(&once).expect("settings stay JSON");
-    assert_eq!(v["permissions"], existing["permissions"]);
-    assert_eq!(v["model"], "opus");
-    assert_eq!(v["hooks"]["Stop"], existing["hooks"]["Stop"]);
-    let groups = v["hooks"]["PreToolUse"].as_array().expect("PreToolUse");
-    assert_eq!(groups.len(), 2, "{once}");
+#[tokio::test]
+async fn elicitations_become_forms_and_the_values_come_back() {
+    let (server, api) = server().await;
+
+    // Accept: the server's schema is the form; the values come back as the content, an enum
+    // value that is not an id given back as the server spelled it.
+    let s = session();
+    let event = fixture("claude-code/elicitation.json", &s);
+    let running = hook(AGENT, &server.url, &api.key, &[], &event);
+    let record = pending(&api, &s).await;
+    let question = &record["questions"][0];
+    assert_eq!(question["kind"], "form", "{record}");
     assert_eq!(
-        groups[0], existing["hooks"]["PreToolUse"][0],
-        "the other hook is kept"
+        question["text"],
+        "Which environment should the release go to?"
     );
-    let ours = &groups[1]["hooks"][0];
-    assert_eq!(ours["type"], "command");
-    assert!(
-        ours["command"]
-            .as_str()
-            .is_some_and(|c| c.ends_with(" hook claude-code")),
-        "{ours}"
+    assert_eq!(question["header"], "deploy");
+    assert_eq!(record["agent"], "claude-code");
+    assert_eq!(record["context"]["mcp_server"], "deploy");
+    let ids: Vec<&str> = question["fields"]
+        .as_array()
+        .expect("fields")
+        .iter()
+        .filter_map(|f| f["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["environment", "replicas", "notify"]);
+    answer(
+        &api,
+        &record,
+        json!({"answers": {"q1": {"values": {"environment": "production-eu", "replicas": 3, "notify": true}}}}),
+    )
+    .await;
+    assert_eq!(
+        finished(running).await.json(),
+        json!({"hookSpecificOutput": {"hookEventName": "Elicitation", "action": "accept",
+               "content": {"environment": "prod/eu", "replicas": 3, "notify": true}}})
     );
-    assert!(
-        ours["timeout"].as_u64().is_some_and(|t| t > 600),
-        "above the 10 minute wait: {ours}"
-    );
-    assert!(
-        groups[1]["matcher"]
-            .as_str()
-            .is_some_and(|m| m.contains("mcp__.*"))
-    );
+
+    // Skipped in clarify: declined; cancelled in clarify: cancelled.
+    for (resolve, action) in [("skip", "decline"), ("cancel", "cancel")] {
+        let s = session();
+        let running = hook(
+            AGENT,
+            &server.url,
+            &api.key,
+            &[],
+            &fixture("claude-code/elicitation.json", &s),
+        );
+        let record = pending(&api, &s).await;
+        let id = record["id"].as_str().expect("id");
+        let (status, reply) = if resolve == "skip" {
+            api.post(&format!("/v1/requests/{id}/answer"), json!({"skip": true}))
+                .await
+        } else {
+            api.post(&format!("/v1/requests/{id}/cancel"), json!({}))
+                .await
+        };
+        assert_eq!(status, 200, "{reply}");
+        assert_eq!(
+            finished(running).await.json(),
+            json!({"hookSpecificOutput": {"hookEventName": "Elicitation", "action": action}})
+        );
+    }
+
+    // Nobody answers: Claude Code's own dialog (nothing printed), or declined with `deny`.
+    let s = session();
+    let ran = finished(hook(
+        AGENT,
+        &server.url,
+        &api.key,
+        &["--wait", "1s"],
+        &fixture("claude-code/elicitation.json", &s),
+    ))
+    .await;
+    assert_eq!((ran.code, ran.stdout.as_str()), (0, ""), "{ran:?}");
+    let s = session();
+    let out = finished(hook(
+        AGENT,
+        &server.url,
+        &api.key,
+        &["--wait", "1s", "--on-timeout", "deny"],
+        &fixture("claude-code/elicitation.json", &s),
+    ))
+    .await
+    .json();
+    assert_eq!(out["hookSpecificOutput"]["action"], "decline", "{out}");
+
+    // A schema clarify cannot show as a form, and a URL to visit: Claude Code asks itself.
+    let s = session();
+    let mut event = fixture("claude-code/elicitation.json", &s);
+    event["requested_schema"]["properties"]["environment"]["pattern"] = json!("^[a-z]+$");
+    let ran = finished(hook(AGENT, &server.url, &api.key, &[], &event)).await;
+    assert_eq!((ran.code, ran.stdout.as_str()), (0, ""), "{ran:?}");
+    assert!(ran.stderr.contains("cannot show"), "{ran:?}");
+    let mut event = fixture("claude-code/elicitation.json", &s);
+    event["mode"] = json!("url");
+    event["url"] = json!("https://deploy.example.com/approve");
+    let ran = finished(hook(AGENT, &server.url, &api.key, &[], &event)).await;
+    assert_eq!((ran.code, ran.stdout.as_str()), (0, ""), "{ran:?}");
+    assert!(super::requests(&api, &s).await.is_empty(), "nothing raised");
+
+    // Clarify out of reach: exit 2, which Claude Code takes as a decline.
+    let ran = finished(hook(
+        AGENT,
+        &super::nowhere(),
+        "ck_none",
+        &[],
+        &fixture("claude-code/elicitation.json", &session()),
+    ))
+    .await;
+    ran.assert_blocked("nothing answers at");
+}
+
+#[tokio::test]
+async fn bad_input_blocks_the_call() {
+    let mut wrong = json!({"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {}});
+    wrong["session_id"] = json!(42);
+    super::bad_input_blocks(AGENT, wrong, "`session_id` must be a string, got a number").await;
 }
