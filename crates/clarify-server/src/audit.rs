@@ -13,8 +13,9 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::AppState;
 use crate::auth::Caller;
-use crate::error::{ApiError, ErrorBody};
-use crate::wire::time;
+use crate::shared::error::{ApiError, ErrorBody};
+use crate::shared::extract::query;
+use crate::shared::wire::time;
 
 const DEFAULT_LIMIT: usize = 100;
 const MAX_LIMIT: usize = 1_000;
@@ -84,12 +85,7 @@ pub async fn list(
     q: Result<Query<AuditParams>, QueryRejection>,
 ) -> Result<Json<AuditPageBody>, ApiError> {
     caller.must_admin()?;
-    let Query(q) = q.map_err(|e| {
-        ApiError::bad_request(
-            "invalid_query",
-            format!("the query string is malformed: {}", e.body_text()),
-        )
-    })?;
+    let q = query(q)?;
     let after = match q.after.filter(|a| !a.is_empty()) {
         None => 0,
         Some(a) => a.parse::<u64>().map_err(|_| {

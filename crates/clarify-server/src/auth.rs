@@ -21,14 +21,13 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use clarify_store::{ApiKey, Role, TokenKind};
-use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
-use sha2::Sha256;
 use utoipa::ToSchema;
 
 use crate::AppState;
-use crate::api::JsonBody;
-use crate::error::ApiError;
+use crate::shared::error::ApiError;
+use crate::shared::extract::JsonBody;
+use crate::shared::sign::{equal, hex, mac};
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "clarify_session";
@@ -211,24 +210,6 @@ fn check_csrf(headers: &HeaderMap, state: &AppState, session: &str) -> Result<()
     }
 }
 
-/// HMAC-SHA256 of `message` under `secret`.
-pub fn mac(secret: &[u8], message: &[u8]) -> Vec<u8> {
-    #[allow(clippy::expect_used)]
-    let mut m = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes keys of any length");
-    m.update(message);
-    m.finalize().into_bytes().to_vec()
-}
-
-/// Constant-time equality, for comparing secrets.
-pub fn equal(a: &[u8], b: &[u8]) -> bool {
-    use subtle::ConstantTimeEq;
-    a.len() == b.len() && bool::from(a.ct_eq(b))
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 pub(crate) fn routes() -> axum::Router<AppState> {
     axum::Router::new()
         .route("/login/{token}", get(login_link))
@@ -270,8 +251,8 @@ async fn login_link(State(state): State<AppState>, Path(token): Path<String>) ->
 /// Opens an inbox session with an API key.
 #[utoipa::path(post, path = "/v1/login", tag = "inbox", request_body = LoginBody, responses(
     (status = 200, description = "Session cookie set", body = SessionBody),
-    (status = 401, description = "Unknown or revoked key", body = crate::error::ErrorBody),
-    (status = 415, description = "The body is not sent as application/json", body = crate::error::ErrorBody)))]
+    (status = 401, description = "Unknown or revoked key", body = crate::shared::error::ErrorBody),
+    (status = 415, description = "The body is not sent as application/json", body = crate::shared::error::ErrorBody)))]
 pub async fn login(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -368,7 +349,7 @@ fn secure(state: &AppState) -> &'static str {
 /// Who the caller is; for a session, the CSRF token its writes need.
 #[utoipa::path(get, path = "/v1/session", tag = "inbox", responses(
     (status = 200, description = "The caller", body = SessionBody),
-    (status = 401, description = "Not logged in", body = crate::error::ErrorBody)),
+    (status = 401, description = "Not logged in", body = crate::shared::error::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn session(
     State(state): State<AppState>,

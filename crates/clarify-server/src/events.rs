@@ -23,7 +23,7 @@ use tokio::sync::watch;
 
 use crate::AppState;
 use crate::auth::Caller;
-use crate::error::ApiError;
+use crate::shared::error::ApiError;
 
 /// How many events one read of the log returns.
 const BATCH: usize = 100;
@@ -126,8 +126,8 @@ pub fn event_name(kind: EventKind) -> &'static str {
     params(("Last-Event-ID" = Option<u64>, Header, description = "Resume after this event id")),
     responses(
         (status = 200, description = "`text/event-stream` of `request.created`, `request.voted`, `request.reminded`, `request.escalated`, `request.answered`, `request.skipped`, `request.expired`, `request.cancelled`; data is the record", content_type = "text/event-stream"),
-        (status = 400, description = "Last-Event-ID is not an event id", body = crate::error::ErrorBody),
-        (status = 503, description = "Too many long-polls and event streams are open (`too_many_waiters`), or the store is unreachable; retry after `Retry-After` seconds", body = crate::error::ErrorBody,
+        (status = 400, description = "Last-Event-ID is not an event id", body = crate::shared::error::ErrorBody),
+        (status = 503, description = "Too many long-polls and event streams are open (`too_many_waiters`), or the store is unreachable; retry after `Retry-After` seconds", body = crate::shared::error::ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait before retrying")))),
     security(("bearer" = [])))]
 pub async fn stream(State(state): State<AppState>, caller: Caller, headers: HeaderMap) -> Response {

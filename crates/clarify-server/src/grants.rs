@@ -16,10 +16,10 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::AppState;
-use crate::api::JsonBody;
 use crate::auth::Caller;
-use crate::error::{ApiError, ErrorBody};
-use crate::wire::time;
+use crate::shared::error::{ApiError, ErrorBody};
+use crate::shared::extract::{JsonBody, query};
+use crate::shared::wire::time;
 
 pub(crate) fn routes() -> axum::Router<AppState> {
     axum::Router::new()
@@ -107,12 +107,7 @@ pub async fn list(
     caller: Caller,
     q: Result<Query<ListGrantsParams>, QueryRejection>,
 ) -> Result<Json<GrantsBody>, ApiError> {
-    let Query(q) = q.map_err(|e| {
-        ApiError::bad_request(
-            "invalid_query",
-            format!("the query string is malformed: {}", e.body_text()),
-        )
-    })?;
+    let q = query(q)?;
     let session = q.session.filter(|s| !s.is_empty());
     let grants = state
         .store

@@ -1,7 +1,7 @@
 //! Server-rendered HTML: the signed-link answer page and plain message pages.
 //!
 //! Every string that came from a request (written by an agent, so untrusted) passes through
-//! [`escape`]. Every page carries [`CSP`]: scripts only from this server's own files, no inline
+//! [`escape`](crate::shared::html::escape). Every page carries [`CSP`]: scripts only from this server's own files, no inline
 //! script or style, so even a missed escape could not run anything. The link page works as a
 //! plain form; when script runs, the inbox's request view (`assets/link.js`) takes its place.
 
@@ -14,26 +14,12 @@ use clarify_store::RequestRecord;
 use serde_json::Value;
 
 use crate::inbox::asset_path;
+use crate::shared::html::escape;
+use crate::shared::wire::time;
 
 /// The policy of every HTML page rendered here; the inbox page's adds `data:` images (see
 /// `inbox::PAGE_CSP`).
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
-
-/// Escapes text for HTML element content and quoted attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// An HTML response under the pages' policy.
 pub fn document(status: StatusCode, html: String) -> Response {
@@ -151,11 +137,7 @@ pub fn link_page(record: &RequestRecord, error: Option<&str>) -> Response {
         None => {}
     }
     if let Some(at) = record.expires_at {
-        let _ = write!(
-            body,
-            "<p>Answer before {}.</p>",
-            escape(&crate::wire::time(at))
-        );
+        let _ = write!(body, "<p>Answer before {}.</p>", escape(&time(at)));
     }
     if request.is_quorum() {
         // Votes are counted per named responder; whoever holds a link is nobody in particular.
@@ -310,11 +292,7 @@ pub fn confirm_page(
         );
     }
     if let Some(at) = record.expires_at {
-        let _ = write!(
-            body,
-            "<p>Answer before {}.</p>",
-            escape(&crate::wire::time(at))
-        );
+        let _ = write!(body, "<p>Answer before {}.</p>", escape(&time(at)));
     }
     body.push_str("<form method=\"post\">");
     for (name, value) in fields {

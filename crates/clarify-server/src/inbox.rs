@@ -19,7 +19,7 @@ use axum::routing::get;
 use sha2::{Digest, Sha256};
 
 use crate::AppState;
-use crate::error::ApiError;
+use crate::shared::error::ApiError;
 
 pub(crate) fn routes() -> axum::Router<AppState> {
     axum::Router::new()
@@ -67,7 +67,7 @@ static VERSION: LazyLock<String> = LazyLock::new(|| {
         digest.update(asset.body);
     }
     digest.update(PAGE_TEMPLATE.as_bytes());
-    crate::auth::hex(&digest.finalize()[..8])
+    crate::shared::sign::hex(&digest.finalize()[..8])
 });
 
 const PAGE_TEMPLATE: &str = include_str!("../assets/inbox.html");

@@ -78,7 +78,7 @@ impl KeyCache {
             let inner = self.lock();
             if let Some(entry) = inner.entries.get(id)
                 && entry.verified_at.elapsed() < FRESH_FOR
-                && crate::auth::equal(&entry.digest, &digest)
+                && crate::shared::sign::equal(&entry.digest, &digest)
             {
                 return Ok(Some(entry.key.clone()));
             }

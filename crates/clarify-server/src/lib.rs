@@ -33,7 +33,6 @@ mod auth;
 mod channels;
 mod chat;
 mod discord;
-pub mod error;
 pub mod events;
 pub mod grants;
 mod html;
@@ -45,6 +44,8 @@ mod logs;
 pub mod mcp;
 pub mod metrics;
 pub mod openapi;
+mod paths;
+pub mod shared;
 mod slack;
 mod telegram;
 pub mod webhooks;
@@ -67,7 +68,7 @@ use tokio_util::sync::CancellationToken;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
 
-use crate::error::ApiError;
+use crate::shared::error::ApiError;
 
 /// How the server behaves.
 #[derive(Debug, Clone)]
@@ -240,7 +241,7 @@ pub fn app(state: AppState) -> Router {
         .merge(inbox::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(error::Utf8Path)
+        .layer(paths::Utf8Path)
         .layer(metrics::Track(state.clone()))
         .layer(DefaultBodyLimit::max(state.config.body_limit))
         .layer(CatchPanicLayer::custom(panicked));
@@ -331,7 +332,7 @@ pub async fn healthz() -> &'static str {
 /// Readiness: the store answers.
 #[utoipa::path(get, path = "/readyz", tag = "health", responses(
     (status = 200, description = "The store answers", content_type = "text/plain"),
-    (status = 503, description = "The store is unreachable", body = error::ErrorBody)))]
+    (status = 503, description = "The store is unreachable", body = crate::shared::error::ErrorBody)))]
 pub async fn readyz(axum::extract::State(state): axum::extract::State<AppState>) -> Response {
     if state.shutdown.is_cancelled() {
         return ApiError::new(

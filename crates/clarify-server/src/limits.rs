@@ -22,7 +22,7 @@ use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::error::ApiError;
+use crate::shared::error::ApiError;
 
 /// The store's clock, as governor's.
 #[derive(Debug, Clone)]

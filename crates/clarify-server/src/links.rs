@@ -30,9 +30,11 @@ use clarify_store::{Actor, RequestRecord};
 use serde_json::{Map, Value, json};
 
 use crate::AppState;
-use crate::api::{RawBody, parse_json, resolved};
-use crate::error::{ApiError, resolve_error};
-use crate::wire::RecordBody;
+use crate::api::resolved;
+use crate::shared::error::{ApiError, resolve_error};
+use crate::shared::extract::{RawBody, parse_json};
+use crate::shared::sign::{link_request, link_token};
+use crate::shared::wire::RecordBody;
 
 pub(crate) fn routes() -> axum::Router<AppState> {
     axum::Router::new().route("/a/{token}", get(page).post(answer))
@@ -40,19 +42,11 @@ pub(crate) fn routes() -> axum::Router<AppState> {
 
 /// The signed link that answers request `id`.
 pub fn answer_url(state: &AppState, id: &str) -> String {
-    format!("{}/a/{}", state.config.public_url, token(state, id))
-}
-
-fn token(state: &AppState, id: &str) -> String {
-    let signature = crate::auth::mac(&state.secrets.link, format!("link:{id}").as_bytes());
-    format!("{id}.{}", URL_SAFE_NO_PAD.encode(signature))
-}
-
-/// The request id of a genuine token.
-fn verify(state: &AppState, token: &str) -> Option<String> {
-    let (id, _) = token.split_once('.')?;
-    let expected = self::token(state, id);
-    crate::auth::equal(token.as_bytes(), expected.as_bytes()).then(|| id.to_owned())
+    format!(
+        "{}/a/{}",
+        state.config.public_url,
+        link_token(&state.secrets.link, id)
+    )
 }
 
 /// Who answers through a link: whoever holds it; no key name.
@@ -64,8 +58,8 @@ fn link_actor() -> Actor {
 }
 
 async fn record_of(state: &AppState, token: &str) -> Result<RequestRecord, ApiError> {
-    let id = verify(state, token).ok_or_else(link_not_found)?;
-    state.store.get_by_id(&id).await?.ok_or_else(link_not_found)
+    let id = link_request(&state.secrets.link, token).ok_or_else(link_not_found)?;
+    state.store.get_by_id(id).await?.ok_or_else(link_not_found)
 }
 
 fn link_not_found() -> ApiError {

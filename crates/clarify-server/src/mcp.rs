@@ -24,7 +24,7 @@ use http_body_util::BodyExt;
 
 use crate::AppState;
 use crate::auth::Caller;
-use crate::error::ApiError;
+use crate::shared::error::ApiError;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 

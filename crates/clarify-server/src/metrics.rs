@@ -30,7 +30,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::AppState;
-use crate::error::ApiError;
+use crate::shared::error::ApiError;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RouteStatus {

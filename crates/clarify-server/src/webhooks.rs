@@ -19,7 +19,8 @@ use chrono::TimeDelta;
 use clarify_store::{AfterAttempt, Attempt, Delivery};
 
 use crate::AppState;
-use crate::wire::{OutcomeBody, RecordBody};
+use crate::shared::sign::{hex, mac};
+use crate::shared::wire::{OutcomeBody, RecordBody};
 
 /// How deliveries are tried.
 #[derive(Debug, Clone)]
@@ -49,21 +50,18 @@ impl Default for WebhookConfig {
 
 /// The webhook secret of a tenant, derived from the server's webhook secret.
 pub fn tenant_secret(state: &AppState, tenant: &str) -> String {
-    let raw = crate::auth::mac(
+    let raw = mac(
         &state.secrets.webhook,
         format!("webhook:{tenant}").as_bytes(),
     );
-    format!("whsec_{}", crate::auth::hex(&raw))
+    format!("whsec_{}", hex(&raw))
 }
 
 /// The `Clarify-Signature` header value for `body` sent at unix time `t`.
 pub fn signature(secret: &str, t: i64, body: &[u8]) -> String {
     let mut message = format!("{t}.").into_bytes();
     message.extend_from_slice(body);
-    format!(
-        "t={t},v1={}",
-        crate::auth::hex(&crate::auth::mac(secret.as_bytes(), &message))
-    )
+    format!("t={t},v1={}", hex(&mac(secret.as_bytes(), &message)))
 }
 
 /// The wait after `failures` failed attempts.
