@@ -19,11 +19,11 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::AppState;
 use crate::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody, resolve_error};
 use crate::shared::extract::{JsonBody, query};
 use crate::shared::wire::{OutcomeBody, RecordBody};
+use crate::state::AppState;
 use crate::wire::{
     AnswerRequestBody, CreateRequestBody, DeliveriesBody, DeliveryBody, KeyBody, NotificationBody,
     NotificationsBody, PageBody,
@@ -54,9 +54,7 @@ fn given(value: Option<String>) -> Option<String> {
 }
 
 pub(crate) fn render(state: &AppState, caller: &Caller, record: &RequestRecord) -> RecordBody {
-    let link = caller
-        .sees_links()
-        .then(|| crate::links::answer_url(state, &record.id));
+    let link = caller.sees_links().then(|| state.answer_url(&record.id));
     RecordBody::new(record, link)
 }
 
@@ -240,22 +238,7 @@ pub async fn answer(
         let body = render(&state, &caller, &record);
         return Ok((StatusCode::ACCEPTED, Json(body)).into_response());
     }
-    Ok(Json(resolved(&state, &record)?).into_response())
-}
-
-/// Counts a resolution made here and renders its outcome.
-pub(crate) fn resolved(state: &AppState, record: &RequestRecord) -> Result<OutcomeBody, ApiError> {
-    state.metrics.resolved(record);
-    state.changed(record);
-    let outcome = record.outcome().ok_or_else(|| {
-        tracing::error!(id = %record.id, "the store returned a resolution without an outcome");
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "the request was resolved but its outcome could not be read; read the request again",
-        )
-    })?;
-    Ok(OutcomeBody::from(&outcome))
+    Ok(Json(state.resolved(&record)?).into_response())
 }
 
 /// Cancels a pending request.
@@ -277,7 +260,7 @@ pub async fn cancel(
         .cancel(caller.tenant(), &id, &caller.actor())
         .await
         .map_err(|e| resolve_error(e, |r| render(&state, &caller, r)))?;
-    resolved(&state, &record)?;
+    state.resolved(&record)?;
     Ok(Json(render(&state, &caller, &record)))
 }
 

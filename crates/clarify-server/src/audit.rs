@@ -11,11 +11,11 @@ use clarify_store::AuditEvent;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::AppState;
 use crate::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::query;
 use crate::shared::wire::time;
+use crate::state::AppState;
 
 const DEFAULT_LIMIT: usize = 100;
 const MAX_LIMIT: usize = 1_000;

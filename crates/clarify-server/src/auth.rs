@@ -8,8 +8,8 @@
 //! present, must be this server's.
 //!
 //! A bearer key is verified by the store, then trusted for half a second by the
-//! [`KeyCache`](crate::key_cache::KeyCache): a revocation made anywhere takes effect within a
-//! second, and one made through this instance's revoke route at once.
+//! [`KeyCache`](crate::state::key_cache::KeyCache): a revocation made anywhere takes effect
+//! within a second, and one made through this instance's revoke route at once.
 //!
 //! A key belongs to one tenant; every handler reads and writes only the caller's tenant, so
 //! another tenant's request is indistinguishable from a missing one (`404`).
@@ -24,10 +24,10 @@ use clarify_store::{ApiKey, Role, TokenKind};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::AppState;
 use crate::shared::error::ApiError;
 use crate::shared::extract::JsonBody;
 use crate::shared::sign::{equal, hex, mac};
+use crate::state::AppState;
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "clarify_session";
@@ -159,7 +159,7 @@ fn admit(state: &AppState, key: &ApiKey) -> Result<(), ApiError> {
     };
     limit.admit(&key.id).map_err(|retry_after| {
         state.metrics.rate_limited();
-        crate::limits::rate_limited(retry_after)
+        crate::state::limits::rate_limited(retry_after)
     })
 }
 

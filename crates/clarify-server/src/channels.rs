@@ -18,7 +18,7 @@ use chrono::TimeDelta;
 use clarify_channels::{Channel, Notice, Sent};
 use clarify_store::{AfterAttempt, Attempt, Delivery, DeliveryStatus, EventKind, RequestRecord};
 
-use crate::AppState;
+use crate::state::AppState;
 use crate::webhooks::{Outbox, backoff, client, drain};
 
 /// Sends channel notifications until shutdown.
@@ -64,7 +64,7 @@ async fn notify(state: &AppState, client: &reqwest::Client, n: Delivery) {
             (s, e, a, None)
         }
         (Some(channel), Some(record)) => {
-            let answer_url = crate::links::answer_url(state, &record.id);
+            let answer_url = state.answer_url(&record.id);
             let event = n.event.unwrap_or(EventKind::Created);
             let announcement = match event {
                 EventKind::Created => Ok(None),

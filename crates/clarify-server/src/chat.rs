@@ -12,7 +12,7 @@ use clarify_core::reply::{Reply, parse_reply};
 use clarify_store::{Actor, EventKind, RequestRecord, ResolveError};
 use serde_json::Value;
 
-use crate::AppState;
+use crate::state::AppState;
 
 /// Which request a chat act is about.
 #[derive(Debug)]

@@ -16,8 +16,8 @@ use clarify_channels::discord::{
 use clarify_channels::{Channel, Platform};
 use serde_json::{Value, json};
 
-use crate::AppState;
 use crate::chat::{self, Done, Target};
+use crate::state::AppState;
 
 /// The configured Discord channel called `name`.
 fn channel<'a>(state: &'a AppState, name: &str) -> Option<(&'a Channel, &'a Discord)> {
@@ -93,7 +93,7 @@ async fn respond(state: &AppState, channel: &Channel, interaction: Interaction) 
         }
         Control::Act(act) => match chat::act(state, channel, &user, target, act).await {
             Ok(Done::Resolved(record)) => {
-                let answer_url = crate::links::answer_url(state, &record.id);
+                let answer_url = state.answer_url(&record.id);
                 update_message(&record, &answer_url)
             }
             Ok(Done::Nothing(_) | Done::Open { .. }) => acknowledge(),

@@ -4,11 +4,12 @@
 //! that reconnects with `Last-Event-ID` is replayed exactly what came after, with no gap and no
 //! repeat, whichever instance it reconnects to. A stream reads the log in small batches only
 //! when its client is ready for more, so a slow client holds one batch at most and delays nobody
-//! else. The [`EventHub`] only says "the log has grown" (a `watch` of the newest sequence):
-//! this instance pokes it after its own writes, the store's feed watch (PostgreSQL's one
-//! notification per numbering round) after anyone's, and a tailer polls the log as a backstop.
-//! Pokes are read at most every [`POKE_GAP`], and not at all while no stream is open, so a busy
-//! instance does not read the log once per write. A stream ends when its key is revoked.
+//! else. The [`EventHub`](crate::state::hub::EventHub) only says "the log has grown" (a `watch`
+//! of the newest sequence): this instance pokes it after its own writes, the store's feed watch
+//! (PostgreSQL's one notification per numbering round) after anyone's, and a tailer polls the
+//! log as a backstop. Pokes are read at most every [`POKE_GAP`], and not at all while no stream
+//! is open, so a busy instance does not read the log once per write. A stream ends when its key
+//! is revoked.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -21,37 +22,12 @@ use clarify_store::EventKind;
 use futures_util::stream::{self, Stream};
 use tokio::sync::watch;
 
-use crate::AppState;
 use crate::auth::Caller;
 use crate::shared::error::ApiError;
+use crate::state::AppState;
 
 /// How many events one read of the log returns.
 const BATCH: usize = 100;
-
-/// Tells streams that the event log has grown.
-#[derive(Debug)]
-pub struct EventHub {
-    newest: watch::Sender<u64>,
-    poke: tokio::sync::Notify,
-}
-
-impl EventHub {
-    pub fn new(newest: u64) -> Self {
-        Self {
-            newest: watch::Sender::new(newest),
-            poke: tokio::sync::Notify::new(),
-        }
-    }
-
-    /// Asks the tailer to look at the log now (this instance just wrote to it).
-    pub fn poke(&self) {
-        self.poke.notify_one();
-    }
-
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.newest.subscribe()
-    }
-}
 
 /// The least time between two reads of the log on this instance's own writes: under load a
 /// stream learns of a write up to this much later, and the tailer reads the log at most this
@@ -70,7 +46,7 @@ pub(crate) async fn tail(state: AppState) {
     loop {
         let poked = tokio::select! {
             () = state.shutdown.cancelled() => return,
-            () = state.hub.poke.notified() => true,
+            () = state.hub.poked() => true,
             // The store heard that the feed grew (PostgreSQL's per-round notification): read.
             changed = feed.changed(), if feed_open => {
                 feed_open = changed.is_ok();
@@ -82,7 +58,7 @@ pub(crate) async fn tail(state: AppState) {
             // Only streams wait for `newest` (each opens from the log itself), and the
             // pending gauge catches up at every poll and scrape: with no stream open, a write
             // here costs the tailer nothing.
-            if state.hub.newest.receiver_count() == 0 {
+            if !state.hub.streams_open() {
                 continue;
             }
             tokio::time::sleep_until(read_at + POKE_GAP).await;
@@ -91,12 +67,9 @@ pub(crate) async fn tail(state: AppState) {
         poll_at = read_at + every;
         match state.store.last_event_seq().await {
             Ok(seq) => {
-                let grew = state.hub.newest.send_if_modified(|newest| {
-                    let grew = seq > *newest;
-                    *newest = (*newest).max(seq);
-                    grew
-                });
-                if grew && let Err(e) = state.metrics.count_pending(&state.store).await {
+                if state.hub.advance(seq)
+                    && let Err(e) = state.metrics.count_pending(&state.store).await
+                {
                     tracing::warn!(error = %e, "counting pending requests failed; retrying");
                 }
             }

@@ -15,11 +15,11 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::AppState;
 use crate::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::{JsonBody, query};
 use crate::shared::wire::time;
+use crate::state::AppState;
 
 pub(crate) fn routes() -> axum::Router<AppState> {
     axum::Router::new()

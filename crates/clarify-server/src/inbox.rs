@@ -18,8 +18,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use sha2::{Digest, Sha256};
 
-use crate::AppState;
 use crate::shared::error::ApiError;
+use crate::state::AppState;
 
 pub(crate) fn routes() -> axum::Router<AppState> {
     axum::Router::new()

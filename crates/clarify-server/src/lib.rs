@@ -37,8 +37,6 @@ pub mod events;
 pub mod grants;
 mod html;
 mod inbox;
-pub mod key_cache;
-pub mod limits;
 pub mod links;
 mod logs;
 pub mod mcp;
@@ -47,171 +45,26 @@ pub mod openapi;
 mod paths;
 pub mod shared;
 mod slack;
+pub mod state;
 mod telegram;
 pub mod webhooks;
 pub mod wire;
 
 use std::future::Future;
-use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use clarify_core::Limits;
 use clarify_store::{LOGIN_TTL, NewKey, Role, Store, TokenKind};
 use tokio::net::TcpListener;
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::shared::error::ApiError;
 
-/// How the server behaves.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// The base URL people reach this server at, for answer and login links.
-    pub public_url: String,
-    pub limits: Limits,
-    /// The largest request body accepted (then `413`).
-    pub body_limit: usize,
-    /// The most long-polls, event streams and `/mcp` requests at once (then
-    /// `503 too_many_waiters`).
-    pub max_waiters: usize,
-    /// Requests per second per key (then `429 rate_limited`); `None`: no limit.
-    pub rate_limit: Option<std::num::NonZeroU32>,
-    /// How often the event log is checked for events written by other instances.
-    pub event_poll: Duration,
-    pub webhooks: webhooks::WebhookConfig,
-    /// How long an inbox session lasts.
-    pub session_ttl: chrono::TimeDelta,
-    /// The `/mcp` endpoint (its body limit is `body_limit`).
-    pub mcp: clarify_mcp::HttpOptions,
-    /// The channels requests are announced on (the store's `announce` picks which).
-    pub channels: Vec<clarify_channels::Channel>,
-    /// Chat users (`slack:U012ABCDEF`) and the responder names they answer as.
-    pub identities: std::collections::BTreeMap<String, String>,
-}
-
-impl Config {
-    pub fn new(public_url: impl Into<String>) -> Self {
-        Self {
-            public_url: public_url.into().trim_end_matches('/').to_owned(),
-            limits: Limits::default(),
-            body_limit: 256 * 1024,
-            max_waiters: 10_000,
-            rate_limit: None,
-            event_poll: Duration::from_millis(100),
-            webhooks: webhooks::WebhookConfig::default(),
-            session_ttl: chrono::TimeDelta::days(7),
-            mcp: clarify_mcp::HttpOptions::default(),
-            channels: Vec::new(),
-            identities: std::collections::BTreeMap::new(),
-        }
-    }
-}
-
-/// Everything a handler needs; cheap to clone.
-#[derive(Debug, Clone)]
-pub struct AppState(Arc<Shared>);
-
-#[derive(Debug)]
-pub struct Shared {
-    pub store: Store,
-    pub config: Config,
-    pub secrets: Secrets,
-    pub hub: events::EventHub,
-    pub metrics: metrics::Metrics,
-    /// Wakes the webhook worker when this instance resolves a request.
-    pub webhooks_due: Notify,
-    /// Wakes the channel worker after a request was created here.
-    pub channels_due: Notify,
-    /// Cancelled when the server begins to shut down.
-    pub shutdown: CancellationToken,
-    /// Long-polls, event streams and `/mcp` requests in flight.
-    pub waiters: limits::Waiters,
-    pub rate_limit: Option<limits::RateLimit>,
-    /// Bearer keys verified in the last half second.
-    pub keys: key_cache::KeyCache,
-    /// Calls chat platforms make on an inbound answer's behalf (a modal, a private notice).
-    pub http: reqwest::Client,
-}
-
-/// Server secrets, read from the store at start so every instance shares them.
-#[derive(Clone)]
-pub struct Secrets {
-    pub link: Vec<u8>,
-    pub csrf: Vec<u8>,
-    pub webhook: Vec<u8>,
-}
-
-impl std::fmt::Debug for Secrets {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secrets(..)")
-    }
-}
-
-impl std::ops::Deref for AppState {
-    type Target = Shared;
-    fn deref(&self) -> &Shared {
-        &self.0
-    }
-}
-
-impl AppState {
-    /// Reads the server secrets from the store (creating them on first start).
-    pub async fn new(store: Store, config: Config) -> Result<Self, clarify_store::StoreError> {
-        let secrets = Secrets {
-            link: store.secret("link").await?,
-            csrf: store.secret("csrf").await?,
-            webhook: store.secret("webhook").await?,
-        };
-        let hub = events::EventHub::new(store.last_event_seq().await?);
-        let waiters = limits::Waiters::new(config.max_waiters);
-        let rate_limit = config
-            .rate_limit
-            .map(|n| limits::RateLimit::new(n, store.clock()));
-        Ok(Self(Arc::new(Shared {
-            store,
-            secrets,
-            hub,
-            metrics: metrics::Metrics::new(),
-            webhooks_due: Notify::new(),
-            channels_due: Notify::new(),
-            shutdown: CancellationToken::new(),
-            waiters,
-            rate_limit,
-            keys: key_cache::KeyCache::new(),
-            http: reqwest::Client::builder()
-                .timeout(config.webhooks.timeout)
-                .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION")))
-                .build()
-                .unwrap_or_default(),
-            config,
-        })))
-    }
-
-    /// A permit to wait (a long-poll, a stream, an `/mcp` request), or `503 too_many_waiters`.
-    pub(crate) fn waiter(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
-        self.waiters
-            .enter()
-            .inspect_err(|_| self.metrics.waiter_refused())
-    }
-
-    /// Tells this instance's event streams and outbox workers that `record` changed. The
-    /// webhook worker is woken only for a request with a callback URL: no other write made
-    /// here queues a webhook, and each wake-up costs it a claiming write to the store.
-    pub(crate) fn changed(&self, record: &clarify_store::RequestRecord) {
-        self.hub.poke();
-        if record.request.callback_url.is_some() {
-            self.webhooks_due.notify_one();
-        }
-        self.channels_due.notify_one();
-    }
-}
+pub use crate::state::{AppState, Config};
 
 /// The router: API, event stream, answer links, inbox, OpenAPI, health and metrics.
 pub fn app(state: AppState) -> Router {

@@ -29,24 +29,14 @@ use clarify_core::QuestionKind;
 use clarify_store::{Actor, RequestRecord};
 use serde_json::{Map, Value, json};
 
-use crate::AppState;
-use crate::api::resolved;
 use crate::shared::error::{ApiError, resolve_error};
 use crate::shared::extract::{RawBody, parse_json};
-use crate::shared::sign::{link_request, link_token};
+use crate::shared::sign::link_request;
 use crate::shared::wire::RecordBody;
+use crate::state::AppState;
 
 pub(crate) fn routes() -> axum::Router<AppState> {
     axum::Router::new().route("/a/{token}", get(page).post(answer))
-}
-
-/// The signed link that answers request `id`.
-pub fn answer_url(state: &AppState, id: &str) -> String {
-    format!(
-        "{}/a/{}",
-        state.config.public_url,
-        link_token(&state.secrets.link, id)
-    )
 }
 
 /// Who answers through a link: whoever holds it; no key name.
@@ -212,7 +202,7 @@ async fn answer(
         .answer(&record.tenant, &record.id, &raw, &link_actor())
         .await;
     match result {
-        Ok(done) => match resolved(&state, &done) {
+        Ok(done) => match state.resolved(&done) {
             Err(e) => e.into_response(),
             Ok(_) if is_form => Redirect::to(&format!("/a/{token}")).into_response(),
             Ok(outcome) => Json(outcome).into_response(),

@@ -22,9 +22,9 @@ use clarify_mcp::{Embedded, HttpCaller, Observer};
 use clarify_store::RequestRecord;
 use http_body_util::BodyExt;
 
-use crate::AppState;
 use crate::auth::Caller;
 use crate::shared::error::ApiError;
+use crate::state::AppState;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 

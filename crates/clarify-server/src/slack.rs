@@ -17,8 +17,8 @@ use clarify_channels::slack::inbound::{Inbound, InboundError, On, read_body, ver
 use clarify_channels::{Channel, Platform};
 use serde_json::{Value, json};
 
-use crate::AppState;
 use crate::chat::{self, Done, Target};
+use crate::state::AppState;
 
 /// The configured Slack channel called `name`.
 fn channel<'a>(state: &'a AppState, name: &str) -> Option<(&'a Channel, &'a Slack)> {

@@ -21,8 +21,8 @@ use clarify_channels::{Channel, Platform};
 use clarify_core::QuestionKind;
 use serde_json::{Value, json};
 
-use crate::AppState;
 use crate::chat::{self, Done, Target};
+use crate::state::AppState;
 
 /// How long one `getUpdates` call waits for an update to arrive.
 const POLL_WAIT: Duration = Duration::from_secs(25);
@@ -200,7 +200,7 @@ async fn press(
         Err(refusal) => return (Some(refusal.message), true),
     };
     let client = &state.http;
-    let answer_url = crate::links::answer_url(state, &record.id);
+    let answer_url = state.answer_url(&record.id);
     let done = match press {
         Press::Toggle(chosen) => {
             telegram

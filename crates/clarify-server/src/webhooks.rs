@@ -13,40 +13,14 @@
 //! Each POST is signed: `Clarify-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>` over
 //! `"<t>." + body`, with the tenant's webhook secret (`GET /v1/webhook-secret`).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use chrono::TimeDelta;
 use clarify_store::{AfterAttempt, Attempt, Delivery};
 
-use crate::AppState;
 use crate::shared::sign::{hex, mac};
 use crate::shared::wire::{OutcomeBody, RecordBody};
-
-/// How deliveries are tried.
-#[derive(Debug, Clone)]
-pub struct WebhookConfig {
-    /// How often due deliveries are looked for, besides wake-ups after local resolutions.
-    pub poll: Duration,
-    /// How long one POST may take.
-    pub timeout: Duration,
-    /// The wait before the second attempt; it doubles after each failure.
-    pub first_backoff: TimeDelta,
-    pub max_backoff: TimeDelta,
-    /// How long after the resolution attempts continue.
-    pub retry_for: TimeDelta,
-}
-
-impl Default for WebhookConfig {
-    fn default() -> Self {
-        Self {
-            poll: Duration::from_secs(1),
-            timeout: Duration::from_secs(10),
-            first_backoff: TimeDelta::seconds(10),
-            max_backoff: TimeDelta::hours(1),
-            retry_for: TimeDelta::hours(25),
-        }
-    }
-}
+use crate::state::{AppState, WebhookConfig};
 
 /// The webhook secret of a tenant, derived from the server's webhook secret.
 pub fn tenant_secret(state: &AppState, tenant: &str) -> String {
