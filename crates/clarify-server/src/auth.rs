@@ -14,18 +14,13 @@
 //! A key belongs to one tenant; every handler reads and writes only the caller's tenant, so
 //! another tenant's request is indistinguishable from a missing one (`404`).
 
-use axum::Json;
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
 use clarify_store::{ApiKey, Role, TokenKind};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use crate::shared::error::ApiError;
-use crate::shared::extract::JsonBody;
 use crate::shared::sign::{equal, hex, mac};
 use crate::state::AppState;
 
@@ -210,86 +205,9 @@ fn check_csrf(headers: &HeaderMap, state: &AppState, session: &str) -> Result<()
     }
 }
 
-pub(crate) fn routes() -> axum::Router<AppState> {
-    axum::Router::new()
-        .route("/login/{token}", get(login_link))
-        .route("/v1/login", post(login))
-        .route("/v1/logout", post(logout))
-        .route("/v1/session", get(session))
-}
-
-/// The body of `POST /v1/login`.
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct LoginBody {
-    /// An API key to open an inbox session with.
-    pub key: String,
-}
-
-/// Who the caller is, and the CSRF token the inbox sends with its writes.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SessionBody {
-    pub name: String,
-    pub role: String,
-    pub tenant: String,
-    /// Send as `X-CSRF-Token` on writes authenticated by the session cookie; `null` for keys.
-    pub csrf_token: Option<String>,
-}
-
-/// Redeems a one-time login link: sets the session cookie and opens the inbox.
-async fn login_link(State(state): State<AppState>, Path(token): Path<String>) -> Response {
-    match state.store.redeem_token(TokenKind::Login, &token).await {
-        Ok(Some(key)) => start_session(&state, &key, |_| Redirect::to("/").into_response()).await,
-        Ok(None) => crate::html::message_page(
-            StatusCode::NOT_FOUND,
-            "This login link is not valid",
-            "It was already used, has expired, or its key was revoked. Ask an admin for a new link, or log in with an API key.",
-        ),
-        Err(e) => ApiError::store(&e).into_response(),
-    }
-}
-
-/// Opens an inbox session with an API key.
-#[utoipa::path(post, path = "/v1/login", tag = "inbox", request_body = LoginBody, responses(
-    (status = 200, description = "Session cookie set", body = SessionBody),
-    (status = 401, description = "Unknown or revoked key", body = crate::shared::error::ErrorBody),
-    (status = 415, description = "The body is not sent as application/json", body = crate::shared::error::ErrorBody)))]
-pub async fn login(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    JsonBody(body): JsonBody<LoginBody>,
-) -> Response {
-    // Only JSON: a cross-site form cannot send it, so no other site can log a visitor in
-    // under a key of its choosing.
-    let is_json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if !is_json {
-        return ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "json_required",
-            "send the key as JSON with Content-Type: application/json",
-        )
-        .into_response();
-    }
-    match state.store.authenticate(body.key.trim()).await {
-        Ok(Some(key)) => {
-            let session = |token: &str| SessionBody {
-                name: key.name.clone(),
-                role: key.role.as_str().to_owned(),
-                tenant: key.tenant.clone(),
-                csrf_token: Some(csrf_token(&state, token)),
-            };
-            start_session(&state, &key, |token| Json(session(token)).into_response()).await
-        }
-        Ok(None) => ApiError::unauthorized("this API key is unknown or revoked").into_response(),
-        Err(e) => ApiError::store(&e).into_response(),
-    }
-}
-
 /// Issues a session for `key` and sets its cookie on the response `respond` makes for the new
 /// session token.
-async fn start_session(
+pub(crate) async fn start_session(
     state: &AppState,
     key: &ApiKey,
     respond: impl FnOnce(&str) -> Response,
@@ -314,26 +232,15 @@ async fn start_session(
     response
 }
 
-/// Ends the inbox session.
-#[utoipa::path(post, path = "/v1/logout", tag = "inbox", responses(
-    (status = 204, description = "Session ended and cookie cleared")),
-    security(("bearer" = [])))]
-pub async fn logout(State(state): State<AppState>, caller: Caller, headers: HeaderMap) -> Response {
-    let _ = caller;
-    if let Some(session) = cookie(&headers, SESSION_COOKIE)
-        && let Err(e) = state.store.revoke_token(session).await
-    {
-        return ApiError::store(&e).into_response();
-    }
-    let mut response = StatusCode::NO_CONTENT.into_response();
+/// Clears the session cookie on `response`.
+pub(crate) fn clear_session_cookie(state: &AppState, response: &mut Response) {
     let cleared = format!(
         "{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict{}; Max-Age=0",
-        secure(&state)
+        secure(state)
     );
     if let Ok(value) = HeaderValue::from_str(&cleared) {
         response.headers_mut().append(header::SET_COOKIE, value);
     }
-    response
 }
 
 /// `; Secure` when people reach this server over HTTPS, so the browser never sends the session
@@ -346,23 +253,18 @@ fn secure(state: &AppState) -> &'static str {
     }
 }
 
-/// Who the caller is; for a session, the CSRF token its writes need.
-#[utoipa::path(get, path = "/v1/session", tag = "inbox", responses(
-    (status = 200, description = "The caller", body = SessionBody),
-    (status = 401, description = "Not logged in", body = crate::shared::error::ErrorBody)),
-    security(("bearer" = [])))]
-pub async fn session(
+/// Redeems a one-time login link: sets the session cookie and opens the inbox.
+pub(crate) async fn login_link(
     State(state): State<AppState>,
-    caller: Caller,
-    headers: HeaderMap,
-) -> Json<SessionBody> {
-    let csrf = (caller.channel == "inbox")
-        .then(|| cookie(&headers, SESSION_COOKIE).map(|s| csrf_token(&state, s)))
-        .flatten();
-    Json(SessionBody {
-        name: caller.key.name.clone(),
-        role: caller.key.role.as_str().to_owned(),
-        tenant: caller.key.tenant.clone(),
-        csrf_token: csrf,
-    })
+    Path(token): Path<String>,
+) -> Response {
+    match state.store.redeem_token(TokenKind::Login, &token).await {
+        Ok(Some(key)) => start_session(&state, &key, |_| Redirect::to("/").into_response()).await,
+        Ok(None) => crate::html::message_page(
+            StatusCode::NOT_FOUND,
+            "This login link is not valid",
+            "It was already used, has expired, or its key was revoked. Ask an admin for a new link, or log in with an API key.",
+        ),
+        Err(e) => ApiError::store(&e).into_response(),
+    }
 }

@@ -18,8 +18,8 @@ use chrono::TimeDelta;
 use clarify_channels::{Channel, Notice, Sent};
 use clarify_store::{AfterAttempt, Attempt, Delivery, DeliveryStatus, EventKind, RequestRecord};
 
+use crate::api::webhooks::{Outbox, backoff, client, drain};
 use crate::state::AppState;
-use crate::webhooks::{Outbox, backoff, client, drain};
 
 /// Sends channel notifications until shutdown.
 pub(crate) async fn run(state: AppState) {

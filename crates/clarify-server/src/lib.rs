@@ -28,27 +28,21 @@
 //! This is the only crate that knows HTTP status codes.
 
 pub mod api;
-pub mod audit;
 mod auth;
 mod channels;
 mod chat;
 mod discord;
-pub mod events;
-pub mod grants;
 mod html;
 mod inbox;
 pub mod links;
 mod logs;
 pub mod mcp;
-pub mod metrics;
-pub mod openapi;
+mod metrics;
 mod paths;
 pub mod shared;
 mod slack;
 pub mod state;
 mod telegram;
-pub mod webhooks;
-pub mod wire;
 
 use std::future::Future;
 
@@ -75,22 +69,15 @@ pub fn app(state: AppState) -> Router {
     ];
     let mut router = Router::new()
         .merge(api::routes())
-        .merge(auth::routes())
-        .merge(grants::routes())
+        .route("/login/{token}", get(auth::login_link))
         .merge(links::routes())
         .merge(mcp::routes(&state))
-        .route("/v1/events", get(events::stream))
-        .route("/v1/audit", get(audit::list))
         .route("/hooks/slack/{name}", axum::routing::post(slack::hook))
         .route(
             "/hooks/telegram/{name}",
             axum::routing::post(telegram::hook),
         )
         .route("/hooks/discord/{name}", axum::routing::post(discord::hook))
-        .route("/openapi.json", get(openapi::document))
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics::render))
         .merge(inbox::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -117,8 +104,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let token = state.shutdown.clone();
-    let tailer = tokio::spawn(events::tail(state.clone()));
-    let worker = tokio::spawn(webhooks::run(state.clone()));
+    let api_tasks = api::start(&state);
     let announcer = tokio::spawn(channels::run(state.clone()));
     slack::spawn_sockets(&state);
     telegram::spawn_pollers(&state);
@@ -136,8 +122,9 @@ pub async fn serve(
         .with_graceful_shutdown(signal)
         .await;
     token.cancel();
-    let _ = tailer.await;
-    let _ = worker.await;
+    for task in api_tasks {
+        let _ = task.await;
+    }
     let _ = announcer.await;
     result
 }
@@ -173,32 +160,6 @@ pub async fn login_link(
         "{}/login/{token}",
         public_url.trim_end_matches('/')
     ))
-}
-
-/// Liveness: the process answers.
-#[utoipa::path(get, path = "/healthz", tag = "health",
-    responses((status = 200, description = "The process is alive", content_type = "text/plain")))]
-pub async fn healthz() -> &'static str {
-    "ok\n"
-}
-
-/// Readiness: the store answers.
-#[utoipa::path(get, path = "/readyz", tag = "health", responses(
-    (status = 200, description = "The store answers", content_type = "text/plain"),
-    (status = 503, description = "The store is unreachable", body = crate::shared::error::ErrorBody)))]
-pub async fn readyz(axum::extract::State(state): axum::extract::State<AppState>) -> Response {
-    if state.shutdown.is_cancelled() {
-        return ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "shutting_down",
-            "this instance is shutting down",
-        )
-        .into_response();
-    }
-    match state.store.ping().await {
-        Ok(()) => "ready\n".into_response(),
-        Err(e) => ApiError::store(&e).into_response(),
-    }
 }
 
 async fn not_found() -> ApiError {

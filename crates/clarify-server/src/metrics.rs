@@ -1,14 +1,12 @@
-//! `/metrics` and the layer that counts every HTTP request into the registry.
+//! The layer that counts every HTTP request into the metrics registry.
 
 use std::convert::Infallible;
 use std::task::Poll;
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderValue, header};
-use axum::response::{IntoResponse, Response};
+use axum::extract::{MatchedPath, Request};
+use axum::response::Response;
 
-use crate::shared::error::ApiError;
 use crate::state::AppState;
 
 /// Counts and times every request by its matched route. A layer of its own rather than
@@ -64,27 +62,4 @@ where
             Ok(response)
         })
     }
-}
-
-/// The metrics in Prometheus text format.
-#[utoipa::path(get, path = "/metrics", tag = "health",
-    responses((status = 200, description = "OpenMetrics text exposition (Prometheus reads it)", content_type = "application/openmetrics-text")))]
-pub async fn render(State(state): State<AppState>) -> Response {
-    if let Err(e) = state.metrics.count_pending(&state.store).await {
-        return ApiError::store(&e).into_response();
-    }
-    let Ok(text) = state.metrics.encode(state.waiters.open()) else {
-        return ApiError::new(
-            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "the metrics could not be rendered",
-        )
-        .into_response();
-    };
-    let mut response = text.into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
-    );
-    response
 }

@@ -8,7 +8,6 @@
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
-use axum::routing::{delete, get, post};
 use clarify_core::Action;
 use clarify_store::StoredGrant;
 use serde::Deserialize;
@@ -20,13 +19,6 @@ use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::{JsonBody, query};
 use crate::shared::wire::time;
 use crate::state::AppState;
-
-pub(crate) fn routes() -> axum::Router<AppState> {
-    axum::Router::new()
-        .route("/v1/grants", get(list))
-        .route("/v1/grants/check", post(check))
-        .route("/v1/grants/{id}", delete(revoke))
-}
 
 /// A grant: a human approved `tool` with `arguments` for `session` (scope `session`) or for the
 /// whole tenant (scope `always`), so an identical call runs without asking again.

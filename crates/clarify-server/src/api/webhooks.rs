@@ -15,9 +15,15 @@
 
 use std::time::Instant;
 
+use axum::Json;
+use axum::extract::State;
 use chrono::TimeDelta;
 use clarify_store::{AfterAttempt, Attempt, Delivery};
+use utoipa::ToSchema;
 
+use crate::api::events::event_name;
+use crate::auth::Caller;
+use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::sign::{hex, mac};
 use crate::shared::wire::{OutcomeBody, RecordBody};
 use crate::state::{AppState, WebhookConfig};
@@ -29,6 +35,30 @@ pub fn tenant_secret(state: &AppState, tenant: &str) -> String {
         format!("webhook:{tenant}").as_bytes(),
     );
     format!("whsec_{}", hex(&raw))
+}
+
+/// The secret webhooks of the caller's tenant are signed with.
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub struct WebhookSecretBody {
+    /// Verify `Clarify-Signature: t=<unix seconds>,v1=<hex>` as
+    /// `hex(HMAC-SHA256(secret, "<t>." + raw body))`; reject stale `t`.
+    pub secret: String,
+}
+
+/// The webhook signing secret of the caller's tenant (agents and admins).
+#[utoipa::path(get, path = "/v1/webhook-secret", tag = "webhooks",
+    responses(
+        (status = 200, description = "The secret", body = WebhookSecretBody),
+        (status = 403, description = "The key's role may not read it", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn webhook_secret(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<WebhookSecretBody>, ApiError> {
+    caller.must_ask()?;
+    Ok(Json(WebhookSecretBody {
+        secret: tenant_secret(&state, caller.tenant()),
+    }))
 }
 
 /// The `Clarify-Signature` header value for `body` sent at unix time `t`.
@@ -171,7 +201,7 @@ async fn deliver(state: &AppState, client: &reqwest::Client, delivery: Delivery)
         .post(&delivery.url)
         .header("content-type", "application/json")
         .header("clarify-delivery", delivery.id.to_string())
-        .header("clarify-event", crate::events::event_name(event))
+        .header("clarify-event", event_name(event))
         .header(
             "clarify-signature",
             signature(&secret, now.timestamp(), &body),

@@ -1,5 +1,4 @@
-//! The `/v1` routes: create, read, list, answer, cancel and wait for requests; webhook
-//! deliveries; key management.
+//! `/v1/requests`: create, read, list, answer, cancel and wait for requests.
 //!
 //! Handlers parse raw input into core types (the one door of `clarify_core::parse_request`),
 //! call the store for the caller's tenant, and render wire types. Nothing here decides what an
@@ -12,50 +11,27 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use clarify_core::Status;
-use clarify_store::{ListQuery, RequestRecord, Role};
-use serde::Deserialize;
+use clarify_store::ListQuery;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
+use crate::api::render;
 use crate::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody, resolve_error};
 use crate::shared::extract::{JsonBody, query};
-use crate::shared::wire::{OutcomeBody, RecordBody};
+use crate::shared::wire::{ActionBody, OutcomeBody, RecordBody};
 use crate::state::AppState;
-use crate::wire::{
-    AnswerRequestBody, CreateRequestBody, DeliveriesBody, DeliveryBody, KeyBody, NotificationBody,
-    NotificationsBody, PageBody,
-};
 
 /// The longest a long-poll waits.
 pub const MAX_WAIT_SECONDS: u64 = 60;
 /// A long-poll's wait when `timeout_seconds` is absent.
 pub const DEFAULT_WAIT_SECONDS: u64 = 30;
 
-pub(crate) fn routes() -> axum::Router<AppState> {
-    axum::Router::new()
-        .route("/v1/requests", post(create).get(list))
-        .route("/v1/requests/{id}", get(show))
-        .route("/v1/requests/{id}/answer", post(answer))
-        .route("/v1/requests/{id}/cancel", post(cancel))
-        .route("/v1/requests/{id}/wait", get(wait))
-        .route("/v1/requests/{id}/deliveries", get(deliveries))
-        .route("/v1/requests/{id}/notifications", get(notifications))
-        .route("/v1/keys", get(list_keys).post(create_key))
-        .route("/v1/keys/{name}/revoke", post(revoke_key))
-        .route("/v1/webhook-secret", get(webhook_secret))
-}
-
 /// An empty query value counts as absent (`?status=` lists every status).
 fn given(value: Option<String>) -> Option<String> {
     value.filter(|v| !v.is_empty())
-}
-
-pub(crate) fn render(state: &AppState, caller: &Caller, record: &RequestRecord) -> RecordBody {
-    let link = caller.sees_links().then(|| state.answer_url(&record.id));
-    RecordBody::new(record, link)
 }
 
 /// Creates a request. A repeated idempotency key (body field or `Idempotency-Key` header)
@@ -324,168 +300,93 @@ pub async fn wait(
     Ok(Json(render(&state, &caller, &record)))
 }
 
-/// The webhook deliveries of a request, with every attempt.
-#[utoipa::path(get, path = "/v1/requests/{id}/deliveries", tag = "webhooks",
-    params(("id" = String, Path, description = "Request id")),
-    responses(
-        (status = 200, description = "Deliveries, oldest first", body = DeliveriesBody),
-        (status = 403, description = "The key's role may not read deliveries", body = ErrorBody),
-        (status = 404, description = "No such request", body = ErrorBody)),
-    security(("bearer" = [])))]
-pub async fn deliveries(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(id): Path<String>,
-) -> Result<Json<DeliveriesBody>, ApiError> {
-    caller.must_ask()?;
-    if state.store.get(caller.tenant(), &id).await?.is_none() {
-        return Err(ApiError::not_found());
-    }
-    let deliveries = state.store.deliveries(caller.tenant(), &id).await?;
-    Ok(Json(DeliveriesBody {
-        deliveries: deliveries.iter().map(DeliveryBody::from).collect(),
-    }))
+/// A page of requests, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PageBody {
+    pub requests: Vec<RecordBody>,
+    /// Pass as `cursor` for the next page; `null` on the last page.
+    pub next_cursor: Option<String>,
 }
 
-/// The channel notifications of a request (its announcements on the configured channels), with
-/// every attempt and the platform's message reference.
-#[utoipa::path(get, path = "/v1/requests/{id}/notifications", tag = "channels",
-    params(("id" = String, Path, description = "Request id")),
-    responses(
-        (status = 200, description = "Notifications, oldest first", body = NotificationsBody),
-        (status = 403, description = "The key's role may not read notifications", body = ErrorBody),
-        (status = 404, description = "No such request", body = ErrorBody)),
-    security(("bearer" = [])))]
-pub async fn notifications(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(id): Path<String>,
-) -> Result<Json<NotificationsBody>, ApiError> {
-    caller.must_ask()?;
-    if state.store.get(caller.tenant(), &id).await?.is_none() {
-        return Err(ApiError::not_found());
-    }
-    let found = state.store.notifications(caller.tenant(), &id).await?;
-    Ok(Json(NotificationsBody {
-        notifications: found.iter().map(NotificationBody::from).collect(),
-    }))
+/// The body of `POST /v1/requests`, in its canonical shape. LLM-shaped variants (`question` with
+/// `choices`, `prompt` with `options`, option objects with `title`, ...) are accepted too and
+/// coerced before validation.
+#[derive(Debug, Serialize, ToSchema)]
+#[allow(dead_code)]
+pub struct CreateRequestBody {
+    /// 1 to 5 questions answered together.
+    pub questions: Vec<NewQuestionBody>,
+    /// Text, or a JSON object, shown to the human.
+    pub context: Option<Value>,
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    /// At most 10.
+    pub tags: Option<Vec<String>>,
+    /// The LLM's id for the tool call that raised this request.
+    pub tool_call_id: Option<String>,
+    /// Absent: the server default (3600); `0`: never expires.
+    pub timeout_seconds: Option<u64>,
+    /// Default true.
+    pub allow_skip: Option<bool>,
+    /// Names of the responders allowed to answer; absent lets every responder answer.
+    pub responders: Option<Vec<String>>,
+    /// Where the outcome is POSTed once resolved (signed; see `GET /v1/webhook-secret`).
+    pub callback_url: Option<String>,
+    /// Or the `Idempotency-Key` header: a repeated key returns the original request.
+    pub idempotency_key: Option<String>,
+    /// Return an identical pending request of the same session instead of asking again.
+    pub dedupe: Option<bool>,
+    /// 1 to 10 (default 1); above 1 every question must be an approval, each allowed
+    /// responder's decision is a vote, and a deny is final.
+    pub approvals_required: Option<u32>,
+    /// At least 60: while pending, announce the request again this often.
+    pub remind_every_seconds: Option<u64>,
+    /// At least 1, with `escalate_to`: after this long pending, those responders may answer.
+    pub escalate_after_seconds: Option<u64>,
+    pub escalate_to: Option<Vec<String>>,
+    /// The answer applied at expiry: `{"decision": "approve"|"deny", "reason"?}` for
+    /// approvals, `{"option": id}` or `"recommended"` for a single choice.
+    #[schema(value_type = Option<Object>)]
+    pub on_timeout: Option<Value>,
 }
 
-/// The secret webhooks of the caller's tenant are signed with.
-#[derive(Debug, serde::Serialize, ToSchema)]
-pub struct WebhookSecretBody {
-    /// Verify `Clarify-Signature: t=<unix seconds>,v1=<hex>` as
-    /// `hex(HMAC-SHA256(secret, "<t>." + raw body))`; reject stale `t`.
-    pub secret: String,
+#[derive(Debug, Serialize, ToSchema)]
+#[allow(dead_code)]
+pub struct NewQuestionBody {
+    /// Default `q1`, `q2`, ... by position.
+    pub id: Option<String>,
+    /// At most 32 characters.
+    pub header: Option<String>,
+    /// Required; at most 4,000 characters.
+    pub text: String,
+    /// `open`, `single`, `multi`, `approval` or `form`.
+    pub kind: Option<String>,
+    /// form: 1 to 20 fields, `{id, label, type, required?, description?, default?, ...}` with
+    /// the limits of their type.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub fields: Option<Vec<Value>>,
+    /// form, instead of `fields`: a flat JSON Schema object (MCP elicitation's
+    /// `requestedSchema` shape), coerced into fields.
+    #[schema(value_type = Option<Object>)]
+    pub schema: Option<Value>,
+    /// single and multi: `{id?, label, description?}` objects or bare label strings.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub options: Option<Vec<Value>>,
+    pub allow_other: Option<bool>,
+    pub recommended: Option<String>,
+    pub action: Option<ActionBody>,
+    pub scopes: Option<Vec<String>>,
+    pub allow_edit: Option<bool>,
 }
 
-/// The webhook signing secret of the caller's tenant (agents and admins).
-#[utoipa::path(get, path = "/v1/webhook-secret", tag = "webhooks",
-    responses(
-        (status = 200, description = "The secret", body = WebhookSecretBody),
-        (status = 403, description = "The key's role may not read it", body = ErrorBody)),
-    security(("bearer" = [])))]
-pub async fn webhook_secret(
-    State(state): State<AppState>,
-    caller: Caller,
-) -> Result<Json<WebhookSecretBody>, ApiError> {
-    caller.must_ask()?;
-    Ok(Json(WebhookSecretBody {
-        secret: crate::webhooks::tenant_secret(&state, caller.tenant()),
-    }))
-}
-
-/// The keys of the caller's tenant (admins).
-#[utoipa::path(get, path = "/v1/keys", tag = "keys",
-    responses(
-        (status = 200, description = "Keys, revoked ones included", body = Vec<KeyBody>),
-        (status = 403, description = "Not an admin key", body = ErrorBody)),
-    security(("bearer" = [])))]
-pub async fn list_keys(
-    State(state): State<AppState>,
-    caller: Caller,
-) -> Result<Json<Vec<KeyBody>>, ApiError> {
-    caller.must_admin()?;
-    let keys = state.store.keys().await?;
-    Ok(Json(
-        keys.iter()
-            .filter(|k| k.tenant == caller.tenant())
-            .map(KeyBody::from)
-            .collect(),
-    ))
-}
-
-/// The body of `POST /v1/keys`.
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct NewKeyBody {
-    pub name: String,
-    /// `agent`, `responder` or `admin`.
-    pub role: String,
-}
-
-/// A new key: the only time its secret is shown.
-#[derive(Debug, serde::Serialize, ToSchema)]
-pub struct CreatedKeyBody {
-    pub key: KeyBody,
-    /// Send as `Authorization: Bearer <token>`.
-    pub token: String,
-}
-
-/// Creates a key in the caller's tenant (admins).
-#[utoipa::path(post, path = "/v1/keys", tag = "keys", request_body = NewKeyBody,
-    responses(
-        (status = 201, description = "Created", body = CreatedKeyBody),
-        (status = 409, description = "An active key has this name", body = ErrorBody)),
-    security(("bearer" = [])))]
-pub async fn create_key(
-    State(state): State<AppState>,
-    caller: Caller,
-    JsonBody(body): JsonBody<NewKeyBody>,
-) -> Result<Response, ApiError> {
-    caller.must_admin()?;
-    let role = Role::parse(&body.role).ok_or_else(|| {
-        ApiError::bad_request(
-            "invalid_role",
-            format!(
-                "unknown role {:?}; use agent, responder or admin",
-                body.role
-            ),
-        )
-    })?;
-    let new = state
-        .store
-        .create_key(&body.name, role, caller.tenant())
-        .await?;
-    let body = CreatedKeyBody {
-        key: KeyBody::from(&new.key),
-        token: new.token,
-    };
-    Ok((StatusCode::CREATED, Json(body)).into_response())
-}
-
-/// Revokes the active key `name` of the caller's tenant (admins).
-#[utoipa::path(post, path = "/v1/keys/{name}/revoke", tag = "keys",
-    params(("name" = String, Path, description = "Key name")),
-    responses(
-        (status = 200, description = "Revoked", body = KeyBody),
-        (status = 404, description = "No active key has this name", body = ErrorBody)),
-    security(("bearer" = [])))]
-pub async fn revoke_key(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(name): Path<String>,
-) -> Result<Json<KeyBody>, ApiError> {
-    caller.must_admin()?;
-    let in_tenant = state
-        .store
-        .keys()
-        .await?
-        .iter()
-        .any(|k| k.name == name && k.revoked_at.is_none() && k.tenant == caller.tenant());
-    if !in_tenant {
-        return Err(clarify_store::KeyError::NotFound(name).into());
-    }
-    let key = state.store.revoke_key(&name).await?;
-    state.keys.forget(&key.id);
-    Ok(Json(KeyBody::from(&key)))
+/// The body of an answer: per-question answers, `{"skip": true}`, or (for a one-question
+/// request) the answer object itself.
+#[derive(Debug, Serialize, ToSchema)]
+#[allow(dead_code)]
+pub struct AnswerRequestBody {
+    /// Question id → `{"option": id}` | `{"other": text}` | `{"options": [ids], "other"?}` |
+    /// `{"text": text}` | `{"decision": "approve"|"deny", "scope"?, "edited_arguments"?, "reason"?}`.
+    #[schema(value_type = Option<Object>)]
+    pub answers: Option<Value>,
+    pub skip: Option<bool>,
 }

@@ -22,8 +22,9 @@ use clarify_store::EventKind;
 use futures_util::stream::{self, Stream};
 use tokio::sync::watch;
 
+use crate::api::render;
 use crate::auth::Caller;
-use crate::shared::error::ApiError;
+use crate::shared::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 
 /// How many events one read of the log returns.
@@ -99,8 +100,8 @@ pub fn event_name(kind: EventKind) -> &'static str {
     params(("Last-Event-ID" = Option<u64>, Header, description = "Resume after this event id")),
     responses(
         (status = 200, description = "`text/event-stream` of `request.created`, `request.voted`, `request.reminded`, `request.escalated`, `request.answered`, `request.skipped`, `request.expired`, `request.cancelled`; data is the record", content_type = "text/event-stream"),
-        (status = 400, description = "Last-Event-ID is not an event id", body = crate::shared::error::ErrorBody),
-        (status = 503, description = "Too many long-polls and event streams are open (`too_many_waiters`), or the store is unreachable; retry after `Retry-After` seconds", body = crate::shared::error::ErrorBody,
+        (status = 400, description = "Last-Event-ID is not an event id", body = ErrorBody),
+        (status = 503, description = "Too many long-polls and event streams are open (`too_many_waiters`), or the store is unreachable; retry after `Retry-After` seconds", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait before retrying")))),
     security(("bearer" = [])))]
 pub async fn stream(State(state): State<AppState>, caller: Caller, headers: HeaderMap) -> Response {
@@ -174,7 +175,7 @@ fn events(cursor: Cursor) -> impl Stream<Item = Result<Event, Infallible>> {
                         return None;
                     }
                 };
-                let body = crate::api::render(&c.state, &c.caller, &record);
+                let body = render(&c.state, &c.caller, &record);
                 let sse = Event::default()
                     .id(event.seq.to_string())
                     .event(event_name(event.kind))
