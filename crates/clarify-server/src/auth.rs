@@ -14,10 +14,10 @@
 //! A key belongs to one tenant; every handler reads and writes only the caller's tenant, so
 //! another tenant's request is indistinguishable from a missing one (`404`).
 
-use axum::extract::{FromRequestParts, Path, State};
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::http::{HeaderMap, HeaderValue, Method, header};
+use axum::response::{IntoResponse, Response};
 use clarify_store::{ApiKey, Role, TokenKind};
 
 use crate::shared::error::ApiError;
@@ -250,21 +250,5 @@ fn secure(state: &AppState) -> &'static str {
         "; Secure"
     } else {
         ""
-    }
-}
-
-/// Redeems a one-time login link: sets the session cookie and opens the inbox.
-pub(crate) async fn login_link(
-    State(state): State<AppState>,
-    Path(token): Path<String>,
-) -> Response {
-    match state.store.redeem_token(TokenKind::Login, &token).await {
-        Ok(Some(key)) => start_session(&state, &key, |_| Redirect::to("/").into_response()).await,
-        Ok(None) => crate::html::message_page(
-            StatusCode::NOT_FOUND,
-            "This login link is not valid",
-            "It was already used, has expired, or its key was revoked. Ask an admin for a new link, or log in with an API key.",
-        ),
-        Err(e) => ApiError::store(&e).into_response(),
     }
 }

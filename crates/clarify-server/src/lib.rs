@@ -32,9 +32,6 @@ mod auth;
 mod channels;
 mod chat;
 mod discord;
-mod html;
-mod inbox;
-pub mod links;
 mod logs;
 pub mod mcp;
 mod metrics;
@@ -43,6 +40,7 @@ pub mod shared;
 mod slack;
 pub mod state;
 mod telegram;
+pub mod web;
 
 use std::future::Future;
 
@@ -50,7 +48,6 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use clarify_store::{LOGIN_TTL, NewKey, Role, Store, TokenKind};
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -69,8 +66,7 @@ pub fn app(state: AppState) -> Router {
     ];
     let mut router = Router::new()
         .merge(api::routes())
-        .route("/login/{token}", get(auth::login_link))
-        .merge(links::routes())
+        .merge(web::routes())
         .merge(mcp::routes(&state))
         .route("/hooks/slack/{name}", axum::routing::post(slack::hook))
         .route(
@@ -78,7 +74,6 @@ pub fn app(state: AppState) -> Router {
             axum::routing::post(telegram::hook),
         )
         .route("/hooks/discord/{name}", axum::routing::post(discord::hook))
-        .merge(inbox::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(paths::Utf8Path)

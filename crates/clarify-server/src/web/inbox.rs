@@ -15,17 +15,11 @@ use std::sync::LazyLock;
 use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use sha2::{Digest, Sha256};
 
 use crate::shared::error::ApiError;
-use crate::state::AppState;
-
-pub(crate) fn routes() -> axum::Router<AppState> {
-    axum::Router::new()
-        .route("/", get(page))
-        .route("/assets/{version}/{name}", get(asset))
-}
+use crate::shared::sign::hex;
+use crate::web::html::document;
 
 /// One embedded file.
 struct Asset {
@@ -42,7 +36,7 @@ macro_rules! asset {
         Asset {
             name: $name,
             content_type: $content_type,
-            body: include_bytes!(concat!("../assets/", $name)),
+            body: include_bytes!(concat!("../../assets/", $name)),
         }
     };
 }
@@ -67,12 +61,12 @@ static VERSION: LazyLock<String> = LazyLock::new(|| {
         digest.update(asset.body);
     }
     digest.update(PAGE_TEMPLATE.as_bytes());
-    crate::shared::sign::hex(&digest.finalize()[..8])
+    hex(&digest.finalize()[..8])
 });
 
-const PAGE_TEMPLATE: &str = include_str!("../assets/inbox.html");
+const PAGE_TEMPLATE: &str = include_str!("../../assets/inbox.html");
 
-/// The inbox page's policy: [`crate::html::CSP`] with `data:` images too. The page draws the
+/// The inbox page's policy: [`CSP`](crate::web::html::CSP) with `data:` images too. The page draws the
 /// pending count on its tab icon and sets the result as a `data:` URL, and browsers check a
 /// page's icon against `img-src`. An image cannot run script, and the page never parses
 /// markup, so this lets no code in.
@@ -103,11 +97,11 @@ fn fresh(headers: &HeaderMap) -> bool {
 }
 
 /// The inbox page. It changes only with the build, so a browser revalidates it and gets `304`.
-async fn page(headers: HeaderMap) -> Response {
+pub(crate) async fn page(headers: HeaderMap) -> Response {
     let mut response = if fresh(&headers) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        crate::html::document(StatusCode::OK, PAGE.clone())
+        document(StatusCode::OK, PAGE.clone())
     };
     let h = response.headers_mut();
     h.insert(
@@ -121,7 +115,10 @@ async fn page(headers: HeaderMap) -> Response {
     response
 }
 
-async fn asset(Path((version, name)): Path<(String, String)>, headers: HeaderMap) -> Response {
+pub(crate) async fn asset(
+    Path((version, name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
     let found = ASSETS.iter().find(|a| a.name == name);
     let Some(asset) = found.filter(|_| version == *VERSION) else {
         return ApiError::new(

@@ -1,9 +1,10 @@
 //! Server-rendered HTML: the signed-link answer page and plain message pages.
 //!
 //! Every string that came from a request (written by an agent, so untrusted) passes through
-//! [`escape`](crate::shared::html::escape). Every page carries [`CSP`]: scripts only from this server's own files, no inline
-//! script or style, so even a missed escape could not run anything. The link page works as a
-//! plain form; when script runs, the inbox's request view (`assets/link.js`) takes its place.
+//! [`escape`](crate::shared::html::escape). Every page carries [`CSP`]: scripts only from this
+//! server's own files, no inline script or style, so even a missed escape could not run
+//! anything. The link page works as a plain form; when script runs, the inbox's request view
+//! (`assets/link.js`) takes its place.
 
 use std::fmt::Write;
 
@@ -13,9 +14,9 @@ use clarify_core::{Context, QuestionKind};
 use clarify_store::RequestRecord;
 use serde_json::Value;
 
-use crate::inbox::asset_path;
 use crate::shared::html::escape;
 use crate::shared::wire::time;
+use crate::web::inbox::asset_path;
 
 /// The policy of every HTML page rendered here; the inbox page's adds `data:` images (see
 /// `inbox::PAGE_CSP`).

@@ -22,7 +22,6 @@ use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use clarify_core::QuestionKind;
@@ -34,10 +33,7 @@ use crate::shared::extract::{RawBody, parse_json};
 use crate::shared::sign::link_request;
 use crate::shared::wire::RecordBody;
 use crate::state::AppState;
-
-pub(crate) fn routes() -> axum::Router<AppState> {
-    axum::Router::new().route("/a/{token}", get(page).post(answer))
-}
+use crate::web::html;
 
 /// Who answers through a link: whoever holds it; no key name.
 fn link_actor() -> Actor {
@@ -61,7 +57,7 @@ fn link_not_found() -> ApiError {
 }
 
 /// The answer page of a signed link.
-async fn page(
+pub(crate) async fn page(
     State(state): State<AppState>,
     Path(token): Path<String>,
     RawQuery(query): RawQuery,
@@ -70,7 +66,7 @@ async fn page(
     let record = match record_of(&state, &token).await {
         Ok(r) => r,
         Err(e) if wants_json(&headers) => return e.into_response(),
-        Err(e) => return crate::html::message_page(e.status, "Link not valid", &e.message),
+        Err(e) => return html::message_page(e.status, "Link not valid", &e.message),
     };
     if wants_json(&headers) {
         // A link holder sees what a responder sees, not where the outcome is sent.
@@ -91,8 +87,8 @@ async fn page(
     match chosen {
         Some(encoded) if !record.status.is_resolved() && !record.request.is_quorum() => {
             match confirmation(&record, &encoded) {
-                Ok((lines, fields)) => crate::html::confirm_page(&record, &token, &lines, &fields),
-                Err(why) => crate::html::message_page(
+                Ok((lines, fields)) => html::confirm_page(&record, &token, &lines, &fields),
+                Err(why) => html::message_page(
                     StatusCode::BAD_REQUEST,
                     "Answer link not valid",
                     &format!(
@@ -101,7 +97,7 @@ async fn page(
                 ),
             }
         }
-        _ => crate::html::link_page(&record, None),
+        _ => html::link_page(&record, None),
     }
 }
 
@@ -169,7 +165,7 @@ fn confirmation(
 }
 
 /// Answers through a signed link: a JSON answer body, or the page's form.
-async fn answer(
+pub(crate) async fn answer(
     State(state): State<AppState>,
     Path(token): Path<String>,
     headers: HeaderMap,
@@ -182,14 +178,14 @@ async fn answer(
     let record = match record_of(&state, &token).await {
         Ok(r) => r,
         Err(e) if is_form => {
-            return crate::html::message_page(e.status, "Link not valid", &e.message);
+            return html::message_page(e.status, "Link not valid", &e.message);
         }
         Err(e) => return e.into_response(),
     };
     let raw = if is_form {
         match form_answer(&record, &body) {
             Ok(v) => v,
-            Err(message) => return crate::html::link_page(&record, Some(&message)),
+            Err(message) => return html::link_page(&record, Some(&message)),
         }
     } else {
         match parse_json::<Value>(&body) {
@@ -214,7 +210,7 @@ async fn answer(
             }
             match e.status {
                 StatusCode::CONFLICT => Redirect::to(&format!("/a/{token}")).into_response(),
-                _ => crate::html::link_page(&record, Some(&e.message)),
+                _ => html::link_page(&record, Some(&e.message)),
             }
         }
     }
