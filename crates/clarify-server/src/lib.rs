@@ -29,17 +29,13 @@
 
 pub mod api;
 mod auth;
-mod channels;
-mod chat;
-mod discord;
+pub mod chat;
 mod logs;
 pub mod mcp;
 mod metrics;
 mod paths;
 pub mod shared;
-mod slack;
 pub mod state;
-mod telegram;
 pub mod web;
 
 use std::future::Future;
@@ -68,12 +64,7 @@ pub fn app(state: AppState) -> Router {
         .merge(api::routes())
         .merge(web::routes())
         .merge(mcp::routes(&state))
-        .route("/hooks/slack/{name}", axum::routing::post(slack::hook))
-        .route(
-            "/hooks/telegram/{name}",
-            axum::routing::post(telegram::hook),
-        )
-        .route("/hooks/discord/{name}", axum::routing::post(discord::hook))
+        .merge(chat::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(paths::Utf8Path)
@@ -100,9 +91,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let token = state.shutdown.clone();
     let api_tasks = api::start(&state);
-    let announcer = tokio::spawn(channels::run(state.clone()));
-    slack::spawn_sockets(&state);
-    telegram::spawn_pollers(&state);
+    let announcer = chat::start(&state);
     let signal = {
         let token = token.clone();
         async move {

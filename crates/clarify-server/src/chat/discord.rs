@@ -16,12 +16,12 @@ use clarify_channels::discord::{
 use clarify_channels::{Channel, Platform};
 use serde_json::{Value, json};
 
-use crate::chat::{self, Done, Target};
+use crate::chat::answer::{self, Done, Target};
 use crate::state::AppState;
 
 /// The configured Discord channel called `name`.
 fn channel<'a>(state: &'a AppState, name: &str) -> Option<(&'a Channel, &'a Discord)> {
-    chat::configured(state, name, |p| match p {
+    answer::configured(state, name, |p| match p {
         Platform::Discord(x) => Some(x),
         _ => None,
     })
@@ -84,14 +84,14 @@ async fn respond(state: &AppState, channel: &Channel, interaction: Interaction) 
         }
         Control::Modal(focus) => {
             // Only someone who may answer gets the form.
-            match chat::act(state, channel, &user, target, Act::Nothing).await {
+            match answer::act(state, channel, &user, target, Act::Nothing).await {
                 Ok(Done::Nothing(record)) => modal(&record, focus, &message_id)
                     .unwrap_or_else(|| ephemeral("This form is not available for this request.")),
                 Ok(_) => acknowledge(),
                 Err(refusal) => ephemeral(&refusal.message),
             }
         }
-        Control::Act(act) => match chat::act(state, channel, &user, target, act).await {
+        Control::Act(act) => match answer::act(state, channel, &user, target, act).await {
             Ok(Done::Resolved(record)) => {
                 let answer_url = state.answer_url(&record.id);
                 update_message(&record, &answer_url)

@@ -17,12 +17,12 @@ use clarify_channels::slack::inbound::{Inbound, InboundError, On, read_body, ver
 use clarify_channels::{Channel, Platform};
 use serde_json::{Value, json};
 
-use crate::chat::{self, Done, Target};
+use crate::chat::answer::{self, Done, Target};
 use crate::state::AppState;
 
 /// The configured Slack channel called `name`.
 fn channel<'a>(state: &'a AppState, name: &str) -> Option<(&'a Channel, &'a Slack)> {
-    chat::configured(state, name, |p| match p {
+    answer::configured(state, name, |p| match p {
         Platform::Slack(x) => Some(x),
         _ => None,
     })
@@ -94,7 +94,7 @@ pub(crate) async fn respond(
         clarify_channels::answer::Act::Submit { focus, .. } => Some(*focus),
         _ => None,
     };
-    let done = chat::act(state, channel, &interaction.user, target, interaction.act).await;
+    let done = answer::act(state, channel, &interaction.user, target, interaction.act).await;
     let client = state.http.clone();
     let for_modal = slack.clone();
     let slack = slack.clone();
@@ -112,7 +112,7 @@ pub(crate) async fn respond(
     };
     match done {
         Ok(Done::Resolved(record)) => {
-            if let Some(note) = chat::vote_note(&record) {
+            if let Some(note) = answer::vote_note(&record) {
                 tell(note);
             }
             None

@@ -1,4 +1,5 @@
-//! The channel worker: announces requests on the configured channels (see `clarify-channels`).
+//! The channel worker: announces requests on the configured channels (see `clarify-channels`),
+//! and follows their announcements up.
 //!
 //! The store queues one notification per channel in the transaction that creates a request, so
 //! none is lost to a crash. This worker claims due notifications with a lease (instances sharing

@@ -21,7 +21,7 @@ use clarify_channels::{Channel, Platform};
 use clarify_core::QuestionKind;
 use serde_json::{Value, json};
 
-use crate::chat::{self, Done, Target};
+use crate::chat::answer::{self, Done, Target};
 use crate::state::AppState;
 
 /// How long one `getUpdates` call waits for an update to arrive.
@@ -30,7 +30,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// The configured Telegram channel called `name`.
 fn channel<'a>(state: &'a AppState, name: &str) -> Option<(&'a Channel, &'a Telegram)> {
-    chat::configured(state, name, |p| match p {
+    answer::configured(state, name, |p| match p {
         Platform::Telegram(x) => Some(x),
         _ => None,
     })
@@ -143,10 +143,10 @@ pub(crate) async fn handle(
                     (Target::Message(reply_to), Act::Typed(text))
                 }
             };
-            let note = match chat::act(state, channel, &user, target, act).await {
+            let note = match answer::act(state, channel, &user, target, act).await {
                 // The announcement is edited to show the answer; a vote that did not decide
                 // is worth a word, since the message changes little.
-                Ok(Done::Resolved(record)) => chat::vote_note(&record),
+                Ok(Done::Resolved(record)) => answer::vote_note(&record),
                 Ok(Done::Nothing(_) | Done::Open { .. }) => None,
                 Err(refusal) => Some(refusal.message),
             };
@@ -180,10 +180,10 @@ async fn press(
     };
     let target = || Target::Message(message_ref.to_owned());
     if let Some(act) = press.act() {
-        return match chat::act(state, channel, user, target(), act).await {
+        return match answer::act(state, channel, user, target(), act).await {
             Ok(Done::Resolved(record)) => (
                 Some(
-                    chat::vote_note(&record)
+                    answer::vote_note(&record)
                         .unwrap_or_else(|| clarify_channels::outcome_text(&record)),
                 ),
                 false,
@@ -194,7 +194,7 @@ async fn press(
     }
     // A toggle or a request for a typed answer changes nothing yet, but only someone who may
     // answer gets to change the message.
-    let record = match chat::act(state, channel, user, target(), Act::Nothing).await {
+    let record = match answer::act(state, channel, user, target(), Act::Nothing).await {
         Ok(Done::Nothing(record)) => record,
         Ok(_) => return (None, false),
         Err(refusal) => return (Some(refusal.message), true),
