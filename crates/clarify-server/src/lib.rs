@@ -31,9 +31,9 @@ pub mod api;
 mod auth;
 pub mod chat;
 mod logs;
-pub mod mcp;
 mod metrics;
 mod paths;
+pub mod protocols;
 pub mod shared;
 pub mod state;
 pub mod web;
@@ -63,7 +63,7 @@ pub fn app(state: AppState) -> Router {
     let mut router = Router::new()
         .merge(api::routes())
         .merge(web::routes())
-        .merge(mcp::routes(&state))
+        .merge(protocols::routes(&state))
         .merge(chat::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

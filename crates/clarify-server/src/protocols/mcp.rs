@@ -32,7 +32,7 @@ const SESSION_HEADER: &str = "mcp-session-id";
 const FORGET_AFTER: Duration = Duration::from_secs(24 * 3_600);
 
 /// The `/mcp` route.
-pub fn routes(state: &AppState) -> Router<AppState> {
+pub(crate) fn routes(state: &AppState) -> Router<AppState> {
     let store = Embedded::new(
         state.store.clone(),
         clarify_store::Clarify::DEFAULT_TENANT,
