@@ -28,11 +28,8 @@
 //! This is the only crate that knows HTTP status codes.
 
 pub mod api;
-mod auth;
 pub mod chat;
-mod logs;
-mod metrics;
-mod paths;
+pub mod middleware;
 pub mod protocols;
 pub mod shared;
 pub mod state;
@@ -67,11 +64,11 @@ pub fn app(state: AppState) -> Router {
         .merge(chat::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(paths::Utf8Path)
-        .layer(metrics::Track(state.clone()))
+        .layer(middleware::paths::Utf8Path)
+        .layer(middleware::track::Track(state.clone()))
         .layer(DefaultBodyLimit::max(state.config.body_limit))
         .layer(CatchPanicLayer::custom(panicked));
-    router = logs::layer(router);
+    router = middleware::logs::layer(router);
     for (name, value) in security_headers {
         router = router.layer(SetResponseHeaderLayer::if_not_present(
             name,

@@ -11,7 +11,7 @@ use clarify_store::AuditEvent;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::auth::Caller;
+use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::query;
 use crate::shared::wire::time;

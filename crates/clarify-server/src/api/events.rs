@@ -23,7 +23,7 @@ use futures_util::stream::{self, Stream};
 use tokio::sync::watch;
 
 use crate::api::render;
-use crate::auth::Caller;
+use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 

@@ -8,7 +8,7 @@ use clarify_store::{ApiKey, Role};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::auth::Caller;
+use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::JsonBody;
 use crate::shared::wire::time;

@@ -25,7 +25,7 @@ use axum::routing::{delete, get, post};
 use clarify_store::RequestRecord;
 use tokio::task::JoinHandle;
 
-use crate::auth::Caller;
+use crate::middleware::auth::Caller;
 use crate::shared::wire::RecordBody;
 use crate::state::AppState;
 

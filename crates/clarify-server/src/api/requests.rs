@@ -18,7 +18,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::api::render;
-use crate::auth::Caller;
+use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody, resolve_error};
 use crate::shared::extract::{JsonBody, query};
 use crate::shared::wire::{ActionBody, OutcomeBody, RecordBody};

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::auth::{
+use crate::middleware::auth::{
     Caller, SESSION_COOKIE, clear_session_cookie, cookie, csrf_token, start_session,
 };
 use crate::shared::error::{ApiError, ErrorBody};

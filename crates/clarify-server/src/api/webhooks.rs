@@ -22,7 +22,7 @@ use clarify_store::{AfterAttempt, Attempt, Delivery};
 use utoipa::ToSchema;
 
 use crate::api::events::event_name;
-use crate::auth::Caller;
+use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::sign::{hex, mac};
 use crate::shared::wire::{OutcomeBody, RecordBody};

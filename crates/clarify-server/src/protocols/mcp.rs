@@ -22,7 +22,7 @@ use clarify_mcp::{Embedded, HttpCaller, Observer};
 use clarify_store::RequestRecord;
 use http_body_util::BodyExt;
 
-use crate::auth::Caller;
+use crate::middleware::auth::Caller;
 use crate::shared::error::ApiError;
 use crate::state::AppState;
 

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use clarify_store::TokenKind;
 
-use crate::auth::start_session;
+use crate::middleware::auth::start_session;
 use crate::shared::error::ApiError;
 use crate::state::AppState;
 use crate::web::html::message_page;

@@ -12,7 +12,12 @@
 //! within a second, and one made through this instance's revoke route at once.
 //!
 //! A key belongs to one tenant; every handler reads and writes only the caller's tenant, so
-//! another tenant's request is indistinguishable from a missing one (`404`).
+//! another tenant's request is indistinguishable from a missing one (`404`). Once the key is
+//! known, the request counts against its `--rate-limit`.
+//!
+//! The session cookie is made here too ([`start_session`], [`clear_session_cookie`]), for the
+//! routes that open and end sessions (`/v1/login` and `/v1/logout` in the API, `/login/<token>`
+//! in the web room), so its attributes are written in one place, next to where it is read.
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
