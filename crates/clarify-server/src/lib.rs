@@ -4,26 +4,26 @@
 //! until a shutdown future completes, then lets in-flight requests finish and ends event streams
 //! and long-polls cleanly. The `clarify` binary only parses flags and calls these.
 //!
-//! What lives where:
-//! - [`api`]: the `/v1` routes over the store: requests, answers, long-poll, keys;
-//! - [`auth`]: API keys, inbox sessions and CSRF; roles and tenants; [`key_cache`]: keys verified
-//!   in the last half second, so most requests skip the store read;
-//! - [`events`]: the `/v1/events` stream, fed from the store's event log;
-//! - [`grants`]: `/v1/grants`: list, check and revoke the grants approvals gave;
-//! - [`links`]: signed single-use answer links `/a/<token>`;
-//! - `inbox`: the web inbox at `/` and its embedded assets;
-//! - [`mcp`]: the MCP tools over Streamable HTTP at `/mcp`, behind the API's keys;
-//! - [`webhooks`]: the delivery worker and its signatures;
-//! - `channels`: the worker that announces requests on configured channels, and edits or
-//!   follows up their announcements;
-//! - `chat`: the answer path chat channels share; `slack`: Slack's signed interactivity and
-//!   events at `/hooks/slack/{name}`, and its Socket Mode connections; `telegram`: updates
-//!   polled from `getUpdates` or pushed to `/hooks/telegram/{name}`; `discord`: the signed
-//!   interactions endpoint at `/hooks/discord/{name}`;
-//! - [`audit`]: `GET /v1/audit`, a tenant's events with their audit-chain hashes;
-//! - [`limits`]: `--max-waiters` and the per-key `--rate-limit`;
-//! - `logs`: each request's id, route and outcome in the log;
-//! - [`metrics`], [`openapi`], [`wire`] (the JSON types), [`error`] (every error response).
+//! One folder a door; each folder's `mod.rs` opens with the one rule of its room:
+//! - [`api`]: `/v1` and the machine endpoints (OpenAPI, health, metrics), in JSON; the event
+//!   tailer and the webhook worker;
+//! - [`web`]: what a browser opens: the inbox and its assets, answer links, login links, and
+//!   the HTML they render;
+//! - [`chat`]: the channel worker and each chat platform's inbound routes and connections;
+//! - [`protocols`]: agent protocols (MCP) behind the API's keys;
+//! - [`middleware`]: what runs around every handler: who is calling, logs, metrics, path checks.
+//!
+//! Below the rooms, used by all of them and using none:
+//! - [`state`]: what an instance holds between requests ([`AppState`], [`Config`], the event
+//!   hub, the metrics registry, the limits, the key cache);
+//! - [`shared`]: every error response, the record's JSON, body extraction, signatures, HTML
+//!   escaping; it imports nothing else of the crate.
+//!
+//! Rooms may use `state` and `shared`, and a room may use another only while the import graph
+//! between folders stays free of circles (today `api`, `web` and `protocols` use `middleware`,
+//! and `chat` uses the outbox loop of `api`'s webhook worker). `tests/it/structure.rs` reads the
+//! source and fails, naming the path, on a circle or on `shared` reaching outside itself. This
+//! crate root only assembles the rooms: nothing refers back to it.
 //!
 //! This is the only crate that knows HTTP status codes.
 
@@ -50,7 +50,7 @@ use crate::shared::error::ApiError;
 
 pub use crate::state::{AppState, Config};
 
-/// The router: API, event stream, answer links, inbox, OpenAPI, health and metrics.
+/// The router: every room's routes, the fallbacks, and the middleware around them.
 pub fn app(state: AppState) -> Router {
     let security_headers = [
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),

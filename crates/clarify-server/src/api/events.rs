@@ -7,7 +7,7 @@
 //! else. The [`EventHub`](crate::state::hub::EventHub) only says "the log has grown" (a `watch`
 //! of the newest sequence): this instance pokes it after its own writes, the store's feed watch
 //! (PostgreSQL's one notification per numbering round) after anyone's, and a tailer polls the
-//! log as a backstop. Pokes are read at most every [`POKE_GAP`], and not at all while no stream
+//! log as a backstop. Pokes are read at most every `POKE_GAP`, and not at all while no stream
 //! is open, so a busy instance does not read the log once per write. A stream ends when its key
 //! is revoked.
 

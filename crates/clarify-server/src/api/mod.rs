@@ -1,13 +1,12 @@
-//! Everything here answers programs at `/v1` and the machine endpoints (`/openapi.json`,
-//! health, `/metrics`); it renders JSON, never HTML.
+//! Everything here answers programs (`/v1`, `/openapi.json`, health and metrics) and never
+//! renders HTML.
 //!
 //! Each file is one resource: its handlers, the JSON only it speaks, and its OpenAPI
 //! annotations ([`openapi`] gathers them). Handlers read the caller ([`Caller`]), parse raw
-//! input into core types, call the store for the caller's tenant, and render
-//! [`RecordBody`](crate::shared::wire::RecordBody) and the other wire types; nothing here
-//! decides what an answer means. Two background tasks belong here too: the event tailer that
-//! feeds `/v1/events` ([`events::tail`]) and the webhook worker ([`webhooks::run`]), whose
-//! outbox loop the channel worker shares.
+//! input into core types, call the store for the caller's tenant, and render [`RecordBody`] and
+//! the other wire types; nothing here decides what an answer means. Two background tasks belong
+//! here too: the event tailer that feeds `/v1/events` (`events::tail`) and the webhook worker
+//! (`webhooks::run`), whose outbox loop the channel worker shares.
 
 pub mod audit;
 pub mod deliveries;

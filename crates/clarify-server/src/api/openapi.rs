@@ -6,7 +6,7 @@
 //! Each handler documents the answers of its own logic (`409 already_resolved`, `422` on an answer
 //! that does not fit). The refusals that come from what an operation takes rather than what it
 //! does (a JSON body, a path id, a query, a key, the store, the limits) are added to every
-//! operation by [`Refusals`] from that shape, so a new route documents them without anyone
+//! operation by `Refusals` from that shape, so a new route documents them without anyone
 //! remembering to. schemathesis checks the result against a served instance
 //! (`scripts/schemathesis`).
 

@@ -1,6 +1,6 @@
 //! Slack's inbound side: `POST /hooks/slack/{name}` (interactivity payloads and Events API
 //! callbacks, signed), and the Socket Mode connections of channels with `socket_mode = true`.
-//! Both end in [`respond`], which runs the shared answer path and says what to acknowledge with.
+//! Both end in `respond`, which runs the shared answer path and says what to acknowledge with.
 //!
 //! Slack wants an acknowledgement within three seconds. Resolving a request is one store write;
 //! opening a modal and telling a person something privately are Web API calls made after the

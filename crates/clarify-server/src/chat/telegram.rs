@@ -1,6 +1,6 @@
 //! Telegram's inbound side: updates pushed to `POST /hooks/telegram/{name}` (webhook mode,
 //! checked against the secret token before the body is read) or fetched by long polling
-//! `getUpdates` (the default). Both end in [`handle`], which runs the shared answer path.
+//! `getUpdates` (the default). Both end in `handle`, which runs the shared answer path.
 //!
 //! A button press is answered (`answerCallbackQuery`) as soon as the answer is recorded, which
 //! is one store write; the message itself is edited by the channel worker, through the

@@ -15,7 +15,7 @@
 //! another tenant's request is indistinguishable from a missing one (`404`). Once the key is
 //! known, the request counts against its `--rate-limit`.
 //!
-//! The session cookie is made here too ([`start_session`], [`clear_session_cookie`]), for the
+//! The session cookie is made here too (`start_session`, `clear_session_cookie`), for the
 //! routes that open and end sessions (`/v1/login` and `/v1/logout` in the API, `/login/<token>`
 //! in the web room), so its attributes are written in one place, next to where it is read.
 

@@ -1,7 +1,7 @@
 //! Server-rendered HTML: the signed-link answer page and plain message pages.
 //!
 //! Every string that came from a request (written by an agent, so untrusted) passes through
-//! [`escape`](crate::shared::html::escape). Every page carries [`CSP`]: scripts only from this
+//! [`escape`]. Every page carries [`CSP`]: scripts only from this
 //! server's own files, no inline script or style, so even a missed escape could not run
 //! anything. The link page works as a plain form; when script runs, the inbox's request view
 //! (`assets/link.js`) takes its place.
