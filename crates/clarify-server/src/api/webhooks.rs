@@ -3,12 +3,14 @@
 //! `request.escalated`, with the request's record as the body).
 //!
 //! The store queues a delivery in the same transaction that resolves the request (or writes the
-//! reminder or escalation), so a crash cannot lose one. This worker claims due deliveries with a lease (so instances sharing a store
-//! do not send the same delivery at once, and a delivery whose worker died is retried when the
-//! lease runs out), POSTs the outcome, and records the attempt. A non-2xx answer or a network
-//! error is retried with exponential backoff (10 s doubling, at most an hour apart) until
-//! [`WebhookConfig::retry_for`] (25 hours) after the resolution; then the delivery is `failed`.
-//! Delivery is at least once: receivers deduplicate by the `Clarify-Delivery` header.
+//! reminder or escalation), so a crash cannot lose one. This worker claims due deliveries with a
+//! lease (so instances sharing a store do not send the same delivery at once, and a delivery
+//! whose worker died is retried when the lease runs out), POSTs the outcome, and records the
+//! attempt. A non-2xx answer or a network error is retried with exponential backoff (10 s
+//! doubling, at most an hour apart) until [`WebhookConfig::retry_for`] (25 hours) after the
+//! resolution; then the delivery is `failed`. Delivery is at least once: receivers deduplicate
+//! by the `Clarify-Delivery` header. The claim-send-wait loop (`drain`) and the backoff are
+//! the channel worker's too (`chat::worker`).
 //!
 //! Each POST is signed: `Clarify-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>` over
 //! `"<t>." + body`, with the tenant's webhook secret (`GET /v1/webhook-secret`).
