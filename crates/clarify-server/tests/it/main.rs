@@ -27,6 +27,7 @@ mod races;
 mod requests;
 mod sessions;
 mod slack;
+mod structure;
 mod support;
 mod telegram;
 mod webhooks;

@@ -9,7 +9,7 @@ const BLESS: &str = "CLARIFY_BLESS";
 #[test]
 fn committed_openapi_document_is_fresh() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../api/openapi.json");
-    let fresh = clarify_server::openapi::json();
+    let fresh = clarify_server::api::openapi::json();
     if std::env::var_os(BLESS).is_some() {
         std::fs::write(&path, &fresh).expect("write api/openapi.json");
         return;
@@ -25,7 +25,7 @@ fn committed_openapi_document_is_fresh() {
 #[test]
 fn the_document_names_every_contract_route() {
     let doc: serde_json::Value =
-        serde_json::from_str(&clarify_server::openapi::json()).expect("the document is JSON");
+        serde_json::from_str(&clarify_server::api::openapi::json()).expect("the document is JSON");
     assert_eq!(doc["openapi"], "3.1.0");
     for (path, method) in [
         ("/v1/requests", "post"),

@@ -1,0 +1,74 @@
+//! Everything here answers programs (`/v1`, `/openapi.json`, health and metrics) and never
+//! renders HTML.
+//!
+//! Each file is one resource: its handlers, the JSON only it speaks, and its OpenAPI
+//! annotations ([`openapi`] gathers them). Handlers read the caller ([`Caller`]), parse raw
+//! input into core types, call the store for the caller's tenant, and render [`RecordBody`] and
+//! the other wire types; nothing here decides what an answer means. Two background tasks belong
+//! here too: the event tailer that feeds `/v1/events` (`events::tail`) and the webhook worker
+//! (`webhooks::run`), whose outbox loop the channel worker shares.
+
+pub mod audit;
+pub mod deliveries;
+pub mod events;
+pub mod grants;
+pub mod health;
+pub mod keys;
+pub mod openapi;
+pub mod requests;
+pub mod sessions;
+pub mod webhooks;
+
+use axum::Router;
+use axum::routing::{delete, get, post};
+use clarify_store::RequestRecord;
+use tokio::task::JoinHandle;
+
+use crate::middleware::auth::Caller;
+use crate::shared::wire::RecordBody;
+use crate::state::AppState;
+
+/// Every route of this room.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/requests", post(requests::create).get(requests::list))
+        .route("/v1/requests/{id}", get(requests::show))
+        .route("/v1/requests/{id}/answer", post(requests::answer))
+        .route("/v1/requests/{id}/cancel", post(requests::cancel))
+        .route("/v1/requests/{id}/wait", get(requests::wait))
+        .route("/v1/requests/{id}/deliveries", get(deliveries::deliveries))
+        .route(
+            "/v1/requests/{id}/notifications",
+            get(deliveries::notifications),
+        )
+        .route("/v1/events", get(events::stream))
+        .route("/v1/grants", get(grants::list))
+        .route("/v1/grants/check", post(grants::check))
+        .route("/v1/grants/{id}", delete(grants::revoke))
+        .route("/v1/keys", get(keys::list_keys).post(keys::create_key))
+        .route("/v1/keys/{name}/revoke", post(keys::revoke_key))
+        .route("/v1/webhook-secret", get(webhooks::webhook_secret))
+        .route("/v1/audit", get(audit::list))
+        .route("/v1/login", post(sessions::login))
+        .route("/v1/logout", post(sessions::logout))
+        .route("/v1/session", get(sessions::session))
+        .route("/openapi.json", get(openapi::document))
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::render))
+}
+
+/// Starts this room's background tasks: the event tailer and the webhook worker. Both end at
+/// shutdown.
+pub(crate) fn start(state: &AppState) -> Vec<JoinHandle<()>> {
+    vec![
+        tokio::spawn(events::tail(state.clone())),
+        tokio::spawn(webhooks::run(state.clone())),
+    ]
+}
+
+/// `record` as `caller` sees it: with its answer link for the roles that create requests.
+pub(crate) fn render(state: &AppState, caller: &Caller, record: &RequestRecord) -> RecordBody {
+    let link = caller.sees_links().then(|| state.answer_url(&record.id));
+    RecordBody::new(record, link)
+}

@@ -1,0 +1,392 @@
+//! `/v1/requests`: create, read, list, answer, cancel and wait for requests.
+//!
+//! Handlers parse raw input into core types (the one door of `clarify_core::parse_request`),
+//! call the store for the caller's tenant, and render wire types. Nothing here decides what an
+//! answer means; the store and core do.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use clarify_core::Status;
+use clarify_store::ListQuery;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::api::render;
+use crate::middleware::auth::Caller;
+use crate::shared::error::{ApiError, ErrorBody, resolve_error};
+use crate::shared::extract::{JsonBody, query};
+use crate::shared::wire::{ActionBody, OutcomeBody, RecordBody};
+use crate::state::AppState;
+
+/// The longest a long-poll waits.
+pub const MAX_WAIT_SECONDS: u64 = 60;
+/// A long-poll's wait when `timeout_seconds` is absent.
+pub const DEFAULT_WAIT_SECONDS: u64 = 30;
+
+/// An empty query value counts as absent (`?status=` lists every status).
+fn given(value: Option<String>) -> Option<String> {
+    value.filter(|v| !v.is_empty())
+}
+
+/// Creates a request. A repeated idempotency key (body field or `Idempotency-Key` header)
+/// returns the original record with `200`, whatever its status.
+#[utoipa::path(post, path = "/v1/requests", tag = "requests", request_body = CreateRequestBody,
+    params(("Idempotency-Key" = Option<String>, Header, description = "Returns the original request when repeated")),
+    responses(
+        (status = 201, description = "Created", body = RecordBody),
+        (status = 200, description = "An existing request: same idempotency key, or `dedupe` matched a pending one", body = RecordBody),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "No or bad key", body = ErrorBody),
+        (status = 403, description = "Role may not create requests", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 422, description = "Invalid request; the code names the problem", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    JsonBody(mut raw): JsonBody<Value>,
+) -> Result<Response, ApiError> {
+    caller.must_ask()?;
+    if let Some(key) = headers.get("idempotency-key") {
+        let key = key.to_str().map_err(|_| {
+            ApiError::bad_request("invalid_header", "the Idempotency-Key header must be text")
+        })?;
+        if let Some(obj) = raw.as_object_mut() {
+            match obj.get("idempotency_key") {
+                Some(Value::String(existing)) if existing != key => {
+                    return Err(ApiError::bad_request(
+                        "conflicting_idempotency_key",
+                        "the Idempotency-Key header and the idempotency_key field differ; send one",
+                    ));
+                }
+                _ => {
+                    obj.insert("idempotency_key".to_owned(), Value::String(key.to_owned()));
+                }
+            }
+        }
+    }
+    let request = clarify_core::parse_request(&raw, &state.config.limits)?;
+    let created = state.store.create(caller.tenant(), request).await?;
+    let status = if created.created {
+        state.metrics.created();
+        state.changed(&created.record);
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(render(&state, &caller, &created.record))).into_response())
+}
+
+/// One request, with its outcome once resolved.
+#[utoipa::path(get, path = "/v1/requests/{id}", tag = "requests",
+    params(("id" = String, Path, description = "Request id")),
+    responses(
+        (status = 200, description = "The request", body = RecordBody),
+        (status = 404, description = "No such request in the caller's tenant", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<RecordBody>, ApiError> {
+    let record = state
+        .store
+        .get(caller.tenant(), &id)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    Ok(Json(render(&state, &caller, &record)))
+}
+
+/// Filters of `GET /v1/requests`. Values are parsed by the handler, so a bad one gets an error
+/// that names it.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// `pending`, `answered`, `skipped`, `expired` or `cancelled`.
+    status: Option<String>,
+    session: Option<String>,
+    agent: Option<String>,
+    tag: Option<String>,
+    /// 1 to 500; default 50.
+    #[param(value_type = Option<usize>)]
+    limit: Option<String>,
+    /// The `next_cursor` of the previous page.
+    cursor: Option<String>,
+}
+
+/// A page of the caller's requests, newest first.
+#[utoipa::path(get, path = "/v1/requests", tag = "requests", params(ListParams),
+    responses(
+        (status = 200, description = "A page", body = PageBody),
+        (status = 400, description = "Bad filter or cursor", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    q: Result<Query<ListParams>, QueryRejection>,
+) -> Result<Json<PageBody>, ApiError> {
+    let q = query(q)?;
+    let status = match given(q.status) {
+        None => None,
+        Some(s) => Some(s.parse::<Status>().map_err(|_| {
+            ApiError::bad_request(
+                "invalid_status",
+                format!(
+                    "unknown status {}; use pending, answered, skipped, expired or cancelled",
+                    clarify_core::quoted(&s)
+                ),
+            )
+        })?),
+    };
+    let limit = match given(q.limit) {
+        None => None,
+        Some(l) => Some(
+            l.parse::<usize>()
+                .ok()
+                .filter(|n| (1..=ListQuery::MAX_LIMIT).contains(n))
+                .ok_or_else(|| {
+                    ApiError::bad_request(
+                        "invalid_limit",
+                        format!(
+                            "limit must be a number from 1 to {}, got {}",
+                            ListQuery::MAX_LIMIT,
+                            clarify_core::quoted(&l)
+                        ),
+                    )
+                })?,
+        ),
+    };
+    let query = ListQuery {
+        status,
+        session: given(q.session),
+        agent: given(q.agent),
+        tag: given(q.tag),
+        limit,
+        cursor: given(q.cursor),
+    };
+    let page = state.store.list(caller.tenant(), &query).await?;
+    Ok(Json(PageBody {
+        requests: page
+            .records
+            .iter()
+            .map(|r| render(&state, &caller, r))
+            .collect(),
+        next_cursor: page.next_cursor,
+    }))
+}
+
+/// Answers (or skips) a request. An answer that does not fit is refused with `422` and the
+/// request stays pending. On a quorum request (`approvals_required` above 1) the answer is the
+/// caller's vote: `202` with the record while more approvals are needed, `200` with the outcome
+/// once this vote decides it.
+#[utoipa::path(post, path = "/v1/requests/{id}/answer", tag = "requests",
+    params(("id" = String, Path, description = "Request id")),
+    request_body = AnswerRequestBody,
+    responses(
+        (status = 200, description = "Resolved; the outcome", body = OutcomeBody),
+        (status = 202, description = "A vote on a quorum request, counted; the request is still pending and its record shows the votes so far", body = RecordBody),
+        (status = 403, description = "Not an allowed responder (`not_a_responder`), the role may not answer, or a quorum request answered without a responder name (`quorum_needs_identity`)", body = ErrorBody),
+        (status = 404, description = "No such request", body = ErrorBody),
+        (status = 409, description = "Already resolved (`already_resolved`; `record` shows by whom), or this responder already voted (`already_voted`)", body = ErrorBody),
+        (status = 422, description = "The answer does not fit; still pending", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn answer(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<Value>,
+) -> Result<Response, ApiError> {
+    caller.must_answer()?;
+    let record = state
+        .store
+        .answer(caller.tenant(), &id, &body, &caller.actor())
+        .await
+        .map_err(|e| resolve_error(e, |r| render(&state, &caller, r)))?;
+    if record.status == Status::Pending {
+        state.changed(&record);
+        let body = render(&state, &caller, &record);
+        return Ok((StatusCode::ACCEPTED, Json(body)).into_response());
+    }
+    Ok(Json(state.resolved(&record)?).into_response())
+}
+
+/// Cancels a pending request.
+#[utoipa::path(post, path = "/v1/requests/{id}/cancel", tag = "requests",
+    params(("id" = String, Path, description = "Request id")),
+    responses(
+        (status = 200, description = "Cancelled; the record", body = RecordBody),
+        (status = 404, description = "No such request", body = ErrorBody),
+        (status = 409, description = "Already resolved", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn cancel(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<RecordBody>, ApiError> {
+    caller.must_ask()?;
+    let record = state
+        .store
+        .cancel(caller.tenant(), &id, &caller.actor())
+        .await
+        .map_err(|e| resolve_error(e, |r| render(&state, &caller, r)))?;
+    state.resolved(&record)?;
+    Ok(Json(render(&state, &caller, &record)))
+}
+
+/// The query of `GET /v1/requests/{id}/wait`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct WaitParams {
+    /// 0 to 60; default 30; larger values wait 60.
+    #[param(value_type = Option<u64>)]
+    timeout_seconds: Option<String>,
+}
+
+/// Long-poll: returns as soon as the request is resolved, or the still-pending record after
+/// `timeout_seconds` (default 30; values above 60 wait 60).
+#[utoipa::path(get, path = "/v1/requests/{id}/wait", tag = "requests",
+    params(("id" = String, Path, description = "Request id"), WaitParams),
+    responses(
+        (status = 200, description = "The record: resolved, or still pending when the time ran out", body = RecordBody),
+        (status = 400, description = "timeout_seconds is not a number", body = ErrorBody),
+        (status = 403, description = "The key's role may not wait for requests", body = ErrorBody),
+        (status = 404, description = "No such request", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn wait(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    q: Result<Query<WaitParams>, QueryRejection>,
+) -> Result<Json<RecordBody>, ApiError> {
+    caller.must_ask()?;
+    let seconds = match given(query(q)?.timeout_seconds) {
+        None => DEFAULT_WAIT_SECONDS,
+        Some(v) => v.parse::<u64>().map_err(|_| {
+            ApiError::bad_request(
+                "invalid_timeout",
+                format!(
+                    "timeout_seconds must be a whole number of seconds from 0 to {MAX_WAIT_SECONDS}, got {}",
+                    clarify_core::quoted(&v)
+                ),
+            )
+        })?,
+    }
+    .min(MAX_WAIT_SECONDS);
+    let _permit = state.waiter()?;
+    let started = std::time::Instant::now();
+    let waited = tokio::select! {
+        r = state.store.wait(caller.tenant(), &id, Duration::from_secs(seconds)) => Some(r),
+        () = state.shutdown.cancelled() => None,
+    };
+    let record = match waited {
+        Some(r) => r.map_err(|e| resolve_error(e, |r| render(&state, &caller, r)))?,
+        // Shutting down: hand back the current state so the client polls another instance.
+        None => state
+            .store
+            .get(caller.tenant(), &id)
+            .await?
+            .ok_or_else(ApiError::not_found)?,
+    };
+    state
+        .metrics
+        .waited(started.elapsed(), record.status.is_resolved());
+    Ok(Json(render(&state, &caller, &record)))
+}
+
+/// A page of requests, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PageBody {
+    pub requests: Vec<RecordBody>,
+    /// Pass as `cursor` for the next page; `null` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// The body of `POST /v1/requests`, in its canonical shape. LLM-shaped variants (`question` with
+/// `choices`, `prompt` with `options`, option objects with `title`, ...) are accepted too and
+/// coerced before validation.
+#[derive(Debug, Serialize, ToSchema)]
+#[allow(dead_code)]
+pub struct CreateRequestBody {
+    /// 1 to 5 questions answered together.
+    pub questions: Vec<NewQuestionBody>,
+    /// Text, or a JSON object, shown to the human.
+    pub context: Option<Value>,
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    /// At most 10.
+    pub tags: Option<Vec<String>>,
+    /// The LLM's id for the tool call that raised this request.
+    pub tool_call_id: Option<String>,
+    /// Absent: the server default (3600); `0`: never expires.
+    pub timeout_seconds: Option<u64>,
+    /// Default true.
+    pub allow_skip: Option<bool>,
+    /// Names of the responders allowed to answer; absent lets every responder answer.
+    pub responders: Option<Vec<String>>,
+    /// Where the outcome is POSTed once resolved (signed; see `GET /v1/webhook-secret`).
+    pub callback_url: Option<String>,
+    /// Or the `Idempotency-Key` header: a repeated key returns the original request.
+    pub idempotency_key: Option<String>,
+    /// Return an identical pending request of the same session instead of asking again.
+    pub dedupe: Option<bool>,
+    /// 1 to 10 (default 1); above 1 every question must be an approval, each allowed
+    /// responder's decision is a vote, and a deny is final.
+    pub approvals_required: Option<u32>,
+    /// At least 60: while pending, announce the request again this often.
+    pub remind_every_seconds: Option<u64>,
+    /// At least 1, with `escalate_to`: after this long pending, those responders may answer.
+    pub escalate_after_seconds: Option<u64>,
+    pub escalate_to: Option<Vec<String>>,
+    /// The answer applied at expiry: `{"decision": "approve"|"deny", "reason"?}` for
+    /// approvals, `{"option": id}` or `"recommended"` for a single choice.
+    #[schema(value_type = Option<Object>)]
+    pub on_timeout: Option<Value>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[allow(dead_code)]
+pub struct NewQuestionBody {
+    /// Default `q1`, `q2`, ... by position.
+    pub id: Option<String>,
+    /// At most 32 characters.
+    pub header: Option<String>,
+    /// Required; at most 4,000 characters.
+    pub text: String,
+    /// `open`, `single`, `multi`, `approval` or `form`.
+    pub kind: Option<String>,
+    /// form: 1 to 20 fields, `{id, label, type, required?, description?, default?, ...}` with
+    /// the limits of their type.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub fields: Option<Vec<Value>>,
+    /// form, instead of `fields`: a flat JSON Schema object (MCP elicitation's
+    /// `requestedSchema` shape), coerced into fields.
+    #[schema(value_type = Option<Object>)]
+    pub schema: Option<Value>,
+    /// single and multi: `{id?, label, description?}` objects or bare label strings.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub options: Option<Vec<Value>>,
+    pub allow_other: Option<bool>,
+    pub recommended: Option<String>,
+    pub action: Option<ActionBody>,
+    pub scopes: Option<Vec<String>>,
+    pub allow_edit: Option<bool>,
+}
+
+/// The body of an answer: per-question answers, `{"skip": true}`, or (for a one-question
+/// request) the answer object itself.
+#[derive(Debug, Serialize, ToSchema)]
+#[allow(dead_code)]
+pub struct AnswerRequestBody {
+    /// Question id → `{"option": id}` | `{"other": text}` | `{"options": [ids], "other"?}` |
+    /// `{"text": text}` | `{"decision": "approve"|"deny", "scope"?, "edited_arguments"?, "reason"?}`.
+    #[schema(value_type = Option<Object>)]
+    pub answers: Option<Value>,
+    pub skip: Option<bool>,
+}

@@ -1,0 +1,262 @@
+//! The answer path every chat channel shares: find the request, check it was announced on this
+//! channel, map the chat user to a responder, and resolve it by the same rules as every other
+//! path (the shared answer parser, `responders`, first valid answer wins).
+//!
+//! The platform modules read their payloads into an [`Act`] (after verifying them) and turn the
+//! result into their own acknowledgement; what is slow (opening a form, a private notice) they
+//! do after acknowledging, within the platform's deadline.
+
+use clarify_channels::Channel;
+use clarify_channels::answer::{Act, Focus, first_input, input_for_error};
+use clarify_core::reply::{Reply, parse_reply};
+use clarify_store::{Actor, EventKind, RequestRecord, ResolveError};
+use serde_json::Value;
+
+use crate::state::AppState;
+
+/// Which request a chat act is about.
+#[derive(Debug)]
+pub(crate) enum Target {
+    /// By id (a button's block, a form's metadata).
+    Request(String),
+    /// By the platform's reference to the announcement it replies to.
+    Message(String),
+}
+
+/// What an act did.
+#[derive(Debug)]
+pub(crate) enum Done {
+    /// The request was answered or skipped, or (a quorum) the vote was counted: the record now.
+    Resolved(RequestRecord),
+    /// A form should be opened for `focus`.
+    Open {
+        record: RequestRecord,
+        focus: Focus,
+        trigger: String,
+    },
+    /// Nothing changed and nothing needs saying; the request as it is (pending, and open to
+    /// this person).
+    Nothing(RequestRecord),
+}
+
+/// Why an act was refused, for the person only; nothing changed.
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    /// The form input the message belongs next to.
+    pub input: Option<String>,
+    pub message: String,
+}
+
+fn refuse(message: impl Into<String>) -> Refusal {
+    Refusal {
+        input: None,
+        message: message.into(),
+    }
+}
+
+/// Acts for the platform user `user` (`U012ABCDEF`) on `channel`.
+pub(crate) async fn act(
+    state: &AppState,
+    channel: &Channel,
+    user: &str,
+    target: Target,
+    act: Act,
+) -> Result<Done, Refusal> {
+    let record = find(state, channel, target).await?;
+    let form = match &act {
+        Act::Submit { focus, .. } => Some(*focus),
+        _ => None,
+    };
+    let questions = record.request.questions.clone();
+    decide(state, channel, user, record, act)
+        .await
+        .map_err(|mut refusal| {
+            // In a form, a refusal is shown beside an input: its own, or the first.
+            if let (None, Some(focus)) = (&refusal.input, form) {
+                refusal.input = Some(first_input(&questions, focus));
+            }
+            refusal
+        })
+}
+
+async fn decide(
+    state: &AppState,
+    channel: &Channel,
+    user: &str,
+    record: RequestRecord,
+    act: Act,
+) -> Result<Done, Refusal> {
+    let platform = channel.platform_name();
+    let who = format!("{platform}:{user}");
+    let responder = match state.config.identities.get(&who) {
+        Some(name) => name.clone(),
+        None if channel.allow_unmapped => who.clone(),
+        None => {
+            tracing::info!(%who, channel = %channel.name, "refused a chat answer from an unmapped user");
+            return Err(refuse(format!(
+                "You are not a clarify responder yet: ask an admin to map \"{who}\" to your name \
+                 under [identities]. Nothing was answered."
+            )));
+        }
+    };
+    if record.status.is_resolved() {
+        return Err(refuse(format!(
+            "Too late: {}.",
+            clarify_channels::outcome_text(&record)
+        )));
+    }
+    if !record.allows_responder(&responder) {
+        return Err(refuse(format!(
+            "{responder} is not among the responders of this request; nothing was answered."
+        )));
+    }
+    let questions = &record.request.questions;
+    let focus = match &act {
+        Act::Submit { focus, .. } => *focus,
+        _ => Focus::Request,
+    };
+    let body = match &act {
+        Act::Nothing => return Ok(Done::Nothing(record)),
+        Act::Open { focus, trigger } => {
+            return Ok(Done::Open {
+                focus: *focus,
+                trigger: trigger.clone(),
+                record,
+            });
+        }
+        Act::Typed(text) => typed(&record, text)?,
+        other => match other.body(questions) {
+            Ok(Some(body)) => body,
+            Ok(None) => return Ok(Done::Nothing(record)),
+            Err(unfit) => {
+                return Err(Refusal {
+                    input: unfit.input,
+                    message: unfit.message,
+                });
+            }
+        },
+    };
+    let actor = Actor::new(responder, platform);
+    match state
+        .store
+        .answer(&record.tenant, &record.id, &body, &actor)
+        .await
+    {
+        Ok(record) => {
+            state.changed(&record);
+            Ok(Done::Resolved(record))
+        }
+        Err(ResolveError::AlreadyResolved(record)) => Err(refuse(format!(
+            "Too late: {}.",
+            clarify_channels::outcome_text(&record)
+        ))),
+        Err(ResolveError::AlreadyVoted { .. }) => Err(refuse(
+            "You already voted on this request; each responder votes once.",
+        )),
+        Err(ResolveError::Invalid(e)) => Err(Refusal {
+            input: input_for_error(questions, focus, e.path().as_deref()),
+            message: format!("That answer does not fit: {e}"),
+        }),
+        Err(e @ (ResolveError::NotAllowed { .. } | ResolveError::QuorumNeedsIdentity { .. })) => {
+            Err(refuse(format!("{e}; nothing was answered.")))
+        }
+        Err(ResolveError::NotFound) => Err(refuse("This request no longer exists.")),
+        Err(ResolveError::Store(e)) => {
+            tracing::warn!(error = %e, "recording a chat answer failed");
+            Err(refuse(
+                "clarify could not record the answer just now; please try again.",
+            ))
+        }
+    }
+}
+
+/// The configured channel called `name` whose platform `pick` accepts, with that platform's
+/// settings: how each platform's inbound route finds its channel.
+pub(crate) fn configured<'a, T>(
+    state: &'a AppState,
+    name: &str,
+    pick: impl Fn(&'a clarify_channels::Platform) -> Option<&'a T>,
+) -> Option<(&'a Channel, &'a T)> {
+    state
+        .config
+        .channels
+        .iter()
+        .filter(|c| c.name == name)
+        .find_map(|c| pick(&c.platform).map(|p| (c, p)))
+}
+
+/// The request `target` names, if it was announced on `channel`.
+async fn find(
+    state: &AppState,
+    channel: &Channel,
+    target: Target,
+) -> Result<RequestRecord, Refusal> {
+    let unknown = || refuse("clarify knows no such request on this channel.");
+    let failed = |e: clarify_store::StoreError| {
+        tracing::warn!(error = %e, "reading a request for a chat answer failed");
+        refuse("clarify could not read the request just now; please try again.")
+    };
+    let id = match target {
+        Target::Request(id) => {
+            // Only a request announced here may be answered here: a forged or stale id, or one
+            // of a tenant this channel does not serve, is unknown.
+            let announced = state
+                .store
+                .notifications_of(&id)
+                .await
+                .map_err(failed)?
+                .iter()
+                .any(|d| {
+                    d.channel.as_deref() == Some(channel.name.as_str())
+                        && d.event == Some(EventKind::Created)
+                });
+            if !announced {
+                return Err(unknown());
+            }
+            id
+        }
+        Target::Message(message_ref) => {
+            match state
+                .store
+                .announced_as(&channel.name, &message_ref)
+                .await
+                .map_err(failed)?
+            {
+                Some((_, id)) => id,
+                None => return Err(unknown()),
+            }
+        }
+    };
+    state
+        .store
+        .get_by_id(&id)
+        .await
+        .map_err(failed)?
+        .ok_or_else(unknown)
+}
+
+/// The answer body of a typed reply, read by the shared typed-reply parser.
+fn typed(record: &RequestRecord, text: &str) -> Result<Value, Refusal> {
+    let request = &record.request;
+    let [q] = request.questions.as_slice() else {
+        return Err(refuse(
+            "This request has several questions; answer it with the message's Answer… button.",
+        ));
+    };
+    match parse_reply(q, request.allow_skip, text) {
+        Ok(Reply::Skip) => Ok(serde_json::json!({"skip": true})),
+        Ok(Reply::Answer(answer)) => serde_json::to_value(&answer)
+            .map_err(|e| refuse(format!("That answer could not be read: {e}"))),
+        Err(e) => Err(refuse(format!("That reply is not an answer: {e}."))),
+    }
+}
+
+/// A one-line note for the person whose vote was counted but did not decide the request.
+pub(crate) fn vote_note(record: &RequestRecord) -> Option<String> {
+    (record.request.is_quorum() && !record.status.is_resolved()).then(|| {
+        format!(
+            "Your vote is counted: {}.",
+            clarify_channels::outcome_text(record)
+        )
+    })
+}

@@ -1,0 +1,209 @@
+//! The channel worker: announces requests on the configured channels (see `clarify-channels`),
+//! and follows their announcements up.
+//!
+//! The store queues one notification per channel in the transaction that creates a request, so
+//! none is lost to a crash. This worker claims due notifications with a lease (instances sharing
+//! a store do not send the same one at once, and one whose worker died is sent again when the
+//! lease runs out), has the channel post it, and records the attempt with the platform's message
+//! reference. A failure that may pass (no connection, `408`, `429`, `5xx`) is retried with the
+//! webhooks' backoff, or later when the platform's `Retry-After` says so, for as long as
+//! webhooks are; any other refusal ends the notification `failed` at once.
+//!
+//! A later notification about a request (a reminder, an escalation, a vote, its resolution)
+//! goes to the channel's announcement: a reply in its thread, or an edit of it. It waits while
+//! that announcement has not gone out yet, so an edit never overtakes the message it edits.
+
+use std::time::Instant;
+
+use chrono::TimeDelta;
+use clarify_channels::{Channel, Notice, Sent};
+use clarify_store::{AfterAttempt, Attempt, Delivery, DeliveryStatus, EventKind, RequestRecord};
+
+use crate::api::webhooks::{Outbox, backoff, client, drain};
+use crate::state::AppState;
+
+/// Sends channel notifications until shutdown.
+pub(crate) async fn run(state: AppState) {
+    if state.config.channels.is_empty() {
+        return;
+    }
+    let Some(client) = client(&state, "nothing is announced") else {
+        return;
+    };
+    drain(&state, Outbox::Channels, async |n| {
+        notify(&state, &client, n).await
+    })
+    .await;
+}
+
+async fn notify(state: &AppState, client: &reqwest::Client, n: Delivery) {
+    let number = u32::try_from(n.attempts.len())
+        .unwrap_or(u32::MAX)
+        .saturating_add(1);
+    let give_up = |why: &str| (None, Some(why.to_owned()), AfterAttempt::GiveUp);
+    let channel = state
+        .config
+        .channels
+        .iter()
+        .find(|c| Some(&c.name) == n.channel.as_ref());
+    let record = match state.store.get(&n.tenant, &n.request_id).await {
+        Ok(r) => r,
+        Err(e) => {
+            // The lease runs out and the notification is tried again.
+            tracing::warn!(error = %e, "reading a request for its notification failed");
+            return;
+        }
+    };
+    let started = Instant::now();
+    let (status_code, error, after, message_ref) = match (channel, record) {
+        (None, _) => {
+            let (s, e, a) = give_up("the channel is no longer configured");
+            (s, e, a, None)
+        }
+        (_, None) => {
+            let (s, e, a) = give_up("the request no longer exists");
+            (s, e, a, None)
+        }
+        (Some(channel), Some(record)) => {
+            let answer_url = state.answer_url(&record.id);
+            let event = n.event.unwrap_or(EventKind::Created);
+            let announcement = match event {
+                EventKind::Created => Ok(None),
+                _ => announcement(state, &n).await,
+            };
+            let announcement = match announcement {
+                Ok(a) => a,
+                Err(wait) => {
+                    let next = state.store.now() + TimeDelta::milliseconds(wait);
+                    let attempt = Attempt {
+                        number,
+                        at: state.store.now(),
+                        status_code: None,
+                        error: Some("waiting for the announcement to go out first".to_owned()),
+                        duration_ms: 0,
+                    };
+                    if let Err(e) = state
+                        .store
+                        .finish_notification(n.id, attempt, AfterAttempt::RetryAt(next), None)
+                        .await
+                    {
+                        tracing::warn!(error = %e, notification = n.id, "recording a notification attempt failed");
+                    }
+                    return;
+                }
+            };
+            let notice = Notice {
+                record: &record,
+                event,
+                answer_url: &answer_url,
+                announcement: announcement.as_deref(),
+                mention: if event == EventKind::Escalated {
+                    mentions(state, channel, &record)
+                } else {
+                    Vec::new()
+                },
+                recipients: recipients(state, channel, &record, event),
+            };
+            match channel.send(client, &notice).await {
+                Ok(Sent::Posted { message_ref }) => {
+                    (None, None, AfterAttempt::Delivered, message_ref)
+                }
+                Ok(Sent::Edited) => (None, None, AfterAttempt::Delivered, None),
+                Ok(Sent::Skipped { why }) => {
+                    (None, Some(why.to_owned()), AfterAttempt::Delivered, None)
+                }
+                Err(e) if e.retryable() => {
+                    let now = state.store.now();
+                    let mut next = now + backoff(&state.config.webhooks, number);
+                    if let Some(wait) = e.retry_after().and_then(|w| TimeDelta::from_std(w).ok()) {
+                        next = next.max(now + wait);
+                    }
+                    let after = if next > n.created_at + state.config.webhooks.retry_for {
+                        AfterAttempt::GiveUp
+                    } else {
+                        AfterAttempt::RetryAt(next)
+                    };
+                    (e.status(), Some(e.to_string()), after, None)
+                }
+                Err(e) => (e.status(), Some(e.to_string()), AfterAttempt::GiveUp, None),
+            }
+        }
+    };
+    if let Some(error) = &error {
+        tracing::warn!(notification = n.id, channel = ?n.channel, %error, "a channel notification did not go out");
+    }
+    let attempt = Attempt {
+        number,
+        at: state.store.now(),
+        status_code,
+        error,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    };
+    if let Err(e) = state
+        .store
+        .finish_notification(n.id, attempt, after, message_ref)
+        .await
+    {
+        tracing::warn!(error = %e, notification = n.id, "recording a notification attempt failed");
+    }
+}
+
+/// The platform's reference to the channel's announcement of `n`'s request: `Ok(None)` when
+/// there is none (it failed, or was skipped), `Err(ms)` to try again in that many milliseconds
+/// while it has not gone out yet.
+async fn announcement(state: &AppState, n: &Delivery) -> Result<Option<String>, i64> {
+    let all = match state.store.notifications(&n.tenant, &n.request_id).await {
+        Ok(all) => all,
+        Err(e) => {
+            tracing::warn!(error = %e, "reading a request's announcements failed");
+            return Err(1_000);
+        }
+    };
+    let first = all
+        .into_iter()
+        .find(|d| d.channel == n.channel && d.event == Some(EventKind::Created));
+    match first {
+        Some(d) if d.status == DeliveryStatus::Pending => Err(250),
+        Some(d) => Ok(d.message_ref),
+        None => Ok(None),
+    }
+}
+
+/// The platform user ids of `record`'s `escalate_to` responders that `[identities]` maps, for
+/// `channel`'s platform.
+fn mentions(state: &AppState, channel: &Channel, record: &RequestRecord) -> Vec<String> {
+    let prefix = format!("{}:", channel.platform_name());
+    state
+        .config
+        .identities
+        .iter()
+        .filter(|(_, name)| record.request.escalate_to.contains(name))
+        .filter_map(|(who, _)| who.strip_prefix(&prefix).map(str::to_owned))
+        .collect()
+}
+
+/// The platform addresses `[identities]` gives `record`'s responders (and, for an escalation,
+/// its `escalate_to`), for `channel`'s platform: whom an e-mail channel without `to` writes to.
+fn recipients(
+    state: &AppState,
+    channel: &Channel,
+    record: &RequestRecord,
+    event: EventKind,
+) -> Vec<String> {
+    let prefix = format!("{}:", channel.platform_name());
+    let request = &record.request;
+    let for_them = |name: &String| {
+        request
+            .responders
+            .as_ref()
+            .is_some_and(|r| r.contains(name))
+            || (event == EventKind::Escalated && request.escalate_to.contains(name))
+    };
+    state
+        .config
+        .identities
+        .iter()
+        .filter(|(_, name)| for_them(name))
+        .filter_map(|(who, _)| who.strip_prefix(&prefix).map(str::to_owned))
+        .collect()
+}

@@ -1,0 +1,19 @@
+//! Everything here serves an agent protocol behind the API's bearer keys, never a session
+//! cookie, so no web page can call it.
+//!
+//! A protocol's messages and sessions belong to the crate that implements it (`clarify-mcp` for
+//! MCP, the only crate that imports rmcp); this room mounts its endpoint, checks the caller's
+//! key and role, scopes its calls to the caller's tenant, counts it against the limits, and
+//! tells the instance about the changes it makes, as the `/v1` routes do. Today: [`mcp`], the
+//! MCP tools over Streamable HTTP at `/mcp`.
+
+pub mod mcp;
+
+use axum::Router;
+
+use crate::state::AppState;
+
+/// Every route of this room.
+pub(crate) fn routes(state: &AppState) -> Router<AppState> {
+    Router::new().merge(mcp::routes(state))
+}

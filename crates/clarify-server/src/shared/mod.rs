@@ -1,0 +1,14 @@
+//! Imports nothing else of this crate, so every room may use it and no room needs another for
+//! what is here.
+//!
+//! The vocabulary the doors share: every error response ([`error`]), the JSON of a request and
+//! its outcome ([`wire`]), request bodies and queries read with the API's errors ([`extract`]),
+//! HMACs, constant-time comparison, hex and the answer link's token ([`sign`]), and HTML
+//! escaping ([`html`]). `tests/it/structure.rs` fails, naming the file, line and path, when
+//! anything here refers to the crate outside this folder.
+
+pub mod error;
+pub mod extract;
+pub mod html;
+pub mod sign;
+pub mod wire;

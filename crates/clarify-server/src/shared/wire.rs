@@ -1,0 +1,400 @@
+//! The JSON of a request and its outcome, the same at every door: `/v1` responses, the event
+//! stream, webhook bodies, the answer link's JSON view and the record an error carries on a
+//! conflict.
+//!
+//! Each type here is converted explicitly from the store's and core's types, so the domain can
+//! change without silently changing the wire, and each carries the OpenAPI schema the document
+//! at `/openapi.json` is generated from. The bodies only one room speaks live in that room.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use clarify_core::quorum::Vote;
+use clarify_core::{Context, Field, FieldKind, Outcome, Question, QuestionKind};
+use clarify_store::RequestRecord;
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+/// An RFC 3339 UTC time with milliseconds, as every time in the API is written.
+pub fn time(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// A request as the API returns it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RecordBody {
+    pub id: String,
+    /// `pending`, `answered`, `skipped`, `expired` or `cancelled`.
+    pub status: String,
+    /// The questions as validated: ids filled in, options with ids.
+    pub questions: Vec<QuestionBody>,
+    /// Shown to the human: text, or a JSON object.
+    pub context: Option<Value>,
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    pub tags: Vec<String>,
+    pub tool_call_id: Option<String>,
+    pub allow_skip: bool,
+    pub responders: Option<Vec<String>>,
+    pub callback_url: Option<String>,
+    pub timeout_seconds: u64,
+    /// What the outcome carries when nobody answers in time: `{"decision", "reason"?}`,
+    /// `{"option"}` or `"recommended"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub on_timeout: Option<Value>,
+    /// How many responders must approve; above 1 each answer is a vote.
+    pub approvals_required: u32,
+    /// A quorum request's votes so far, in the order cast.
+    pub votes: Vec<VoteBody>,
+    /// While pending, the request is announced again this often.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remind_every_seconds: Option<u64>,
+    /// When the next reminder is due, while pending.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_reminder_at: Option<String>,
+    /// After this long pending, `escalate_to` may answer too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub escalate_after_seconds: Option<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub escalate_to: Vec<String>,
+    /// When the request escalated; absent before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub escalated_at: Option<String>,
+    pub created_at: String,
+    /// `null` when the request never expires.
+    pub expires_at: Option<String>,
+    pub resolved_at: Option<String>,
+    /// The name of the key that resolved it; `null` for expiry and for answers through a link.
+    pub answered_by: Option<String>,
+    /// The signed single-use answer link; shown to agents and admins only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_url: Option<String>,
+    /// Present once resolved.
+    pub outcome: Option<OutcomeBody>,
+}
+
+impl RecordBody {
+    pub fn new(record: &RequestRecord, answer_url: Option<String>) -> Self {
+        let request = &record.request;
+        let resolution = record.resolution.as_ref();
+        Self {
+            id: record.id.clone(),
+            status: record.status.to_string(),
+            questions: request.questions.iter().map(QuestionBody::from).collect(),
+            context: request.context.as_ref().map(|c| match c {
+                Context::Text(t) => Value::String(t.clone()),
+                Context::Json(m) => Value::Object(m.clone()),
+            }),
+            session: request.session.clone(),
+            agent: request.agent.clone(),
+            tags: request.tags.clone(),
+            tool_call_id: request.tool_call_id.clone(),
+            allow_skip: request.allow_skip,
+            responders: request.responders.clone(),
+            callback_url: request.callback_url.clone(),
+            timeout_seconds: request.timeout_seconds,
+            on_timeout: request
+                .on_timeout
+                .as_ref()
+                .and_then(|d| serde_json::to_value(d).ok()),
+            approvals_required: request.approvals_required,
+            votes: record.votes.iter().map(VoteBody::from).collect(),
+            remind_every_seconds: request.remind_every_seconds,
+            next_reminder_at: record.remind_at.map(time),
+            escalate_after_seconds: request.escalate_after_seconds,
+            escalate_to: request.escalate_to.clone(),
+            escalated_at: record.escalated_at.map(time),
+            created_at: time(record.created_at),
+            expires_at: record.expires_at.map(time),
+            resolved_at: resolution.map(|r| time(r.resolved_at)),
+            answered_by: resolution.and_then(|r| r.actor.name.clone()),
+            answer_url,
+            outcome: record.outcome().as_ref().map(OutcomeBody::from),
+        }
+    }
+}
+
+/// One question of a request.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct QuestionBody {
+    pub id: String,
+    pub header: Option<String>,
+    pub text: String,
+    /// `open`, `single`, `multi`, `approval` or `form`.
+    pub kind: String,
+    /// single and multi only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<OptionBody>>,
+    /// single and multi only: whether free text is accepted instead of an option.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_other: Option<bool>,
+    /// single and multi only: the id of the recommended option.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recommended: Option<String>,
+    /// approval only: what the agent wants to do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<ActionBody>,
+    /// approval only: the scopes the human may grant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
+    /// approval only: whether the human may edit the arguments.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_edit: Option<bool>,
+    /// form only: the fields, in the order shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fields: Option<Vec<FieldBody>>,
+}
+
+/// One field of a form question; the limits present are those of its type.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FieldBody {
+    pub id: String,
+    pub label: String,
+    /// `text`, `number`, `integer`, `boolean`, `choice` or `choices`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub required: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The value used when the field is left empty; of the field's type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub default: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_length: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<usize>,
+    /// A regular expression the text must contain a match of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// `email`, `url`, `date` (YYYY-MM-DD) or `datetime` (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub minimum: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maximum: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<OptionBody>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_items: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_items: Option<usize>,
+}
+
+impl From<&Field> for FieldBody {
+    fn from(f: &Field) -> Self {
+        let mut body = Self {
+            id: f.id.clone(),
+            label: f.label.clone(),
+            kind: f.kind.name().to_owned(),
+            required: f.required,
+            description: f.description.clone(),
+            default: f.default.clone(),
+            min_length: None,
+            max_length: None,
+            pattern: None,
+            format: None,
+            minimum: None,
+            maximum: None,
+            options: f.kind.options().map(options),
+            min_items: None,
+            max_items: None,
+        };
+        match &f.kind {
+            FieldKind::Text {
+                min_length,
+                max_length,
+                pattern,
+                format,
+            } => {
+                body.min_length = *min_length;
+                body.max_length = *max_length;
+                body.pattern.clone_from(pattern);
+                body.format = format.map(|f| f.as_str().to_owned());
+            }
+            FieldKind::Number { minimum, maximum } => {
+                body.minimum = *minimum;
+                body.maximum = *maximum;
+            }
+            // Integers are exact in f64 up to 2^53, far beyond any bound a form needs.
+            FieldKind::Integer { minimum, maximum } => {
+                body.minimum = minimum.map(|m| m as f64);
+                body.maximum = maximum.map(|m| m as f64);
+            }
+            FieldKind::Choices {
+                min_items,
+                max_items,
+                ..
+            } => {
+                body.min_items = *min_items;
+                body.max_items = *max_items;
+            }
+            FieldKind::Boolean | FieldKind::Choice { .. } => {}
+        }
+        body
+    }
+}
+
+fn options(options: &[clarify_core::Choice]) -> Vec<OptionBody> {
+    options
+        .iter()
+        .map(|o| OptionBody {
+            id: o.id.clone(),
+            label: o.label.clone(),
+            description: o.description.clone(),
+        })
+        .collect()
+}
+
+impl From<&Question> for QuestionBody {
+    fn from(q: &Question) -> Self {
+        let mut body = Self {
+            id: q.id.clone(),
+            header: q.header.clone(),
+            text: q.text.clone(),
+            kind: q.kind.name().to_owned(),
+            options: None,
+            allow_other: None,
+            recommended: None,
+            action: None,
+            scopes: None,
+            allow_edit: None,
+            fields: None,
+        };
+        match &q.kind {
+            QuestionKind::Open => {}
+            QuestionKind::Form(f) => {
+                body.fields = Some(f.fields.iter().map(FieldBody::from).collect())
+            }
+            QuestionKind::Single(c) | QuestionKind::Multi(c) => {
+                body.options = Some(options(&c.options));
+                body.allow_other = Some(c.allow_other);
+                body.recommended = c.recommended.clone();
+            }
+            QuestionKind::Approval(a) => {
+                body.action = Some(ActionBody {
+                    name: a.action.name.clone(),
+                    arguments: a.action.arguments.clone(),
+                });
+                body.scopes = Some(a.scopes.iter().map(|s| s.as_str().to_owned()).collect());
+                body.allow_edit = Some(a.allow_edit);
+            }
+        }
+        body
+    }
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OptionBody {
+    pub id: String,
+    pub label: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ActionBody {
+    pub name: String,
+    #[schema(value_type = Object)]
+    pub arguments: Value,
+}
+
+/// What an agent and its model receive once a request is resolved.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OutcomeBody {
+    pub request_id: String,
+    pub status: String,
+    pub questions: Vec<QuestionOutcomeBody>,
+    pub answered_by: Option<String>,
+    pub resolved_at: String,
+    /// For statuses other than `answered`: what happened, for the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Present and true when the request expired and its `on_timeout` default is the answer.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub default_applied: bool,
+    /// A quorum request's votes, in the order cast.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub votes: Vec<VoteBody>,
+}
+
+/// One responder's vote on a quorum request.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct VoteBody {
+    pub by: String,
+    /// `approve` or `deny`.
+    pub decision: String,
+    /// The narrowest scope the vote approved (`once` for a deny).
+    pub scope: String,
+    pub reason: Option<String>,
+    pub at: String,
+}
+
+impl From<&Vote> for VoteBody {
+    fn from(v: &Vote) -> Self {
+        Self {
+            by: v.by.clone(),
+            decision: v.decision.as_str().to_owned(),
+            scope: v.scope.as_str().to_owned(),
+            reason: v.reason.clone(),
+            at: time(v.at),
+        }
+    }
+}
+
+impl From<&Outcome> for OutcomeBody {
+    fn from(o: &Outcome) -> Self {
+        Self {
+            request_id: o.request_id.clone(),
+            status: o.status.to_string(),
+            questions: o
+                .questions
+                .iter()
+                .map(|q| QuestionOutcomeBody {
+                    id: q.id.clone(),
+                    question: q.question.clone(),
+                    kind: q.kind.to_owned(),
+                    choices_offered: q.choices_offered.clone(),
+                    answer: q.answer.clone(),
+                    mode: q.mode.map(|m| m.as_str().to_owned()),
+                    decision: q.decision.map(|d| d.as_str().to_owned()),
+                    scope: q.scope.map(|s| s.as_str().to_owned()),
+                    edited_arguments: q.edited_arguments.clone(),
+                    reason: q.reason.clone(),
+                })
+                .collect(),
+            answered_by: o.answered_by.clone(),
+            resolved_at: time(o.resolved_at),
+            note: o.note.clone(),
+            default_applied: o.default_applied,
+            votes: o.votes.iter().map(VoteBody::from).collect(),
+        }
+    }
+}
+
+/// One question of an outcome.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct QuestionOutcomeBody {
+    pub id: String,
+    pub question: String,
+    pub kind: String,
+    /// The labels offered (`approve` and `deny` for an approval; empty for open text).
+    pub choices_offered: Vec<String>,
+    /// The chosen label, the labels (multi), the text, the decision, or a form's values object;
+    /// `null` when unanswered.
+    #[schema(value_type = Object)]
+    pub answer: Value,
+    /// `option`, `other`, `text`, `decision`, `form`, or `default` (an `on_timeout` default);
+    /// `null` when unanswered.
+    pub mode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub edited_arguments: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}

@@ -1,0 +1,77 @@
+//! How the server behaves: what the binary reads from flags and the configuration file, handed
+//! to [`AppState::new`](crate::state::AppState::new).
+
+use std::time::Duration;
+
+use chrono::TimeDelta;
+use clarify_core::Limits;
+
+/// How the server behaves.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The base URL people reach this server at, for answer and login links.
+    pub public_url: String,
+    pub limits: Limits,
+    /// The largest request body accepted (then `413`).
+    pub body_limit: usize,
+    /// The most long-polls, event streams and `/mcp` requests at once (then
+    /// `503 too_many_waiters`).
+    pub max_waiters: usize,
+    /// Requests per second per key (then `429 rate_limited`); `None`: no limit.
+    pub rate_limit: Option<std::num::NonZeroU32>,
+    /// How often the event log is checked for events written by other instances.
+    pub event_poll: Duration,
+    pub webhooks: WebhookConfig,
+    /// How long an inbox session lasts.
+    pub session_ttl: chrono::TimeDelta,
+    /// The `/mcp` endpoint (its body limit is `body_limit`).
+    pub mcp: clarify_mcp::HttpOptions,
+    /// The channels requests are announced on (the store's `announce` picks which).
+    pub channels: Vec<clarify_channels::Channel>,
+    /// Chat users (`slack:U012ABCDEF`) and the responder names they answer as.
+    pub identities: std::collections::BTreeMap<String, String>,
+}
+
+impl Config {
+    pub fn new(public_url: impl Into<String>) -> Self {
+        Self {
+            public_url: public_url.into().trim_end_matches('/').to_owned(),
+            limits: Limits::default(),
+            body_limit: 256 * 1024,
+            max_waiters: 10_000,
+            rate_limit: None,
+            event_poll: Duration::from_millis(100),
+            webhooks: WebhookConfig::default(),
+            session_ttl: chrono::TimeDelta::days(7),
+            mcp: clarify_mcp::HttpOptions::default(),
+            channels: Vec::new(),
+            identities: std::collections::BTreeMap::new(),
+        }
+    }
+}
+
+/// How deliveries are tried.
+#[derive(Debug, Clone)]
+pub struct WebhookConfig {
+    /// How often due deliveries are looked for, besides wake-ups after local resolutions.
+    pub poll: Duration,
+    /// How long one POST may take.
+    pub timeout: Duration,
+    /// The wait before the second attempt; it doubles after each failure.
+    pub first_backoff: TimeDelta,
+    pub max_backoff: TimeDelta,
+    /// How long after the resolution attempts continue.
+    pub retry_for: TimeDelta,
+}
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        Self {
+            poll: Duration::from_secs(1),
+            timeout: Duration::from_secs(10),
+            first_backoff: TimeDelta::seconds(10),
+            max_backoff: TimeDelta::hours(1),
+            retry_for: TimeDelta::hours(25),
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! Nothing here answers a request: this is what an instance holds between requests, built once
+//! by [`AppState::new`] and shared by every room.
+//!
+//! [`AppState`] carries the store, the server secrets, the [`Config`], and the parts that live
+//! as long as the instance: the event hub streams wait on ([`hub`]), the metrics registry
+//! ([`metrics`]), the waiter pool and per-key rate limits ([`limits`]), and the keys verified in
+//! the last half second ([`key_cache`]). Each of them is plain state with its own logic; the
+//! rooms and the middleware use it, and nothing here uses a room.
+
+mod config;
+pub mod hub;
+pub mod key_cache;
+pub mod limits;
+pub mod metrics;
+
+pub use config::{Config, WebhookConfig};
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use clarify_store::{RequestRecord, Store};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::shared::error::ApiError;
+use crate::shared::sign::link_token;
+use crate::shared::wire::OutcomeBody;
+
+/// Everything a handler needs; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct AppState(Arc<Shared>);
+
+#[derive(Debug)]
+pub struct Shared {
+    pub store: Store,
+    pub config: Config,
+    pub secrets: Secrets,
+    pub hub: hub::EventHub,
+    pub metrics: metrics::Metrics,
+    /// Wakes the webhook worker when this instance resolves a request.
+    pub webhooks_due: Notify,
+    /// Wakes the channel worker after a request was created here.
+    pub channels_due: Notify,
+    /// Cancelled when the server begins to shut down.
+    pub shutdown: CancellationToken,
+    /// Long-polls, event streams and `/mcp` requests in flight.
+    pub waiters: limits::Waiters,
+    pub rate_limit: Option<limits::RateLimit>,
+    /// Bearer keys verified in the last half second.
+    pub keys: key_cache::KeyCache,
+    /// Calls chat platforms make on an inbound answer's behalf (a modal, a private notice).
+    pub http: reqwest::Client,
+}
+
+/// Server secrets, read from the store at start so every instance shares them.
+#[derive(Clone)]
+pub struct Secrets {
+    pub link: Vec<u8>,
+    pub csrf: Vec<u8>,
+    pub webhook: Vec<u8>,
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secrets(..)")
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+impl AppState {
+    /// Reads the server secrets from the store (creating them on first start).
+    pub async fn new(store: Store, config: Config) -> Result<Self, clarify_store::StoreError> {
+        let secrets = Secrets {
+            link: store.secret("link").await?,
+            csrf: store.secret("csrf").await?,
+            webhook: store.secret("webhook").await?,
+        };
+        let hub = hub::EventHub::new(store.last_event_seq().await?);
+        let waiters = limits::Waiters::new(config.max_waiters);
+        let rate_limit = config
+            .rate_limit
+            .map(|n| limits::RateLimit::new(n, store.clock()));
+        Ok(Self(Arc::new(Shared {
+            store,
+            secrets,
+            hub,
+            metrics: metrics::Metrics::new(),
+            webhooks_due: Notify::new(),
+            channels_due: Notify::new(),
+            shutdown: CancellationToken::new(),
+            waiters,
+            rate_limit,
+            keys: key_cache::KeyCache::new(),
+            http: reqwest::Client::builder()
+                .timeout(config.webhooks.timeout)
+                .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .unwrap_or_default(),
+            config,
+        })))
+    }
+
+    /// A permit to wait (a long-poll, a stream, an `/mcp` request), or `503 too_many_waiters`.
+    pub(crate) fn waiter(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
+        self.waiters
+            .enter()
+            .inspect_err(|_| self.metrics.waiter_refused())
+    }
+
+    /// Tells this instance's event streams and outbox workers that `record` changed. The
+    /// webhook worker is woken only for a request with a callback URL: no other write made
+    /// here queues a webhook, and each wake-up costs it a claiming write to the store.
+    pub(crate) fn changed(&self, record: &RequestRecord) {
+        self.hub.poke();
+        if record.request.callback_url.is_some() {
+            self.webhooks_due.notify_one();
+        }
+        self.channels_due.notify_one();
+    }
+
+    /// Counts a resolution made here, tells streams and workers, and renders its outcome.
+    pub(crate) fn resolved(&self, record: &RequestRecord) -> Result<OutcomeBody, ApiError> {
+        self.metrics.resolved(record);
+        self.changed(record);
+        let outcome = record.outcome().ok_or_else(|| {
+            tracing::error!(id = %record.id, "the store returned a resolution without an outcome");
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "the request was resolved but its outcome could not be read; read the request again",
+            )
+        })?;
+        Ok(OutcomeBody::from(&outcome))
+    }
+
+    /// The signed link that answers request `id` (`/a/<token>`, served by the web room).
+    pub fn answer_url(&self, id: &str) -> String {
+        format!(
+            "{}/a/{}",
+            self.config.public_url,
+            link_token(&self.secrets.link, id)
+        )
+    }
+}

@@ -1,0 +1,427 @@
+//! Server-rendered HTML: the signed-link answer page and plain message pages.
+//!
+//! Every string that came from a request (written by an agent, so untrusted) passes through
+//! [`escape`]. Every page carries [`CSP`]: scripts only from this
+//! server's own files, no inline script or style, so even a missed escape could not run
+//! anything. The link page works as a plain form; when script runs, the inbox's request view
+//! (`assets/link.js`) takes its place.
+
+use std::fmt::Write;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use clarify_core::{Context, QuestionKind};
+use clarify_store::RequestRecord;
+use serde_json::Value;
+
+use crate::shared::html::escape;
+use crate::shared::wire::time;
+use crate::web::inbox::asset_path;
+
+/// The policy of every HTML page rendered here; the inbox page's adds `data:` images (see
+/// `inbox::PAGE_CSP`).
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// An HTML response under the pages' policy.
+pub fn document(status: StatusCode, html: String) -> Response {
+    let mut response = (status, Html(html)).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    response
+}
+
+/// A page: the shared stylesheet, `body` in `<main>` (with `main_id`), and `script` if any.
+fn page(
+    status: StatusCode,
+    title: &str,
+    body: &str,
+    main_id: Option<&str>,
+    script: Option<&str>,
+) -> Response {
+    let script = script
+        .map(|name| {
+            format!(
+                "<script type=\"module\" src=\"{}\"></script>",
+                asset_path(name)
+            )
+        })
+        .unwrap_or_default();
+    let id = main_id
+        .map(|id| format!(" id=\"{id}\""))
+        .unwrap_or_default();
+    let html = format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{} · clarify</title>\
+         <link rel=\"icon\" href=\"{}\" type=\"image/svg+xml\">\
+         <link rel=\"stylesheet\" href=\"{}\">{script}</head>\
+         <body><main class=\"page\"{id}>{body}</main></body></html>\n",
+        escape(title),
+        asset_path("icon.svg"),
+        asset_path("clarify.css"),
+    );
+    let mut response = document(status, html);
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// A page that only says something.
+pub fn message_page(status: StatusCode, title: &str, message: &str) -> Response {
+    page(
+        status,
+        title,
+        &format!("<h1>{}</h1><p>{}</p>", escape(title), escape(message)),
+        None,
+        None,
+    )
+}
+
+/// The answer form of a signed link, or what became of its request.
+/// "1 of 2 approvals (by alice)", and any deny, as a paragraph.
+fn quorum_summary(record: &RequestRecord) -> String {
+    let approvers: Vec<String> = record
+        .votes
+        .iter()
+        .filter(|v| v.decision == clarify_core::Decision::Approve)
+        .map(|v| escape(&v.by))
+        .collect();
+    let by = if approvers.is_empty() {
+        String::new()
+    } else {
+        format!(" (by {})", approvers.join(", "))
+    };
+    format!(
+        "<p><strong>{} of {} approvals</strong>{by}</p>",
+        approvers.len(),
+        record.request.approvals_required
+    )
+}
+
+pub fn link_page(record: &RequestRecord, error: Option<&str>) -> Response {
+    let request = &record.request;
+    let mut body = String::new();
+    if record.status.is_resolved() {
+        let by = record
+            .resolution
+            .as_ref()
+            .and_then(|r| r.actor.name.clone())
+            .map(|n| format!(" by {}", escape(&n)))
+            .unwrap_or_default();
+        let _ = write!(
+            body,
+            "<h1>This request is {}</h1><p>It was {}{by}. This link no longer answers it.</p>",
+            escape(record.status.as_str()),
+            escape(record.status.as_str()),
+        );
+        return page(StatusCode::OK, "Request resolved", &body, None, None);
+    }
+    body.push_str("<h1>A question for you</h1>");
+    if let Some(error) = error {
+        let _ = write!(
+            body,
+            "<p role=\"alert\"><strong>{}</strong></p>",
+            escape(error)
+        );
+    }
+    match &request.context {
+        Some(Context::Text(t)) => {
+            let _ = write!(body, "<p>{}</p>", escape(t));
+        }
+        Some(Context::Json(map)) => {
+            let pretty = serde_json::to_string_pretty(map).unwrap_or_default();
+            let _ = write!(body, "<pre>{}</pre>", escape(&pretty));
+        }
+        None => {}
+    }
+    if let Some(at) = record.expires_at {
+        let _ = write!(body, "<p>Answer before {}.</p>", escape(&time(at)));
+    }
+    if request.is_quorum() {
+        // Votes are counted per named responder; whoever holds a link is nobody in particular.
+        body.push_str(&quorum_summary(record));
+        for q in &request.questions {
+            let _ = write!(body, "<p>{}</p>", escape(&q.text));
+        }
+        let _ = write!(
+            body,
+            "<p>This request needs {} approvals from named responders, so it cannot be \
+             answered through this link. Answer it in the clarify inbox, in the terminal \
+             (<code>clarify inbox</code>) or over the API, with your own key.</p>",
+            request.approvals_required
+        );
+        return page(
+            StatusCode::OK,
+            "A question for you",
+            &body,
+            Some("link"),
+            Some("link.js"),
+        );
+    }
+    body.push_str("<form method=\"post\">");
+    for q in &request.questions {
+        let id = escape(&q.id);
+        body.push_str("<fieldset>");
+        if let Some(h) = &q.header {
+            let _ = write!(body, "<legend>{}</legend>", escape(h));
+        }
+        let _ = write!(body, "<p>{}</p>", escape(&q.text));
+        match &q.kind {
+            QuestionKind::Open => {
+                let _ = write!(
+                    body,
+                    "<textarea name=\"{id}.text\" rows=\"4\" cols=\"60\"></textarea>"
+                );
+            }
+            QuestionKind::Form(form) => {
+                for f in &form.fields {
+                    form_field(&mut body, &id, f);
+                }
+            }
+            QuestionKind::Single(c) | QuestionKind::Multi(c) => {
+                let (input, field) = match &q.kind {
+                    QuestionKind::Single(_) => ("radio", "option"),
+                    _ => ("checkbox", "options"),
+                };
+                for o in &c.options {
+                    let mark = if c.recommended.as_deref() == Some(o.id.as_str()) {
+                        " (recommended)"
+                    } else {
+                        ""
+                    };
+                    let desc = o
+                        .description
+                        .as_ref()
+                        .map(|d| format!(" — {}", escape(d)))
+                        .unwrap_or_default();
+                    let _ = write!(
+                        body,
+                        "<label><input type=\"{input}\" name=\"{id}.{field}\" value=\"{}\"> {}{mark}{desc}</label><br>",
+                        escape(&o.id),
+                        escape(&o.label)
+                    );
+                }
+                if c.allow_other {
+                    let _ = write!(
+                        body,
+                        "<label>Other: <input type=\"text\" name=\"{id}.other\"></label>"
+                    );
+                }
+            }
+            QuestionKind::Approval(a) => {
+                let args = serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
+                let _ = write!(
+                    body,
+                    "<p>Action: <code>{}</code></p><pre>{}</pre>\
+                     <label><input type=\"radio\" name=\"{id}.decision\" value=\"approve\"> Approve</label> \
+                     <label><input type=\"radio\" name=\"{id}.decision\" value=\"deny\"> Deny</label><br>",
+                    escape(&a.action.name),
+                    escape(&args)
+                );
+                match a.scopes.as_slice() {
+                    [] | [clarify_core::Scope::Once] => {}
+                    // The one scope offered is not the default: send it, or an approval fails.
+                    [only] => {
+                        let _ = write!(
+                            body,
+                            "<input type=\"hidden\" name=\"{id}.scope\" value=\"{}\">",
+                            only.as_str()
+                        );
+                    }
+                    scopes => {
+                        let _ = write!(body, "<label>Scope: <select name=\"{id}.scope\">");
+                        for s in scopes {
+                            let _ = write!(body, "<option value=\"{0}\">{0}</option>", s.as_str());
+                        }
+                        body.push_str("</select></label><br>");
+                    }
+                }
+                if a.allow_edit {
+                    let _ = write!(
+                        body,
+                        "<label>Edited arguments (JSON):<br><textarea name=\"{id}.edited_arguments\" rows=\"6\" cols=\"60\">{}</textarea></label><br>",
+                        escape(&args)
+                    );
+                }
+                let _ = write!(
+                    body,
+                    "<label>Reason: <input type=\"text\" name=\"{id}.reason\"></label>"
+                );
+            }
+        }
+        body.push_str("</fieldset>");
+    }
+    body.push_str("<button type=\"submit\">Send answer</button>");
+    if request.allow_skip {
+        body.push_str(" <button type=\"submit\" name=\"skip\" value=\"1\">Skip</button>");
+    }
+    body.push_str("</form>");
+    page(
+        if error.is_some() {
+            StatusCode::UNPROCESSABLE_ENTITY
+        } else {
+            StatusCode::OK
+        },
+        "Answer",
+        &body,
+        Some("link"),
+        Some("link.js"),
+    )
+}
+
+/// The page a link with a chosen answer opens (an e-mail's option links): what the answer
+/// says, one `(question, answer in words)` per question, and a form that POSTs `fields` (the
+/// link page's own form fields) to the link only when confirmed. Opening it changes nothing,
+/// so a mail scanner that follows every link answers nothing. `token` is the link's own, for a
+/// relative link to its answer page.
+pub fn confirm_page(
+    record: &RequestRecord,
+    token: &str,
+    lines: &[(String, String)],
+    fields: &[(String, String)],
+) -> Response {
+    let mut body = String::from("<h1>Confirm your answer</h1>");
+    for (question, words) in lines {
+        let _ = write!(
+            body,
+            "<p>{}</p><p><strong>{}</strong></p>",
+            escape(question),
+            escape(words)
+        );
+    }
+    if let Some(at) = record.expires_at {
+        let _ = write!(body, "<p>Answer before {}.</p>", escape(&time(at)));
+    }
+    body.push_str("<form method=\"post\">");
+    for (name, value) in fields {
+        let _ = write!(
+            body,
+            "<input type=\"hidden\" name=\"{}\" value=\"{}\">",
+            escape(name),
+            escape(value)
+        );
+    }
+    body.push_str("<button type=\"submit\">Confirm</button></form>");
+    let _ = write!(
+        body,
+        "<p>Not what you meant? <a href=\"./{}\">Answer differently</a>.</p>",
+        escape(token)
+    );
+    page(StatusCode::OK, "Confirm your answer", &body, None, None)
+}
+
+/// One input of a form question on the link page, named `<question>.values.<field>`; what is
+/// typed is read back by `clarify_core::form::value_from_text`.
+fn form_field(body: &mut String, question: &str, f: &clarify_core::Field) {
+    use clarify_core::{FieldKind, TextFormat};
+    let name = format!("{question}.values.{}", escape(&f.id));
+    let required = if f.required { " required" } else { "" };
+    let default = f.default.as_ref();
+    let default_text = match default {
+        Some(Value::String(s)) => escape(s),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    };
+    let _ = write!(
+        body,
+        "<label>{}{}<br>",
+        escape(&f.label),
+        if f.required { " *" } else { "" }
+    );
+    match &f.kind {
+        FieldKind::Text {
+            max_length, format, ..
+        } => {
+            let input = match format {
+                Some(TextFormat::Email) => "email",
+                Some(TextFormat::Url) => "url",
+                Some(TextFormat::Date) => "date",
+                // A datetime-local value has no zone; it is read as UTC.
+                Some(TextFormat::Datetime) => "datetime-local",
+                None => "text",
+            };
+            let max = max_length
+                .map(|m| format!(" maxlength=\"{m}\""))
+                .unwrap_or_default();
+            let _ = write!(
+                body,
+                "<input type=\"{input}\" name=\"{name}\" value=\"{default_text}\"{max}{required}>"
+            );
+        }
+        FieldKind::Number { minimum, maximum } => {
+            let min = minimum.map(|m| format!(" min=\"{m}\"")).unwrap_or_default();
+            let max = maximum.map(|m| format!(" max=\"{m}\"")).unwrap_or_default();
+            let _ = write!(
+                body,
+                "<input type=\"number\" step=\"any\" name=\"{name}\" value=\"{default_text}\"{min}{max}{required}>"
+            );
+        }
+        FieldKind::Integer { minimum, maximum } => {
+            let min = minimum.map(|m| format!(" min=\"{m}\"")).unwrap_or_default();
+            let max = maximum.map(|m| format!(" max=\"{m}\"")).unwrap_or_default();
+            let _ = write!(
+                body,
+                "<input type=\"number\" step=\"1\" name=\"{name}\" value=\"{default_text}\"{min}{max}{required}>"
+            );
+        }
+        FieldKind::Boolean => {
+            // A select rather than a checkbox: an unchecked box sends nothing, which would read
+            // as "not answered" instead of "no".
+            let pick = |v: bool| {
+                if default == Some(&Value::Bool(v)) {
+                    " selected"
+                } else {
+                    ""
+                }
+            };
+            let _ = write!(
+                body,
+                "<select name=\"{name}\"{required}><option value=\"\"></option>\
+                 <option value=\"yes\"{}>Yes</option><option value=\"no\"{}>No</option></select>",
+                pick(true),
+                pick(false)
+            );
+        }
+        FieldKind::Choice { options } => {
+            let _ = write!(
+                body,
+                "<select name=\"{name}\"{required}><option value=\"\"></option>"
+            );
+            for o in options {
+                let selected = if default.and_then(Value::as_str) == Some(o.id.as_str()) {
+                    " selected"
+                } else {
+                    ""
+                };
+                let _ = write!(
+                    body,
+                    "<option value=\"{}\"{selected}>{}</option>",
+                    escape(&o.id),
+                    escape(&o.label)
+                );
+            }
+            body.push_str("</select>");
+        }
+        FieldKind::Choices { options, .. } => {
+            for o in options {
+                let checked = default
+                    .and_then(Value::as_array)
+                    .is_some_and(|d| d.iter().any(|v| v.as_str() == Some(o.id.as_str())));
+                let _ = write!(
+                    body,
+                    "<label><input type=\"checkbox\" name=\"{name}\" value=\"{}\"{}> {}</label> ",
+                    escape(&o.id),
+                    if checked { " checked" } else { "" },
+                    escape(&o.label)
+                );
+            }
+        }
+    }
+    if let Some(d) = &f.description {
+        let _ = write!(body, "<br><small>{}</small>", escape(d));
+    }
+    body.push_str("</label><br>");
+}

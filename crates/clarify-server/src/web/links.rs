@@ -1,0 +1,350 @@
+//! Signed answer links: `/a/<token>` answers one request without an API key.
+//!
+//! A token is `<request id>.<signature>`, the signature an HMAC-SHA256 of the id under the
+//! server's link secret (kept in the store, shared by every instance). A token whose signature
+//! does not match is `404`, like an unknown id. The link needs no state of its own: it works
+//! while its request is pending, and once the request is resolved (answered through the link or
+//! otherwise, or expired) it only says so, so it works once and dies with its request.
+//!
+//! `GET` shows a plain HTML form that works without script (with script, the inbox's request
+//! view takes its place and reads the record from the same address as JSON); `POST` takes
+//! either that form or the JSON answer body of `POST /v1/requests/{id}/answer`, and answers the
+//! same way.
+//!
+//! `GET /a/<token>?answer=<URL-safe base64 of an answer body>` (the option links of an e-mail)
+//! answers nothing: it shows a confirmation page saying what the answer is, whose form POSTs it
+//! to the link as the answer page's form fields. Mail scanners follow GET links; only the
+//! confirmed POST answers, through the same validation as every other path. The answer body is
+//! `{"answers": {"<question id>": {"option": ..} | {"decision": .., "scope": ..}}}`; anything
+//! else is a `400` page.
+
+use axum::Json;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use clarify_core::QuestionKind;
+use clarify_store::{Actor, RequestRecord};
+use serde_json::{Map, Value, json};
+
+use crate::shared::error::{ApiError, resolve_error};
+use crate::shared::extract::{RawBody, parse_json};
+use crate::shared::sign::link_request;
+use crate::shared::wire::RecordBody;
+use crate::state::AppState;
+use crate::web::html;
+
+/// Who answers through a link: whoever holds it; no key name.
+fn link_actor() -> Actor {
+    Actor {
+        name: None,
+        channel: "link".to_owned(),
+    }
+}
+
+async fn record_of(state: &AppState, token: &str) -> Result<RequestRecord, ApiError> {
+    let id = link_request(&state.secrets.link, token).ok_or_else(link_not_found)?;
+    state.store.get_by_id(id).await?.ok_or_else(link_not_found)
+}
+
+fn link_not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "this answer link is not valid; check that it was copied whole",
+    )
+}
+
+/// The answer page of a signed link.
+pub(crate) async fn page(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let record = match record_of(&state, &token).await {
+        Ok(r) => r,
+        Err(e) if wants_json(&headers) => return e.into_response(),
+        Err(e) => return html::message_page(e.status, "Link not valid", &e.message),
+    };
+    if wants_json(&headers) {
+        // A link holder sees what a responder sees, not where the outcome is sent.
+        let mut body = RecordBody::new(&record, None);
+        body.callback_url = None;
+        let mut response = Json(body).into_response();
+        response.headers_mut().insert(
+            header::CACHE_CONTROL,
+            axum::http::HeaderValue::from_static("no-store"),
+        );
+        return response;
+    }
+    let chosen = query.as_deref().and_then(|q| {
+        url::form_urlencoded::parse(q.as_bytes())
+            .find(|(k, _)| k == "answer")
+            .map(|(_, v)| v.into_owned())
+    });
+    match chosen {
+        Some(encoded) if !record.status.is_resolved() && !record.request.is_quorum() => {
+            match confirmation(&record, &encoded) {
+                Ok((lines, fields)) => html::confirm_page(&record, &token, &lines, &fields),
+                Err(why) => html::message_page(
+                    StatusCode::BAD_REQUEST,
+                    "Answer link not valid",
+                    &format!(
+                        "{why}. Check that the link was copied whole, or answer on the request's page."
+                    ),
+                ),
+            }
+        }
+        _ => html::link_page(&record, None),
+    }
+}
+
+/// What a link's chosen answer says, per question in words, and the answer page's form fields
+/// that send it; or why it cannot be read.
+#[allow(clippy::type_complexity)]
+fn confirmation(
+    record: &RequestRecord,
+    encoded: &str,
+) -> Result<(Vec<(String, String)>, Vec<(String, String)>), String> {
+    let unreadable = || "the answer in this link cannot be read".to_owned();
+    let bytes = URL_SAFE_NO_PAD
+        .decode(encoded.trim_end_matches('='))
+        .map_err(|_| unreadable())?;
+    let body: Value = serde_json::from_slice(&bytes).map_err(|_| unreadable())?;
+    let answers = body
+        .get("answers")
+        .and_then(Value::as_object)
+        .filter(|a| !a.is_empty())
+        .ok_or_else(unreadable)?;
+    let mut lines = Vec::new();
+    let mut fields = Vec::new();
+    for (id, answer) in answers {
+        let question = record
+            .request
+            .question(id)
+            .ok_or_else(|| format!("the answer in this link names no question {id:?}"))?;
+        let answer = answer.as_object().ok_or_else(unreadable)?;
+        let text = |key: &str| answer.get(key).and_then(Value::as_str);
+        let words = match (&question.kind, text("option"), text("decision")) {
+            (QuestionKind::Single(c), Some(option), None) if answer.len() == 1 => {
+                let choice = c
+                    .by_id(option)
+                    .ok_or_else(|| format!("the answer in this link names no option {option:?}"))?;
+                fields.push((format!("{id}.option"), option.to_owned()));
+                choice.label.clone()
+            }
+            (QuestionKind::Approval(a), None, Some(decision)) => {
+                let scope = text("scope");
+                if answer.len() != 1 + usize::from(answer.contains_key("scope"))
+                    || (answer.contains_key("scope") && scope.is_none())
+                {
+                    return Err(unreadable());
+                }
+                let words = match (decision, scope) {
+                    ("deny", None) => format!("Deny {}", a.action.name),
+                    ("approve", None | Some("once")) => format!("Approve {}", a.action.name),
+                    ("approve", Some("session")) => {
+                        format!("Approve {} for this session", a.action.name)
+                    }
+                    ("approve", Some("always")) => format!("Approve {} always", a.action.name),
+                    _ => return Err(unreadable()),
+                };
+                fields.push((format!("{id}.decision"), decision.to_owned()));
+                if let Some(scope) = scope {
+                    fields.push((format!("{id}.scope"), scope.to_owned()));
+                }
+                words
+            }
+            _ => return Err(unreadable()),
+        };
+        lines.push((question.text.clone(), format!("{words}?")));
+    }
+    Ok((lines, fields))
+}
+
+/// Answers through a signed link: a JSON answer body, or the page's form.
+pub(crate) async fn answer(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+    RawBody(body): RawBody,
+) -> Response {
+    let is_form = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    let record = match record_of(&state, &token).await {
+        Ok(r) => r,
+        Err(e) if is_form => {
+            return html::message_page(e.status, "Link not valid", &e.message);
+        }
+        Err(e) => return e.into_response(),
+    };
+    let raw = if is_form {
+        match form_answer(&record, &body) {
+            Ok(v) => v,
+            Err(message) => return html::link_page(&record, Some(&message)),
+        }
+    } else {
+        match parse_json::<Value>(&body) {
+            Ok(v) => v,
+            Err(e) => return e.into_response(),
+        }
+    };
+    let result = state
+        .store
+        .answer(&record.tenant, &record.id, &raw, &link_actor())
+        .await;
+    match result {
+        Ok(done) => match state.resolved(&done) {
+            Err(e) => e.into_response(),
+            Ok(_) if is_form => Redirect::to(&format!("/a/{token}")).into_response(),
+            Ok(outcome) => Json(outcome).into_response(),
+        },
+        Err(e) => {
+            let e = resolve_error(e, |r| RecordBody::new(r, None));
+            if !is_form {
+                return e.into_response();
+            }
+            match e.status {
+                StatusCode::CONFLICT => Redirect::to(&format!("/a/{token}")).into_response(),
+                _ => html::link_page(&record, Some(&e.message)),
+            }
+        }
+    }
+}
+
+fn wants_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("application/json") && !v.contains("text/html"))
+}
+
+/// Builds an answer body from the page's form fields `<question id>.<field>`:
+/// `option`, `options` (repeated), `other`, `text`, `decision`, `scope`, `reason`,
+/// `edited_arguments` (JSON text); or `skip`. Blank fields count as absent. Fails, with a
+/// message for the page, when edited arguments are not JSON.
+fn form_answer(record: &RequestRecord, body: &[u8]) -> Result<Value, String> {
+    let mut answers: Map<String, Value> = Map::new();
+    let mut skip = false;
+    for (name, value) in url_pairs(body) {
+        let value = value.trim().to_owned();
+        if name == "skip" {
+            skip = true;
+            continue;
+        }
+        if value.is_empty() {
+            continue;
+        }
+        if let Some((question, field)) = name.split_once(".values.") {
+            form_value(record, &mut answers, question, field, &value)?;
+            continue;
+        }
+        let Some((question, field)) = name.rsplit_once('.') else {
+            continue;
+        };
+        if record.request.question(question).is_none() {
+            continue;
+        }
+        let entry = answers
+            .entry(question.to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+        let Some(obj) = entry.as_object_mut() else {
+            continue;
+        };
+        match field {
+            "options" => {
+                let list = obj.entry("options").or_insert_with(|| json!([]));
+                if let Some(list) = list.as_array_mut() {
+                    list.push(Value::String(value));
+                }
+            }
+            "option" | "other" | "text" | "decision" | "scope" | "reason" | "edited_arguments" => {
+                obj.insert(field.to_owned(), Value::String(value));
+            }
+            _ => {}
+        }
+    }
+    for (question, entry) in &mut answers {
+        if let Some(obj) = entry.as_object_mut() {
+            edited_arguments(record, question, obj)?;
+        }
+    }
+    if skip {
+        Ok(json!({"skip": true}))
+    } else {
+        Ok(json!({ "answers": answers }))
+    }
+}
+
+/// Reads one typed form value (`<question>.values.<field>`) into the answer; a repeated
+/// `choices` field adds to its list. A value that cannot be read is reported with the field's
+/// label for the page.
+fn form_value(
+    record: &RequestRecord,
+    answers: &mut Map<String, Value>,
+    question: &str,
+    field_id: &str,
+    text: &str,
+) -> Result<(), String> {
+    let Some(QuestionKind::Form(form)) = record.request.question(question).map(|q| &q.kind) else {
+        return Ok(());
+    };
+    let Some(field) = form.field(field_id) else {
+        return Ok(());
+    };
+    let Some(value) = clarify_core::form::value_from_text(field, text)
+        .map_err(|e| format!("{}: {e}", field.label))?
+    else {
+        return Ok(());
+    };
+    let entry = answers
+        .entry(question.to_owned())
+        .or_insert_with(|| json!({"values": {}}));
+    if let Some(values) = entry.get_mut("values").and_then(Value::as_object_mut) {
+        match (values.get_mut(field_id), value) {
+            (Some(Value::Array(list)), Value::Array(more)) => list.extend(more),
+            (_, value) => {
+                values.insert(field_id.to_owned(), value);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Turns the form's `edited_arguments` text into an edit, or drops it. The page pre-fills the
+/// textarea with the action's arguments, so the form always sends them: only an approval with
+/// changed arguments is an edit. Sent with a deny, or unchanged, they would make a plain deny
+/// fail ("edits come only with approve") and report an unchanged approval as edited.
+fn edited_arguments(
+    record: &RequestRecord,
+    question: &str,
+    answer: &mut Map<String, Value>,
+) -> Result<(), String> {
+    let Some(Value::String(text)) = answer.remove("edited_arguments") else {
+        return Ok(());
+    };
+    let Some(QuestionKind::Approval(approval)) = record.request.question(question).map(|q| &q.kind)
+    else {
+        // Only approvals have arguments; the page sends none for other questions.
+        return Ok(());
+    };
+    if answer.get("decision").and_then(Value::as_str) != Some("approve") {
+        return Ok(());
+    }
+    let edited: Value = serde_json::from_str(&text).map_err(|e| {
+        format!("{question}: the edited arguments are not valid JSON ({e}); correct them, or restore the original arguments")
+    })?;
+    if edited != approval.action.arguments {
+        answer.insert("edited_arguments".to_owned(), edited);
+    }
+    Ok(())
+}
+
+/// Decodes `application/x-www-form-urlencoded`.
+fn url_pairs(body: &[u8]) -> Vec<(String, String)> {
+    url::form_urlencoded::parse(body).into_owned().collect()
+}

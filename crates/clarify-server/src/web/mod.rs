@@ -1,0 +1,27 @@
+//! Everything here answers a person's browser, and any text a request brings reaches a page
+//! only through [`escape`](crate::shared::html::escape).
+//!
+//! The web inbox at `/` and its embedded assets ([`inbox`]; the page is a shell whose script
+//! reads the JSON API), the signed answer links `/a/<token>` that need no key ([`links`]), the
+//! one-time login links `/login/<token>` ([`login`]), and the server-rendered pages they show
+//! ([`html`]), all under one content security policy. The JSON the inbox's script reads is the
+//! API's; only the link page answers its own JSON too, the record as a responder sees it.
+
+pub mod html;
+pub mod inbox;
+pub mod links;
+pub mod login;
+
+use axum::Router;
+use axum::routing::get;
+
+use crate::state::AppState;
+
+/// Every route of this room.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/", get(inbox::page))
+        .route("/assets/{version}/{name}", get(inbox::asset))
+        .route("/a/{token}", get(links::page).post(links::answer))
+        .route("/login/{token}", get(login::login_link))
+}
