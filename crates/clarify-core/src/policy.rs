@@ -198,8 +198,9 @@ impl ApprovalSpec {
         let mut body = Map::new();
         body.insert(
             "questions".to_owned(),
+            // No header: the request's summary names the action, and a chip reading "Approval"
+            // beside the kind would only say it twice.
             json!([{
-                "header": "Approval",
                 "text": format!("Allow the agent to run {}?", action.name),
                 "kind": "approval",
                 "action": action,

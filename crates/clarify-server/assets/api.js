@@ -60,3 +60,15 @@ export async function call(method, path, body) {
   }
   return data;
 }
+
+/** Reads an HTML fragment (a request's display); resolves to its text. */
+export async function fragmentText(path) {
+  let response;
+  try {
+    response = await fetch(path, { headers: { Accept: "text/html" }, credentials: "same-origin", cache: "no-store" });
+  } catch {
+    throw new ApiError(0, "unreachable", "The server could not be reached. Check your connection and try again.", null);
+  }
+  if (!response.ok) throw new ApiError(response.status, `http_${response.status}`, `The server answered ${response.status}.`, null);
+  return response.text();
+}

@@ -1,8 +1,12 @@
-// Building the page without ever parsing HTML.
+// Building the page without parsing HTML, with one exception.
 //
 // Everything a request carries was written by an agent, so it is untrusted. `h` makes elements
-// with createElement, puts text in as text nodes and sets attributes one by one; nothing in the
-// inbox assigns markup, so no request text can become an element or a script.
+// with createElement, puts text in as text nodes and sets attributes one by one, so no request
+// text can become an element or a script. The one markup the page reads is a request's display
+// fragment (`fragment`), which the server renders from the blocks and cleans with an allow-list
+// (no script, no style, no event attribute, links only to http, https and mailto); it is parsed
+// as an inert document, never assigned to innerHTML, and the page's policy forbids inline
+// script anyway.
 
 /** An element `tag` with attributes `attrs` and `children` (nodes, or text). */
 export function h(tag, attrs, ...children) {
@@ -38,6 +42,12 @@ export function put(el, children) {
 export function fill(el, ...children) {
   el.replaceChildren();
   return put(el, children);
+}
+
+/** The nodes of a server-sanitised HTML fragment, parsed inertly (no script runs). */
+export function fragment(html) {
+  const doc = new DOMParser().parseFromString(`<body>${html}</body>`, "text/html");
+  return [...doc.body.childNodes].map((n) => document.importNode(n, true));
 }
 
 let uid = 0;

@@ -357,13 +357,14 @@ function pendingRow(record, current, isNew) {
   const a = h(
     "a",
     { class: `row${isNew ? " row-new" : ""}`, href: `#/requests/${encodeURIComponent(record.id)}`, "aria-current": current ? "true" : false },
-    h("span", { class: "row-title" }, first.text, extra),
+    h("span", { class: "row-title" }, record.summary || first.text, record.summary ? null : extra),
     h(
       "span",
       { class: "row-meta" },
       h("span", { class: "chip kind" }, KIND_CHIPS[kindOf(record)]),
       quorum ? h("span", { class: "chip quorum", title: quorum.approvers.length ? `approved by ${quorum.approvers.join(", ")}` : null }, quorum.text, voted ? " · you voted" : null) : null,
-      first.header ? h("span", { class: "chip" }, first.header) : null,
+      // A header that only repeats the kind ("Approval") would read twice.
+      first.header && first.header.toLowerCase() !== KIND_CHIPS[kindOf(record)].toLowerCase() ? h("span", { class: "chip" }, first.header) : null,
       record.agent ? h("span", {}, record.agent) : null,
       record.session ? h("span", {}, `session ${record.session}`) : null,
       (record.tags || []).map((t) => h("span", { class: "chip tag" }, t)),
@@ -563,7 +564,7 @@ function notify(record) {
   let note;
   try {
     // Title and body are plain text to the browser: nothing here is parsed as markup.
-    note = new Note(`New request${record.agent ? ` from ${record.agent}` : ""}`, { body: `${first.text}${extra}`, tag: record.id });
+    note = new Note(record.summary || `New request${record.agent ? ` from ${record.agent}` : ""}`, { body: `${first.text}${extra}`, tag: record.id });
   } catch {
     return; // Some browsers (Android's) notify only through a service worker.
   }
@@ -731,6 +732,7 @@ async function openDetail(r) {
   if (seq !== state.opening) return;
   const view = requestView(record, {
     me: state.session.name,
+    displayUrl: `/display/${encodeURIComponent(record.id)}`,
     submit: (body) => call("POST", `/v1/requests/${encodeURIComponent(record.id)}/answer`, body),
     onSent: () => {
       state.pending.delete(record.id);
@@ -803,7 +805,7 @@ function renderHistory() {
         hist.rows.map((record) => {
           const first = (record.questions || [])[0] || { text: "" };
           const summary = record.outcome && record.status === "answered" ? record.outcome.questions.map((oq) => answerText(oq, (record.questions || []).find((q) => q.id === oq.id)).replaceAll("\n", "; ")).join(" · ") : "";
-          const link = h("a", { href: `#/history/${encodeURIComponent(record.id)}`, "aria-current": current === record.id ? "true" : false }, first.text || requestTitle(record));
+          const link = h("a", { href: `#/history/${encodeURIComponent(record.id)}`, "aria-current": current === record.id ? "true" : false }, record.summary || first.text || requestTitle(record));
           const row = h(
             "tr",
             {},

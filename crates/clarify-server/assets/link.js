@@ -22,7 +22,11 @@ async function enhance() {
   }
   if (!record || record.status !== "pending") return;
   // Whoever holds the link is nobody in particular, so it cannot be one of several approvers.
-  const view = requestView(record, { anonymous: true, submit: (body) => call("POST", address, body) });
+  const view = requestView(record, {
+    anonymous: true,
+    displayUrl: `${address}/display`,
+    submit: (body) => call("POST", address, body),
+  });
   fill(main, h("p", { class: "meta" }, "Someone asked for your answer. Only this request can be answered here."), view.el);
   view.heading.focus();
 }

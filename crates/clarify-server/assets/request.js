@@ -5,8 +5,9 @@
 // dom.js). A failed submission shows the server's message and keeps everything typed; a request
 // resolved elsewhere meanwhile says by whom and what the answer was.
 
-import { h, put, fill, freshId, when, ago, timeLeft } from "./dom.js";
+import { h, put, fill, fragment, freshId, when, ago, timeLeft } from "./dom.js";
 import { formControls, formAnswerLines } from "./fields.js";
+import { fragmentText } from "./api.js";
 
 const KIND_TITLES = {
   open: "Question",
@@ -48,12 +49,16 @@ function questionName(q) {
   return q.text.length > 60 ? `${q.text.slice(0, 57)}…` : q.text;
 }
 
-/** The heading of a request. */
+/** The heading of a request: its summary (what is asked, in one line). */
 export function requestTitle(record) {
+  if (record.summary) return record.summary;
   const qs = record.questions || [];
   if (qs.length > 1) return `${qs.length} questions`;
   return KIND_TITLES[(qs[0] || {}).kind] || "Question";
 }
+
+/** A decision in words. */
+const DECISION_WORDS = { approve: "Approved", deny: "Denied", revise: "Changes requested" };
 
 /** Who resolved a request, in words, or `null` when nobody did (expiry). */
 export function resolvedBy(record) {
@@ -107,7 +112,7 @@ export function answerText(oq, q) {
     return formAnswerLines(q && q.fields, oq.answer || {}).join("\n") || "Nothing filled in";
   }
   if (oq.mode === "decision") {
-    let text = oq.decision === "approve" ? "Approved" : "Denied";
+    let text = DECISION_WORDS[oq.decision] || oq.decision;
     if (oq.decision === "approve" && oq.scope && oq.scope !== "once") text += ` (${oq.scope})`;
     if (oq.reason) text += `\nReason: ${oq.reason}`;
     if (oq.edited_arguments !== undefined && oq.edited_arguments !== null) {
@@ -235,18 +240,27 @@ function openControls(q, labelId) {
   };
 }
 
-/** Approve or deny, the scope of an approval, edited arguments, a reason. */
-function approvalControls(q) {
+/**
+ * Approve, request changes or deny; the scope of an approval, edited arguments, a reason
+ * (required to request changes). `displayed`: display blocks show what the action does, so its
+ * arguments as sent are folded away.
+ */
+function approvalControls(q, displayed) {
   const action = q.action || { name: "", arguments: {} };
   const original = JSON.stringify(action.arguments, null, 2);
   let decision = null;
   const decide = (d) => {
     decision = d;
     approve.setAttribute("aria-pressed", String(d === "approve"));
+    revise.setAttribute("aria-pressed", String(d === "revise"));
     deny.setAttribute("aria-pressed", String(d === "deny"));
-    for (const r of scopeRadios) r.disabled = d === "deny";
+    for (const r of scopeRadios) r.disabled = d !== "approve";
+    reason.required = d === "revise";
+    reason.placeholder = d === "revise" ? "Required: what should the agent change?" : "Optional; the agent sees it";
+    if (d === "revise") reason.focus();
   };
   const approve = h("button", { type: "button", class: "choice approve", "aria-pressed": "false", onclick: () => decide("approve") }, "Approve");
+  const revise = h("button", { type: "button", class: "choice revise", "aria-pressed": "false", onclick: () => decide("revise") }, "Request changes");
   const deny = h("button", { type: "button", class: "choice deny", "aria-pressed": "false", onclick: () => decide("deny") }, "Deny");
 
   const scopes = q.scopes && q.scopes.length ? q.scopes : ["once"];
@@ -282,16 +296,19 @@ function approvalControls(q) {
         { class: "action" },
         h("span", { class: "section-label" }, "Action "),
         h("code", { class: "action-name" }, action.name),
-        editor ? null : h("pre", {}, original),
+        editor ? null : displayed ? h("details", {}, h("summary", {}, "Arguments as sent"), h("pre", {}, original)) : h("pre", {}, original),
       ),
-      h("div", { class: "decision", role: "group", "aria-label": "Decision" }, approve, deny),
+      h("div", { class: "decision", role: "group", "aria-label": "Decision" }, approve, revise, deny),
       scopeEl,
       editorEl,
       h("div", { class: "field" }, h("label", { for: reasonId }, "Reason"), reason),
     ],
-    controls: [approve, deny, ...scopeRadios, editor, reason].filter(Boolean),
+    controls: [approve, revise, deny, ...scopeRadios, editor, reason].filter(Boolean),
     collect() {
       if (!decision) return null;
+      if (decision === "revise" && !reason.value.trim()) {
+        throw new LocalError("say what should change: the agent reads it and proposes again.", reason);
+      }
       const answer = { decision };
       if (decision === "approve") {
         const picked = scopeRadios.find((r) => r.checked);
@@ -312,14 +329,14 @@ function approvalControls(q) {
   };
 }
 
-function questionControls(q, labelId) {
+function questionControls(q, labelId, displayed) {
   switch (q.kind) {
     case "single":
       return singleControls(q);
     case "multi":
       return multiControls(q);
     case "approval":
-      return approvalControls(q);
+      return approvalControls(q, displayed);
     case "form":
       return formControls(q, (message, control) => new LocalError(message, control));
     default:
@@ -333,7 +350,8 @@ function questionControls(q, labelId) {
  * `options.onSent(outcome)` runs after a successful answer; `options.next` (optional) adds a
  * button after an answer, `{label, go}`; `options.me` is the signed-in responder's name, to
  * know whether they voted already; `options.anonymous` (the answer link) cannot vote, so a
- * request that needs several approvals is shown without a form. Returns
+ * request that needs several approvals is shown without a form; `options.displayUrl` is where
+ * the request's display fragment is read (blocks and what it revises). Returns
  * `{el, heading, update(record), destroy()}`.
  */
 export function requestView(record, options = {}) {
@@ -343,12 +361,20 @@ export function requestView(record, options = {}) {
   const banner = h("div", { role: "status" });
   const quorumEl = h("p", { class: "quorum", role: "status" });
   const el = h("article", { class: "request", "aria-labelledby": headingId });
+  const displayEl = h("div", { class: "display" });
   put(el, [
     h("header", { class: "request-head" }, heading, metaLine(record, record.status === "pending" ? deadline : null)),
     quorumEl,
     banner,
     contextBlock(record.context),
+    displayEl,
   ]);
+  const displayed = (record.display || []).length > 0;
+  if ((displayed || record.revises) && options.displayUrl) {
+    fragmentText(options.displayUrl)
+      .then((html) => fill(displayEl, fragment(html || "")))
+      .catch(() => fill(displayEl, h("p", { class: "meta" }, "What this request shows could not be loaded; reload the page to try again.")));
+  }
 
   let timer = null;
   let current = record;
@@ -396,7 +422,7 @@ export function requestView(record, options = {}) {
   const parts = [];
   for (const q of record.questions || []) {
     const labelId = freshId("q");
-    const part = questionControls(q, labelId);
+    const part = questionControls(q, labelId, displayed);
     const fieldset = h(
       "fieldset",
       { class: "question" },
@@ -540,7 +566,8 @@ export function requestView(record, options = {}) {
     current = now;
     showQuorum(now);
     const vote = (now.votes || []).find((v) => v.by === options.me);
-    const what = vote ? (vote.decision === "approve" ? "You approved this request" : "You denied this request") : "You voted on this request";
+    const VOTED = { approve: "You approved this request", deny: "You denied this request", revise: "You requested changes" };
+    const what = vote ? VOTED[vote.decision] || "You voted on this request" : "You voted on this request";
     const quorum = quorumOf(now);
     const missing = quorum ? Math.max(0, quorum.required - quorum.approvers.length) : 0;
     fill(
@@ -635,7 +662,9 @@ function showQuestionsRead(el, record) {
       items.push(h("ul", { class: "field-list" }, q.fields.map((f) => h("li", {}, f.label, f.description ? h("span", { class: "choice-desc" }, ` — ${f.description}`) : null))));
     }
     if (q.action) {
-      items.push(h("div", { class: "action" }, h("code", { class: "action-name" }, q.action.name), h("pre", {}, JSON.stringify(q.action.arguments, null, 2))));
+      const args = h("pre", {}, JSON.stringify(q.action.arguments, null, 2));
+      const shown = (record.display || []).length ? h("details", {}, h("summary", {}, "Arguments as sent"), args) : args;
+      items.push(h("div", { class: "action" }, h("code", { class: "action-name" }, q.action.name), shown));
     }
     put(
       el,

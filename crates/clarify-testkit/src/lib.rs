@@ -1,12 +1,14 @@
 //! Support shared by clarify's test suites (not published): where the PostgreSQL tests find their
 //! database, a webhook receiver's signature check, what a model provider requires of a
-//! transcript, (feature `postgres`) a database of a test's own, and (feature `mcp`) an MCP test
-//! client.
+//! transcript, (feature `postgres`) a database of a test's own, (feature `mcp`) an MCP test
+//! client, and (feature `browser`) headless Chromium over WebDriver.
 
 use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 
+#[cfg(feature = "browser")]
+pub mod browser;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 

@@ -20,6 +20,7 @@ pub mod sessions;
 pub mod webhooks;
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, post};
 use clarify_store::RequestRecord;
 use tokio::task::JoinHandle;
@@ -28,14 +29,28 @@ use crate::middleware::auth::Caller;
 use crate::shared::wire::RecordBody;
 use crate::state::AppState;
 
+/// The largest body `POST /v1/requests` takes: room for display blocks (their text up to
+/// 256 KiB, images up to 2 MiB, base64 a third larger) beside the rest. Every other body is held
+/// to the server's `body_limit`.
+pub const CREATE_BODY_LIMIT: usize = 4 * 1024 * 1024;
+
 /// Every route of this room.
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
-        .route("/v1/requests", post(requests::create).get(requests::list))
+        .route(
+            "/v1/requests",
+            post(requests::create)
+                .layer(DefaultBodyLimit::max(CREATE_BODY_LIMIT))
+                .get(requests::list),
+        )
         .route("/v1/requests/{id}", get(requests::show))
         .route("/v1/requests/{id}/answer", post(requests::answer))
         .route("/v1/requests/{id}/cancel", post(requests::cancel))
         .route("/v1/requests/{id}/wait", get(requests::wait))
+        .route(
+            "/v1/requests/{id}/display/{n}",
+            get(requests::display_image),
+        )
         .route("/v1/requests/{id}/deliveries", get(deliveries::deliveries))
         .route(
             "/v1/requests/{id}/notifications",

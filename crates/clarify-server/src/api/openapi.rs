@@ -31,6 +31,7 @@ use utoipa::{Modify, OpenApi};
         crate::api::requests::answer,
         crate::api::requests::cancel,
         crate::api::requests::wait,
+        crate::api::requests::display_image,
         crate::api::deliveries::deliveries,
         crate::api::deliveries::notifications,
         crate::api::webhooks::webhook_secret,

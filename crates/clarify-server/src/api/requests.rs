@@ -104,6 +104,29 @@ pub async fn show(
     Ok(Json(render(&state, &caller, &record)))
 }
 
+/// An image of a request's display blocks, by its position in `display` (same auth as the
+/// record). Served as the type its bytes proved to be, with `nosniff` and a sandboxing policy.
+#[utoipa::path(get, path = "/v1/requests/{id}/display/{n}", tag = "requests",
+    params(("id" = String, Path, description = "Request id"),
+           ("n" = usize, Path, description = "The block's position in `display`, from 0")),
+    responses(
+        (status = 200, description = "The image", content(
+            (Vec<u8> = "image/png"), (Vec<u8> = "image/jpeg"), (Vec<u8> = "image/gif"), (Vec<u8> = "image/webp"))),
+        (status = 404, description = "No such request in the caller's tenant, or no image block at that position", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn display_image(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((id, n)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let record = state
+        .store
+        .get(caller.tenant(), &id)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    crate::shared::media::image(&record.request.display, &n)
+}
+
 /// Filters of `GET /v1/requests`. Values are parsed by the handler, so a bad one gets an error
 /// that names it.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -348,6 +371,19 @@ pub struct CreateRequestBody {
     /// approvals, `{"option": id}` or `"recommended"` for a single choice.
     #[schema(value_type = Option<Object>)]
     pub on_timeout: Option<Value>,
+    /// At most 20 blocks shown above the questions (their text at most 256 KiB together; each
+    /// image at most 1 MiB, all at most 2 MiB): `{"type": "markdown", "text"}`,
+    /// `{"type": "diff", "path"?, "diff"}` or `{"type": "diff", "path"?, "before", "after"}`,
+    /// `{"type": "code", "language"?, "text"}`, `{"type": "fields", "items": [{"label",
+    /// "value"}]}`, `{"type": "image", "data": "data:image/png;base64,...", "alt"}`,
+    /// `{"type": "link", "url"}`; each may have a `title`. An approval sent without any gets
+    /// blocks derived from its action.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub display: Option<Vec<Value>>,
+    /// At most 120 characters naming what is asked; derived when absent.
+    pub summary: Option<String>,
+    /// The id of an earlier, resolved request of the same tenant that this one revises.
+    pub revises: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -385,7 +421,8 @@ pub struct NewQuestionBody {
 #[allow(dead_code)]
 pub struct AnswerRequestBody {
     /// Question id → `{"option": id}` | `{"other": text}` | `{"options": [ids], "other"?}` |
-    /// `{"text": text}` | `{"decision": "approve"|"deny", "scope"?, "edited_arguments"?, "reason"?}`.
+    /// `{"text": text}` | `{"decision": "approve"|"deny", "scope"?, "edited_arguments"?, "reason"?}`
+    /// | `{"decision": "revise", "reason"}` (request changes; the reason says which).
     #[schema(value_type = Option<Object>)]
     pub answers: Option<Value>,
     pub skip: Option<bool>,

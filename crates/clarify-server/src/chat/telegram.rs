@@ -212,6 +212,11 @@ async fn press(
                 .ask_reply(client, message_ref, &record, Focus::Deny(0), user)
                 .await
         }
+        Press::Revise => {
+            telegram
+                .ask_reply(client, message_ref, &record, Focus::Revise(0), user)
+                .await
+        }
         _ => {
             let focus = match record.request.questions.first().map(|q| &q.kind) {
                 Some(QuestionKind::Open) => Focus::Open(0),

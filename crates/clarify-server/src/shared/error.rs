@@ -83,6 +83,13 @@ impl ApiError {
     }
 
     pub fn store(e: &StoreError) -> Self {
+        if let StoreError::Rejected(invalid) = e {
+            return Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                invalid.code(),
+                invalid.to_string(),
+            );
+        }
         tracing::warn!(error = %e, "store operation failed");
         match e {
             StoreError::InvalidCursor => Self::bad_request("invalid_cursor", e.to_string()),

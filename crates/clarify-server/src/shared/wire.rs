@@ -71,6 +71,16 @@ pub struct RecordBody {
     pub answer_url: Option<String>,
     /// Present once resolved.
     pub outcome: Option<OutcomeBody>,
+    /// One line naming what is asked: given by the agent, or derived (an approval's action,
+    /// else the first question's header and text).
+    pub summary: String,
+    /// What the person is shown above the questions, in order. An approval sent without any
+    /// has blocks derived from its action. An image block carries the `url` it is served at
+    /// (`/v1/requests/{id}/display/{n}`, same auth as the record) instead of its data.
+    pub display: Vec<BlockBody>,
+    /// The earlier request this one revises.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revises: Option<String>,
 }
 
 impl RecordBody {
@@ -110,8 +120,112 @@ impl RecordBody {
             answered_by: resolution.and_then(|r| r.actor.name.clone()),
             answer_url,
             outcome: record.outcome().as_ref().map(OutcomeBody::from),
+            summary: request.summary.clone(),
+            display: request
+                .display
+                .iter()
+                .enumerate()
+                .map(|(n, b)| BlockBody::new(&record.id, n, b))
+                .collect(),
+            revises: request.revises.clone(),
         }
     }
+}
+
+/// One display block. `type` says which fields are present: `markdown` (`text`), `diff`
+/// (`path`?, `diff`: a unified diff), `code` (`language`?, `text`), `fields` (`items`), `image`
+/// (`alt`, `url`, `media_type`, `bytes`), `link` (`url`; `title` is its text).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct BlockBody {
+    /// `markdown`, `diff`, `code`, `fields`, `image` or `link`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub items: Option<Vec<FactBody>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alt: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// image: `image/png`, `image/jpeg`, `image/gif` or `image/webp`, as its bytes show.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    /// image: its size in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<usize>,
+}
+
+/// One fact of a `fields` block.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FactBody {
+    pub label: String,
+    pub value: String,
+}
+
+impl BlockBody {
+    /// Block `n` of request `id`.
+    pub fn new(id: &str, n: usize, block: &clarify_core::display::Block) -> Self {
+        use clarify_core::display::{Content, ImageData};
+        let mut body = Self {
+            kind: block.content.type_name().to_owned(),
+            title: block.title.clone(),
+            text: None,
+            language: None,
+            path: None,
+            diff: None,
+            items: None,
+            alt: None,
+            url: None,
+            media_type: None,
+            bytes: None,
+        };
+        match &block.content {
+            Content::Markdown { text } => body.text = Some(text.clone()),
+            Content::Diff { path, diff } => {
+                body.path.clone_from(path);
+                body.diff = Some(diff.clone());
+            }
+            Content::Code { language, text } => {
+                body.language.clone_from(language);
+                body.text = Some(text.clone());
+            }
+            Content::Fields { items } => {
+                body.items = Some(
+                    items
+                        .iter()
+                        .map(|f| FactBody {
+                            label: f.label.clone(),
+                            value: f.value.clone(),
+                        })
+                        .collect(),
+                );
+            }
+            Content::Image { data, alt } => {
+                body.alt = Some(alt.clone());
+                body.url = Some(image_path(id, n));
+                if let Ok(image) = ImageData::parse(data) {
+                    body.media_type = Some(image.media_type.to_owned());
+                    body.bytes = Some(image.bytes.len());
+                }
+            }
+            Content::Link { url } => body.url = Some(url.clone()),
+        }
+        body
+    }
+}
+
+/// Where block `n` of request `id` (an image) is served.
+pub fn image_path(id: &str, n: usize) -> String {
+    format!("/v1/requests/{id}/display/{n}")
 }
 
 /// One question of a request.
@@ -323,7 +437,7 @@ pub struct OutcomeBody {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct VoteBody {
     pub by: String,
-    /// `approve` or `deny`.
+    /// `approve`, `deny` or `revise`.
     pub decision: String,
     /// The narrowest scope the vote approved (`once` for a deny).
     pub scope: String,
@@ -379,7 +493,8 @@ pub struct QuestionOutcomeBody {
     pub id: String,
     pub question: String,
     pub kind: String,
-    /// The labels offered (`approve` and `deny` for an approval; empty for open text).
+    /// The labels offered (`approve`, `deny` and `revise` for an approval; empty for open
+    /// text).
     pub choices_offered: Vec<String>,
     /// The chosen label, the labels (multi), the text, the decision, or a form's values object;
     /// `null` when unanswered.

@@ -101,7 +101,9 @@ fn quorum_summary(record: &RequestRecord) -> String {
     )
 }
 
-pub fn link_page(record: &RequestRecord, error: Option<&str>) -> Response {
+/// The answer page of a signed link; `display` is the request's display fragment
+/// ([`crate::web::display::html`]), shown above its questions.
+pub fn link_page(record: &RequestRecord, error: Option<&str>, display: &str) -> Response {
     let request = &record.request;
     let mut body = String::new();
     if record.status.is_resolved() {
@@ -119,7 +121,11 @@ pub fn link_page(record: &RequestRecord, error: Option<&str>) -> Response {
         );
         return page(StatusCode::OK, "Request resolved", &body, None, None);
     }
-    body.push_str("<h1>A question for you</h1>");
+    let _ = write!(
+        body,
+        "<p class=\"meta\">A question for you</p><h1>{}</h1>",
+        escape(&request.summary)
+    );
     if let Some(error) = error {
         let _ = write!(
             body,
@@ -137,6 +143,7 @@ pub fn link_page(record: &RequestRecord, error: Option<&str>) -> Response {
         }
         None => {}
     }
+    body.push_str(display);
     if let Some(at) = record.expires_at {
         let _ = write!(body, "<p>Answer before {}.</p>", escape(&time(at)));
     }
@@ -213,13 +220,23 @@ pub fn link_page(record: &RequestRecord, error: Option<&str>) -> Response {
             }
             QuestionKind::Approval(a) => {
                 let args = serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
+                // The display above shows what the action does; the arguments as sent stay a
+                // click away, exactly.
+                let shown = if request.display.is_empty() {
+                    format!("<pre>{}</pre>", escape(&args))
+                } else {
+                    format!(
+                        "<details><summary>Arguments as sent</summary><pre>{}</pre></details>",
+                        escape(&args)
+                    )
+                };
                 let _ = write!(
                     body,
-                    "<p>Action: <code>{}</code></p><pre>{}</pre>\
+                    "<p>Action: <code>{}</code></p>{shown}\
                      <label><input type=\"radio\" name=\"{id}.decision\" value=\"approve\"> Approve</label> \
+                     <label><input type=\"radio\" name=\"{id}.decision\" value=\"revise\"> Request changes</label> \
                      <label><input type=\"radio\" name=\"{id}.decision\" value=\"deny\"> Deny</label><br>",
                     escape(&a.action.name),
-                    escape(&args)
                 );
                 match a.scopes.as_slice() {
                     [] | [clarify_core::Scope::Once] => {}
@@ -248,7 +265,7 @@ pub fn link_page(record: &RequestRecord, error: Option<&str>) -> Response {
                 }
                 let _ = write!(
                     body,
-                    "<label>Reason: <input type=\"text\" name=\"{id}.reason\"></label>"
+                    "<label>Reason (to request changes, say which): <input type=\"text\" name=\"{id}.reason\"></label>"
                 );
             }
         }

@@ -68,8 +68,9 @@ const PAGE_TEMPLATE: &str = include_str!("../../assets/inbox.html");
 
 /// The inbox page's policy: [`CSP`](crate::web::html::CSP) with `data:` images too. The page draws the
 /// pending count on its tab icon and sets the result as a `data:` URL, and browsers check a
-/// page's icon against `img-src`. An image cannot run script, and the page never parses
-/// markup, so this lets no code in.
+/// page's icon against `img-src`. An image cannot run script, and the only markup the page
+/// parses is a request's display fragment, cleaned by the server and parsed inertly, so this
+/// lets no code in.
 const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 static PAGE: LazyLock<String> =

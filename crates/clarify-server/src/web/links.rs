@@ -97,8 +97,37 @@ pub(crate) async fn page(
                 ),
             }
         }
-        _ => html::link_page(&record, None),
+        _ => {
+            let display = shown(&state, &record, &token).await;
+            html::link_page(&record, None, &display)
+        }
     }
+}
+
+/// The display fragment of `record` as its link page shows it, images under the link.
+async fn shown(state: &AppState, record: &RequestRecord, token: &str) -> String {
+    crate::web::display::html(state, record, &format!("/a/{token}/display")).await
+}
+
+/// `GET /a/<token>/display`: the request's display blocks as a fragment, for the link page's
+/// script (the page without script has them inline).
+pub(crate) async fn display(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+) -> Result<Response, ApiError> {
+    let record = record_of(&state, &token).await?;
+    Ok(crate::web::display::respond(
+        shown(&state, &record, &token).await,
+    ))
+}
+
+/// `GET /a/<token>/display/<n>`: an image block of the link's request, for whoever holds it.
+pub(crate) async fn image(
+    State(state): State<AppState>,
+    Path((token, n)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let record = record_of(&state, &token).await?;
+    crate::shared::media::image(&record.request.display, &n)
 }
 
 /// What a link's chosen answer says, per question in words, and the answer page's form fields
@@ -185,7 +214,10 @@ pub(crate) async fn answer(
     let raw = if is_form {
         match form_answer(&record, &body) {
             Ok(v) => v,
-            Err(message) => return html::link_page(&record, Some(&message)),
+            Err(message) => {
+                let display = shown(&state, &record, &token).await;
+                return html::link_page(&record, Some(&message), &display);
+            }
         }
     } else {
         match parse_json::<Value>(&body) {
@@ -210,7 +242,10 @@ pub(crate) async fn answer(
             }
             match e.status {
                 StatusCode::CONFLICT => Redirect::to(&format!("/a/{token}")).into_response(),
-                _ => html::link_page(&record, Some(&e.message)),
+                _ => {
+                    let display = shown(&state, &record, &token).await;
+                    html::link_page(&record, Some(&e.message), &display)
+                }
             }
         }
     }

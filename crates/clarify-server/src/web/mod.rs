@@ -1,12 +1,14 @@
 //! Everything here answers a person's browser, and any text a request brings reaches a page
-//! only through [`escape`](crate::shared::html::escape).
+//! only through [`escape`](crate::shared::html::escape) or clarify-render's sanitised HTML.
 //!
 //! The web inbox at `/` and its embedded assets ([`inbox`]; the page is a shell whose script
 //! reads the JSON API), the signed answer links `/a/<token>` that need no key ([`links`]), the
-//! one-time login links `/login/<token>` ([`login`]), and the server-rendered pages they show
-//! ([`html`]), all under one content security policy. The JSON the inbox's script reads is the
+//! one-time login links `/login/<token>` ([`login`]), the server-rendered pages they show
+//! ([`html`]), and a request's display blocks as a fragment those pages put above its questions
+//! ([`display`]), all under one content security policy. The JSON the inbox's script reads is the
 //! API's; only the link page answers its own JSON too, the record as a responder sees it.
 
+pub mod display;
 pub mod html;
 pub mod inbox;
 pub mod links;
@@ -22,6 +24,9 @@ pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(inbox::page))
         .route("/assets/{version}/{name}", get(inbox::asset))
+        .route("/display/{id}", get(display::fragment))
         .route("/a/{token}", get(links::page).post(links::answer))
+        .route("/a/{token}/display", get(links::display))
+        .route("/a/{token}/display/{n}", get(links::image))
         .route("/login/{token}", get(login::login_link))
 }

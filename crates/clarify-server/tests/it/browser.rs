@@ -16,8 +16,8 @@ use fantoccini::key::Key;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::chrome::Browser;
 use crate::support::TestServer;
+use clarify_testkit::browser::Browser;
 
 const SEND: &str = "//button[@type='submit'][contains(., 'Send answer')]";
 const SENT: &str = "//div[contains(@class, 'notice')][contains(., 'Answer sent.')]";
@@ -1363,6 +1363,49 @@ async fn readme_screenshot() {
         std::fs::write(&path, png).expect("screenshot written");
         eprintln!("wrote {}", path.display());
         assert_eq!(rows(&b).await, 4);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn nothing_an_agent_writes_in_a_display_block_runs_in_the_inbox() {
+    let Some(b) = Browser::launch(1280, 900).await else {
+        return;
+    };
+    let s = TestServer::start().await;
+    b.run("display_blocks_inert", async {
+        let evil = "Plain **bold** <script>window.pwned = 'script'</script> \
+                    <img src=x onerror=\"window.pwned = 'img'\"> \
+                    [click](javascript:window.pwned='link') <iframe src=\"javascript:window.pwned='frame'\"></iframe>";
+        s.ask(
+            &s.admin,
+            json!({"questions": [{"text": "Refund order A-17?", "kind": "approval",
+                    "action": {"name": "refund", "arguments": {"order": "A-17"}}}],
+                   "display": [{"type": "markdown", "title": "<b onmouseover=\"window.pwned='title'\">Why</b>", "text": evil},
+                               {"type": "code", "language": "html", "text": "</code></pre><script>window.pwned = 'code'</script>"}]}),
+        )
+        .await;
+        login(&b, &s, "alice").await;
+        b.click(&row("refund")).await;
+        b.wait_for("//div[@class = 'markdown']//strong[. = 'bold']").await;
+        b.wait_for("//pre[@class = 'code']/code[contains(., '<script>window.pwned')]")
+            .await;
+        // Give anything that could run a moment to do so.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let found = b
+            .js(
+                "return [window.pwned === undefined, \
+                         document.querySelectorAll('.display script, .display img, .display iframe, .display [onerror], .display [onmouseover]').length, \
+                         document.querySelector('.display .markdown').textContent.includes('<script>window.pwned'), \
+                         document.querySelector('.display .block-title').textContent]",
+                vec![],
+            )
+            .await;
+        assert_eq!(
+            found,
+            json!([true, 0, true, "<b onmouseover=\"window.pwned='title'\">Why</b>"]),
+            "nothing ran and the agent's markup is text"
+        );
     })
     .await;
 }

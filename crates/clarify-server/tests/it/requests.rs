@@ -582,7 +582,7 @@ async fn malformed_oversized_and_misrouted_input_gets_clear_errors() {
             "malformed_json",
         ),
         (
-            format!("{{\"question\": \"{}\"}}", "x".repeat(300 * 1024)).into_bytes(),
+            format!("{{\"question\": \"{}\"}}", "x".repeat(4200 * 1024)).into_bytes(),
             StatusCode::PAYLOAD_TOO_LARGE,
             "body_too_large",
         ),

@@ -213,7 +213,55 @@ pub fn approval_request(call: &ToolCall, wait: Duration) -> Value {
         call.session.as_deref(),
     );
     add_context(&mut body, call);
+    add_display(&mut body, call);
     body
+}
+
+/// What the person sees: the call's display blocks, derived by core as on every path, but with
+/// the files it would change read from disk (so an `Edit` is a diff of the file, with its line
+/// numbers), after the agent's last words as a "Why" block; and the summary.
+fn add_display(body: &mut Value, call: &ToolCall) {
+    use clarify_core::display::{self, ToolCall as Shown};
+    let shown = Shown {
+        name: &call.tool,
+        arguments: &call.arguments,
+        cwd: call.cwd.as_deref(),
+    };
+    let derived = display::derive(&shown, &|path| read_file(call.cwd.as_deref(), path));
+    let mut blocks = Vec::new();
+    if let Some(why) = call
+        .transcript
+        .as_deref()
+        .and_then(last_assistant_text)
+        .and_then(|said| display::why(&said))
+    {
+        blocks.push(why);
+    }
+    blocks.extend(derived.blocks);
+    let blocks = display::fit(blocks);
+    if !blocks.is_empty() {
+        body["display"] = serde_json::to_value(blocks).unwrap_or(Value::Null);
+    }
+    body["summary"] = Value::String(derived.summary);
+}
+
+/// A file a tool names, as the hook finds it: relative paths from the agent's working
+/// directory; too large or not text is not compared (it would be slow, and unreadable as a
+/// diff).
+fn read_file(cwd: Option<&str>, path: &str) -> clarify_core::display::FileState {
+    use clarify_core::display::{FileState, derive::MAX_FILE_BYTES};
+    let path = match (Path::new(path).is_absolute(), cwd) {
+        (false, Some(cwd)) => Path::new(cwd).join(path),
+        _ => PathBuf::from(path),
+    };
+    match std::fs::metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => FileState::Missing,
+        Ok(m) if m.is_file() && m.len() <= MAX_FILE_BYTES as u64 => std::fs::read(&path)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .map_or(FileState::Unknown, FileState::Content),
+        _ => FileState::Unknown,
+    }
 }
 
 /// What the outcome of `call`'s approval request means for it (`None`: nobody answered within
@@ -288,14 +336,16 @@ pub async fn wait_for(
     }
 }
 
-/// The request's agent, session, tool call id and context: the working directory, the
-/// assistant's last words from the transcript, and the call's own facts.
+/// The request's agent, session, tool call id and context: the working directory and the
+/// call's own facts (an approval shows the assistant's last words as its "Why" block; other
+/// requests have them here).
 pub fn add_context(body: &mut Value, call: &ToolCall) {
     let mut context = Map::new();
     if let Some(cwd) = &call.cwd {
         context.insert("working_directory".to_owned(), Value::from(cwd.as_str()));
     }
-    if let Some(said) = call.transcript.as_deref().and_then(last_assistant_text) {
+    let approval = body["questions"][0]["kind"] == "approval";
+    if !approval && let Some(said) = call.transcript.as_deref().and_then(last_assistant_text) {
         context.insert("assistant".to_owned(), Value::String(said));
     }
     context.extend(call.context.clone());

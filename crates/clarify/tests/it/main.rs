@@ -11,5 +11,6 @@ mod gate;
 mod hooks;
 mod mcp;
 mod operating;
+mod seen;
 mod serve;
 mod support;

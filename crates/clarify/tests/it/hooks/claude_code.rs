@@ -29,6 +29,57 @@ fn pre_tool_use(session: &str, tool: &str, input: Value, transcript: Option<&Pat
 }
 
 #[tokio::test]
+async fn an_edit_is_shown_as_a_diff_of_the_file_on_disk_and_changes_can_be_requested() {
+    let (server, api) = server().await;
+    let dir = temp_dir("hook-edit");
+    std::fs::create_dir_all(dir.join("src")).expect("src");
+    std::fs::write(
+        dir.join("src/payments.py"),
+        "import log\n\ndef refund(order, amount):\n    if amount > order.total:\n        raise ValueError\n    order.refund(amount)\n",
+    )
+    .expect("file written");
+    let s = session();
+    let mut event = pre_tool_use(
+        &s,
+        "Edit",
+        json!({"file_path": dir.join("src/payments.py").display().to_string(),
+               "old_string": "    if amount > order.total:\n",
+               "new_string": "    if amount > order.paid:\n        log.warning(\"refund above paid\")\n"}),
+        None,
+    );
+    event["cwd"] = json!(dir.display().to_string());
+    let running = hook(AGENT, &server.url, &api.key, &[], &event);
+    let record = pending(&api, &s).await;
+    assert_eq!(record["summary"], "Edit src/payments.py (+2 \u{2212}1)");
+    assert_eq!(record["display"][0]["type"], "diff", "{record}");
+    assert_eq!(record["display"][0]["path"], "src/payments.py");
+    // Read from the file, the diff has the file's own line numbers.
+    let diff = record["display"][0]["diff"].as_str().unwrap_or_default();
+    assert!(
+        diff.contains("@@ -1,6 +1,7 @@\n import log\n \n def refund(order, amount):\n-    if amount > order.total:\n+    if amount > order.paid:\n+        log.warning(\"refund above paid\")\n"),
+        "{diff}"
+    );
+    answer(
+        &api,
+        &record,
+        json!({"decision": "revise", "reason": "log at info, not warning"}),
+    )
+    .await;
+    let out = finished(running).await.json();
+    assert_eq!(
+        out["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{out}"
+    );
+    let reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        reason.starts_with("Changes requested: log at info, not warning"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
 async fn approvals_edits_denials_and_session_grants() {
     let (server, api) = server().await;
     let dir = temp_dir("hook");
@@ -63,9 +114,14 @@ async fn approvals_edits_denials_and_session_grants() {
         json!({"name": "Bash", "arguments": {"command": "rm -rf build"}})
     );
     assert_eq!(record["context"]["working_directory"], "/home/dev/project");
+    // The assistant's last words are the approval's "Why", above the command it would run.
+    assert_eq!(record["summary"], "Bash: rm -rf build");
     assert_eq!(
-        record["context"]["assistant"],
-        "I will remove the build directory."
+        record["display"],
+        json!([
+            {"type": "markdown", "title": "Why", "text": "I will remove the build directory."},
+            {"type": "code", "title": "Command", "language": "bash", "text": "rm -rf build"},
+        ])
     );
     answer(&api, &record, json!({"decision": "approve"})).await;
     let out = finished(running).await.json();

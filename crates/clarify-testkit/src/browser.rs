@@ -1,4 +1,5 @@
-//! Headless Chromium driven over WebDriver, for the inbox tests in `browser`.
+//! Headless Chromium driven over WebDriver (feature `browser`), for the tests of the inbox and
+//! of what a person sees through it.
 //!
 //! `CLARIFY_TEST_CHROMEDRIVER` names chromedriver (`./scripts/test` sets it when Debian's
 //! `chromium-driver` is installed, and installs it when it can); without it the browser tests
@@ -6,7 +7,7 @@
 //! Each browser has its own chromedriver on a free port and a fresh profile. Tests take turns,
 //! so a loaded two-core machine is not asked to run several at once; a test that needs two
 //! people at once opens a second browser within its turn ([`Browser::another`]). A failing test
-//! keeps a screenshot and the page source under the target directory and prints where.
+//! keeps a screenshot and the page source in the temporary directory and prints where.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -63,6 +64,7 @@ fn chromium() -> Option<String> {
 }
 
 /// A headless Chromium and the chromedriver that drives it.
+#[allow(missing_debug_implementations)] // fantoccini's client has no Debug.
 pub struct Browser {
     pub client: Client,
     driver: tokio::process::Child,
@@ -225,7 +227,7 @@ impl Browser {
     }
 
     async fn keep_evidence(&self, name: &str) {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("inbox-failures");
+        let dir = std::env::temp_dir().join("clarify-browser-failures");
         if let Err(e) = std::fs::create_dir_all(&dir) {
             eprintln!("could not keep a screenshot: {e}");
             return;
