@@ -84,6 +84,7 @@ pub async fn serve_stdio(
         approvals.clone(),
         Options {
             progress_interval: options.progress_interval,
+            ..Options::default()
         },
     );
     let gate = Gate {
@@ -248,6 +249,7 @@ impl Gate {
             upstream: self.approvals.clone(),
             agent: Some(self.agent.clone()),
             actor: client_name(context).unwrap_or_else(|| "mcp".to_owned()),
+            holder: self.clarify.inner.instance.clone(),
         };
         let outcome = match self
             .clarify
