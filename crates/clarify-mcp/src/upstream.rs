@@ -292,12 +292,30 @@ impl Upstream {
         body: &Value,
         by: &str,
     ) -> Result<Answered, ToolError> {
-        let Self::Store(e) = self else {
-            return Err(ToolError::Refused {
-                code: "forbidden".to_owned(),
-                message: "answers given in the MCP client are taken only by a local store"
-                    .to_owned(),
-            });
+        let e = match self {
+            Self::Store(e) => e,
+            Self::Server(client) => {
+                let answered = if body.get("skip") == Some(&Value::Bool(true)) {
+                    client.answer(id, &serde_json::json!({"skip": true})).await
+                } else {
+                    client.answer(id, body).await
+                };
+                return match answered {
+                    Ok(outcome) => Ok(Answered::Resolved(outcome)),
+                    Err(ClientError::Api {
+                        record: Some(record),
+                        ..
+                    }) => Ok(Answered::Resolved(
+                        record.outcome().cloned().unwrap_or(Value::Null),
+                    )),
+                    Err(ClientError::Api {
+                        status: 422,
+                        message,
+                        ..
+                    }) => Ok(Answered::Invalid(message)),
+                    Err(err) => Err(ToolError::from_client(err, Some(id))),
+                };
+            }
         };
         let actor = Actor::new(by, "mcp");
         let skip = body.get("skip") == Some(&Value::Bool(true));
