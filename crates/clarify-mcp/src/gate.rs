@@ -161,6 +161,22 @@ async fn connect(
     server: &GatedServer,
     relay: Relay,
 ) -> Result<RunningService<RoleClient, Relay>, ServeError> {
+    match connect_with(server, relay.clone(), newest()).await {
+        Ok(running) => Ok(running),
+        // A server that answers `server/discover` without 2026-07-28 in its versions is
+        // started again and spoken to over the `initialize` handshake.
+        Err(e) => {
+            tracing::debug!(error = %e, "the gated server does not speak 2026-07-28; initializing");
+            connect_with(server, relay, ClientLifecycleMode::Initialize).await
+        }
+    }
+}
+
+async fn connect_with(
+    server: &GatedServer,
+    relay: Relay,
+    lifecycle: ClientLifecycleMode,
+) -> Result<RunningService<RoleClient, Relay>, ServeError> {
     let failed = |e: &dyn std::fmt::Display| ServeError::Upstream(e.to_string());
     match server {
         GatedServer::Command { program, args } => {
@@ -171,14 +187,14 @@ async fn connect(
                 .spawn()
                 .map_err(|e| ServeError::Upstream(format!("cannot start {program:?}: {e}")))?;
             relay
-                .serve_with_lifecycle(transport, lifecycle())
+                .serve_with_lifecycle(transport, lifecycle)
                 .await
                 .map_err(|e| failed(&e))
         }
         GatedServer::Url(url) => {
             let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
             relay
-                .serve_with_lifecycle(transport, lifecycle())
+                .serve_with_lifecycle(transport, lifecycle)
                 .await
                 .map_err(|e| failed(&e))
         }
@@ -187,7 +203,7 @@ async fn connect(
 
 /// The newest protocol the server speaks: 2026-07-28 where it answers `server/discover`, else
 /// the newest with an `initialize` handshake.
-fn lifecycle() -> ClientLifecycleMode {
+fn newest() -> ClientLifecycleMode {
     ClientLifecycleMode::Auto {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
