@@ -789,3 +789,31 @@ async fn the_2026_round_trip_on_stdio_refuses_forged_and_replayed_states() {
     assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
     let _ = raw.child.kill().await;
 }
+
+#[tokio::test]
+async fn an_answer_elsewhere_withdraws_the_form_shown_in_the_client() {
+    let db = temp_db("mcp-withdraw");
+    let person = Person::open(&db).await;
+    let (mut agent, _) = start_as(
+        &db,
+        Declared {
+            form: true,
+            ..Declared::plain(ProtocolVersion::V_2025_11_25)
+        },
+    )
+    .await;
+    let call = agent.begin("ask_human", question("Withdrawn?")).await;
+    let shown = agent.next_elicitation().await;
+    assert_eq!(shown.json()["message"], "Withdrawn?");
+    let record = person.wait_pending("Withdrawn?").await;
+    person
+        .clarify
+        .answer(&record.id, &json!({"option": "sqlite"}))
+        .await
+        .expect("answered");
+    let withdrawn = agent.next_cancelled().await;
+    assert_eq!(withdrawn.reason.as_deref(), Some("answered elsewhere"));
+    let result = finish(call).await;
+    assert_eq!(text(&result), "answered by alice: SQLite");
+    drop(shown);
+}
