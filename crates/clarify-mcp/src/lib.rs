@@ -25,9 +25,9 @@
 //!
 //! Every protocol version rmcp knows is spoken (2025-06-18, 2025-11-25 and the stateless
 //! 2026-07-28 among them). A client that can show forms is asked too, racing every other surface
-//! ([`surface`]; on 2026-07-28 through `input_required` and a sealed `requestState`, [`state`]),
+//! (module `surface`; on 2026-07-28 through `input_required` and a sealed `requestState`, `state`),
 //! and a client that declares the tasks extension gets `ask_human` as a task that is the stored
-//! request ([`tasks`]).
+//! request (module `tasks`).
 //!
 //! Arguments that do not make a valid request come back as a tool error (`isError: true`) with
 //! the validation message, so the model can correct itself. This is the only crate that uses
