@@ -13,9 +13,28 @@
 //! any, and the upstream's result is returned unchanged; a denial is a tool error carrying the
 //! reason. When the client goes away, the upstream session is closed and its child process
 //! ended.
+//!
+//! The gated server's own elicitations (an `elicitation/create` it sends while a forwarded call
+//! runs, or on 2026-07-28 the `input_required` result of that call) become clarify form requests
+//! with the server's requested schema (agent: the upstream's name). When the gate's client can
+//! show forms itself (it declared form elicitation, before 2026-07-28), the same elicitation is
+//! sent to it too and the first answer wins: a clarify answer goes back to the server as the
+//! form's content and the client's elicitation is withdrawn; the client's answer goes back
+//! verbatim and resolves the clarify request (where the key may answer; otherwise it is
+//! cancelled). On 2026-07-28 the gate answers the server's `input_required` this way and retries
+//! the call with the answers and the server's `requestState`, so its own client sees one call.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use rmcp::model::{
+    ClientCapabilities, ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, FormElicitationCapability, InputRequest,
+    InputResponses, ProtocolVersion, ServerRequest,
+};
+use rmcp::service::PeerRequestOptions;
+use rmcp::{ClientLifecycleMode, ClientServiceExt};
+use serde_json::json;
 
 use clarify_core::policy::{
     ApprovalReply, ApprovalSpec, Policy, PolicyDecision, Refusal, Verdict, settle,
@@ -60,8 +79,22 @@ pub async fn serve_stdio(
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let downstream: Arc<Mutex<Option<Peer<RoleServer>>>> = Arc::default();
+    let clarify = ClarifyMcp::new(
+        approvals.clone(),
+        Options {
+            progress_interval: options.progress_interval,
+            ..Options::default()
+        },
+    );
+    let desk = Arc::new(Desk {
+        approvals: approvals.clone(),
+        clarify: clarify.clone(),
+        agent: Mutex::new("mcp-server".to_owned()),
+        calls: Mutex::default(),
+    });
     let relay = Relay {
         downstream: Arc::clone(&downstream),
+        desk: Arc::clone(&desk),
     };
     let upstream = connect(&server, relay).await?;
     let info = upstream
@@ -80,12 +113,9 @@ pub async fn serve_stdio(
         shown.server_info = server_info.clone();
     }
     shown.instructions = info.instructions.clone();
-    let clarify = ClarifyMcp::new(
-        approvals.clone(),
-        Options {
-            progress_interval: options.progress_interval,
-        },
-    );
+    if !name.is_empty() {
+        *desk.agent.lock().unwrap_or_else(|p| p.into_inner()) = name.clone();
+    }
     let gate = Gate {
         upstream: upstream.peer().clone(),
         info: shown,
@@ -98,6 +128,7 @@ pub async fn serve_stdio(
         approvals,
         clarify: clarify.clone(),
         downstream,
+        desk,
     };
     let running = gate
         .serve((
@@ -130,6 +161,22 @@ async fn connect(
     server: &GatedServer,
     relay: Relay,
 ) -> Result<RunningService<RoleClient, Relay>, ServeError> {
+    match connect_with(server, relay.clone(), newest()).await {
+        Ok(running) => Ok(running),
+        // A server that answers `server/discover` without 2026-07-28 in its versions is
+        // started again and spoken to over the `initialize` handshake.
+        Err(e) => {
+            tracing::debug!(error = %e, "the gated server does not speak 2026-07-28; initializing");
+            connect_with(server, relay, ClientLifecycleMode::Initialize).await
+        }
+    }
+}
+
+async fn connect_with(
+    server: &GatedServer,
+    relay: Relay,
+    lifecycle: ClientLifecycleMode,
+) -> Result<RunningService<RoleClient, Relay>, ServeError> {
     let failed = |e: &dyn std::fmt::Display| ServeError::Upstream(e.to_string());
     match server {
         GatedServer::Command { program, args } => {
@@ -139,19 +186,221 @@ async fn connect(
                 .stderr(std::process::Stdio::inherit())
                 .spawn()
                 .map_err(|e| ServeError::Upstream(format!("cannot start {program:?}: {e}")))?;
-            relay.serve(transport).await.map_err(|e| failed(&e))
+            relay
+                .serve_with_lifecycle(transport, lifecycle)
+                .await
+                .map_err(|e| failed(&e))
         }
         GatedServer::Url(url) => {
             let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
-            relay.serve(transport).await.map_err(|e| failed(&e))
+            relay
+                .serve_with_lifecycle(transport, lifecycle)
+                .await
+                .map_err(|e| failed(&e))
         }
     }
 }
 
-/// The gate's client side: passes the upstream's list-changed notifications to the client.
+/// The newest protocol the server speaks: 2026-07-28 where it answers `server/discover`, else
+/// the newest with an `initialize` handshake.
+fn newest() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+    }
+}
+
+/// The gate's client side: passes the upstream's list-changed notifications to the client, and
+/// takes its elicitations to the [`Desk`].
 #[derive(Debug, Clone)]
 struct Relay {
     downstream: Arc<Mutex<Option<Peer<RoleServer>>>>,
+    desk: Arc<Desk>,
+}
+
+/// Where the gated server's elicitations are answered: clarify, racing the gate's own client.
+#[derive(Debug)]
+struct Desk {
+    approvals: Upstream,
+    clarify: ClarifyMcp,
+    /// The upstream's name: the `agent` of the requests its elicitations become.
+    agent: Mutex<String>,
+    /// The client's calls being forwarded, newest last: an elicitation belongs to one of them
+    /// (waits report progress on it and end with its cancellation).
+    calls: Mutex<Vec<RequestContext<RoleServer>>>,
+}
+
+impl Desk {
+    fn call(&self) -> Option<RequestContext<RoleServer>> {
+        self.calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .last()
+            .cloned()
+    }
+
+    /// Answers one elicitation of the gated server.
+    async fn elicit(&self, params: ElicitRequestParams) -> ElicitResult {
+        let Some(call) = self.call() else {
+            tracing::info!("the gated server asked for input outside a call; declining");
+            return ElicitResult::new(ElicitationAction::Decline);
+        };
+        let agent = self.agent.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let wire = serde_json::to_value(&params).unwrap_or(Value::Null);
+        let body = match wire["mode"].as_str() {
+            Some("url") => None,
+            _ => Some(json!({"questions": [{
+                "question": wire["message"],
+                "kind": "form",
+                "schema": wire["requestedSchema"],
+            }]})),
+        };
+        let opened = match body {
+            Some(body) => match self.approvals.ask(body, Some(&agent)).await {
+                Ok(opened) => Some(opened),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the gated server's form is not one clarify can ask");
+                    None
+                }
+            },
+            None => None,
+        };
+        let surface = crate::surface::ClientSurface::of(&call);
+        let is_url = wire["mode"] == "url";
+        let client_can = !surface.input_required
+            && if is_url {
+                surface.url
+            } else {
+                surface.form.is_some()
+            };
+        let Some(opened) = opened else {
+            return if client_can {
+                self.in_client(&call, params, CancellationToken::new())
+                    .await
+                    .unwrap_or_else(|| ElicitResult::new(ElicitationAction::Cancel))
+            } else {
+                ElicitResult::new(ElicitationAction::Decline)
+            };
+        };
+        let party = Party {
+            upstream: self.approvals.clone(),
+            agent: Some(agent),
+            actor: client_name(&call).unwrap_or_else(|| "mcp".to_owned()),
+            holder: self.clarify.inner.instance.clone(),
+        };
+        let withdraw = CancellationToken::new();
+        let in_client = async {
+            if client_can {
+                self.in_client(&call, params, withdraw.clone()).await
+            } else {
+                withdraw.cancelled().await;
+                None
+            }
+        };
+        let waiting = self
+            .clarify
+            .wait(&party, &opened.id, opened.timeout, None, &call);
+        tokio::pin!(in_client, waiting);
+        let waited = tokio::select! {
+            answered = &mut in_client => match answered {
+                Some(result) => {
+                    self.settle(&party, &opened.id, &result).await;
+                    return result;
+                }
+                None => waiting.await,
+            },
+            waited = &mut waiting => {
+                withdraw.cancel();
+                in_client.await;
+                waited
+            }
+        };
+        match waited {
+            Ok(Waited::Resolved(outcome)) => from_outcome(&outcome),
+            other => {
+                if let Err(e) = self.approvals.cancel(&opened.id, &party.actor).await {
+                    tracing::debug!(error = %e, "cancelling an unanswered elicitation");
+                }
+                tracing::info!(?other, "the gated server's elicitation ended unanswered");
+                ElicitResult::new(ElicitationAction::Cancel)
+            }
+        }
+    }
+
+    /// Sends the elicitation to the gate's client; its answer, or `None` when it was dismissed
+    /// or failed (then only after `withdraw`) or withdrawn.
+    async fn in_client(
+        &self,
+        call: &RequestContext<RoleServer>,
+        params: ElicitRequestParams,
+        withdraw: CancellationToken,
+    ) -> Option<ElicitResult> {
+        let sent = call
+            .peer
+            .send_cancellable_request(
+                ServerRequest::ElicitRequest(ElicitRequest::new(params)),
+                PeerRequestOptions::no_options(),
+            )
+            .await;
+        let answered = match sent {
+            Ok(mut handle) => tokio::select! {
+                response = &mut handle.rx => match response {
+                    Ok(Ok(ClientResult::ElicitResult(result)))
+                        if result.action != ElicitationAction::Cancel => Some(result),
+                    _ => None,
+                },
+                () = withdraw.cancelled() => {
+                    if let Err(e) = handle.cancel(Some("answered elsewhere".to_owned())).await {
+                        tracing::debug!(error = %e, "withdrawing the elicitation");
+                    }
+                    return None;
+                }
+            },
+            Err(e) => {
+                tracing::debug!(error = %e, "the client could not be asked");
+                None
+            }
+        };
+        if answered.is_none() {
+            withdraw.cancelled().await;
+        }
+        answered
+    }
+
+    /// The client answered first: its answer resolves the clarify request too, where it may;
+    /// otherwise the request is cancelled, since nobody needs it any more.
+    async fn settle(&self, party: &Party, id: &str, result: &ElicitResult) {
+        let body = match (&result.action, &result.content) {
+            (ElicitationAction::Accept, Some(content)) => {
+                json!({"answers": {"q1": {"values": content}}})
+            }
+            _ => json!({"skip": true}),
+        };
+        // Where `answered_via` is recorded, this answer is the MCP client's (`mcp`).
+        let answered = self.approvals.answer(id, &body, &party.actor).await;
+        if !matches!(answered, Ok(crate::upstream::Answered::Resolved(_))) {
+            tracing::debug!(
+                ?answered,
+                "the client's answer did not resolve the request; cancelling it"
+            );
+            if let Err(e) = self.approvals.cancel(id, &party.actor).await {
+                tracing::debug!(error = %e, "cancelling an elicitation the client answered");
+            }
+        }
+    }
+}
+
+/// What a resolved form request answers the gated server.
+fn from_outcome(outcome: &Value) -> ElicitResult {
+    match outcome["status"].as_str() {
+        Some("answered") => {
+            let mut result = ElicitResult::new(ElicitationAction::Accept);
+            result.content = Some(outcome["questions"][0]["answer"].clone());
+            result
+        }
+        Some("skipped") => ElicitResult::new(ElicitationAction::Decline),
+        _ => ElicitResult::new(ElicitationAction::Cancel),
+    }
 }
 
 impl Relay {
@@ -165,9 +414,24 @@ impl Relay {
 
 impl ClientHandler for Relay {
     fn get_info(&self) -> ClientConfig {
-        let mut config = ClientConfig::default();
-        config.client_info = Implementation::new("clarify-gate", env!("CARGO_PKG_VERSION"));
+        let mut config = ClientConfig::new(
+            ClientCapabilities::builder()
+                .enable_elicitation_with(
+                    ElicitationCapability::new().with_form(FormElicitationCapability::new()),
+                )
+                .build(),
+            Implementation::new("clarify-gate", env!("CARGO_PKG_VERSION")),
+        );
+        config.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
         config
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(self.desk.elicit(request).await)
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -207,6 +471,7 @@ struct Gate {
     approvals: Upstream,
     clarify: ClarifyMcp,
     downstream: Arc<Mutex<Option<Peer<RoleServer>>>>,
+    desk: Arc<Desk>,
 }
 
 /// What becomes of a call before it is forwarded.
@@ -248,10 +513,11 @@ impl Gate {
             upstream: self.approvals.clone(),
             agent: Some(self.agent.clone()),
             actor: client_name(context).unwrap_or_else(|| "mcp".to_owned()),
+            holder: self.clarify.inner.instance.clone(),
         };
         let outcome = match self
             .clarify
-            .wait(&party, &opened.id, opened.timeout, None, context)
+            .wait_with_client(&party, &opened.id, opened.timeout, context)
             .await?
         {
             Waited::Resolved(outcome) => outcome,
@@ -273,11 +539,53 @@ impl Gate {
     }
 }
 
+/// How many `input_required` rounds of the gated server the gate answers for one call.
+const MAX_INPUT_ROUNDS: usize = 10;
+
+impl Gate {
+    /// Forwards a call, answering the server's `input_required` rounds (2026-07-28) at the
+    /// [`Desk`] and retrying with the answers and the server's `requestState`.
+    async fn forward(
+        &self,
+        mut params: CallToolRequestParams,
+    ) -> Result<CallToolResponse, ErrorData> {
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let asked = match self
+                .upstream
+                .call_tool_once(params.clone())
+                .await
+                .map_err(upstream_error)?
+            {
+                CallToolResponse::InputRequired(asked) => asked,
+                done => return Ok(done),
+            };
+            let mut responses = InputResponses::new();
+            for (key, request) in asked.input_requests.unwrap_or_default() {
+                let InputRequest::Elicitation(request) = request else {
+                    return Err(ErrorData::internal_error(
+                        "the gated server asked for input the gate cannot give (only elicitation is answered)",
+                        None,
+                    ));
+                };
+                let result = self.desk.elicit(request.params).await;
+                responses.insert(key, serde_json::to_value(result).unwrap_or(Value::Null));
+            }
+            params.input_responses = (!responses.is_empty()).then_some(responses);
+            params.request_state = asked.request_state;
+        }
+        Err(ErrorData::internal_error(
+            format!(
+                "the gated server asked for input more than {MAX_INPUT_ROUNDS} times in one call"
+            ),
+            None,
+        ))
+    }
+}
+
 fn client_name(context: &RequestContext<RoleServer>) -> Option<String> {
     context
-        .peer
-        .peer_info()
-        .map(|info| info.client_info.name.trim().to_owned())
+        .client_info()
+        .map(|info| info.name.trim().to_owned())
         .filter(|name| !name.is_empty())
 }
 
@@ -332,10 +640,21 @@ impl ServerHandler for Gate {
         };
         // Dropped when the client cancels, which cancels the call upstream too.
         let ct: CancellationToken = context.ct.clone();
-        tokio::select! {
+        self.desk
+            .calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(context.clone());
+        let result = tokio::select! {
             () = ct.cancelled() => Err(ErrorData::internal_error("cancelled by the client", None)),
-            result = self.upstream.call_tool_once(forwarded) => result.map_err(upstream_error),
-        }
+            result = self.forward(forwarded) => result,
+        };
+        self.desk
+            .calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|c| c.id != context.id);
+        result
     }
 
     async fn list_resources(

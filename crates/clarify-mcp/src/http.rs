@@ -35,8 +35,11 @@ use crate::{ClarifyMcp, Options, Target};
 pub struct HttpCaller {
     /// Every call of this request works in this tenant.
     pub tenant: String,
-    /// The key's name: recorded as the agent (when the client names none) and as who cancelled.
+    /// The key's name: recorded as the agent (when the client names none), as who cancelled,
+    /// and as who answered in the client.
     pub name: String,
+    /// The key's id: a `requestState` handed to this caller opens only for the same key.
+    pub key_id: String,
 }
 
 /// How the HTTP endpoint behaves.
@@ -94,6 +97,7 @@ pub fn http_service(
         Target::PerCaller(store),
         Options {
             progress_interval: options.progress_interval,
+            ..Options::default()
         },
         shutdown.clone(),
     );

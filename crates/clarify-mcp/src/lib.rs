@@ -23,13 +23,23 @@
 //!   grant covers, or raises an approval and waits for it like `ask_human`; its text result is
 //!   `{"behavior": "allow", "updatedInput"}` or `{"behavior": "deny", "message"}`.
 //!
+//! Every protocol version rmcp knows is spoken (2025-06-18, 2025-11-25 and the stateless
+//! 2026-07-28 among them). A client that can show forms is asked too, racing every other surface
+//! (module `surface`; on 2026-07-28 through `input_required` and a sealed `requestState`, `state`),
+//! and a client that declares the tasks extension gets `ask_human` as a task that is the stored
+//! request (module `tasks`).
+//!
 //! Arguments that do not make a valid request come back as a tool error (`isError: true`) with
 //! the validation message, so the model can correct itself. This is the only crate that uses
 //! `rmcp`.
 
+mod elicit;
 mod error;
 pub mod gate;
 mod http;
+mod state;
+mod surface;
+mod tasks;
 mod tools;
 mod upstream;
 
@@ -38,8 +48,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, GetTaskParams,
+    GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -73,18 +84,25 @@ when you are blocked on a decision only a person can make; it returns the answer
 human skipped, did not answer in time, or the question was cancelled). For long waits, \
 ask_human_async returns a request_id at once and get_answer fetches the answer later.";
 
+/// How long a `requestState` handed to a 2026-07-28 client stays good: long enough to fill in
+/// a form, short enough that a leaked one is soon worthless.
+pub const DEFAULT_REQUEST_STATE_TTL: Duration = Duration::from_secs(30 * 60);
+
 /// How the tools behave.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// How often a waiting call sends `notifications/progress` (when the client sent a progress
     /// token).
     pub progress_interval: Duration,
+    /// How long a sealed `requestState` may be brought back.
+    pub request_state_ttl: Duration,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Self {
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
+            request_state_ttl: DEFAULT_REQUEST_STATE_TTL,
         }
     }
 }
@@ -107,6 +125,10 @@ struct Inner {
     /// Cancelled when the stdio client closes stdin: waiting calls end as if the client had
     /// cancelled them. (The MCP session would cancel them too, but only after a 5 s drain.)
     client_gone: CancellationToken,
+    /// Seals and opens the `requestState` of 2026-07-28 calls.
+    states: state::RequestStates,
+    /// Who calls over stdio, for binding request states: this process, whose one client it is.
+    instance: String,
 }
 
 #[derive(Debug)]
@@ -123,8 +145,10 @@ struct Party {
     upstream: Upstream,
     /// Recorded as the request's `agent` when the arguments name none.
     agent: Option<String>,
-    /// Recorded as who cancelled, when a call is cancelled.
+    /// Recorded as who cancelled, when a call is cancelled, and who answered in the client.
     actor: String,
+    /// Whom a `requestState` is bound to: the API key's id, or this stdio process.
+    holder: String,
 }
 
 /// How a wait ended.
@@ -145,6 +169,14 @@ impl ClarifyMcp {
     }
 
     fn build(target: Target, options: Options, shutdown: CancellationToken) -> Self {
+        let ttl = chrono::TimeDelta::from_std(options.request_state_ttl)
+            .unwrap_or(chrono::TimeDelta::minutes(30));
+        let states = match &target {
+            Target::Fixed(Upstream::Store(e)) | Target::PerCaller(e) => {
+                state::RequestStates::stored(e.store().clone(), ttl)
+            }
+            Target::Fixed(Upstream::Server(_)) => state::RequestStates::in_process(ttl),
+        };
         Self {
             inner: Arc::new(Inner {
                 target,
@@ -152,6 +184,8 @@ impl ClarifyMcp {
                 calls: TaskTracker::new(),
                 shutdown,
                 client_gone: CancellationToken::new(),
+                states,
+                instance: format!("stdio:{}", uuid_like()),
             }),
         }
     }
@@ -200,15 +234,15 @@ impl ClarifyMcp {
 
     fn party(&self, context: &RequestContext<RoleServer>) -> Result<Party, ToolError> {
         let client = context
-            .peer
-            .peer_info()
-            .map(|info| info.client_info.name.trim().to_owned())
+            .client_info()
+            .map(|info| info.name.trim().to_owned())
             .filter(|name| !name.is_empty());
         match &self.inner.target {
             Target::Fixed(upstream) => Ok(Party {
                 upstream: upstream.clone(),
                 actor: client.clone().unwrap_or_else(|| "mcp".to_owned()),
                 agent: client,
+                holder: self.inner.instance.clone(),
             }),
             Target::PerCaller(embedded) => {
                 let caller = context
@@ -220,6 +254,7 @@ impl ClarifyMcp {
                     upstream: Upstream::Store(embedded.for_tenant(&caller.tenant)),
                     agent: client.or_else(|| Some(caller.name.clone())),
                     actor: caller.name.clone(),
+                    holder: caller.key_id.clone(),
                 })
             }
         }
@@ -230,21 +265,125 @@ impl ClarifyMcp {
         party: &Party,
         args: Value,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ToolError> {
+    ) -> Result<CallToolResponse, ToolError> {
         let opened = party.upstream.ask(args, party.agent.as_deref()).await?;
-        match self
-            .wait(party, &opened.id, opened.timeout, None, context)
+        let surface = surface::ClientSurface::of(context);
+        if surface.tasks {
+            return Ok(self.task_created(party, &opened.id).await?.into());
+        }
+        if let Some(asked) = self
+            .ask_in_result(party, ASK_HUMAN, &opened.id, context)
             .await?
         {
+            return Ok(asked);
+        }
+        let waited = self
+            .wait_with_client(party, &opened.id, opened.timeout, context)
+            .await?;
+        Ok(self.asked_human(party, &opened.id, waited).await?.into())
+    }
+
+    /// On 2026-07-28, the `input_required` result asking the client about request `id`, when it
+    /// can show it.
+    async fn ask_in_result(
+        &self,
+        party: &Party,
+        tool: &str,
+        id: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<CallToolResponse>, ToolError> {
+        let surface = surface::ClientSurface::of(context);
+        if !surface.input_required {
+            return Ok(None);
+        }
+        let Some(ask) = self.client_ask(party, id, surface).await? else {
+            return Ok(None);
+        };
+        let state = self.inner.states.seal(&party.holder, tool, id).await?;
+        Ok(ask.input_required(id, None, state).map(Into::into))
+    }
+
+    /// `ask_human`'s result once its wait ended.
+    async fn asked_human(
+        &self,
+        party: &Party,
+        id: &str,
+        waited: Waited,
+    ) -> Result<CallToolResult, ToolError> {
+        match waited {
             Waited::Resolved(outcome) => Ok(tools::outcome(outcome)),
             Waited::Cancelled => {
-                tracing::info!(id = %opened.id, "the MCP client cancelled ask_human; cancelling the request");
-                let outcome = party.upstream.cancel(&opened.id, &party.actor).await?;
+                tracing::info!(
+                    id,
+                    "the MCP client cancelled ask_human; cancelling the request"
+                );
+                let outcome = party.upstream.cancel(id, &party.actor).await?;
                 Ok(tools::outcome(outcome))
             }
-            Waited::ShuttingDown => Ok(tools::pending(&opened.id, Some(SHUTDOWN_NOTE))),
-            Waited::Pending => Ok(tools::pending(&opened.id, None)),
+            Waited::ShuttingDown => Ok(tools::pending(id, Some(SHUTDOWN_NOTE))),
+            Waited::Pending => Ok(tools::pending(id, None)),
         }
+    }
+
+    /// A 2026-07-28 retry of `tool` carrying the client's answer and the sealed state: the
+    /// answer is taken (or, when it does not fit, asked for again), then the call goes on as
+    /// it would have. A state that does not open is a JSON-RPC error and answers nothing.
+    async fn resume(
+        &self,
+        party: &Party,
+        tool: &str,
+        params: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Result<CallToolResponse, ErrorData>, ToolError> {
+        let Some(sealed) = params.request_state.as_deref() else {
+            return Ok(Err(ErrorData::invalid_params(
+                "inputResponses came without the requestState they answer; echo the requestState of the input_required result",
+                None,
+            )));
+        };
+        let id = match self.inner.states.open(&party.holder, tool, sealed).await? {
+            Ok(id) => id,
+            Err(refused) => {
+                tracing::info!(tool, %refused, "a requestState was refused");
+                return Ok(Err(surface::refused_state(&refused)));
+            }
+        };
+        let snapshot = party.upstream.snapshot(&id).await?;
+        let waited = match snapshot.outcome {
+            // Another surface answered first: the client's answer is not needed.
+            Some(outcome) => Waited::Resolved(outcome),
+            None => {
+                let surface = surface::ClientSurface::of(context);
+                let ask = self.client_ask(party, &id, surface).await?;
+                let result = surface::input_response(params.input_responses.as_ref());
+                let taken = match (&ask, &result) {
+                    (Some(ask), Some(result)) => self.take_answer(party, &id, ask, result).await?,
+                    _ => surface::Taken::Nothing,
+                };
+                match (taken, ask) {
+                    (surface::Taken::Resolved(outcome), _) => Waited::Resolved(outcome),
+                    (surface::Taken::Misfit(why), Some(ask)) => {
+                        let state = self.inner.states.seal(&party.holder, tool, &id).await?;
+                        let note =
+                            format!("That answer did not fit ({why}); the question is still open.");
+                        if let Some(again) = ask.input_required(&id, Some(&note), state) {
+                            return Ok(Ok(again.into()));
+                        }
+                        self.wait(party, &id, None, None, context).await?
+                    }
+                    _ => self.wait(party, &id, None, None, context).await?,
+                }
+            }
+        };
+        let args = Value::Object(params.arguments.clone().unwrap_or_default());
+        let result = if tool == APPROVE_TOOL_USE {
+            let call = tools::approve_tool_use_args(&args)?;
+            self.approval_settled(party, &call.action, &id, waited)
+                .await?
+        } else {
+            self.asked_human(party, &id, waited).await?
+        };
+        Ok(Ok(result.into()))
     }
 
     async fn get_answer(
@@ -272,18 +411,12 @@ impl ClarifyMcp {
         party: &Party,
         args: &Value,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ToolError> {
-        use clarify_core::policy::{ApprovalReply, ApprovalSpec, Verdict, settle};
+    ) -> Result<CallToolResponse, ToolError> {
+        use clarify_core::policy::ApprovalSpec;
         let call = tools::approve_tool_use_args(args)?;
         let action = &call.action;
-        let allow = |arguments: &Value| {
-            tools::permission(serde_json::json!({"behavior": "allow", "updatedInput": arguments}))
-        };
-        let deny = |message: &str| {
-            tools::permission(serde_json::json!({"behavior": "deny", "message": message}))
-        };
         if party.upstream.granted(action, None).await? {
-            return Ok(allow(&action.arguments));
+            return Ok(allow(&action.arguments).into());
         }
         // Claude Code sends no session, so `session` scope has nothing to hold in.
         let spec = ApprovalSpec {
@@ -293,14 +426,39 @@ impl ClarifyMcp {
         };
         let body = spec.request(action, call.tool_use_id.as_deref(), None);
         let opened = party.upstream.ask(body, party.agent.as_deref()).await?;
-        let outcome = match self
-            .wait(party, &opened.id, opened.timeout, None, context)
+        if let Some(asked) = self
+            .ask_in_result(party, APPROVE_TOOL_USE, &opened.id, context)
             .await?
         {
+            return Ok(asked);
+        }
+        let waited = self
+            .wait_with_client(party, &opened.id, opened.timeout, context)
+            .await?;
+        Ok(self
+            .approval_settled(party, action, &opened.id, waited)
+            .await?
+            .into())
+    }
+
+    /// `approve_tool_use`'s result once the wait for approval `id` of `action` ended.
+    async fn approval_settled(
+        &self,
+        party: &Party,
+        action: &clarify_core::Action,
+        id: &str,
+        waited: Waited,
+    ) -> Result<CallToolResult, ToolError> {
+        use clarify_core::policy::{ApprovalReply, Verdict, settle};
+        let outcome = match waited {
             Waited::Resolved(outcome) => outcome,
             waited => {
-                tracing::info!(id = %opened.id, ?waited, "approve_tool_use ended before an answer; cancelling the request");
-                party.upstream.cancel(&opened.id, &party.actor).await?;
+                tracing::info!(
+                    id,
+                    ?waited,
+                    "approve_tool_use ended before an answer; cancelling the request"
+                );
+                party.upstream.cancel(id, &party.actor).await?;
                 return Ok(deny(
                     "The approval was abandoned before a human answered, so the call was not run.",
                 ));
@@ -384,6 +542,22 @@ impl ClarifyMcp {
     }
 }
 
+fn allow(arguments: &Value) -> CallToolResult {
+    tools::permission(serde_json::json!({"behavior": "allow", "updatedInput": arguments}))
+}
+
+fn deny(message: &str) -> CallToolResult {
+    tools::permission(serde_json::json!({"behavior": "deny", "message": message}))
+}
+
+/// 128 random bits in hex: the stdio instance a request state is bound to.
+fn uuid_like() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 16];
+    rand::rng().fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Reads through to `inner` and cancels `eof` when it reaches the end (or fails): a stdio MCP
 /// client closes stdin to end the session.
 struct WatchEof<R> {
@@ -430,7 +604,12 @@ fn progress_message(elapsed: Duration, timeout: Option<Duration>) -> String {
 
 impl ServerHandler for ClarifyMcp {
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        );
         info.server_info = Implementation::new("clarify", env!("CARGO_PKG_VERSION"));
         info.instructions = Some(INSTRUCTIONS.to_owned());
         info
@@ -463,25 +642,64 @@ impl ServerHandler for ClarifyMcp {
             ));
         }
         let _in_flight = self.inner.calls.token();
-        let args = Value::Object(request.arguments.unwrap_or_default());
+        let retry = request.request_state.is_some() || request.input_responses.is_some();
+        if retry && ![ASK_HUMAN, APPROVE_TOOL_USE].contains(&name) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "{name} never asks for input, so it takes no requestState or inputResponses"
+                ),
+                None,
+            ));
+        }
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
         let result = match self.party(&context) {
             Err(e) => Err(e),
+            Ok(party) if retry => match self.resume(&party, name, &request, &context).await {
+                Ok(Err(refused)) => return Err(refused),
+                Ok(Ok(response)) => Ok(response),
+                Err(e) => Err(e),
+            },
             Ok(party) => match name {
                 ASK_HUMAN => self.ask_human(&party, args, &context).await,
                 ASK_HUMAN_ASYNC => party
                     .upstream
                     .ask(args, party.agent.as_deref())
                     .await
-                    .map(|opened| tools::asked(&opened.id)),
+                    .map(|opened| tools::asked(&opened.id).into()),
                 APPROVE_TOOL_USE => self.approve_tool_use(&party, &args, &context).await,
-                _ => self.get_answer(&party, &args, &context).await,
+                _ => self
+                    .get_answer(&party, &args, &context)
+                    .await
+                    .map(Into::into),
             },
         };
-        Ok(result
-            .unwrap_or_else(|e| {
-                tracing::debug!(tool = name, error = %e, "tool call failed");
-                tools::error(&e)
-            })
-            .into())
+        Ok(result.unwrap_or_else(|e| {
+            tracing::debug!(tool = name, error = %e, "tool call failed");
+            tools::error(&e).into()
+        }))
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.task_get(request, &context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_update(request, &context).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_cancel(request, &context).await
     }
 }

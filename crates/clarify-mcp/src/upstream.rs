@@ -27,6 +27,11 @@ const CREATE_RETRY_WINDOW: Duration = Duration::from_secs(60);
 pub trait Observer: Send + Sync + fmt::Debug {
     fn created(&self, record: &RequestRecord);
     fn resolved(&self, record: &RequestRecord);
+    /// The signed answer link of request `id`, when the host serves one (MCP clients that show
+    /// links are sent it for questions their form cannot hold).
+    fn answer_url(&self, _id: &str) -> Option<String> {
+        None
+    }
 }
 
 /// Where the tools send requests.
@@ -62,6 +67,11 @@ impl Embedded {
         self
     }
 
+    /// The store itself.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// The same store and limits for another tenant.
     pub(crate) fn for_tenant(&self, tenant: &str) -> Self {
         Self {
@@ -77,6 +87,27 @@ pub(crate) struct Opened {
     pub id: String,
     /// How long the human has, from creation; `None` when it never expires.
     pub timeout: Option<Duration>,
+}
+
+/// A request as it now stands.
+#[derive(Debug, Clone)]
+pub(crate) struct Snapshot {
+    pub request: Arc<clarify_core::NewRequest>,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// When it was resolved (the latest change), if it was.
+    pub resolved_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub status: clarify_core::Status,
+    /// The outcome JSON, once resolved.
+    pub outcome: Option<Value>,
+}
+
+/// What answering through the MCP client came to.
+#[derive(Debug)]
+pub(crate) enum Answered {
+    /// This answer resolved the request (or lost to an earlier one): the outcome.
+    Resolved(Value),
+    /// The answer does not fit; the request stays pending.
+    Invalid(String),
 }
 
 /// Where a request stands.
@@ -202,6 +233,127 @@ impl Upstream {
 }
 
 impl Upstream {
+    /// The request `id` as it now stands.
+    pub(crate) async fn snapshot(&self, id: &str) -> Result<Snapshot, ToolError> {
+        match self {
+            Self::Store(e) => {
+                let record = e
+                    .store
+                    .get(&e.tenant, id)
+                    .await?
+                    .ok_or_else(|| ToolError::NotFound(id.to_owned()))?;
+                Ok(Snapshot {
+                    outcome: record.outcome().map(|o| crate::tools::json(&o)),
+                    resolved_at: record.resolution.as_ref().map(|r| r.resolved_at),
+                    request: Arc::clone(&record.request),
+                    created_at: record.created_at,
+                    status: record.status,
+                })
+            }
+            Self::Server(client) => {
+                let record = client
+                    .get(id)
+                    .await
+                    .map_err(|e| ToolError::from_client(e, Some(id)))?;
+                let request = record
+                    .request()
+                    .map_err(|e| ToolError::Unreachable(e.to_string()))?;
+                let at = |field: &str| {
+                    record.0[field]
+                        .as_str()
+                        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                        .map(|t| t.with_timezone(&chrono::Utc))
+                };
+                Ok(Snapshot {
+                    request: Arc::new(request),
+                    created_at: at("created_at").unwrap_or_else(chrono::Utc::now),
+                    resolved_at: at("resolved_at"),
+                    status: record
+                        .status()
+                        .parse()
+                        .unwrap_or(clarify_core::Status::Pending),
+                    outcome: record.outcome().cloned(),
+                })
+            }
+        }
+    }
+
+    /// Whether answers given in the MCP client can be stored here: only on a store this process
+    /// holds (an agent key may not answer over the API).
+    pub(crate) fn answers_in_client(&self) -> bool {
+        matches!(self, Self::Store(_))
+    }
+
+    /// Answers request `id` with an answer body, as `by` through MCP: the same path as every
+    /// other answer, so its announcements are edited to the outcome.
+    pub(crate) async fn answer(
+        &self,
+        id: &str,
+        body: &Value,
+        by: &str,
+    ) -> Result<Answered, ToolError> {
+        let e = match self {
+            Self::Store(e) => e,
+            Self::Server(client) => {
+                let answered = if body.get("skip") == Some(&Value::Bool(true)) {
+                    client.answer(id, &serde_json::json!({"skip": true})).await
+                } else {
+                    client.answer(id, body).await
+                };
+                return match answered {
+                    Ok(outcome) => Ok(Answered::Resolved(outcome)),
+                    Err(ClientError::Api {
+                        record: Some(record),
+                        ..
+                    }) => Ok(Answered::Resolved(
+                        record.outcome().cloned().unwrap_or(Value::Null),
+                    )),
+                    Err(ClientError::Api {
+                        status: 422,
+                        message,
+                        ..
+                    }) => Ok(Answered::Invalid(message)),
+                    Err(err) => Err(ToolError::from_client(err, Some(id))),
+                };
+            }
+        };
+        let actor = Actor::new(by, "mcp");
+        let skip = body.get("skip") == Some(&Value::Bool(true));
+        let resolved = if skip {
+            e.store.skip(&e.tenant, id, &actor).await
+        } else {
+            e.store.answer(&e.tenant, id, body, &actor).await
+        };
+        let record = match resolved {
+            Ok(record) => {
+                if let Some(o) = &e.observer {
+                    o.resolved(&record);
+                }
+                record
+            }
+            Err(ResolveError::AlreadyResolved(record)) => *record,
+            Err(ResolveError::Invalid(err)) => return Ok(Answered::Invalid(err.to_string())),
+            Err(err) => return Err(ToolError::from_resolve(err, id)),
+        };
+        Ok(match record.outcome() {
+            Some(outcome) => Answered::Resolved(crate::tools::json(&outcome)),
+            // A vote on a quorum request; such requests are never asked in the client.
+            None => Answered::Invalid("the request is still waiting for other votes".to_owned()),
+        })
+    }
+
+    /// The signed answer link of request `id`, when there is one.
+    pub(crate) async fn answer_url(&self, id: &str) -> Option<String> {
+        match self {
+            Self::Store(e) => e.observer.as_ref().and_then(|o| o.answer_url(id)),
+            Self::Server(client) => client
+                .get(id)
+                .await
+                .ok()
+                .and_then(|r| r.0["answer_url"].as_str().map(str::to_owned)),
+        }
+    }
+
     /// Whether a stored grant lets `action` run in `session` without asking.
     pub(crate) async fn granted(
         &self,

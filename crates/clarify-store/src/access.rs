@@ -105,6 +105,9 @@ pub enum TokenKind {
     Login,
     /// An inbox session (the cookie): valid until it expires or is revoked.
     Session,
+    /// A single-use handle an edge hands out and takes back once (the nonce sealed into an MCP
+    /// `requestState`): redeemed once, like a login token, by whoever holds it.
+    Once,
 }
 
 impl TokenKind {
@@ -112,6 +115,7 @@ impl TokenKind {
         match self {
             Self::Login => "login",
             Self::Session => "session",
+            Self::Once => "once",
         }
     }
 }
@@ -310,6 +314,28 @@ impl Store {
             Some(id) => self.key(&id).await,
             None => Ok(None),
         }
+    }
+
+    /// Issues a single-use token held by `holder` (a key id, or any name the caller chooses),
+    /// valid for `ttl`. Revoking the key `holder` names ends its tokens too.
+    pub async fn issue_once(
+        &self,
+        holder: &str,
+        ttl: chrono::TimeDelta,
+    ) -> Result<String, StoreError> {
+        self.issue_token(TokenKind::Once, holder, ttl).await
+    }
+
+    /// Uses up a token from [`Store::issue_once`]: its holder the first time, on every instance
+    /// sharing the store; `None` when it is unknown, expired or already used.
+    pub async fn redeem_once(&self, token: &str) -> Result<Option<String>, StoreError> {
+        if !token.starts_with("ct_") {
+            return Ok(None);
+        }
+        self.inner
+            .backend
+            .redeem_token(TokenKind::Once, &digest(token), self.now())
+            .await
     }
 
     /// Ends a session (logout). Unknown tokens are ignored.

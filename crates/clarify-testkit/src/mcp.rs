@@ -1,20 +1,23 @@
 //! An MCP client that drives a clarify MCP server the way an agent's client would, over any
 //! rmcp transport (a pipe, a child process's stdio, Streamable HTTP), and records the progress
-//! notifications it receives.
+//! notifications it receives. A client may also declare form and URL elicitation (each
+//! `elicitation/create` is handed to the test, which answers it) and the tasks extension.
 
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
-    ClientRequest, Implementation, ProgressNotificationParam, ProtocolVersion, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientCapabilities, ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, Implementation, ProgressNotificationParam, ProtocolVersion, ServerResult,
 };
 use rmcp::service::{
-    NotificationContext, PeerRequestOptions, RequestHandle, RoleClient, RunningService,
+    NotificationContext, PeerRequestOptions, RequestContext, RequestHandle, RoleClient,
+    RunningService,
 };
 use rmcp::transport::IntoTransport;
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 /// How long a test waits for a session, a call or a notification before it fails.
 pub const PATIENCE: Duration = Duration::from_secs(30);
@@ -22,21 +25,112 @@ pub const PATIENCE: Duration = Duration::from_secs(30);
 /// The client's name, which the server records as the request's `agent`.
 pub const CLIENT_NAME: &str = "test-agent";
 
-/// The client side of a session: forwards every progress notification.
+/// What a test client declares.
+#[derive(Debug, Clone)]
+pub struct Declared {
+    pub version: ProtocolVersion,
+    /// Form elicitation: each `elicitation/create` goes to [`McpAgent::next_elicitation`].
+    pub form: bool,
+    /// URL-mode elicitation.
+    pub url: bool,
+    /// The tasks extension.
+    pub tasks: bool,
+}
+
+impl Declared {
+    /// A client on `version` declaring nothing.
+    pub fn plain(version: ProtocolVersion) -> Self {
+        Self {
+            version,
+            form: false,
+            url: false,
+            tasks: false,
+        }
+    }
+
+    fn capabilities(&self) -> ClientCapabilities {
+        let mut caps = json!({});
+        if self.form || self.url {
+            let mut elicitation = json!({});
+            if self.form {
+                elicitation["form"] = json!({});
+            }
+            if self.url {
+                elicitation["url"] = json!({});
+            }
+            caps["elicitation"] = elicitation;
+        }
+        if self.tasks {
+            caps["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
+        }
+        serde_json::from_value(caps).expect("capabilities")
+    }
+}
+
+/// An `elicitation/create` the server sent; answer it through `reply`.
+#[derive(Debug)]
+pub struct Elicited {
+    pub params: ElicitRequestParams,
+    pub reply: oneshot::Sender<ElicitResult>,
+}
+
+impl Elicited {
+    /// The request as JSON (`mode`, `message`, `requestedSchema` or `url`).
+    pub fn json(&self) -> Value {
+        serde_json::to_value(&self.params).expect("JSON")
+    }
+
+    /// Accepts with `content`.
+    pub fn accept(self, content: Value) {
+        let mut result = ElicitResult::new(ElicitationAction::Accept);
+        result.content = Some(content);
+        let _ = self.reply.send(result);
+    }
+
+    pub fn answer(self, action: ElicitationAction) {
+        let _ = self.reply.send(ElicitResult::new(action));
+    }
+}
+
+/// The client side of a session: forwards every progress notification, elicitation and
+/// cancellation.
 #[derive(Debug, Clone)]
 pub struct Listener {
     progress: mpsc::UnboundedSender<ProgressNotificationParam>,
-    version: ProtocolVersion,
+    elicitations: mpsc::UnboundedSender<Elicited>,
+    cancelled: mpsc::UnboundedSender<CancelledNotificationParam>,
+    declared: Declared,
 }
 
 impl ClientHandler for Listener {
     fn get_info(&self) -> ClientConfig {
         let mut config = ClientConfig::new(
-            ClientCapabilities::default(),
+            self.declared.capabilities(),
             Implementation::new(CLIENT_NAME, "1.0"),
         );
-        config.protocol_version = self.version.clone();
+        config.protocol_version = self.declared.version.clone();
         config
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let (reply, answer) = oneshot::channel();
+        let _ = self.elicitations.send(Elicited { params, reply });
+        tokio::select! {
+            answer = answer => Ok(answer.unwrap_or_else(|_| ElicitResult::new(ElicitationAction::Cancel))),
+            () = context.ct.cancelled() => Ok(ElicitResult::new(ElicitationAction::Cancel)),
+        }
+    }
+
+    async fn on_cancelled(
+        &self,
+        params: CancelledNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.cancelled.send(params);
     }
 
     async fn on_progress(
@@ -53,6 +147,8 @@ impl ClientHandler for Listener {
 pub struct McpAgent {
     pub client: RunningService<RoleClient, Listener>,
     progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    elicitations: mpsc::UnboundedReceiver<Elicited>,
+    cancelled: mpsc::UnboundedReceiver<CancelledNotificationParam>,
 }
 
 impl McpAgent {
@@ -71,16 +167,50 @@ impl McpAgent {
         T: IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
+        Self::connect_as(transport, Declared::plain(version)).await
+    }
+
+    /// Initializes a session over `transport` as a client declaring `declared`.
+    pub async fn connect_as<T, E, A>(transport: T, declared: Declared) -> Self
+    where
+        T: IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
         let (tx, progress) = mpsc::unbounded_channel();
+        let (elicit_tx, elicitations) = mpsc::unbounded_channel();
+        let (cancel_tx, cancelled) = mpsc::unbounded_channel();
         let listener = Listener {
             progress: tx,
-            version,
+            elicitations: elicit_tx,
+            cancelled: cancel_tx,
+            declared,
         };
         let client = tokio::time::timeout(PATIENCE, listener.serve(transport))
             .await
             .expect("initialized in time")
             .expect("the session initializes");
-        Self { client, progress }
+        Self {
+            client,
+            progress,
+            elicitations,
+            cancelled,
+        }
+    }
+
+    /// The next `elicitation/create` the server sent.
+    pub async fn next_elicitation(&mut self) -> Elicited {
+        tokio::time::timeout(PATIENCE, self.elicitations.recv())
+            .await
+            .expect("an elicitation in time")
+            .expect("the client is running")
+    }
+
+    /// The next `notifications/cancelled` the server sent.
+    pub async fn next_cancelled(&mut self) -> CancelledNotificationParam {
+        tokio::time::timeout(PATIENCE, self.cancelled.recv())
+            .await
+            .expect("a cancellation in time")
+            .expect("the client is running")
     }
 
     /// Calls `tool` and waits for its result.

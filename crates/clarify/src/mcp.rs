@@ -75,6 +75,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     };
     let options = Options {
         progress_interval: args.progress_interval,
+        ..Options::default()
     };
     ClarifyMcp::new(upstream, options)
         .serve_stdio(crate::serve::shutdown_signal())

@@ -26,6 +26,7 @@ async fn session(clock: Option<Arc<ManualClock>>) -> (Client, Store) {
         upstream,
         Options {
             progress_interval: Duration::from_millis(50),
+            ..Options::default()
         },
     );
     (support::connect(mcp).await, store)

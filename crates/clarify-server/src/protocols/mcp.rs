@@ -66,6 +66,10 @@ impl Observer for Changes {
         self.0.metrics.resolved(record);
         self.0.changed(record);
     }
+
+    fn answer_url(&self, id: &str) -> Option<String> {
+        Some(self.0.answer_url(id))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -138,6 +142,7 @@ async fn authorize(gate: &Gate, request: Request, next: Next) -> Result<Response
     parts.extensions.insert(HttpCaller {
         tenant: caller.key.tenant.clone(),
         name: caller.key.name.clone(),
+        key_id: caller.key.id.clone(),
     });
     let response = next.run(Request::from_parts(parts, body)).await;
     match &session {

@@ -20,6 +20,7 @@ mod keys;
 mod limits;
 mod links;
 mod mcp;
+mod mcp_client;
 mod openapi;
 mod outage;
 mod proxy;

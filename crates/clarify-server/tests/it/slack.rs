@@ -55,7 +55,7 @@ async fn server_on(url: &str, fake: &FakeSlack, socket_mode: bool) -> TestServer
     .await
 }
 
-async fn server(fake: &FakeSlack) -> TestServer {
+pub(crate) async fn server(fake: &FakeSlack) -> TestServer {
     server_on("memory:", fake, false).await
 }
 
@@ -98,7 +98,7 @@ async fn click(s: &TestServer, fake: &FakeSlack, user: &str, id: &str, ts: &str,
 }
 
 /// The `ts` of the announcement of the request, once posted.
-async fn announced(fake: &FakeSlack, n: usize) -> (Value, String) {
+pub(crate) async fn announced(fake: &FakeSlack, n: usize) -> (Value, String) {
     let posts = fake.wait_for("chat.postMessage", n).await;
     let post = posts[n - 1].clone();
     let ts = wait_ts(fake, n).await;

@@ -78,7 +78,7 @@ impl MemoryBackend {
         if k != kind || expires_at <= now {
             return Ok(None);
         }
-        if kind == TokenKind::Login {
+        if matches!(kind, TokenKind::Login | TokenKind::Once) {
             s.tokens.remove(digest);
         }
         Ok(Some(key_id))

@@ -128,7 +128,7 @@ impl PgBackend {
         // A login token is used up by the statement that finds it: of concurrent redemptions
         // the first deletes the row, and the others, waiting on its lock, then find it gone.
         let sql = match kind {
-            TokenKind::Login => {
+            TokenKind::Login | TokenKind::Once => {
                 "DELETE FROM clarify_tokens WHERE digest = $1 AND kind = $2 AND expires_at > $3 \
                  RETURNING key_id"
             }

@@ -124,7 +124,7 @@ impl SqliteBackend {
         match kind {
             // Used up by the statement that finds it: of concurrent redemptions, the first
             // write to run deletes the row and the others find nothing.
-            TokenKind::Login => {
+            TokenKind::Login | TokenKind::Once => {
                 let digest = digest.to_owned();
                 self.write(move |conn| {
                     Ok(conn

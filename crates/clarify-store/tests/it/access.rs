@@ -35,6 +35,7 @@ conformance! {
         login_token_redeems_once,
         concurrent_login_redemptions_have_one_winner,
         session_token_lasts_until_revoked,
+        once_tokens_redeem_once_for_their_holder,
         expired_tokens_do_not_redeem,
         tokens_of_a_revoked_key_do_not_redeem,
         secrets_are_created_once,
@@ -362,6 +363,50 @@ async fn concurrent_login_redemptions_have_one_winner(store: Store, env: Env) {
             "round {round}: exactly one winner"
         );
     }
+}
+
+async fn once_tokens_redeem_once_for_their_holder(store: Store, env: Env) {
+    let _exclusive = env.exclusive_clock().await;
+    let holder = random_name("stdio");
+    let token = store
+        .issue_once(&holder, TimeDelta::minutes(10))
+        .await
+        .expect("issue");
+    assert_eq!(
+        store
+            .redeem_token(TokenKind::Login, &token)
+            .await
+            .expect("redeem"),
+        None,
+        "a once token is no login link"
+    );
+    assert_eq!(
+        store.redeem_once(&token).await.expect("redeem"),
+        Some(holder.clone()),
+        "the first redemption names the holder"
+    );
+    assert_eq!(
+        store.redeem_once(&token).await.expect("redeem"),
+        None,
+        "a once token works once"
+    );
+    for bad in ["", "ct_", "ct_unknown", "ck_whatever", &token[1..]] {
+        assert_eq!(
+            store.redeem_once(bad).await.expect("redeem"),
+            None,
+            "{bad:?}"
+        );
+    }
+    let late = store
+        .issue_once(&holder, TimeDelta::minutes(10))
+        .await
+        .expect("issue");
+    env.clock.advance(TimeDelta::minutes(11));
+    assert_eq!(
+        store.redeem_once(&late).await.expect("redeem"),
+        None,
+        "an expired once token does not redeem"
+    );
 }
 
 async fn session_token_lasts_until_revoked(store: Store, env: Env) {

@@ -5,7 +5,8 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use clarify_testkit::mcp::{McpAgent, finish, text};
+use clarify_testkit::mcp::{Declared, McpAgent, finish, text};
+use rmcp::model::ProtocolVersion;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
@@ -61,13 +62,29 @@ impl Gated {
 }
 
 async fn gate(server: &Server, key: &str) -> Gated {
+    gate_with(
+        server,
+        key,
+        &[],
+        Declared::plain(ProtocolVersion::V_2025_06_18),
+    )
+    .await
+}
+
+/// The gate in front of `upstream_mcp UPSTREAM_ARGS`, to a client declaring `declared`.
+async fn gate_with(
+    server: &Server,
+    key: &str,
+    upstream_args: &[&str],
+    declared: Declared,
+) -> Gated {
     let dir = temp_dir("gate");
     // The policy is the `[gate]` section of the configuration file CLARIFY_CONFIG names (the
     // `[claude_code]` one is the hook's, and would allow everything).
     let config = dir.join("clarify.toml");
     std::fs::write(
         &config,
-        "[gate]\nallow = [\"count\", \"wait\"]\ndeny = [\"delete_*\"]\n\n[claude_code]\nallow = [\"*\"]\n",
+        "[gate]\nallow = [\"count\", \"wait\", \"confirm\"]\ndeny = [\"delete_*\"]\n\n[claude_code]\nallow = [\"*\"]\n",
     )
     .expect("configuration written");
     let mut command = tokio::process::Command::new(BIN);
@@ -78,6 +95,7 @@ async fn gate(server: &Server, key: &str) -> Gated {
         .arg("100ms")
         .arg("--")
         .arg(upstream_path())
+        .args(upstream_args)
         .env("CLARIFY_URL", &server.url)
         .env("CLARIFY_TOKEN", key)
         .env("NO_COLOR", "1");
@@ -98,7 +116,7 @@ async fn gate(server: &Server, key: &str) -> Gated {
         });
     }
     Gated {
-        agent: McpAgent::connect(transport).await,
+        agent: McpAgent::connect_as(transport, declared).await,
         stderr: sink,
     }
 }
@@ -156,7 +174,7 @@ async fn the_gate_passes_the_server_through_and_gates_its_calls() {
         .await
         .expect("tools/list");
     let names: Vec<&str> = tools.tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["echo", "delete_file", "wait", "count"]);
+    assert_eq!(names, ["echo", "delete_file", "wait", "count", "confirm"]);
 
     // Allowed by the policy: runs at once, no approval.
     let counted = agent.call("count", json!({})).await;
@@ -285,4 +303,94 @@ fn zombie(proc: &std::path::Path) -> bool {
     std::fs::read_to_string(proc.join("stat"))
         .map(|s| s.split_whitespace().nth(2) == Some("Z"))
         .unwrap_or(true)
+}
+
+#[tokio::test]
+async fn the_gated_servers_elicitations_become_clarify_form_requests() {
+    let (server, api) = server().await;
+    // An upstream on 2025-11-25 sends `elicitation/create`; one on 2026-07-28 returns
+    // `input_required`, which the gate answers and retries.
+    for (args, protocol) in [(&["--legacy"][..], "legacy"), (&[][..], "2026-07-28")] {
+        let gated = gate_with(
+            &server,
+            &api.key,
+            args,
+            Declared::plain(ProtocolVersion::V_2025_11_25),
+        )
+        .await;
+        let call = gated.agent.begin("confirm", json!({})).await;
+        let record = pending(&api).await;
+        assert_eq!(record["agent"], "files-test", "{record}");
+        assert_eq!(record["questions"][0]["kind"], "form", "{record}");
+        assert_eq!(
+            record["questions"][0]["text"],
+            "Delete the staging database?"
+        );
+        answer(
+            &api,
+            &record,
+            json!({"answers": {"q1": {"values": {"confirm": true, "note": "go ahead"}}}}),
+        )
+        .await;
+        let result = finish(call).await;
+        let body: Value = serde_json::from_str(&text(&result)).expect("JSON");
+        assert_eq!(body["protocol"], protocol, "{body}");
+        assert_eq!(body["elicited"]["action"], "accept", "{body}");
+        assert_eq!(
+            body["elicited"]["content"],
+            json!({"confirm": true, "note": "go ahead"})
+        );
+    }
+
+    // A client that shows forms is asked too; its answer goes to the server and resolves the
+    // clarify request.
+    let mut gated = gate_with(
+        &server,
+        &api.key,
+        &["--legacy"],
+        Declared {
+            form: true,
+            ..Declared::plain(ProtocolVersion::V_2025_11_25)
+        },
+    )
+    .await;
+    let call = gated.agent.begin("confirm", json!({})).await;
+    let shown = gated.agent.next_elicitation().await;
+    assert_eq!(shown.json()["message"], "Delete the staging database?");
+    let record = pending(&api).await;
+    shown.accept(json!({"confirm": false}));
+    let result = finish(call).await;
+    let body: Value = serde_json::from_str(&text(&result)).expect("JSON");
+    assert_eq!(
+        body["elicited"]["content"],
+        json!({"confirm": false}),
+        "{body}"
+    );
+    let id = record["id"].as_str().expect("id");
+    let (_, resolved) = api.get(&format!("/v1/requests/{id}")).await;
+    assert_eq!(resolved["status"], "answered", "{resolved}");
+}
+
+#[tokio::test]
+async fn the_gate_speaks_every_protocol_version_to_its_client() {
+    let (server, api) = server().await;
+    for version in [
+        ProtocolVersion::V_2025_06_18,
+        ProtocolVersion::V_2025_11_25,
+        ProtocolVersion::V_2026_07_28,
+    ] {
+        let gated = gate_with(&server, &api.key, &[], Declared::plain(version.clone())).await;
+        let counted = gated.agent.call("count", json!({})).await;
+        assert_eq!(text(&counted), "0", "{version}");
+        // A call the policy leaves to a human waits for the approval at every version.
+        let call = gated.agent.begin("echo", json!({"say": "hi"})).await;
+        let record = pending(&api).await;
+        answer(&api, &record, json!({"decision": "approve"})).await;
+        let echoed = finish(call).await;
+        assert!(
+            text(&echoed).contains("\"say\":\"hi\""),
+            "{version}: {}",
+            text(&echoed)
+        );
+    }
 }

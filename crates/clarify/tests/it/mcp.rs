@@ -8,7 +8,12 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use clarify_store::{Actor, Clarify, ListQuery, RequestRecord, Store, StoreOptions};
-use clarify_testkit::mcp::{CLIENT_NAME, McpAgent, PATIENCE, finish, question, structured, text};
+use clarify_testkit::mcp::{
+    CLIENT_NAME, Declared, McpAgent, PATIENCE, finish, question, structured, text,
+};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, GetTaskParams, ProtocolVersion, TaskStatus,
+};
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -557,4 +562,258 @@ async fn a_request_asked_over_stdio_is_announced_by_the_servers_routes() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Starts `clarify mcp --db DB` as a client declaring `declared`; also returns its pid.
+async fn start_as(db: &str, declared: Declared) -> (McpAgent, u32) {
+    let mut command = tokio::process::Command::new(BIN);
+    command
+        .args(["mcp", "--db", db])
+        .env("NO_COLOR", "1")
+        .env_remove("CLARIFY_URL")
+        .env_remove("CLARIFY_TOKEN")
+        .env_remove("CLARIFY_DB");
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("clarify mcp starts");
+    let pid = transport.id().expect("the process runs");
+    (McpAgent::connect_as(transport, declared).await, pid)
+}
+
+#[tokio::test]
+async fn every_protocol_version_is_spoken_on_stdio() {
+    let db = temp_db("mcp-versions");
+    let person = Person::open(&db).await;
+    for version in [
+        ProtocolVersion::V_2025_06_18,
+        ProtocolVersion::V_2025_11_25,
+        ProtocolVersion::V_2026_07_28,
+    ] {
+        let (agent, _) = start_as(&db, Declared::plain(version.clone())).await;
+        let text_of = format!("Version {version}?");
+        let call = agent.begin("ask_human", question(&text_of)).await;
+        let record = person.wait_pending(&text_of).await;
+        assert_eq!(
+            record.request.agent.as_deref(),
+            Some(CLIENT_NAME),
+            "{version}"
+        );
+        person
+            .clarify
+            .answer(&record.id, &json!({"option": "postgres"}))
+            .await
+            .expect("answered");
+        let result = finish(call).await;
+        assert_eq!(text(&result), "answered by alice: Postgres", "{version}");
+    }
+}
+
+#[tokio::test]
+async fn a_task_is_polled_to_its_answer_and_again_after_a_restart() {
+    let db = temp_db("mcp-task");
+    let person = Person::open(&db).await;
+    let tasks = Declared {
+        tasks: true,
+        ..Declared::plain(ProtocolVersion::V_2026_07_28)
+    };
+    let (agent, pid) = start_as(&db, tasks.clone()).await;
+    let created = agent
+        .client
+        .call_tool_once(
+            CallToolRequestParams::new("ask_human").with_arguments(
+                question("As a task?")
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
+        )
+        .await
+        .expect("tools/call");
+    let CallToolResponse::Task(created) = created else {
+        panic!("not a task: {created:?}")
+    };
+    let id = created.task.task_id.clone();
+    let record = person.wait_pending("As a task?").await;
+    assert_eq!(record.id, id, "the task id is the request id");
+    let polled = agent
+        .client
+        .get_task(GetTaskParams::new(id.clone()))
+        .await
+        .expect("tasks/get");
+    assert_eq!(polled.task.status(), TaskStatus::Working);
+    person
+        .clarify
+        .answer(&id, &json!({"option": "sqlite"}))
+        .await
+        .expect("answered");
+    let done = agent
+        .client
+        .get_task(GetTaskParams::new(id.clone()))
+        .await
+        .expect("tasks/get");
+    let wire = serde_json::to_value(&done).expect("JSON");
+    assert_eq!(wire["status"], "completed", "{wire}");
+    assert_eq!(
+        wire["result"]["structuredContent"]["questions"][0]["answer"],
+        "SQLite"
+    );
+
+    // The process ends (as at a restart); a new one still knows the task.
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status();
+    drop(agent);
+    let (agent, _) = start_as(&db, tasks).await;
+    let again = agent
+        .client
+        .get_task(GetTaskParams::new(id.clone()))
+        .await
+        .expect("tasks/get after a restart");
+    let wire = serde_json::to_value(&again).expect("JSON");
+    assert_eq!(wire["status"], "completed", "{wire}");
+    assert_eq!(
+        wire["result"]["structuredContent"]["request_id"],
+        id.as_str()
+    );
+    assert!(
+        agent
+            .client
+            .get_task(GetTaskParams::new("nope"))
+            .await
+            .is_err(),
+        "an unknown task id is an error"
+    );
+}
+
+/// A raw JSON-RPC session with `clarify mcp` on 2026-07-28: each request carries its own
+/// metadata, with form elicitation declared.
+struct Raw {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+}
+
+impl Raw {
+    async fn start(db: &str) -> Self {
+        let mut child = tokio::process::Command::new(BIN)
+            .args(["mcp", "--db", db])
+            .env("NO_COLOR", "1")
+            .env_remove("CLARIFY_URL")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("clarify mcp starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        Self {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    async fn call(&mut self, id: u64, mut params: Value) -> Value {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        });
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+        self.stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .expect("written");
+        self.stdin.flush().await.expect("flushed");
+        loop {
+            let line = tokio::time::timeout(PATIENCE, self.stdout.next_line())
+                .await
+                .expect("a reply in time")
+                .expect("stdout readable")
+                .expect("stdout open");
+            let reply: Value = serde_json::from_str(&line).expect("JSON");
+            if reply["id"] == id {
+                return reply;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_2026_round_trip_on_stdio_refuses_forged_and_replayed_states() {
+    let db = temp_db("mcp-mrtr");
+    let person = Person::open(&db).await;
+    let mut raw = Raw::start(&db).await;
+    let call = json!({"name": "ask_human", "arguments": question("Stateless?")});
+    let first = raw.call(1, call.clone()).await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let state = first["result"]["requestState"]
+        .as_str()
+        .expect("state")
+        .to_owned();
+    let record = person.wait_pending("Stateless?").await;
+    let retry = |state: &str| {
+        let mut params = call.clone();
+        params["requestState"] = Value::String(state.to_owned());
+        params["inputResponses"] =
+            json!({"clarify": {"action": "accept", "content": {"answer": "postgres"}}});
+        params
+    };
+    let mut forged = state.clone();
+    forged.push('A');
+    let refused = raw.call(2, retry(&forged)).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    // Another process (another client) cannot use this one's state.
+    let mut elsewhere = Raw::start(&db).await;
+    let refused = elsewhere.call(3, retry(&state)).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let _ = elsewhere.child.kill().await;
+    assert_eq!(
+        person
+            .clarify
+            .get(&record.id)
+            .await
+            .expect("read")
+            .expect("exists")
+            .status,
+        clarify_core::Status::Pending
+    );
+    let answered = raw.call(4, retry(&state)).await;
+    assert_eq!(
+        answered["result"]["structuredContent"]["questions"][0]["answer"], "Postgres",
+        "{answered}"
+    );
+    let replayed = raw.call(5, retry(&state)).await;
+    assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
+    let _ = raw.child.kill().await;
+}
+
+#[tokio::test]
+async fn an_answer_elsewhere_withdraws_the_form_shown_in_the_client() {
+    let db = temp_db("mcp-withdraw");
+    let person = Person::open(&db).await;
+    let (mut agent, _) = start_as(
+        &db,
+        Declared {
+            form: true,
+            ..Declared::plain(ProtocolVersion::V_2025_11_25)
+        },
+    )
+    .await;
+    let call = agent.begin("ask_human", question("Withdrawn?")).await;
+    let shown = agent.next_elicitation().await;
+    assert_eq!(shown.json()["message"], "Withdrawn?");
+    let record = person.wait_pending("Withdrawn?").await;
+    person
+        .clarify
+        .answer(&record.id, &json!({"option": "sqlite"}))
+        .await
+        .expect("answered");
+    let withdrawn = agent.next_cancelled().await;
+    assert_eq!(withdrawn.reason.as_deref(), Some("answered elsewhere"));
+    let result = finish(call).await;
+    assert_eq!(text(&result), "answered by alice: SQLite");
+    drop(shown);
 }
