@@ -283,3 +283,27 @@ def test_async_graph_with_async_client(
     with Person(alice, session, answer_clarify_shaped):
         output = asyncio.run(main())
     assert (output["colour"], output["name"]) == ("blue", "Ada")
+
+
+def test_request_changes_rejects_the_action_with_the_change_asked_for(
+    agent: Client, person: Answer, session: str
+) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    graph = agent_calling(
+        [{"name": "delete_file", "args": {"path": "ledger.csv"}}],
+        {"delete_file": {"allowed_decisions": ["approve", "reject"]}},
+        ran,
+    )
+    config = {"configurable": {"thread_id": session}}
+
+    def decide(record: Record) -> Any:
+        return {
+            "answers": {"a1": {"decision": "revise", "reason": "archive it to old/ instead"}}
+        }
+
+    with person(decide):
+        output = run_with_humans(graph, {"messages": [("user", "tidy up")]}, config, agent)
+
+    assert ran == []
+    results = tool_results(output)
+    assert results["call_0"].startswith("Changes requested: archive it to old/ instead")

@@ -200,3 +200,28 @@ def test_async_settling_rejects_what_nobody_answered(
     assert isinstance(model, ScriptedModel)
     outputs = outputs_of(model.inputs[-1])
     assert all("nobody approved it (skipped)" in o for o in outputs.values()), outputs
+
+
+def test_request_changes_rejects_with_the_change_asked_for(
+    agent: Client, person: Answer, session: str
+) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    assistant = make_agent(ran)
+    result = Runner.run_sync(assistant, "mail Ada and clean up")
+
+    def revise(record: Record) -> Any:
+        if record.questions[0]["action"]["name"] == "send_email":
+            return {"decision": "revise", "reason": "write to bob@example.com instead"}
+        return {"decision": "deny", "reason": "keep the report"}
+
+    with person(revise):
+        state = settle_interruptions(agent, result, session=session)
+    final = Runner.run_sync(assistant, state)
+    assert ran == []
+    model = assistant.model
+    assert isinstance(model, ScriptedModel)
+    outputs = outputs_of(model.inputs[1])
+    assert outputs["call_a"].startswith("Changes requested: write to bob@example.com instead")
+    assert "keep the report" in outputs["call_b"]
+    assert "Changes requested" not in outputs["call_b"]
+    assert final.final_output == "done"

@@ -41,8 +41,14 @@ export interface ApprovalOptions {
 /** What became of one approval. */
 export interface Decision {
   approved: boolean;
-  /** The person's reason, or for an unanswered approval the note saying what happened. */
+  /**
+   * The person's reason, or for an unanswered approval the note saying what happened. When the
+   * person asked for changes it reads `Changes requested: <reason>`, so that a model can tell it
+   * from a plain denial and try again with the change.
+   */
   reason: string | undefined;
+  /** The person asked for changes (`revise`) instead of denying outright. */
+  changesRequested: boolean;
   /** How long the person allowed it for, when approved. */
   scope: Scope | undefined;
   /** The whole outcome, for logs or a model. */
@@ -96,7 +102,10 @@ export function decisionOf(outcome: Outcome): Decision {
   const decided = outcome.status === "answered" || question?.default_applied === true || outcome.default_applied === true;
   const approved = decided && question?.decision === "approve";
   let reason: string | undefined;
-  if (outcome.status === "answered" || (decided && question?.decision != null)) {
+  const changesRequested = decided && question?.decision === "revise";
+  if (changesRequested) {
+    reason = `Changes requested: ${question?.reason ?? ""}`.trim();
+  } else if (outcome.status === "answered" || (decided && question?.decision != null)) {
     reason = question?.reason ?? undefined;
   } else {
     reason = outcome.note ?? `the approval was ${outcome.status}`;
@@ -104,6 +113,7 @@ export function decisionOf(outcome: Outcome): Decision {
   return {
     approved,
     reason,
+    changesRequested,
     scope: approved ? (question?.scope ?? "once") : undefined,
     outcome,
   };

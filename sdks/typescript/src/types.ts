@@ -141,7 +141,7 @@ export interface NewRequest {
 /** v2: one responder's decision on a quorum approval. */
 export interface Vote {
   by: string;
-  decision: "approve" | "deny";
+  decision: "approve" | "deny" | "revise";
   scope?: Scope | null;
   reason?: string | null;
   at: string;
@@ -160,7 +160,7 @@ export interface QuestionOutcome {
   answer: string | string[] | FormValues | null;
   /** `form` and `default` are v2. */
   mode?: "option" | "other" | "text" | "decision" | "form" | "default" | null;
-  decision?: "approve" | "deny" | null;
+  decision?: "approve" | "deny" | "revise" | null;
   scope?: Scope | null;
   edited_arguments?: JsonObject | null;
   reason?: string | null;
@@ -219,7 +219,8 @@ export type QuestionAnswer =
   | { options: string[]; other?: string }
   | { text: string }
   | {
-      decision: "approve" | "deny";
+      /** `revise` ("request changes") needs a `reason`. */
+      decision: "approve" | "deny" | "revise";
       scope?: Scope;
       edited_arguments?: JsonObject;
       reason?: string;

@@ -166,6 +166,30 @@ describe("generateText", () => {
     assert.match(second.text, /release freeze until Monday/);
   });
 
+  test("changes requested: the tool does not run and the model reads what to change", async () => {
+    const session = uniqueSession("ai-revise");
+    const ran: string[] = [];
+    const tools = deployTools(ran);
+    const { model, prompts } = scriptedModel([{ toolName: "deploy", input: { env: "prod" } }]);
+    const messages: ModelMessage[] = [{ role: "user", content: "Deploy the release to prod" }];
+
+    const first = await generateText({ model, tools, messages, stopWhen: stepCountIs(5), toolApproval });
+    messages.push(...first.response.messages);
+    const asking = askForApprovals(server.agent(), messages, { session });
+    await answerNext(server.alice(), { session }, { decision: "revise", reason: "deploy to staging first" });
+    const approvals = await asking;
+    assert.deepEqual(approvals?.content.map((p) => [p.approved, p.reason]), [
+      [false, "Changes requested: deploy to staging first"],
+    ]);
+
+    messages.push(approvals!);
+    await generateText({ model, tools, messages, stopWhen: stepCountIs(5), toolApproval });
+    assert.deepEqual(ran, []);
+    assert.deepEqual(toolOutputs(prompts.at(-1)!), {
+      "call-1": { type: "execution-denied", reason: "Changes requested: deploy to staging first" },
+    });
+  });
+
   test("nobody answers in time: denied, and the model is told so", async () => {
     const session = uniqueSession("ai-expire");
     const ran: string[] = [];

@@ -143,6 +143,26 @@ describe("interruptions", () => {
     assert.match(String(resumed.finalOutput), /release freeze until Monday/);
   });
 
+  test("changes requested: the tool does not run and the model reads what to change", async () => {
+    const session = uniqueSession("agents-revise");
+    const ran: string[] = [];
+    const model = new ScriptedModel([{ callId: "call-v1", name: "deploy", arguments: { env: "prod" } }]);
+    const agent = deployAgent(model, ran);
+
+    const result = await run(agent, "Deploy to prod");
+    const approving = approveInterruptions(server.agent(), result, { session });
+    await answerNext(server.alice(), { session }, { decision: "revise", reason: "deploy to staging first" });
+    const [decision] = await approving;
+    assert.deepEqual(
+      [decision?.approved, decision?.changesRequested, decision?.reason],
+      [false, true, "Changes requested: deploy to staging first"],
+    );
+
+    await run(agent, result.state);
+    assert.deepEqual(ran, []);
+    assert.match(JSON.stringify(model.outputs()), /Changes requested: deploy to staging first/);
+  });
+
   test("runWithApprovals runs to the end; a session scope approves the tool for the rest of the run", async () => {
     const session = uniqueSession("agents-loop");
     const ran: string[] = [];

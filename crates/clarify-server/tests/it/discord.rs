@@ -558,3 +558,31 @@ async fn latency() {
         crate::support::print_percentiles(name, v);
     }
 }
+
+#[tokio::test]
+async fn a_long_diff_arrives_as_a_diff_block_within_the_content_limit_with_a_link_to_the_rest() {
+    let fake = FakeDiscord::start().await;
+    let s = server_on("memory:", &fake).await;
+    let (id, posted, _) = announce(&s, &fake, crate::display::big_edit()).await;
+    let link = status_of(&s, &id).await["answer_url"]
+        .as_str()
+        .map(str::to_owned);
+    let content = posted["content"].as_str().expect("content");
+    assert!(
+        content.chars().count() <= clarify_channels::discord::MAX_CONTENT,
+        "over Discord's limit: {} chars",
+        content.chars().count()
+    );
+    assert!(
+        content.contains("```diff\nbig.txt  +2000 \u{2212}2000\n@@ -1,2000 +1,2000 @@\n-old line 0\n+new line 0\n"),
+        "{content}"
+    );
+    assert!(
+        content.contains("\n```\n[The rest is on the answer page](<"),
+        "the block is closed, then the link to the rest: {content}"
+    );
+    if let Some(link) = link {
+        assert!(content.contains(&link), "{content}");
+    }
+    assert_eq!(posted["allowed_mentions"]["parse"], json!([]));
+}

@@ -24,6 +24,20 @@ fn data_url(media: &str, bytes: &[u8]) -> String {
     )
 }
 
+/// An approval to edit `big.txt` with a 2,000-line diff: past every chat platform's limit, so each
+/// channel must cut it and link to the rest.
+pub(crate) fn big_edit() -> Value {
+    let mut diff = String::from("@@ -1,2000 +1,2000 @@\n");
+    for i in 0..2_000 {
+        diff.push_str(&format!("-old line {i}\n+new line {i}\n"));
+    }
+    json!({
+        "questions": [{"text": "Allow the agent to run Edit?", "kind": "approval",
+                       "action": {"name": "Edit", "arguments": {"file_path": "big.txt"}}}],
+        "display": [{"type": "diff", "path": "big.txt", "diff": diff}],
+    })
+}
+
 fn edit_approval(display: Value) -> Value {
     json!({
         "questions": [{"text": "Allow the agent to run Edit?", "kind": "approval",

@@ -424,3 +424,32 @@ async fn a_restart_between_creation_and_announcement_sends_one_announcement() {
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert_eq!(sent[0]["attempts"].as_array().map(Vec::len), Some(1));
 }
+
+#[tokio::test]
+async fn a_diff_arrives_as_a_table_in_html_and_as_lines_in_text() {
+    let smtp = FakeSmtp::start().await;
+    let s = server_on("memory:", &smtp, &["ops@example.com"]).await;
+    s.ask(
+        &s.admin,
+        json!({"questions": [{"text": "Allow the agent to run Edit?", "kind": "approval",
+                              "action": {"name": "Edit", "arguments": {"file_path": "src/payments.py"}}}],
+               "display": [{"type": "diff", "path": "src/payments.py",
+                            "before": "def refund(order, amount):\n    if amount > order.total:\n        raise ValueError\n",
+                            "after": "def refund(order, amount):\n    if amount > order.paid:\n        raise ValueError\n"}]}),
+    )
+    .await;
+    let mail = read(&smtp.until(1).await[0]);
+    assert_eq!(mail.subject, "Edit src/payments.py (+1 \u{2212}1)");
+    assert!(
+        mail.text.contains("-    if amount > order.total:\n+    if amount > order.paid:"),
+        "{}",
+        mail.text
+    );
+    assert!(
+        mail.html.contains("<td class=\"text\">    if amount &gt; order.total:</td>")
+            && mail.html.contains("<td class=\"text\">    if amount &gt; order.paid:</td>"),
+        "{}",
+        mail.html
+    );
+    assert!(!mail.text.contains("file_path"), "no raw JSON: {}", mail.text);
+}

@@ -950,3 +950,36 @@ async fn latency() {
         crate::support::print_percentiles(name, v);
     }
 }
+
+#[tokio::test]
+async fn a_long_diff_arrives_preformatted_within_the_section_limit_with_a_link_to_the_rest() {
+    let fake = FakeSlack::start().await;
+    let s = server(&fake).await;
+    let record = s.ask(&s.admin, crate::display::big_edit()).await;
+    let link = record["answer_url"].as_str().expect("link").to_owned();
+    let (post, _) = announced(&fake, 1).await;
+    let sections: Vec<&str> = post["blocks"]
+        .as_array()
+        .expect("blocks")
+        .iter()
+        .filter(|b| b["type"] == "section")
+        .filter_map(|b| b["text"]["text"].as_str())
+        .collect();
+    for text in &sections {
+        assert!(
+            text.chars().count() <= clarify_channels::slack::blocks::MAX_SECTION,
+            "a section over Slack's limit: {} chars",
+            text.chars().count()
+        );
+    }
+    let all = sections.join("\n");
+    assert!(
+        all.contains("```\nbig.txt  +2000 \u{2212}2000\n@@ -1,2000 +1,2000 @@\n-old line 0\n+new line 0\n"),
+        "{all}"
+    );
+    assert!(
+        all.contains(&format!("\n```\n<{link}|The rest is on the answer page>")),
+        "the block is closed, then the link to the rest: {all}"
+    );
+    assert!(!all.contains("file_path"), "no raw JSON beside the diff: {all}");
+}

@@ -660,3 +660,25 @@ async fn latency() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_long_diff_arrives_as_a_pre_block_within_the_message_limit_with_a_link_to_the_rest() {
+    let fake = FakeTelegram::start().await;
+    let s = server_on("memory:", &fake, false).await;
+    let (_, message, _) = announce(&s, &fake, crate::display::big_edit()).await;
+    assert_eq!(message["parse_mode"], "HTML");
+    let text = message["text"].as_str().expect("text");
+    assert!(
+        clarify_render::Markup::len(&clarify_channels::telegram::Html, text)
+            <= clarify_channels::telegram::MAX_TEXT,
+        "over Telegram's limit"
+    );
+    assert!(
+        text.contains("<pre><code class=\"language-diff\">big.txt  +2000 \u{2212}2000\n@@ -1,2000 +1,2000 @@\n-old line 0\n+new line 0\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("</code></pre>\n<a href=\"") && text.contains("\">The rest is on the answer page</a>"),
+        "the block is closed, then the link to the rest: {text}"
+    );
+}

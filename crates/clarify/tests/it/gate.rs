@@ -233,6 +233,31 @@ async fn the_gate_passes_the_server_through_and_gates_its_calls() {
         "count, echo: the denied call never arrived"
     );
 
+    // A request for changes is a tool error that says so, with what to change, and nothing is
+    // forwarded either.
+    let call = agent
+        .begin("echo", json!({"msg": "DROP TABLE users"}))
+        .await;
+    let record = pending(&api).await;
+    answer(
+        &api,
+        &record,
+        json!({"decision": "revise", "reason": "select from a copy instead"}),
+    )
+    .await;
+    let revised = finish(call).await;
+    assert_eq!(revised.is_error, Some(true));
+    assert!(
+        text(&revised).starts_with("Changes requested: select from a copy instead"),
+        "{}",
+        text(&revised)
+    );
+    assert_eq!(
+        text(&agent.call("count", json!({})).await),
+        "3",
+        "count, echo, count: the call sent back for changes never arrived"
+    );
+
     // Approved with scope always: the same call runs again without asking.
     let call = agent.begin("echo", json!({"msg": "again"})).await;
     let record = pending(&api).await;

@@ -58,7 +58,7 @@ class QuestionOutcome:
     """What became of one question.
 
     `answer` is the option label (`single`), the list of labels (`multi`), the text (`open` and
-    Other), the decision (`approval`: `approve` or `deny`), or the values object (`form`); `None`
+    Other), the decision (`approval`: `approve`, `deny` or `revise`), or the values object (`form`); `None`
     when the request was not answered. `mode` says which: `option`, `other`, `text`,
     `decision`, `form` or `default` (an `on_timeout` default was applied).
     """
@@ -74,6 +74,19 @@ class QuestionOutcome:
     edited_arguments: dict[str, Any] | None = None
     reason: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def refusal(self) -> str | None:
+        """What the agent should read when this approval was not approved, else `None`.
+
+        `revise` ("request changes") reads `Changes requested: <reason>`, so a model can tell it
+        from a plain denial and try again with the change; `deny` reads the person's reason.
+        """
+        if self.decision == "revise":
+            return f"Changes requested: {self.reason or ''}".strip()
+        if self.decision == "deny":
+            return self.reason
+        return None
 
     @property
     def values(self) -> dict[str, Any] | None:
@@ -158,6 +171,11 @@ class Outcome:
     @property
     def reason(self) -> str | None:
         return self._first.reason if self._first else None
+
+    @property
+    def refusal(self) -> str | None:
+        """The first question's refusal (see `QuestionOutcome.refusal`)."""
+        return self._first.refusal if self._first else None
 
     @property
     def values(self) -> dict[str, Any] | None:

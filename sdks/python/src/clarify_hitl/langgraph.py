@@ -9,7 +9,7 @@ request, and each outcome into the value the node expects:
   question (its arguments editable only when `edit` is allowed); an action that allows only
   `respond` becomes an open question. The outcome comes back as `{"decisions": [...]}` in the
   same order: `approve`, `edit` (when the arguments were edited), `reject` with the person's
-  reason, `respond` with their text. A request that was not answered (skipped, expired,
+  reason (`Changes requested: <reason>` when they asked for changes), `respond` with their text. A request that was not answered (skipped, expired,
   cancelled) rejects every action with the outcome's note, so nothing runs unapproved.
 - The middleware's `per_call` mode (`{"type": "tool_approval", ...}`): one approval, resumed with
   its one decision.
@@ -133,7 +133,7 @@ def _decision(
         if "approve" in allowed:
             return {"type": "approve"}
         return {"type": "edit", "edited_action": {"name": name, "args": edited or args}}
-    return _refuse(q.reason or f"The person denied {name}.", allowed)
+    return _refuse(q.refusal or f"The person denied {name}.", allowed)
 
 
 def _unanswered(outcome: Outcome, name: str) -> str:

@@ -118,7 +118,7 @@ def _apply(state: Any, settled: Settled) -> None:
         return
     name = getattr(settled.item, "name", None) or "the tool"
     if outcome.answered:
-        message = outcome.reason or f"The person denied {name}."
+        message = outcome.refusal or f"The person denied {name}."
     else:
         message = f"{name} was not run: nobody approved it ({outcome.status}). {outcome.note or ''}"
     message = message.strip()
