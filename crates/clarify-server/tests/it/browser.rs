@@ -66,13 +66,6 @@ async fn record(s: &TestServer, id: &Value) -> Value {
     record
 }
 
-async fn rows(b: &Browser) -> usize {
-    let n = b
-        .js("return document.querySelectorAll('a.row').length", vec![])
-        .await;
-    usize::try_from(n.as_u64().expect("a count")).expect("small")
-}
-
 #[tokio::test]
 async fn the_inbox_answers_each_kind_by_clicking_and_shows_new_requests_live() {
     let Some(b) = Browser::launch(1280, 900).await else {
@@ -1310,59 +1303,6 @@ async fn a_hidden_inbox_notifies_of_new_requests_once_allowed_and_the_tab_shows_
             .await,
             json!(["undefined", true])
         );
-    })
-    .await;
-}
-
-/// Writes `docs/inbox.png` for the README; `./scripts/screenshot` runs it.
-#[tokio::test]
-#[ignore = "writes docs/inbox.png; run it when the inbox's look changes"]
-async fn readme_screenshot() {
-    let Some(b) = Browser::launch(1280, 940).await else {
-        return;
-    };
-    let s = TestServer::build("memory:", StoreOptions::default(), |_| {}).await;
-    b.run("readme_screenshot", async {
-        let asks = [
-            json!({"question": "Which database should the billing service use?",
-                   "choices": [{"label": "PostgreSQL", "description": "Two instances share it behind the load balancer"},
-                               {"label": "SQLite", "description": "One file, one instance"}],
-                   "recommended": "postgresql", "agent": "architect", "session": "billing-v2",
-                   "tags": ["design"], "timeout_seconds": 7200}),
-            json!({"questions": [{"text": "Which regions should receive the launch email?", "kind": "multi",
-                    "options": ["Europe", "North America", "Asia Pacific"]}],
-                   "agent": "marketing-bot", "session": "launch-q3", "tags": ["email"]}),
-            json!({"question": "What should the release be called?", "agent": "release-manager",
-                   "session": "release-42", "timeout_seconds": 1800}),
-            json!({"questions": [{"header": "Deploy", "text": "Deploy release 42 to production?",
-                    "kind": "approval",
-                    "action": {"name": "kubectl.apply", "arguments": {"cluster": "prod-eu-1", "image": "billing:42", "replicas": 6}},
-                    "scopes": ["once", "session", "always"], "allow_edit": true}],
-                   "context": "All 1,284 tests passed. The canary has run at 5% of traffic for an hour with no errors.",
-                   "agent": "deployer", "session": "release-42", "tags": ["prod", "deploy"], "timeout_seconds": 900}),
-        ];
-        let mut ids = Vec::new();
-        for body in asks {
-            ids.push(s.ask(&s.admin, body).await["id"].clone());
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        login(&b, &s, "alice").await;
-        b.until(
-            "four pending requests",
-            "return document.querySelectorAll('a.row').length === 4",
-            vec![],
-        )
-        .await;
-        b.click(&row("Deploy release 42")).await;
-        b.wait_for("//code[@class = 'action-name']").await;
-        b.js("document.activeElement.blur(); return true", vec![])
-            .await;
-        let png = b.client.screenshot().await.expect("screenshot");
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/inbox.png");
-        std::fs::create_dir_all(path.parent().expect("docs")).expect("docs directory");
-        std::fs::write(&path, png).expect("screenshot written");
-        eprintln!("wrote {}", path.display());
-        assert_eq!(rows(&b).await, 4);
     })
     .await;
 }

@@ -441,15 +441,23 @@ async fn a_diff_arrives_as_a_table_in_html_and_as_lines_in_text() {
     let mail = read(&smtp.until(1).await[0]);
     assert_eq!(mail.subject, "Edit src/payments.py (+1 \u{2212}1)");
     assert!(
-        mail.text.contains("-    if amount > order.total:\n+    if amount > order.paid:"),
+        mail.text
+            .contains("-    if amount > order.total:\n+    if amount > order.paid:"),
         "{}",
         mail.text
     );
     assert!(
-        mail.html.contains("<td class=\"text\">    if amount &gt; order.total:</td>")
-            && mail.html.contains("<td class=\"text\">    if amount &gt; order.paid:</td>"),
+        mail.html
+            .contains("<td class=\"text\">    if amount &gt; order.total:</td>")
+            && mail
+                .html
+                .contains("<td class=\"text\">    if amount &gt; order.paid:</td>"),
         "{}",
         mail.html
     );
-    assert!(!mail.text.contains("file_path"), "no raw JSON: {}", mail.text);
+    assert!(
+        !mail.text.contains("file_path"),
+        "no raw JSON: {}",
+        mail.text
+    );
 }

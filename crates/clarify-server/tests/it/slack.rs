@@ -974,12 +974,17 @@ async fn a_long_diff_arrives_preformatted_within_the_section_limit_with_a_link_t
     }
     let all = sections.join("\n");
     assert!(
-        all.contains("```\nbig.txt  +2000 \u{2212}2000\n@@ -1,2000 +1,2000 @@\n-old line 0\n+new line 0\n"),
+        all.contains(
+            "```\nbig.txt  +2000 \u{2212}2000\n@@ -1,2000 +1,2000 @@\n-old line 0\n+new line 0\n"
+        ),
         "{all}"
     );
     assert!(
         all.contains(&format!("\n```\n<{link}|The rest is on the answer page>")),
         "the block is closed, then the link to the rest: {all}"
     );
-    assert!(!all.contains("file_path"), "no raw JSON beside the diff: {all}");
+    assert!(
+        !all.contains("file_path"),
+        "no raw JSON beside the diff: {all}"
+    );
 }

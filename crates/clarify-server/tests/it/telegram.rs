@@ -678,7 +678,8 @@ async fn a_long_diff_arrives_as_a_pre_block_within_the_message_limit_with_a_link
         "{text}"
     );
     assert!(
-        text.contains("</code></pre>\n<a href=\"") && text.contains("\">The rest is on the answer page</a>"),
+        text.contains("</code></pre>\n<a href=\"")
+            && text.contains("\">The rest is on the answer page</a>"),
         "the block is closed, then the link to the rest: {text}"
     );
 }

@@ -57,6 +57,17 @@ async fn an_edit_raised_by_the_hook_reads_as_lines_in_the_inbox_at_desktop_and_p
         .expect("the first start prints a login link")
         .to_owned();
     let session = format!("s-{}", unique());
+    // Other work waiting beside it, as an inbox usually has.
+    for body in [
+        json!({"question": "Which database should the billing service use?",
+               "choices": ["PostgreSQL", "SQLite"], "agent": "architect", "session": "billing"}),
+        json!({"question": "Send the quarterly report to the board?", "kind": "approval",
+               "action": {"name": "send_email", "arguments": {"to": "board@example.com", "subject": "Q3 report"}},
+               "agent": "assistant", "session": "reports"}),
+    ] {
+        let (status, reply) = api.post("/v1/requests", body).await;
+        assert_eq!(status, 201, "{reply}");
+    }
     let (_dir, event) = edit_event(&session);
     let running = hook("claude-code", &server.url, &api.key, &[], &event);
     let record = pending(&api, &session).await;
@@ -167,12 +178,14 @@ fn keep_screenshot(name: &str, png: &[u8]) {
     }
     if std::env::var("CLARIFY_SCREENSHOTS").as_deref() == Ok("1") {
         let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
-        let target = match name {
-            "edit_desktop" => docs.join("inbox.png"),
-            _ => docs.join("src/images/inbox-phone.png"),
+        let targets = match name {
+            "edit_desktop" => vec![docs.join("inbox.png"), docs.join("src/images/inbox.png")],
+            _ => vec![docs.join("src/images/inbox-phone.png")],
         };
-        std::fs::write(&target, png).expect("screenshot written");
-        eprintln!("wrote {}", target.display());
+        for target in targets {
+            std::fs::write(&target, png).expect("screenshot written");
+            eprintln!("wrote {}", target.display());
+        }
     }
 }
 
