@@ -5,7 +5,7 @@
 // text can become an element or a script. The one markup the page reads is a request's display
 // fragment (`fragment`), which the server renders from the blocks and cleans with an allow-list
 // (no script, no style, no event attribute, links only to http, https and mailto); it is parsed
-// as an inert document, never assigned to innerHTML, and the page's policy forbids inline
+// as an inert document (never assigned as markup to a live element), and the page's policy forbids inline
 // script anyway.
 
 /** An element `tag` with attributes `attrs` and `children` (nodes, or text). */

@@ -358,6 +358,9 @@ function pendingRow(record, current, isNew) {
     "a",
     { class: `row${isNew ? " row-new" : ""}`, href: `#/requests/${encodeURIComponent(record.id)}`, "aria-current": current ? "true" : false },
     h("span", { class: "row-title" }, record.summary || first.text, record.summary ? null : extra),
+    // The question the agent wrote, under a summary that says something else (the tool and its
+    // file or arguments).
+    record.summary && record.summary !== first.text ? h("span", { class: "row-question" }, first.text, extra) : null,
     h(
       "span",
       { class: "row-meta" },
@@ -564,7 +567,12 @@ function notify(record) {
   let note;
   try {
     // Title and body are plain text to the browser: nothing here is parsed as markup.
-    note = new Note(record.summary || `New request${record.agent ? ` from ${record.agent}` : ""}`, { body: `${first.text}${extra}`, tag: record.id });
+    // The summary titles it; the body adds the question, or who asks when the summary is the
+    // question itself.
+    const from = record.agent ? `New request from ${record.agent}` : "New request";
+    const title = record.summary || from;
+    const body = first.text === title ? `${from}${extra}` : `${first.text}${extra}`;
+    note = new Note(title, { body, tag: record.id });
   } catch {
     return; // Some browsers (Android's) notify only through a service worker.
   }

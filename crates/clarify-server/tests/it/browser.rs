@@ -118,7 +118,10 @@ async fn the_inbox_answers_each_kind_by_clicking_and_shows_new_requests_live() {
             .js("return document.querySelector('a.row').textContent", vec![])
             .await;
         assert!(
-            newest.as_str().is_some_and(|t| t.contains("stale branch")),
+            newest
+                .as_str()
+                .is_some_and(|t| t.contains("git.delete_branch: branch=old")
+                    && t.contains("May I delete the stale branch?")),
             "newest first: {newest}"
         );
         // Survives only if nothing below reloads the page.
@@ -1172,7 +1175,8 @@ async fn a_hidden_inbox_notifies_of_new_requests_once_allowed_and_the_tab_shows_
             .await;
         assert_eq!(
             seen["notes"],
-            json!([{"title": "New request from deployer", "body": question, "tag": new["id"], "hidden": true}]),
+            // The summary (here the question itself) titles it; the body says who asks.
+            json!([{"title": question, "body": "New request from deployer", "tag": new["id"], "hidden": true}]),
             "{seen}"
         );
         assert_eq!(seen["title"], "(2) Inbox · clarify", "{seen}");
@@ -1227,7 +1231,7 @@ async fn a_hidden_inbox_notifies_of_new_requests_once_allowed_and_the_tab_shows_
         assert_eq!(seen["asked"], 0, "no prompt on load once granted either: {seen}");
         assert_eq!(
             seen["notes"],
-            json!([{"title": "New request", "body": "And the database migration?", "tag": third["id"], "hidden": true}]),
+            json!([{"title": "And the database migration?", "body": "New request", "tag": third["id"], "hidden": true}]),
             "only the request that arrived after load: {seen}"
         );
         assert_eq!(seen["title"], "(2) Inbox · clarify", "{seen}");

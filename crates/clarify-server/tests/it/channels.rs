@@ -195,11 +195,12 @@ async fn an_approval_is_pushed_to_ntfy_and_answered_by_a_tap() {
     assert_eq!(pushes.len(), 1, "{pushes:?}");
     let push = &pushes[0];
     assert_eq!(push["topic"], "clarify-ops");
-    assert_eq!(push["title"], "Deploy to prod?");
+    // The summary titles the push: for an approval, the tool and its arguments.
+    assert_eq!(push["title"], "deploy: env=prod");
     assert_eq!(push["click"], link.as_str());
     let message = push["message"].as_str().expect("message");
     assert!(message.contains("Action: deploy"), "{message}");
-    assert!(message.contains("\"env\": \"prod\""), "{message}");
+    assert!(message.contains("env: prod"), "{message}");
     assert!(
         message.contains("Asked by deployer (session s1)."),
         "{message}"
@@ -241,7 +242,7 @@ async fn an_approval_is_pushed_to_ntfy_and_answered_by_a_tap() {
     }
     let pushes = ntfy.bodies();
     assert_eq!(pushes.len(), 2, "{pushes:?}");
-    assert_eq!(pushes[1]["title"], "Resolved: Deploy to prod?");
+    assert_eq!(pushes[1]["title"], "Resolved: deploy: env=prod");
     assert!(
         pushes[1]["message"]
             .as_str()

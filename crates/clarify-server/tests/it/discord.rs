@@ -172,11 +172,13 @@ async fn an_approval_is_announced_answered_by_a_click_and_unverified_calls_chang
         content.contains("Deploy \\*\\*now\\*\\* \\@everyone?"),
         "{content}"
     );
-    assert!(content.contains("\"env\": \"prod\""), "{content}");
+    // The arguments as the facts they are, not as JSON.
+    assert!(content.contains("**env:** prod"), "{content}");
+    assert!(!content.contains("\"env\""), "{content}");
     assert_eq!(posted["allowed_mentions"]["parse"], json!([]));
     assert_eq!(
         custom_ids(&posted["components"]),
-        ["a:once", "a:session", "d", "r", "s"]
+        ["a:once", "a:session", "d", "c", "r", "s"]
     );
 
     // Discord's endpoint check, and calls that are not Discord's.

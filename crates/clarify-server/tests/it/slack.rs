@@ -157,10 +157,7 @@ async fn an_approval_is_announced_answered_by_a_click_and_the_message_edited() {
         all.contains("<!subteam^S0ONCALL>"),
         "the configured mention: {all}"
     );
-    assert!(
-        all.contains("\\\"env\\\": \\\"prod\\\""),
-        "pretty arguments: {all}"
-    );
+    assert!(all.contains("*env:* prod"), "the arguments as facts: {all}");
     assert!(all.contains("Asked by *deployer* in session `s1`"), "{all}");
     assert!(all.contains("<!date^"), "the time left: {all}");
     assert_eq!(
@@ -168,6 +165,7 @@ async fn an_approval_is_announced_answered_by_a_click_and_the_message_edited() {
         [
             "approve:once",
             "approve:session",
+            "form_revise",
             "deny",
             "form_deny",
             "skip",

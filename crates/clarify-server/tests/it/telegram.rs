@@ -150,13 +150,10 @@ async fn an_approval_is_announced_answered_by_a_press_and_the_message_edited() {
         "{text}"
     );
     assert!(text.contains("<code>deploy</code>"), "{text}");
-    assert!(
-        text.contains("&quot;prod&quot;") || text.contains("\"prod\""),
-        "{text}"
-    );
+    assert!(text.contains("<b>env:</b> prod"), "{text}");
     assert!(text.contains("Asked by deployer in session s1"), "{text}");
     let data = data_of(&message["reply_markup"]);
-    assert_eq!(data, ["ao", "as", "d", "r", "s"]);
+    assert_eq!(data, ["ao", "as", "d", "r", "c", "s"]);
     assert!(data.iter().all(|d| d.len() <= 64));
     let link = &message["reply_markup"]["inline_keyboard"]
         .as_array()
@@ -406,7 +403,10 @@ async fn a_quorum_counts_presses_as_votes_and_the_message_shows_them() {
         "{}",
         edits[0]
     );
-    assert_eq!(data_of(&edits[0]["reply_markup"]), ["ao", "d", "r", "s"]);
+    assert_eq!(
+        data_of(&edits[0]["reply_markup"]),
+        ["ao", "d", "r", "c", "s"]
+    );
     assert_eq!(status_of(&s, &id).await["status"], "pending");
 
     // The same person again: refused, still one vote.
