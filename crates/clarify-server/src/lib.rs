@@ -119,7 +119,15 @@ pub async fn bootstrap(
     if store.has_keys().await? {
         return Ok(None);
     }
-    let key = match store.create_key("admin", Role::Admin, "default").await {
+    let key = match store
+        .create_key(
+            "admin",
+            Role::Admin,
+            "default",
+            &clarify_store::Actor::system(),
+        )
+        .await
+    {
         Ok(key) => key,
         Err(clarify_store::KeyError::NameTaken(_)) => return Ok(None),
         Err(e) => return Err(e),
