@@ -48,6 +48,7 @@ use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::shared::error::ApiError;
 
+pub use crate::shared::outbound::OutboundGuard;
 pub use crate::state::{AppState, Config};
 
 /// The router: every room's routes, the fallbacks, and the middleware around them.
