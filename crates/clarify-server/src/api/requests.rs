@@ -74,7 +74,11 @@ pub async fn create(
     }
     let request = clarify_core::parse_request(&raw, &state.config.limits)?;
     if let Some(url) = &request.callback_url {
-        check_callback(&state, url).await?;
+        state
+            .config
+            .outbound
+            .check_field("callback_url", url)
+            .await?;
     }
     let created = state.store.create(caller.tenant(), request).await?;
     let status = if created.created {
@@ -85,28 +89,6 @@ pub async fn create(
         StatusCode::OK
     };
     Ok((status, Json(render(&state, &caller, &created.record))).into_response())
-}
-
-/// Refuses a `callback_url` the outbound guard refuses now: an address written in it, or one
-/// its name resolves to (checked again at every delivery, since a name may change its answer).
-async fn check_callback(state: &AppState, url: &str) -> Result<(), ApiError> {
-    let Ok(parsed) = url::Url::parse(url) else {
-        return Ok(());
-    };
-    state
-        .config
-        .outbound
-        .check_url(&parsed)
-        .await
-        .map_err(|refusal| {
-            let mut error = ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "address_not_allowed",
-                format!("callback_url: {refusal}; allow it with [server] outbound_allow"),
-            );
-            error.field = Some("callback_url".to_owned());
-            error
-        })
 }
 
 /// One request, with its outcome once resolved.

@@ -32,7 +32,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::http::StatusCode;
 use ipnet::IpNet;
+
+use crate::shared::error::ApiError;
 
 /// How long the check at creation waits for a name to resolve; a name that does not resolve
 /// in time is checked again when it is delivered to.
@@ -322,6 +325,24 @@ impl OutboundGuard {
             Ok(Ok(addrs)) => self.check_resolved(host, &addrs).map(drop),
             Ok(Err(_)) | Err(_) => Ok(()),
         }
+    }
+
+    /// [`check_url`](Self::check_url) of the URL in request field `field`, refused as the API
+    /// refuses it: `422 address_not_allowed`, naming the field, the rule and what to do. A value
+    /// that is not a URL passes (the field's own validation reads it).
+    pub async fn check_field(&self, field: &str, url: &str) -> Result<(), ApiError> {
+        let Ok(parsed) = url::Url::parse(url) else {
+            return Ok(());
+        };
+        self.check_url(&parsed).await.map_err(|refusal| {
+            let mut error = ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "address_not_allowed",
+                format!("{field}: {refusal}; allow it with [server] outbound_allow"),
+            );
+            error.field = Some(field.to_owned());
+            error
+        })
     }
 
     /// An HTTP client for addresses others chose: names resolved through this guard, no

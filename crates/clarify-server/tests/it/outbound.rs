@@ -364,3 +364,39 @@ async fn a_redirect_to_a_refused_address_is_not_followed() {
     assert!(outer.hits() >= 1);
     assert_eq!(inner.hits(), 0, "the redirect was followed");
 }
+
+#[tokio::test]
+async fn a_refused_callback_url_through_mcp_is_refused_before_anything_is_stored() {
+    let s = server(&[], None).await;
+    let key = s
+        .key(clarify_store::Role::Agent, "mcp-bot", "default")
+        .await;
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+            format!("{}/mcp", s.url),
+        )
+        .auth_header(key),
+    );
+    let agent = clarify_testkit::mcp::McpAgent::connect_with(
+        transport,
+        rmcp::model::ProtocolVersion::V_2025_06_18,
+    )
+    .await;
+    let refused = agent
+        .call(
+            "ask_human_async",
+            json!({"question": "Go?", "callback_url": "http://169.254.169.254/latest/meta-data/"}),
+        )
+        .await;
+    assert_eq!(refused.is_error, Some(true));
+    let text = clarify_testkit::mcp::text(&refused);
+    assert!(
+        text.contains(
+            "callback_url: address not allowed (link-local 169.254.169.254); allow it with \
+             [server] outbound_allow"
+        ),
+        "{text}"
+    );
+    let (_, page) = s.get("/v1/requests", &s.admin).await;
+    assert_eq!(page["requests"], json!([]), "nothing was created");
+}
