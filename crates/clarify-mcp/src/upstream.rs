@@ -7,11 +7,13 @@
 //! the same message.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clarify_client::{Client, ClientError, Record};
-use clarify_core::Limits;
+use clarify_core::{Limits, NewRequest};
 use clarify_store::{Actor, RequestRecord, ResolveError, Store};
 use serde_json::Value;
 
@@ -22,9 +24,17 @@ use crate::error::ToolError;
 /// never asks twice.
 const CREATE_RETRY_WINDOW: Duration = Duration::from_secs(60);
 
+/// What [`Observer::admit`] decides: `Err((code, message))` refuses the request.
+pub type Admission<'a> = Pin<Box<dyn Future<Output = Result<(), (String, String)>> + Send + 'a>>;
+
 /// Hears about changes made through the MCP tools on an in-process store, so the host (the
 /// HTTP server) can wake its event streams and count them, as it does for its own routes.
 pub trait Observer: Send + Sync + fmt::Debug {
+    /// The host's own checks of a valid request before it is stored (what its `callback_url`
+    /// may reach): `Err((code, message))` refuses it, and nothing is stored.
+    fn admit<'a>(&'a self, _request: &'a NewRequest) -> Admission<'a> {
+        Box::pin(async { Ok(()) })
+    }
     fn created(&self, record: &RequestRecord);
     fn resolved(&self, record: &RequestRecord);
     /// The signed answer link of request `id`, when the host serves one (MCP clients that show
@@ -131,6 +141,11 @@ impl Upstream {
                 let mut request = clarify_core::parse_request(&raw, &e.limits)?;
                 if request.agent.is_none() {
                     request.agent = agent.map(str::to_owned);
+                }
+                if let Some(o) = &e.observer {
+                    o.admit(&request)
+                        .await
+                        .map_err(|(code, message)| ToolError::Refused { code, message })?;
                 }
                 let created = e.store.create(&e.tenant, request).await?;
                 if created.created

@@ -48,6 +48,7 @@ use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::shared::error::ApiError;
 
+pub use crate::shared::outbound::OutboundGuard;
 pub use crate::state::{AppState, Config};
 
 /// The router: every room's routes, the fallbacks, and the middleware around them.
@@ -119,7 +120,15 @@ pub async fn bootstrap(
     if store.has_keys().await? {
         return Ok(None);
     }
-    let key = match store.create_key("admin", Role::Admin, "default").await {
+    let key = match store
+        .create_key(
+            "admin",
+            Role::Admin,
+            "default",
+            &clarify_store::Actor::system(),
+        )
+        .await
+    {
         Ok(key) => key,
         Err(clarify_store::KeyError::NameTaken(_)) => return Ok(None),
         Err(e) => return Err(e),

@@ -208,12 +208,14 @@ pub enum AfterAttempt {
 pub const LOGIN_TTL: chrono::TimeDelta = chrono::TimeDelta::hours(24);
 
 impl Store {
-    /// Creates a key. The returned token is the only copy of its secret.
+    /// Creates a key, recording `key.created` by `by` in the audit chain in the same
+    /// transaction. The returned token is the only copy of its secret.
     pub async fn create_key(
         &self,
         name: &str,
         role: Role,
         tenant: &str,
+        by: &crate::Actor,
     ) -> Result<NewKey, KeyError> {
         check_name("key name", name)?;
         check_name("tenant", tenant)?;
@@ -230,7 +232,7 @@ impl Store {
             key: key.clone(),
             digest: digest(&token),
         };
-        if !self.inner.backend.insert_key(row).await? {
+        if !self.inner.backend.insert_key(row, by).await? {
             return Err(KeyError::NameTaken(name.to_owned()));
         }
         Ok(NewKey { key, token })
@@ -266,10 +268,11 @@ impl Store {
 
     /// Revokes the active key named `name`: every later [`Store::authenticate`] refuses it, on
     /// every instance (a server that caches verified keys refuses it within its cache's time).
-    pub async fn revoke_key(&self, name: &str) -> Result<ApiKey, KeyError> {
+    /// `key.revoked` by `by` is recorded in the audit chain in the same transaction.
+    pub async fn revoke_key(&self, name: &str, by: &crate::Actor) -> Result<ApiKey, KeyError> {
         self.inner
             .backend
-            .revoke_key(name, self.now())
+            .revoke_key(name, self.now(), by)
             .await?
             .ok_or_else(|| KeyError::NotFound(name.to_owned()))
     }
@@ -365,6 +368,13 @@ impl Store {
             .iter()
             .map(|p| crate::AuditEvent::of(p, p.hash.as_deref()))
             .collect())
+    }
+
+    /// Records an admin action in the audit chain, in a transaction of its own: for actions
+    /// whose change is not the store's to make in the same transaction (linking a chat account,
+    /// a push subscription kept elsewhere). Key and grant changes record theirs themselves.
+    pub async fn record_admin(&self, event: crate::AdminEvent) -> Result<(), StoreError> {
+        self.inner.backend.record_admin(event, self.now()).await
     }
 
     /// Recomputes the whole audit chain in feed order: the number of events checked, or where

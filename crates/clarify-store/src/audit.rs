@@ -8,6 +8,14 @@
 //! spaces: `{"actor":…,"at":<ms since the epoch>,"channel":…,"kind":"created","request_id":…,
 //! "seq":…,"tenant":…}`. Retention does not delete an old event: it blanks its content and keeps
 //! its `seq` and `hash` (a tombstone, `kind` = `purged`), so the chain through it still verifies.
+//!
+//! Admin actions are events of the same chain ([`AdminKind`]: `key.created`, `key.revoked`,
+//! `grant.revoked`, `identity.linked`, `identity.unlinked`, `push.subscribed`,
+//! `push.unsubscribed`), written in the transaction of the change they record where there is
+//! one. Their `request_id` column holds their subject instead, prefixed with what it is
+//! (`key:<key id>`, `grant:<grant id>`, `identity:<platform>:<user id>`, `push:<id>`), so it
+//! never equals a request's id; their kinds, unlike the requests', contain a dot, and the event
+//! feed (`/v1/events`) leaves them out.
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -16,6 +24,105 @@ use crate::codec::EventParts;
 
 /// The `kind` a purged event keeps.
 pub(crate) const PURGED: &str = "purged";
+
+/// What someone managing access did: the admin events of the audit chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum AdminKind {
+    /// An API key was created.
+    KeyCreated,
+    KeyRevoked,
+    /// A remembered `session` or `always` grant was revoked.
+    GrantRevoked,
+    /// A chat account was linked to a person (the responder name they answer as).
+    IdentityLinked,
+    IdentityUnlinked,
+    /// A browser subscribed to Web Push notifications.
+    PushSubscribed,
+    PushUnsubscribed,
+}
+
+impl AdminKind {
+    pub const ALL: [AdminKind; 7] = [
+        AdminKind::KeyCreated,
+        AdminKind::KeyRevoked,
+        AdminKind::GrantRevoked,
+        AdminKind::IdentityLinked,
+        AdminKind::IdentityUnlinked,
+        AdminKind::PushSubscribed,
+        AdminKind::PushUnsubscribed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::KeyCreated => "key.created",
+            Self::KeyRevoked => "key.revoked",
+            Self::GrantRevoked => "grant.revoked",
+            Self::IdentityLinked => "identity.linked",
+            Self::IdentityUnlinked => "identity.unlinked",
+            Self::PushSubscribed => "push.subscribed",
+            Self::PushUnsubscribed => "push.unsubscribed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// What the subject is: the part of the kind before the dot (`key`, `grant`, ...).
+    pub fn noun(self) -> &'static str {
+        let kind = self.as_str();
+        kind.split_once('.').map_or(kind, |(noun, _)| noun)
+    }
+}
+
+/// An admin action to record in the audit chain ([`crate::Store::record_admin`]): `kind` done
+/// to `subject` (a key id, a grant id, `<platform>:<user id>`, a push subscription's id) in
+/// `tenant`, by `by`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminEvent {
+    pub tenant: String,
+    pub kind: AdminKind,
+    pub subject: String,
+    pub by: crate::record::Actor,
+}
+
+impl AdminEvent {
+    pub fn new(
+        tenant: impl Into<String>,
+        kind: AdminKind,
+        subject: impl Into<String>,
+        by: &crate::record::Actor,
+    ) -> Self {
+        Self {
+            tenant: tenant.into(),
+            kind,
+            subject: subject.into(),
+            by: by.clone(),
+        }
+    }
+
+    /// The stored event (unnumbered, unhashed) at `at` (ms since the epoch).
+    pub(crate) fn parts(&self, at: i64) -> EventParts {
+        EventParts {
+            seq: 0,
+            tenant: self.tenant.clone(),
+            request_id: format!("{}:{}", self.kind.noun(), self.subject),
+            kind: self.kind.as_str().to_owned(),
+            actor: self.by.name.clone(),
+            channel: Some(self.by.channel.clone()),
+            at,
+            hash: None,
+        }
+    }
+}
+
+/// Whether a stored kind is an admin action's: theirs contain a dot, the requests' never do.
+pub(crate) fn is_admin(kind: &str) -> bool {
+    kind.contains('.')
+}
+
+/// The SQL condition the event feed reads with: no tombstones, no admin events.
+pub(crate) const FEED_KINDS: &str = "kind <> 'purged' AND kind NOT LIKE '%.%'";
 
 /// An event's canonical JSON. The fields are declared in sorted order, which is the order
 /// serde writes them in, so this is the contract's sorted-key form without building a map.
@@ -79,6 +186,9 @@ pub struct AuditEvent {
     pub tenant: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// What an admin event acted on (`key:<key id>`, `grant:<grant id>`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
     pub actor: Option<String>,
     pub channel: Option<String>,
     pub at: chrono::DateTime<chrono::Utc>,
@@ -89,11 +199,13 @@ pub struct AuditEvent {
 impl AuditEvent {
     pub(crate) fn of(parts: &EventParts, hash: Option<&str>) -> Self {
         let purged = parts.kind == PURGED;
+        let admin = is_admin(&parts.kind);
         Self {
             seq: u64::try_from(parts.seq).unwrap_or(0),
             kind: parts.kind.clone(),
             tenant: (!purged).then(|| parts.tenant.clone()),
-            request_id: (!purged).then(|| parts.request_id.clone()),
+            request_id: (!purged && !admin).then(|| parts.request_id.clone()),
+            subject: admin.then(|| parts.request_id.clone()),
             actor: parts.actor.clone(),
             channel: parts.channel.clone(),
             at: crate::codec::from_millis(parts.at).unwrap_or_default(),

@@ -295,13 +295,25 @@ impl Backend {
         dispatch!(self, b => b.grants(tenant, filter).await)
     }
 
-    /// Deletes grant `id` of `tenant`; returns it, or `None` when there is none.
+    /// Deletes grant `id` of `tenant`, with its `grant.revoked` event by `by`; returns it, or
+    /// `None` when there is none.
     pub(crate) async fn revoke_grant(
         &self,
         tenant: &str,
         id: &str,
+        at: DateTime<Utc>,
+        by: &crate::Actor,
     ) -> Result<Option<StoredGrant>, StoreError> {
-        dispatch!(self, b => b.revoke_grant(tenant, id).await)
+        dispatch!(self, b => b.revoke_grant(tenant, id, at, by).await)
+    }
+
+    /// Appends an admin event to the audit chain, in a transaction of its own.
+    pub(crate) async fn record_admin(
+        &self,
+        event: crate::AdminEvent,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        dispatch!(self, b => b.record_admin(event, at).await)
     }
 
     pub(crate) async fn pending_at(&self) -> Result<(u64, u64), StoreError> {
@@ -312,9 +324,14 @@ impl Backend {
         dispatch!(self, b => b.ping().await)
     }
 
-    /// Inserts a key; false when an active key already has its name.
-    pub(crate) async fn insert_key(&self, row: KeyRow) -> Result<bool, StoreError> {
-        dispatch!(self, b => b.insert_key(row).await)
+    /// Inserts a key, with its `key.created` event by `by`; false when an active key already
+    /// has its name.
+    pub(crate) async fn insert_key(
+        &self,
+        row: KeyRow,
+        by: &crate::Actor,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.insert_key(row, by).await)
     }
 
     /// The key with this id, revoked or not.
@@ -326,13 +343,15 @@ impl Backend {
         dispatch!(self, b => b.keys().await)
     }
 
-    /// Revokes the active key named `name`; `None` when there is none.
+    /// Revokes the active key named `name`, with its `key.revoked` event by `by`; `None` when
+    /// there is none.
     pub(crate) async fn revoke_key(
         &self,
         name: &str,
         at: DateTime<Utc>,
+        by: &crate::Actor,
     ) -> Result<Option<ApiKey>, StoreError> {
-        dispatch!(self, b => b.revoke_key(name, at).await)
+        dispatch!(self, b => b.revoke_key(name, at, by).await)
     }
 
     /// How many keys were ever created.

@@ -60,7 +60,7 @@ pub use access::{
     TokenKind,
 };
 pub use agent::{Asked, Clarify};
-pub use audit::{AuditEvent, ChainBreak};
+pub use audit::{AdminEvent, AdminKind, AuditEvent, ChainBreak};
 pub use backup::{BackupError, BackupReport, backup};
 pub use clock::{Clock, IdGenerator, ManualClock, RandomIds, SequentialIds, SystemClock};
 pub use error::{AskError, ResolveError, StoreError};
@@ -612,13 +612,18 @@ impl Store {
         Ok(covering.into_iter().next())
     }
 
-    /// Revokes grant `id` of `tenant`; returns it, or `None` when there is no such grant.
+    /// Revokes grant `id` of `tenant`, recording `grant.revoked` by `by` in the audit chain in
+    /// the same transaction; returns it, or `None` when there is no such grant.
     pub async fn revoke_grant(
         &self,
         tenant: &str,
         id: &str,
+        by: &Actor,
     ) -> Result<Option<StoredGrant>, StoreError> {
-        self.inner.backend.revoke_grant(tenant, id).await
+        self.inner
+            .backend
+            .revoke_grant(tenant, id, self.now(), by)
+            .await
     }
 
     /// Whether the store answers.

@@ -53,6 +53,7 @@ pub struct Server {
     pub retain_resolved: Option<Duration>,
     pub durability: Option<crate::serve::Durability>,
     pub log_format: Option<LogFormat>,
+    pub outbound_allow: Option<Vec<String>>,
 }
 
 /// A secret read from the file or the environment; never printed.
@@ -449,6 +450,8 @@ pub(crate) struct RawServer {
     retain_resolved: Option<String>,
     durability: Option<crate::serve::Durability>,
     log_format: Option<LogFormat>,
+    /// For example `["10.20.0.0/16", "hooks.internal"]`.
+    outbound_allow: Option<Vec<String>>,
 }
 
 impl RawServer {
@@ -469,6 +472,14 @@ impl RawServer {
             retain_resolved: duration("retain_resolved", self.retain_resolved)?,
             durability: self.durability,
             log_format: self.log_format,
+            outbound_allow: match self.outbound_allow {
+                None => None,
+                Some(allow) => {
+                    clarify_server::OutboundGuard::allowing(&allow)
+                        .map_err(|e| fail("server.outbound_allow", e.to_string()))?;
+                    Some(allow)
+                }
+            },
         })
     }
 }
@@ -909,6 +920,10 @@ mod tests {
         assert!(!config.identities.is_empty());
         assert!(config.claude_code.is_some() && config.gate.is_some());
         assert!(config.server.listen.is_some());
+        assert_eq!(
+            config.server.outbound_allow.as_deref(),
+            Some(&["10.20.0.0/16".to_owned(), "hooks.internal".to_owned()][..])
+        );
     }
 
     #[test]
@@ -964,6 +979,10 @@ mod tests {
             (
                 "[server]\ndurability = \"maybe\"\n",
                 "clarify.toml:2: server.durability: unknown variant `maybe`, expected `normal` or `full`",
+            ),
+            (
+                "[server]\noutbound_allow = [\"10.20.0.0/16\", \"10.0.0.0/33\"]\n",
+                "clarify.toml: server.outbound_allow: \"10.0.0.0/33\" is not a CIDR range",
             ),
             ("[sever]\n", "clarify.toml:1: sever: unknown field `sever`"),
             (

@@ -18,7 +18,7 @@ pub async fn run(command: KeysCommand, db: &str) -> anyhow::Result<ExitCode> {
     match command {
         KeysCommand::Create { role, name, tenant } => {
             let role = Role::parse(&role).context("unknown role; use agent, responder or admin")?;
-            let key = store.create_key(&name, role, &tenant).await?;
+            let key = store.create_key(&name, role, &tenant, &cli_actor()).await?;
             println!("{}", key.token);
         }
         KeysCommand::List => {
@@ -41,7 +41,7 @@ pub async fn run(command: KeysCommand, db: &str) -> anyhow::Result<ExitCode> {
             }
         }
         KeysCommand::Revoke { name } => {
-            let key = store.revoke_key(&name).await?;
+            let key = store.revoke_key(&name, &cli_actor()).await?;
             eprintln!(
                 "clarify: revoked key {:?} (tenant {})",
                 key.name, key.tenant
@@ -49,4 +49,13 @@ pub async fn run(command: KeysCommand, db: &str) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Who the audit chain names for a key created or revoked here: whoever runs the command on the
+/// store itself, which no key identifies.
+fn cli_actor() -> clarify_store::Actor {
+    clarify_store::Actor {
+        name: None,
+        channel: "cli".to_owned(),
+    }
 }

@@ -214,6 +214,12 @@ struct ServeArgs {
     /// NO_COLOR) or json (one object per line). RUST_LOG filters them.
     #[arg(long, env = "CLARIFY_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: logs::LogFormat,
+    /// What webhooks (callback_url) may reach besides public addresses: a CIDR range
+    /// (10.20.0.0/16), an address or a host name (hooks.internal); repeat it, or separate with
+    /// commas. Loopback, private, link-local, CGNAT, multicast and unspecified addresses are
+    /// refused otherwise.
+    #[arg(long, env = "CLARIFY_OUTBOUND_ALLOW", value_delimiter = ',')]
+    outbound_allow: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -879,6 +879,7 @@ fn the_configuration_reference_names_every_accepted_key() {
         "retain_resolved",
         "durability",
         "log_format",
+        "outbound_allow",
         "bot_token_env",
         "socket_mode",
         "mention",

@@ -69,6 +69,8 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     config.webhooks.timeout = args.webhook_timeout;
     config.max_waiters = args.max_waiters;
     config.rate_limit = args.rate_limit;
+    config.outbound = clarify_server::OutboundGuard::allowing(&args.outbound_allow)
+        .map_err(|e| anyhow::anyhow!("--outbound-allow: {e}"))?;
     config.channels = channels;
     config.identities = identities;
     if let Some((key, login)) = clarify_server::bootstrap(&store, &public_url).await? {
@@ -138,7 +140,8 @@ fn with_file(mut args: ServeArgs, given: &[String], file: crate::config::Server)
         rate_limit,
         retain_resolved,
         durability,
-        log_format
+        log_format,
+        outbound_allow
     );
     args
 }

@@ -72,6 +72,10 @@ class ClarifyServer:
                     self.db,
                     "--webhook-first-retry",
                     "1s",
+                    # The webhook receivers of the tests listen on 127.0.0.1, which the
+                    # outbound guard refuses unless allowed.
+                    "--outbound-allow",
+                    "127.0.0.0/8",
                 ],
                 stdout=log,
                 stderr=log,

@@ -11,7 +11,8 @@ import { freePort, Server } from "./support.js";
 let server: Server;
 
 before(async () => {
-  server = await Server.start();
+  // The receiver listens on 127.0.0.1, which the outbound guard refuses unless allowed.
+  server = await Server.start(["--outbound-allow", "127.0.0.0/8"]);
 });
 
 after(async () => {

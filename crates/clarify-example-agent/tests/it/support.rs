@@ -176,12 +176,22 @@ impl ClarifyServer {
             .expect("bind a free port");
         let url = format!("http://{}", listener.local_addr().expect("local addr"));
         let agent_key = store
-            .create_key("agent", Role::Agent, "default")
+            .create_key(
+                "agent",
+                Role::Agent,
+                "default",
+                &clarify_store::Actor::system(),
+            )
             .await
             .expect("agent key")
             .token;
         let responder = store
-            .create_key("alice", Role::Responder, "default")
+            .create_key(
+                "alice",
+                Role::Responder,
+                "default",
+                &clarify_store::Actor::system(),
+            )
             .await
             .expect("responder key")
             .token;

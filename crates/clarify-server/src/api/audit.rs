@@ -1,4 +1,5 @@
-//! `GET /v1/audit`: the caller tenant's events with their audit-chain hashes (admins).
+//! `GET /v1/audit`: the caller tenant's events with their audit-chain hashes (admins): the
+//! requests' events and the admin actions (keys created and revoked, grants revoked, ...).
 //!
 //! The chain is one per store and runs through every tenant's events; a tenant's admin sees its
 //! own events and their hashes, and the whole chain is recomputed on the store with `clarify
@@ -36,10 +37,16 @@ pub struct AuditParams {
 pub struct AuditEventBody {
     /// The event's sequence number in the store's feed.
     pub seq: u64,
-    /// `created`, `answered`, `skipped`, `expired`, `cancelled`, `voted`, `reminded` or
-    /// `escalated`.
+    /// A request's: `created`, `answered`, `skipped`, `expired`, `cancelled`, `voted`,
+    /// `reminded` or `escalated`. An admin action's: `key.created`, `key.revoked`,
+    /// `grant.revoked`, `identity.linked`, `identity.unlinked`, `push.subscribed` or
+    /// `push.unsubscribed`. `purged` for an event retention emptied.
     pub kind: String,
+    /// The request a request's event concerns.
     pub request_id: Option<String>,
+    /// What an admin action acted on: `key:<key id>`, `grant:<grant id>`,
+    /// `identity:<platform>:<user id>` or `push:<subscription id>`.
+    pub subject: Option<String>,
     /// Who acted, if a person or key did.
     pub actor: Option<String>,
     /// Through what: `api`, `inbox`, `link`, `slack`, `system`, ...
@@ -55,6 +62,7 @@ impl From<&AuditEvent> for AuditEventBody {
             seq: e.seq,
             kind: e.kind.clone(),
             request_id: e.request_id.clone(),
+            subject: e.subject.clone(),
             actor: e.actor.clone(),
             channel: e.channel.clone(),
             at: time(e.at),

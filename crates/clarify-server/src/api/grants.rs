@@ -170,7 +170,7 @@ pub async fn revoke(
     }
     let grant = state
         .store
-        .revoke_grant(caller.tenant(), &id)
+        .revoke_grant(caller.tenant(), &id, &caller.actor())
         .await?
         .ok_or_else(ApiError::not_found)?;
     Ok(Json(GrantBody::from(&grant)))

@@ -73,7 +73,7 @@ pub async fn create_key(
     })?;
     let new = state
         .store
-        .create_key(&body.name, role, caller.tenant())
+        .create_key(&body.name, role, caller.tenant(), &caller.actor())
         .await?;
     let body = CreatedKeyBody {
         key: KeyBody::from(&new.key),
@@ -104,7 +104,7 @@ pub async fn revoke_key(
     if !in_tenant {
         return Err(clarify_store::KeyError::NotFound(name).into());
     }
-    let key = state.store.revoke_key(&name).await?;
+    let key = state.store.revoke_key(&name, &caller.actor()).await?;
     state.keys.forget(&key.id);
     Ok(Json(KeyBody::from(&key)))
 }

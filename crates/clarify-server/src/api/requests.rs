@@ -45,7 +45,7 @@ fn given(value: Option<String>) -> Option<String> {
         (status = 401, description = "No or bad key", body = ErrorBody),
         (status = 403, description = "Role may not create requests", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),
-        (status = 422, description = "Invalid request; the code names the problem", body = ErrorBody)),
+        (status = 422, description = "Invalid request, or a `callback_url` whose address is not allowed (`address_not_allowed`); the code names the problem", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn create(
     State(state): State<AppState>,
@@ -73,6 +73,13 @@ pub async fn create(
         }
     }
     let request = clarify_core::parse_request(&raw, &state.config.limits)?;
+    if let Some(url) = &request.callback_url {
+        state
+            .config
+            .outbound
+            .check_field("callback_url", url)
+            .await?;
+    }
     let created = state.store.create(caller.tenant(), request).await?;
     let status = if created.created {
         state.metrics.created();

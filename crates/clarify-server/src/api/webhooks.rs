@@ -12,6 +12,11 @@
 //! by the `Clarify-Delivery` header. The claim-send-wait loop (`drain`) and the backoff are
 //! the channel worker's too (`chat::worker`).
 //!
+//! A `callback_url` is an address the agent chose, so deliveries go through the outbound guard
+//! (`shared::outbound`): an address it refuses, written in the URL or resolved from its name
+//! when connecting, ends the delivery at once with the attempt recorded as `refused: address
+//! not allowed (...)`, naming the rule and never anything of the target.
+//!
 //! Each POST is signed: `Clarify-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>` over
 //! `"<t>." + body`, with the tenant's webhook secret (`GET /v1/webhook-secret`).
 
@@ -26,6 +31,7 @@ use utoipa::ToSchema;
 use crate::api::events::event_name;
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
+use crate::shared::outbound::{OutboundGuard, Refusal};
 use crate::shared::sign::{hex, mac};
 use crate::shared::wire::{OutcomeBody, RecordBody};
 use crate::state::{AppState, WebhookConfig};
@@ -79,8 +85,16 @@ pub fn backoff(config: &WebhookConfig, failures: u32) -> TimeDelta {
 
 /// Delivers webhooks until shutdown.
 pub(crate) async fn run(state: AppState) {
-    let Some(client) = client(&state, "webhooks are not delivered") else {
-        return;
+    let client = match state.config.outbound.client(
+        reqwest::Client::builder()
+            .timeout(state.config.webhooks.timeout)
+            .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION"))),
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot build an HTTP client; webhooks are not delivered");
+            return;
+        }
     };
     drain(&state, Outbox::Webhooks, async |d| {
         deliver(&state, &client, d).await
@@ -95,8 +109,9 @@ pub(crate) enum Outbox {
     Channels,
 }
 
-/// The HTTP client of an outbox worker: the webhooks' timeout, no redirects followed (a
-/// receiver's redirect is its error, not an address to send a signed body to).
+/// The HTTP client of the channel worker: the webhooks' timeout, no redirects followed (a
+/// receiver's redirect is its error, not an address to send a signed body to). Channels'
+/// addresses are the admin's own, so it is not guarded; webhooks use the outbound guard's.
 pub(crate) fn client(state: &AppState, otherwise: &str) -> Option<reqwest::Client> {
     match reqwest::Client::builder()
         .timeout(state.config.webhooks.timeout)
@@ -196,6 +211,15 @@ async fn deliver(state: &AppState, client: &reqwest::Client, delivery: Delivery)
         }
     };
     let Ok(body) = body else { return };
+    let refused = match url::Url::parse(&delivery.url) {
+        Ok(url) => state.config.outbound.check_literal(&url).err(),
+        // Stored URLs were parsed when the request was created; reqwest names any other problem.
+        Err(_) => None,
+    };
+    if let Some(refusal) = refused {
+        refuse(state, &delivery, number, &refusal).await;
+        return;
+    }
     let now = state.store.now();
     let secret = tenant_secret(state, &delivery.tenant);
     let started = Instant::now();
@@ -212,6 +236,10 @@ async fn deliver(state: &AppState, client: &reqwest::Client, delivery: Delivery)
         .send()
         .await;
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    if let Some(refusal) = sent.as_ref().err().and_then(OutboundGuard::refusal_of) {
+        refuse(state, &delivery, number, &refusal).await;
+        return;
+    }
     let (status_code, error) = match &sent {
         Ok(r) if r.status().is_success() => (Some(r.status().as_u16()), None),
         Ok(r) => (
@@ -239,6 +267,23 @@ async fn deliver(state: &AppState, client: &reqwest::Client, delivery: Delivery)
         error,
         duration_ms,
         after,
+    )
+    .await;
+}
+
+/// Ends a delivery the outbound guard refused: recorded, never retried.
+async fn refuse(state: &AppState, delivery: &Delivery, number: u32, refusal: &Refusal) {
+    tracing::warn!(delivery = delivery.id, request = %delivery.request_id, %refusal,
+        "a webhook's address is not allowed; allow it with [server] outbound_allow");
+    state.metrics.webhook_failed();
+    finish(
+        state,
+        delivery,
+        number,
+        None,
+        Some(format!("refused: {refusal}")),
+        0,
+        AfterAttempt::GiveUp,
     )
     .await;
 }

@@ -6,7 +6,8 @@
 //! every tool call of that request. A session belongs to the key that opened it: another key
 //! presenting its `Mcp-Session-Id` is told the session does not exist. Each request counts
 //! against the key's `--rate-limit` and, until its response ends, holds one of the
-//! `--max-waiters` permits.
+//! `--max-waiters` permits. A `callback_url` goes through the outbound guard's check before the
+//! request is stored, as on `POST /v1/requests`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,7 +19,7 @@ use axum::extract::{FromRequestParts, Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use clarify_mcp::{Embedded, HttpCaller, Observer};
+use clarify_mcp::{Admission, Embedded, HttpCaller, Observer};
 use clarify_store::RequestRecord;
 use http_body_util::BodyExt;
 
@@ -57,6 +58,22 @@ pub(crate) fn routes(state: &AppState) -> Router<AppState> {
 struct Changes(AppState);
 
 impl Observer for Changes {
+    /// A `callback_url` the outbound guard refuses is refused here as on `POST /v1/requests`.
+    fn admit<'a>(&'a self, request: &'a clarify_core::NewRequest) -> Admission<'a> {
+        Box::pin(async move {
+            match &request.callback_url {
+                Some(url) => self
+                    .0
+                    .config
+                    .outbound
+                    .check_field("callback_url", url)
+                    .await
+                    .map_err(|e| (e.code.to_owned(), e.message)),
+                None => Ok(()),
+            }
+        })
+    }
+
     fn created(&self, record: &RequestRecord) {
         self.0.metrics.created();
         self.0.changed(record);

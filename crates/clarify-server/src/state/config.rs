@@ -30,6 +30,9 @@ pub struct Config {
     pub channels: Vec<clarify_channels::Channel>,
     /// Chat users (`slack:U012ABCDEF`) and the responder names they answer as.
     pub identities: std::collections::BTreeMap<String, String>,
+    /// What outbound calls to addresses others chose (a request's `callback_url`) may reach:
+    /// public addresses, and what `[server] outbound_allow` adds.
+    pub outbound: crate::shared::outbound::OutboundGuard,
 }
 
 impl Config {
@@ -46,6 +49,7 @@ impl Config {
             mcp: clarify_mcp::HttpOptions::default(),
             channels: Vec::new(),
             identities: std::collections::BTreeMap::new(),
+            outbound: crate::shared::outbound::OutboundGuard::public_only(),
         }
     }
 }

@@ -154,7 +154,12 @@ mod tests {
             .await
             .expect("store");
         let token = store
-            .create_key("bot", Role::Agent, "default")
+            .create_key(
+                "bot",
+                Role::Agent,
+                "default",
+                &clarify_store::Actor::system(),
+            )
             .await
             .expect("key")
             .token;
@@ -190,13 +195,21 @@ mod tests {
         let cache = KeyCache::new();
         assert!(admitted(&cache, &store, &token).await);
         // Revoked on the store, as another process would: still trusted while fresh.
-        store.revoke_key("bot").await.expect("revoked");
+        store
+            .revoke_key("bot", &clarify_store::Actor::system())
+            .await
+            .expect("revoked");
         assert!(admitted(&cache, &store, &token).await);
         tokio::time::advance(FRESH_FOR).await;
         assert!(!admitted(&cache, &store, &token).await);
 
         let token = store
-            .create_key("bot", Role::Agent, "default")
+            .create_key(
+                "bot",
+                Role::Agent,
+                "default",
+                &clarify_store::Actor::system(),
+            )
             .await
             .expect("key")
             .token;
@@ -205,7 +218,10 @@ mod tests {
             .await
             .expect("read")
             .expect("active");
-        store.revoke_key("bot").await.expect("revoked");
+        store
+            .revoke_key("bot", &clarify_store::Actor::system())
+            .await
+            .expect("revoked");
         cache.forget(&key.id);
         assert!(!admitted(&cache, &store, &token).await);
     }

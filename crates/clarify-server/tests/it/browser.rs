@@ -43,7 +43,12 @@ fn field(text: &str) -> String {
 async fn login(b: &Browser, s: &TestServer, name: &str) {
     let key = s
         .store
-        .create_key(name, Role::Responder, "default")
+        .create_key(
+            name,
+            Role::Responder,
+            "default",
+            &clarify_store::Actor::system(),
+        )
         .await
         .expect("responder key");
     let link = clarify_server::login_link(&s.store, &s.url, &key.key.id)

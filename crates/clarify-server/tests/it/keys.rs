@@ -93,7 +93,9 @@ async fn revocations_reach_every_instance(url: &str) {
     let token = a.key(Role::Agent, &name, "default").await;
     assert_eq!(status(&a, &token).await, StatusCode::OK);
     assert_eq!(status(&b, &token).await, StatusCode::OK);
-    cli.revoke_key(&name).await.expect("revoked");
+    cli.revoke_key(&name, &clarify_store::Actor::system())
+        .await
+        .expect("revoked");
     let revoked = Instant::now();
     refused_within_a_second(&a, &token, revoked, "revoked on the store, used on a").await;
     refused_within_a_second(&b, &token, revoked, "revoked on the store, used on b").await;

@@ -23,6 +23,7 @@ mod mcp;
 mod mcp_client;
 mod openapi;
 mod outage;
+mod outbound;
 mod proxy;
 mod races;
 mod requests;

@@ -382,7 +382,10 @@ async fn credentials_are_checked() {
     assert_eq!(s.get("/v1/requests", &bot).await.0, StatusCode::OK);
     // Revoked on the store, as `clarify keys revoke` does: the server stops trusting it within
     // a second (`keys` tests this across instances and databases).
-    s.store.revoke_key("bot").await.expect("revoked");
+    s.store
+        .revoke_key("bot", &clarify_store::Actor::system())
+        .await
+        .expect("revoked");
     let revoked = std::time::Instant::now();
     while s.get("/v1/requests", &bot).await.0 == StatusCode::OK {
         assert!(

@@ -60,7 +60,12 @@ impl TestServer {
         let mut config = Config::new(url.clone());
         configure(&mut config);
         let admin = match store
-            .create_key(&format!("admin-{}", suffix()), Role::Admin, "default")
+            .create_key(
+                &format!("admin-{}", suffix()),
+                Role::Admin,
+                "default",
+                &clarify_store::Actor::system(),
+            )
             .await
         {
             Ok(k) => k.token,
@@ -86,7 +91,7 @@ impl TestServer {
     /// A new key of `role` in `tenant`.
     pub async fn key(&self, role: Role, name: &str, tenant: &str) -> String {
         self.store
-            .create_key(name, role, tenant)
+            .create_key(name, role, tenant, &clarify_store::Actor::system())
             .await
             .expect("key created")
             .token

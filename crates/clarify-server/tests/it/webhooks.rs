@@ -9,7 +9,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode as AxumStatus};
 use chrono::{TimeDelta, Utc};
-use clarify_server::Config;
+use clarify_server::{Config, OutboundGuard};
 use clarify_store::{ManualClock, Role, StoreOptions};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -111,8 +111,10 @@ async fn receive(State(inbox): State<Arc<Inbox>>, headers: HeaderMap, body: Byte
     }
 }
 
-/// Retries quickly, so a test sees several attempts in well under a second.
+/// Retries quickly, so a test sees several attempts in well under a second; the receivers run
+/// on 127.0.0.1, which the outbound guard allows only when told to.
 fn fast(c: &mut Config) {
+    c.outbound = OutboundGuard::allowing(&["127.0.0.0/8"]).expect("a range");
     c.webhooks.first_backoff = TimeDelta::milliseconds(50);
     c.webhooks.poll = Duration::from_millis(50);
 }

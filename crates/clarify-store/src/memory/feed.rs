@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{MAX_EVENTS, MemoryBackend, State};
-use crate::audit;
+use crate::audit::{self, AdminEvent};
 use crate::codec::EventParts;
 use crate::error::StoreError;
 use crate::record::{Event, EventKind, RequestRecord};
@@ -57,7 +57,33 @@ impl MemoryBackend {
     }
 }
 
+impl MemoryBackend {
+    pub(crate) async fn record_admin(
+        &self,
+        event: AdminEvent,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.state().push_admin(&event, at);
+        Ok(())
+    }
+}
+
 impl State {
+    /// Appends an admin event to the audit chain (the feed of requests' events leaves it out).
+    pub(super) fn push_admin(&mut self, event: &AdminEvent, at: DateTime<Utc>) {
+        self.next_event += 1;
+        let mut parts = event.parts(crate::codec::millis(at));
+        parts.seq = i64::try_from(self.next_event).unwrap_or(i64::MAX);
+        let previous = self
+            .chain
+            .back()
+            .and_then(|e| e.hash.as_deref())
+            .unwrap_or(&self.chain_base);
+        parts.hash = Some(audit::link(previous, &audit::canonical(&parts)));
+        self.chain.push_back(parts);
+        self.forget_oldest();
+    }
+
     pub(super) fn push_event(
         &mut self,
         record: &RequestRecord,
@@ -95,6 +121,11 @@ impl State {
             at,
             hash,
         });
+        self.forget_oldest();
+    }
+
+    /// Keeps the newest [`MAX_EVENTS`] of the feed and of the chain.
+    fn forget_oldest(&mut self) {
         while self.events.len() > MAX_EVENTS {
             self.events.pop_front();
         }

@@ -1,8 +1,12 @@
 //! Grants: recorded with the answer that gives them, listed, and revoked.
 
+use chrono::{DateTime, Utc};
+
 use super::{MemoryBackend, State};
+use crate::audit::{AdminEvent, AdminKind};
 use crate::error::StoreError;
 use crate::grant::{GrantFilter, StoredGrant};
+use crate::record::Actor;
 
 impl MemoryBackend {
     pub(crate) async fn grants(
@@ -23,12 +27,19 @@ impl MemoryBackend {
         &self,
         tenant: &str,
         id: &str,
+        at: DateTime<Utc>,
+        by: &Actor,
     ) -> Result<Option<StoredGrant>, StoreError> {
         let mut s = self.state();
-        let Some(at) = s.grants.iter().position(|(t, g)| t == tenant && g.id == id) else {
+        let Some(i) = s.grants.iter().position(|(t, g)| t == tenant && g.id == id) else {
             return Ok(None);
         };
-        Ok(Some(s.grants.remove(at).1))
+        let grant = s.grants.remove(i).1;
+        s.push_admin(
+            &AdminEvent::new(tenant, AdminKind::GrantRevoked, &grant.id, by),
+            at,
+        );
+        Ok(Some(grant))
     }
 }
 

@@ -4,16 +4,20 @@ use chrono::{DateTime, Utc};
 
 use super::MemoryBackend;
 use crate::access::{ApiKey, KeyRow, TokenKind};
+use crate::audit::{AdminEvent, AdminKind};
 use crate::error::StoreError;
+use crate::record::Actor;
 
 impl MemoryBackend {
-    pub(crate) async fn insert_key(&self, row: KeyRow) -> Result<bool, StoreError> {
+    pub(crate) async fn insert_key(&self, row: KeyRow, by: &Actor) -> Result<bool, StoreError> {
         let mut s = self.state();
         let taken = s
             .keys
             .iter()
             .any(|k| k.key.name == row.key.name && k.key.revoked_at.is_none());
         if !taken {
+            let event = AdminEvent::new(&row.key.tenant, AdminKind::KeyCreated, &row.key.id, by);
+            s.push_admin(&event, row.key.created_at);
             s.keys.push(row);
         }
         Ok(!taken)
@@ -31,6 +35,7 @@ impl MemoryBackend {
         &self,
         name: &str,
         at: DateTime<Utc>,
+        by: &Actor,
     ) -> Result<Option<ApiKey>, StoreError> {
         let mut s = self.state();
         let Some(row) = s
@@ -43,6 +48,8 @@ impl MemoryBackend {
         row.key.revoked_at = Some(at);
         let key = row.key.clone();
         s.tokens.retain(|_, (_, key_id, _)| *key_id != key.id);
+        let event = AdminEvent::new(&key.tenant, AdminKind::KeyRevoked, &key.id, by);
+        s.push_admin(&event, at);
         Ok(Some(key))
     }
 

@@ -4,10 +4,12 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use sqlx::Row;
 use sqlx::postgres::{PgConnection, PgPool, PgRow};
 
 use super::{PgBackend, corrupt_row, db_err, to_u64};
+use crate::audit::{AdminEvent, FEED_KINDS};
 use crate::codec::{EVENT_COLUMNS, EventParts, Log};
 use crate::error::StoreError;
 use crate::record::{Event, EventKind};
@@ -32,6 +34,16 @@ impl PgBackend {
         limit: usize,
     ) -> Result<Vec<EventParts>, StoreError> {
         read_log(&self.pool, Log::Chain, tenant, after, limit).await
+    }
+
+    pub(crate) async fn record_admin(
+        &self,
+        event: AdminEvent,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        append_admin(&mut tx, &event, at).await?;
+        self.commit_events(tx).await
     }
 
     pub(crate) async fn sync_feed(&self, within: Duration) -> Result<(), StoreError> {
@@ -139,18 +151,42 @@ pub(super) async fn append_events(
     Ok(())
 }
 
+/// Appends an admin event to the inbox, in the transaction of the change it records (see
+/// [`append_events`]).
+pub(super) async fn append_admin(
+    conn: &mut PgConnection,
+    event: &AdminEvent,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let parts = event.parts(crate::codec::millis(at));
+    sqlx::query(
+        "INSERT INTO clarify_event_inbox (tenant, request_id, kind, actor, channel, at) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(&parts.tenant)
+    .bind(&parts.request_id)
+    .bind(&parts.kind)
+    .bind(&parts.actor)
+    .bind(&parts.channel)
+    .bind(parts.at)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
 /// The statement reading `log` after `$1` (every tenant's), or after `$2` (tenant `$1`'s only).
 fn statement(log: Log, one_tenant: bool) -> &'static str {
     static FEED: LazyLock<String> = LazyLock::new(|| {
         format!(
-            "SELECT {EVENT_COLUMNS} FROM clarify_events WHERE seq > $1 AND kind <> 'purged' \
+            "SELECT {EVENT_COLUMNS} FROM clarify_events WHERE seq > $1 AND {FEED_KINDS} \
              ORDER BY seq LIMIT $2"
         )
     });
     static TENANT_FEED: LazyLock<String> = LazyLock::new(|| {
         format!(
             "SELECT {EVENT_COLUMNS} FROM clarify_events WHERE tenant = $1 AND seq > $2 \
-             AND kind <> 'purged' ORDER BY seq LIMIT $3"
+             AND {FEED_KINDS} ORDER BY seq LIMIT $3"
         )
     });
     static CHAIN: LazyLock<String> = LazyLock::new(|| {

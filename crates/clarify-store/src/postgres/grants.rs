@@ -1,12 +1,16 @@
 //! Grants: recorded with the answer that gives them, listed, and revoked.
 
+use chrono::{DateTime, Utc};
 use sqlx::Row;
 use sqlx::postgres::{PgConnection, PgRow};
 
+use super::feed::append_admin;
 use super::{PgBackend, corrupt_row, db_err};
+use crate::audit::{AdminEvent, AdminKind};
 use crate::codec::millis;
 use crate::error::StoreError;
 use crate::grant::{GRANT_COLUMNS, GrantFilter, GrantParts, StoredGrant};
+use crate::record::Actor;
 
 impl PgBackend {
     pub(crate) async fn grants(
@@ -32,16 +36,27 @@ impl PgBackend {
         &self,
         tenant: &str,
         id: &str,
+        at: DateTime<Utc>,
+        by: &Actor,
     ) -> Result<Option<StoredGrant>, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
         let row = sqlx::query(&format!(
             "DELETE FROM clarify_grants WHERE tenant = $1 AND id = $2 RETURNING {GRANT_COLUMNS}"
         ))
         .bind(tenant)
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *tx)
         .await
         .map_err(db_err)?;
-        row.map(|row| grant_parts(&row)?.decode()).transpose()
+        let Some(row) = row else {
+            tx.rollback().await.map_err(db_err)?;
+            return Ok(None);
+        };
+        let grant = grant_parts(&row)?.decode()?;
+        let event = AdminEvent::new(tenant, AdminKind::GrantRevoked, &grant.id, by);
+        append_admin(&mut tx, &event, at).await?;
+        self.commit_events(tx).await?;
+        Ok(Some(grant))
     }
 }
 

@@ -4,13 +4,17 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
+use super::feed::append_admin;
 use super::{PgBackend, corrupt_row, db_err};
 use crate::access::{ApiKey, KeyRow, TokenKind};
+use crate::audit::{AdminEvent, AdminKind};
 use crate::codec::{KEY_COLUMNS, KeyParts, millis};
 use crate::error::StoreError;
+use crate::record::Actor;
 
 impl PgBackend {
-    pub(crate) async fn insert_key(&self, row: KeyRow) -> Result<bool, StoreError> {
+    pub(crate) async fn insert_key(&self, row: KeyRow, by: &Actor) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
         // Only the active-name index may refuse quietly; any other conflict is an error.
         let inserted = sqlx::query(&format!(
             "INSERT INTO clarify_keys ({KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7) \
@@ -23,11 +27,18 @@ impl PgBackend {
         .bind(&row.digest)
         .bind(millis(row.key.created_at))
         .bind(row.key.revoked_at.map(millis))
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(db_err)?
         .rows_affected();
-        Ok(inserted == 1)
+        if inserted != 1 {
+            tx.rollback().await.map_err(db_err)?;
+            return Ok(false);
+        }
+        let event = AdminEvent::new(&row.key.tenant, AdminKind::KeyCreated, &row.key.id, by);
+        append_admin(&mut tx, &event, row.key.created_at).await?;
+        self.commit_events(tx).await?;
+        Ok(true)
     }
 
     pub(crate) async fn key(&self, id: &str) -> Result<Option<KeyRow>, StoreError> {
@@ -58,6 +69,7 @@ impl PgBackend {
         &self,
         name: &str,
         at: DateTime<Utc>,
+        by: &Actor,
     ) -> Result<Option<ApiKey>, StoreError> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         // Of concurrent revocations, the first locks the row; the others then find it revoked.
@@ -81,7 +93,9 @@ impl PgBackend {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        tx.commit().await.map_err(db_err)?;
+        let event = AdminEvent::new(&key.tenant, AdminKind::KeyRevoked, &key.id, by);
+        append_admin(&mut tx, &event, at).await?;
+        self.commit_events(tx).await?;
         Ok(Some(key))
     }
 

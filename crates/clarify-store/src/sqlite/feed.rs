@@ -3,10 +3,11 @@
 
 use std::sync::LazyLock;
 
+use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteBackend;
-use crate::audit;
+use crate::audit::{self, AdminEvent, FEED_KINDS};
 use crate::codec::{EVENT_COLUMNS, EventParts, Log};
 use crate::error::StoreError;
 use crate::record::{Event, EventKind};
@@ -33,6 +34,14 @@ impl SqliteBackend {
     ) -> Result<Vec<EventParts>, StoreError> {
         let after = i64::try_from(after).unwrap_or(i64::MAX);
         self.read(|conn| Ok(read_log(conn, Log::Chain, tenant, after, limit)?))
+    }
+
+    pub(crate) async fn record_admin(
+        &self,
+        event: AdminEvent,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.write(move |conn| append_admin(conn, &event, at)).await
     }
 
     pub(crate) async fn last_event_seq(&self) -> Result<u64, StoreError> {
@@ -85,6 +94,18 @@ pub(super) fn append_event(
         hash: None,
     };
     Ok(insert_linked(conn, event, previous.as_deref())?)
+}
+
+/// Appends an admin event, hashed onto the chain, in the writer's transaction.
+pub(super) fn append_admin(
+    conn: &Connection,
+    event: &AdminEvent,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let (last, previous) = chain_head(conn)?;
+    let mut parts = event.parts(crate::codec::millis(at));
+    parts.seq = last + 1;
+    Ok(insert_linked(conn, parts, previous.as_deref())?)
 }
 
 /// The newest event's `seq` (0 for none) and hash. Events are never deleted (see `SCHEMA_V10`),
@@ -143,14 +164,14 @@ pub(super) fn event_parts(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventParts>
 fn statement(log: Log, one_tenant: bool) -> &'static str {
     static FEED: LazyLock<String> = LazyLock::new(|| {
         format!(
-            "SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?1 AND kind <> 'purged' \
+            "SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?1 AND {FEED_KINDS} \
                  ORDER BY seq LIMIT ?2"
         )
     });
     static TENANT_FEED: LazyLock<String> = LazyLock::new(|| {
         format!(
             "SELECT {EVENT_COLUMNS} FROM events WHERE tenant = ?1 AND seq > ?2 \
-                 AND kind <> 'purged' ORDER BY seq LIMIT ?3"
+                 AND {FEED_KINDS} ORDER BY seq LIMIT ?3"
         )
     });
     static CHAIN: LazyLock<String> = LazyLock::new(|| {

@@ -1,11 +1,15 @@
 //! Grants: recorded with the answer that gives them, listed, and revoked.
 
+use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteBackend;
+use super::feed::append_admin;
+use crate::audit::{AdminEvent, AdminKind};
 use crate::codec::millis;
 use crate::error::StoreError;
 use crate::grant::{GRANT_COLUMNS, GrantFilter, GrantParts, StoredGrant};
+use crate::record::Actor;
 
 impl SqliteBackend {
     pub(crate) async fn grants(
@@ -28,8 +32,10 @@ impl SqliteBackend {
         &self,
         tenant: &str,
         id: &str,
+        at: DateTime<Utc>,
+        by: &Actor,
     ) -> Result<Option<StoredGrant>, StoreError> {
-        let (tenant, id) = (tenant.to_owned(), id.to_owned());
+        let (tenant, id, by) = (tenant.to_owned(), id.to_owned(), by.clone());
         self.write(move |conn| {
             let parts = conn
                 .prepare_cached(&format!(
@@ -37,7 +43,12 @@ impl SqliteBackend {
                 ))?
                 .query_row(params![tenant, id], grant_parts)
                 .optional()?;
-            parts.map(GrantParts::decode).transpose()
+            let Some(grant) = parts.map(GrantParts::decode).transpose()? else {
+                return Ok(None);
+            };
+            let event = AdminEvent::new(&tenant, AdminKind::GrantRevoked, &grant.id, &by);
+            append_admin(conn, &event, at)?;
+            Ok(Some(grant))
         })
         .await
     }

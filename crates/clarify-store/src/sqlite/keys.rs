@@ -4,12 +4,16 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteBackend;
+use super::feed::append_admin;
 use crate::access::{ApiKey, KeyRow, TokenKind};
+use crate::audit::{AdminEvent, AdminKind};
 use crate::codec::{KEY_COLUMNS, KeyParts, millis};
 use crate::error::StoreError;
+use crate::record::Actor;
 
 impl SqliteBackend {
-    pub(crate) async fn insert_key(&self, row: KeyRow) -> Result<bool, StoreError> {
+    pub(crate) async fn insert_key(&self, row: KeyRow, by: &Actor) -> Result<bool, StoreError> {
+        let event = AdminEvent::new(&row.key.tenant, AdminKind::KeyCreated, &row.key.id, by);
         self.write(move |conn| {
             // Only the active-name index may refuse quietly; any other conflict is an error.
             let inserted = conn
@@ -26,6 +30,9 @@ impl SqliteBackend {
                     millis(row.key.created_at),
                     row.key.revoked_at.map(millis),
                 ])?;
+            if inserted == 1 {
+                append_admin(conn, &event, row.key.created_at)?;
+            }
             Ok(inserted == 1)
         })
         .await
@@ -55,8 +62,9 @@ impl SqliteBackend {
         &self,
         name: &str,
         at: DateTime<Utc>,
+        by: &Actor,
     ) -> Result<Option<ApiKey>, StoreError> {
-        let name = name.to_owned();
+        let (name, by) = (name.to_owned(), by.clone());
         self.write(move |conn| {
             let revoked = conn
                 .prepare_cached(&format!(
@@ -71,7 +79,10 @@ impl SqliteBackend {
             // Its sessions and login links end with it, in the same transaction.
             conn.prepare_cached("DELETE FROM tokens WHERE key_id = ?1")?
                 .execute(params![parts.id])?;
-            Ok(Some(parts.decode()?.key))
+            let key = parts.decode()?.key;
+            let event = AdminEvent::new(&key.tenant, AdminKind::KeyRevoked, &key.id, &by);
+            append_admin(conn, &event, at)?;
+            Ok(Some(key))
         })
         .await
     }

@@ -64,7 +64,12 @@ const LEASE: i64 = 60;
 async fn a_new_key_authenticates_with_its_token(store: Store, env: Env) {
     let name = random_name("k");
     let created = store
-        .create_key(&name, Role::Agent, &env.tenant)
+        .create_key(
+            &name,
+            Role::Agent,
+            &env.tenant,
+            &clarify_store::Actor::system(),
+        )
         .await
         .expect("create key");
     let key = &created.key;
@@ -85,7 +90,12 @@ async fn a_new_key_authenticates_with_its_token(store: Store, env: Env) {
     assert!(store.has_keys().await.expect("has keys"));
 
     let other = store
-        .create_key(&random_name("k"), Role::Responder, &env.tenant)
+        .create_key(
+            &random_name("k"),
+            Role::Responder,
+            &env.tenant,
+            &clarify_store::Actor::system(),
+        )
         .await
         .expect("create key");
     assert_ne!(other.key.id, key.id);
@@ -96,7 +106,12 @@ async fn a_new_key_authenticates_with_its_token(store: Store, env: Env) {
 
 async fn wrong_and_malformed_tokens_do_not_authenticate(store: Store, env: Env) {
     let created = store
-        .create_key(&random_name("k"), Role::Admin, &env.tenant)
+        .create_key(
+            &random_name("k"),
+            Role::Admin,
+            &env.tenant,
+            &clarify_store::Actor::system(),
+        )
         .await
         .expect("create key");
     let id = &created.key.id;
@@ -110,7 +125,12 @@ async fn wrong_and_malformed_tokens_do_not_authenticate(store: Store, env: Env) 
     let last = wrong.pop().expect("non-empty secret");
     wrong.push(if last == 'a' { 'b' } else { 'a' });
     let other = store
-        .create_key(&random_name("k"), Role::Admin, &env.tenant)
+        .create_key(
+            &random_name("k"),
+            Role::Admin,
+            &env.tenant,
+            &clarify_store::Actor::system(),
+        )
         .await
         .expect("create key");
     let other_secret = other
@@ -150,11 +170,21 @@ async fn active_key_names_are_unique_until_revoked(store: Store, env: Env) {
     let _clock = env.exclusive_clock().await;
     let name = random_name("k");
     let first = store
-        .create_key(&name, Role::Agent, &env.tenant)
+        .create_key(
+            &name,
+            Role::Agent,
+            &env.tenant,
+            &clarify_store::Actor::system(),
+        )
         .await
         .expect("create key");
     let err = store
-        .create_key(&name, Role::Admin, &env.other_tenant())
+        .create_key(
+            &name,
+            Role::Admin,
+            &env.other_tenant(),
+            &clarify_store::Actor::system(),
+        )
         .await
         .expect_err("the name is taken");
     assert!(
@@ -163,7 +193,10 @@ async fn active_key_names_are_unique_until_revoked(store: Store, env: Env) {
     );
 
     env.clock.advance(TimeDelta::milliseconds(1_500));
-    let revoked = store.revoke_key(&name).await.expect("revoke");
+    let revoked = store
+        .revoke_key(&name, &clarify_store::Actor::system())
+        .await
+        .expect("revoke");
     assert_eq!(revoked.id, first.key.id);
     assert_eq!(revoked.revoked_at, Some(env.now()));
     assert_eq!(
@@ -172,17 +205,28 @@ async fn active_key_names_are_unique_until_revoked(store: Store, env: Env) {
         "a revoked key stops working at once"
     );
     assert_eq!(store.key(&first.key.id).await.expect("key"), None);
-    let err = store.revoke_key(&name).await.expect_err("already revoked");
+    let err = store
+        .revoke_key(&name, &clarify_store::Actor::system())
+        .await
+        .expect_err("already revoked");
     assert!(matches!(&err, KeyError::NotFound(n) if *n == name), "{err}");
     let unknown = random_name("k");
-    let err = store.revoke_key(&unknown).await.expect_err("never existed");
+    let err = store
+        .revoke_key(&unknown, &clarify_store::Actor::system())
+        .await
+        .expect_err("never existed");
     assert!(
         matches!(&err, KeyError::NotFound(n) if *n == unknown),
         "{err}"
     );
 
     let second = store
-        .create_key(&name, Role::Responder, &env.tenant)
+        .create_key(
+            &name,
+            Role::Responder,
+            &env.tenant,
+            &clarify_store::Actor::system(),
+        )
         .await
         .expect("a revoked name may be reused");
     assert_ne!(second.key.id, first.key.id);
@@ -190,7 +234,12 @@ async fn active_key_names_are_unique_until_revoked(store: Store, env: Env) {
     assert_eq!(found.as_ref(), Some(&second.key));
     assert_eq!(store.authenticate(&first.token).await.expect("auth"), None);
     let err = store
-        .create_key(&name, Role::Agent, &env.tenant)
+        .create_key(
+            &name,
+            Role::Agent,
+            &env.tenant,
+            &clarify_store::Actor::system(),
+        )
         .await
         .expect_err("taken again");
     assert!(matches!(err, KeyError::NameTaken(_)), "{err}");
@@ -207,7 +256,12 @@ async fn invalid_names_are_refused(store: Store, env: Env) {
         long.as_str(),
     ] {
         let err = store
-            .create_key(name, Role::Agent, &env.tenant)
+            .create_key(
+                name,
+                Role::Agent,
+                &env.tenant,
+                &clarify_store::Actor::system(),
+            )
             .await
             .expect_err("invalid key name");
         assert!(
@@ -217,7 +271,12 @@ async fn invalid_names_are_refused(store: Store, env: Env) {
     }
     for tenant in ["", "a b", long.as_str()] {
         let err = store
-            .create_key(&random_name("k"), Role::Agent, tenant)
+            .create_key(
+                &random_name("k"),
+                Role::Agent,
+                tenant,
+                &clarify_store::Actor::system(),
+            )
             .await
             .expect_err("invalid tenant");
         assert!(
@@ -236,7 +295,12 @@ async fn invalid_names_are_refused(store: Store, env: Env) {
     let name = format!("{}.@-_", &random_name("k").repeat(4)[..60]);
     assert_eq!(name.len(), 64);
     let created = store
-        .create_key(&name, Role::Agent, &env.tenant)
+        .create_key(
+            &name,
+            Role::Agent,
+            &env.tenant,
+            &clarify_store::Actor::system(),
+        )
         .await
         .expect("64 allowed characters");
     assert_eq!(created.key.name, name);
@@ -250,17 +314,30 @@ async fn keys_lists_revoked_keys_too(store: Store, env: Env) {
     }
     let (a, b) = (random_name("k"), random_name("k"));
     let first = store
-        .create_key(&a, Role::Agent, &env.tenant)
+        .create_key(
+            &a,
+            Role::Agent,
+            &env.tenant,
+            &clarify_store::Actor::system(),
+        )
         .await
         .expect("create key");
     assert!(store.has_keys().await.expect("has keys"));
     env.clock.advance(TimeDelta::seconds(1));
     let second = store
-        .create_key(&b, Role::Responder, &env.tenant)
+        .create_key(
+            &b,
+            Role::Responder,
+            &env.tenant,
+            &clarify_store::Actor::system(),
+        )
         .await
         .expect("create key");
     env.clock.advance(TimeDelta::seconds(1));
-    let revoked = store.revoke_key(&a).await.expect("revoke");
+    let revoked = store
+        .revoke_key(&a, &clarify_store::Actor::system())
+        .await
+        .expect("revoke");
 
     let own: Vec<ApiKey> = store
         .keys()
@@ -282,7 +359,10 @@ async fn keys_lists_revoked_keys_too(store: Store, env: Env) {
         },
         first.key
     );
-    let again = store.revoke_key(&b).await.expect("revoke");
+    let again = store
+        .revoke_key(&b, &clarify_store::Actor::system())
+        .await
+        .expect("revoke");
     assert!(
         store.has_keys().await.expect("has keys"),
         "revoked keys still count: a store once keyed stays keyed"
@@ -532,7 +612,10 @@ async fn tokens_of_a_revoked_key_do_not_redeem(store: Store, env: Env) {
         .await
         .expect("issue");
 
-    store.revoke_key(&key.name).await.expect("revoke");
+    store
+        .revoke_key(&key.name, &clarify_store::Actor::system())
+        .await
+        .expect("revoke");
     for (kind, token) in [(TokenKind::Login, &login), (TokenKind::Session, &session)] {
         let found = store.redeem_token(kind, token).await.expect("redeem");
         assert_eq!(found, None, "{kind:?} token of a revoked key");
@@ -1202,7 +1285,12 @@ async fn sqlite_v1_database_migrates_to_v2_keeping_its_requests() {
     );
     assert_eq!(store.verify_audit().await.expect("verify"), Ok(5));
     let key = store
-        .create_key("migrated", Role::Admin, "t")
+        .create_key(
+            "migrated",
+            Role::Admin,
+            "t",
+            &clarify_store::Actor::system(),
+        )
         .await
         .expect("create key");
     drop(store);
@@ -1247,7 +1335,12 @@ async fn sqlite_v1_database_migrates_to_v2_keeping_its_requests() {
 
 async fn new_key(store: &Store, env: &Env, role: Role) -> ApiKey {
     store
-        .create_key(&random_name("k"), role, &env.tenant)
+        .create_key(
+            &random_name("k"),
+            role,
+            &env.tenant,
+            &clarify_store::Actor::system(),
+        )
         .await
         .expect("create key")
         .key

@@ -9,30 +9,36 @@
 
 use std::collections::BTreeMap;
 
-use clarify_store::{AuditEvent, Store};
+use clarify_store::{Actor, AdminEvent, AdminKind, ApiKey, AuditEvent, Role, Store};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use sqlx::Connection;
 
-use crate::support::{Env, Kind, alice, request};
+use crate::support::{Env, Kind, alice, random_name, request};
 
 conformance! {
     every: [
         every_event_links_to_the_one_before,
+        admin_actions_are_events_of_the_chain_and_not_of_the_feed,
     ],
     durable: [
         changing_removing_or_reordering_an_event_is_named,
+        a_changed_admin_event_is_named,
     ],
 }
 
-/// The contract's canonical JSON of an event, written here from scratch.
+/// The contract's canonical JSON of an event, written here from scratch. An admin event's
+/// subject is stored where a request's id is.
 fn canonical(e: &AuditEvent) -> String {
     let fields: BTreeMap<&str, Value> = BTreeMap::from([
         ("actor", json!(e.actor)),
         ("at", json!(e.at.timestamp_millis())),
         ("channel", json!(e.channel)),
         ("kind", json!(e.kind)),
-        ("request_id", json!(e.request_id)),
+        (
+            "request_id",
+            json!(e.request_id.as_ref().or(e.subject.as_ref())),
+        ),
         ("seq", json!(e.seq)),
         ("tenant", json!(e.tenant)),
     ]);
@@ -117,6 +123,126 @@ async fn every_event_links_to_the_one_before(store: Store, env: Env) {
     assert_eq!(hashes, audited);
     let checked = store.verify_audit().await.expect("verify").expect("intact");
     assert!(checked >= 6, "{checked}");
+}
+
+/// A key created and revoked, and a chat account linked, in `env`'s tenant by `by`; the key.
+async fn some_admin_actions(store: &Store, env: &Env, by: &Actor) -> ApiKey {
+    let key = store
+        .create_key(&random_name("k"), Role::Agent, &env.tenant, by)
+        .await
+        .expect("create key")
+        .key;
+    store.revoke_key(&key.name, by).await.expect("revoke key");
+    store
+        .record_admin(AdminEvent::new(
+            &env.tenant,
+            AdminKind::IdentityLinked,
+            "slack:U012ABCDEF",
+            by,
+        ))
+        .await
+        .expect("record");
+    store.sync_feed().await.expect("sync the feed");
+    key
+}
+
+async fn admin_actions_are_events_of_the_chain_and_not_of_the_feed(store: Store, env: Env) {
+    let _clock = env.exclusive_clock().await;
+    let root = Actor::new("root", "api");
+    let key = some_admin_actions(&store, &env, &root).await;
+    let mine = store
+        .audit_events(Some(&env.tenant), 0, 100)
+        .await
+        .expect("audit");
+    let seen: Vec<(&str, Option<&str>)> = mine
+        .iter()
+        .map(|e| (e.kind.as_str(), e.subject.as_deref()))
+        .collect();
+    let key_subject = format!("key:{}", key.id);
+    assert_eq!(
+        seen,
+        [
+            ("key.created", Some(key_subject.as_str())),
+            ("key.revoked", Some(key_subject.as_str())),
+            ("identity.linked", Some("identity:slack:U012ABCDEF")),
+        ]
+    );
+    for e in &mine {
+        assert_eq!(e.actor.as_deref(), Some("root"), "{e:?}");
+        assert_eq!(e.channel.as_deref(), Some("api"), "{e:?}");
+        assert_eq!(e.tenant.as_deref(), Some(env.tenant.as_str()));
+        assert_eq!(e.request_id, None, "an admin event concerns no request");
+        let previous = store
+            .audit_events(None, 0, usize::MAX)
+            .await
+            .expect("all")
+            .into_iter()
+            .take_while(|p| p.seq < e.seq)
+            .last()
+            .map(|p| p.hash)
+            .unwrap_or_default();
+        assert_eq!(
+            e.hash,
+            sha256_hex(&[&previous, &canonical(e)]),
+            "event {}",
+            e.seq
+        );
+    }
+    // The feed of requests' events leaves them out, and reads past them.
+    assert_eq!(
+        store
+            .events_after(Some(&env.tenant), 0, 100)
+            .await
+            .expect("events"),
+        []
+    );
+    store
+        .create(&env.tenant, request(json!({"question": "After?"})))
+        .await
+        .expect("create");
+    store.sync_feed().await.expect("sync the feed");
+    let events = store
+        .events_after(Some(&env.tenant), 0, 100)
+        .await
+        .expect("events");
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!(events[0].seq > mine[2].seq);
+    let checked = store.verify_audit().await.expect("verify").expect("intact");
+    assert!(checked >= 4, "{checked}");
+}
+
+async fn a_changed_admin_event_is_named(store: Store, env: Env) {
+    let _clock = env.exclusive_clock().await;
+    some_admin_actions(&store, &env, &alice()).await;
+    let mine = store
+        .audit_events(Some(&env.tenant), 0, 100)
+        .await
+        .expect("audit");
+    let revoked = mine
+        .iter()
+        .find(|e| e.kind == "key.revoked")
+        .expect("the revocation")
+        .seq;
+    assert!(store.verify_audit().await.expect("verify").is_ok());
+    let mut raw = Raw::open(&env).await;
+    // Someone rewrites who revoked the key, and mends it at once (a shared database).
+    raw.run(&format!(
+        "UPDATE events SET actor = 'mallory' WHERE seq = {revoked}"
+    ))
+    .await;
+    let changed = store.verify_audit().await;
+    raw.run(&format!(
+        "UPDATE events SET actor = 'alice' WHERE seq = {revoked}"
+    ))
+    .await;
+    let at = changed
+        .expect("verify")
+        .expect_err("a changed admin event breaks the chain");
+    assert_eq!(at.seq, revoked, "{at}");
+    assert!(
+        store.verify_audit().await.expect("verify").is_ok(),
+        "mended"
+    );
 }
 
 /// The table of events and a way to run SQL on it behind the store's back.

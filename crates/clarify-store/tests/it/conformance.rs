@@ -1549,23 +1549,43 @@ async fn grants_round_trip(store: Store, env: Env) {
     // Revocation: gone for this tenant; another tenant cannot revoke it.
     assert!(
         store
-            .revoke_grant(&env.other_tenant(), &session_grant.id)
+            .revoke_grant(
+                &env.other_tenant(),
+                &session_grant.id,
+                &clarify_store::Actor::system()
+            )
             .await
             .expect("revoke")
             .is_none()
     );
     let revoked = store
-        .revoke_grant(t, &session_grant.id)
+        .revoke_grant(t, &session_grant.id, &bob())
         .await
         .expect("revoke");
     assert_eq!(revoked.as_ref().map(|g| &g.id), Some(&session_grant.id));
+    // The revocation is an event of the audit chain, naming who revoked which grant.
+    store.sync_feed().await.expect("sync the feed");
+    let revocations: Vec<_> = store
+        .audit_events(Some(t), 0, 10_000)
+        .await
+        .expect("audit")
+        .into_iter()
+        .filter(|e| e.kind == "grant.revoked")
+        .collect();
+    assert_eq!(revocations.len(), 1, "{revocations:?}");
+    assert_eq!(
+        revocations[0].subject.as_deref(),
+        Some(format!("grant:{}", session_grant.id).as_str())
+    );
+    assert_eq!(revocations[0].actor.as_deref(), Some("bob"));
+    assert_eq!(revocations[0].channel.as_deref(), Some("inbox"));
     assert!(
         check(args.clone(), Some("s1")).await.is_none(),
         "a revoked grant no longer lets the call through"
     );
     assert!(
         store
-            .revoke_grant(t, &session_grant.id)
+            .revoke_grant(t, &session_grant.id, &clarify_store::Actor::system())
             .await
             .expect("revoke")
             .is_none()

@@ -80,7 +80,15 @@ fn three_instances() -> Plan {
 }
 /// A retried webhook comes back quickly, and one claimed by a killed server is free again after
 /// the timeout plus the 5 s margin.
-const SERVE_FLAGS: [&str; 4] = ["--webhook-first-retry", "200ms", "--webhook-timeout", "1s"];
+/// The webhook receiver listens on 127.0.0.1, which the outbound guard refuses unless allowed.
+const SERVE_FLAGS: [&str; 6] = [
+    "--webhook-first-retry",
+    "200ms",
+    "--webhook-timeout",
+    "1s",
+    "--outbound-allow",
+    "127.0.0.0/8",
+];
 /// The bound on every wait after the load stops; far above what a healthy run needs.
 const PATIENCE: Duration = Duration::from_secs(60);
 

@@ -271,6 +271,90 @@ async fn text_logs_into_a_pipe_are_never_coloured() {
     }
 }
 
+/// Keys created and revoked with `clarify keys` and an identity linked are events of the audit
+/// chain: `clarify audit verify` counts them, `export` prints them with their subject and who
+/// did them, and one changed behind clarify's back is named.
+#[tokio::test]
+async fn admin_actions_are_counted_exported_and_a_changed_one_is_named() {
+    let dir = temp_dir("audit-admin");
+    let path = dir.join("clarify.db");
+    let db = sqlite_url_of(&path);
+    let (code, _, err) = run(&[
+        "keys", "create", "--db", &db, "--role", "agent", "--name", "ci-bot",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = run(&["keys", "revoke", "--db", &db, "ci-bot"]);
+    assert_eq!(code, 0, "{err}");
+    let store = clarify_store::Store::open(&db, clarify_store::StoreOptions::default())
+        .await
+        .expect("open");
+    let key = store
+        .keys()
+        .await
+        .expect("keys")
+        .into_iter()
+        .find(|k| k.name == "ci-bot")
+        .expect("the key");
+    let admin = clarify_store::Actor::new("root", "inbox");
+    store
+        .record_admin(clarify_store::AdminEvent::new(
+            "default",
+            clarify_store::AdminKind::IdentityLinked,
+            "slack:U012ABCDEF",
+            &admin,
+        ))
+        .await
+        .expect("record");
+    drop(store);
+
+    let (code, out, err) = run(&["audit", "verify", "--db", &db]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("verifies: 3 events"), "{out}");
+    let (code, out, err) = run(&["audit", "export", "--db", &db]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let key_subject = format!("key:{}", key.id);
+    let seen: Vec<(&str, &str, &Value, &str)> = lines
+        .iter()
+        .map(|e| {
+            (
+                e["kind"].as_str().unwrap_or_default(),
+                e["subject"].as_str().unwrap_or_default(),
+                &e["actor"],
+                e["channel"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("key.created", key_subject.as_str(), &Value::Null, "cli"),
+            ("key.revoked", key_subject.as_str(), &Value::Null, "cli"),
+            (
+                "identity.linked",
+                "identity:slack:U012ABCDEF",
+                &json!("root"),
+                "inbox"
+            ),
+        ]
+    );
+
+    // Someone rewrites who linked the account.
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    conn.execute(
+        "UPDATE events SET actor = 'mallory' WHERE kind = 'identity.linked'",
+        [],
+    )
+    .expect("tamper");
+    drop(conn);
+    let (code, out, err) = run(&["audit", "verify", "--db", &db]);
+    assert_eq!(code, 1, "{out}");
+    assert!(err.contains("event 3:"), "{err}");
+}
+
 /// `clarify audit verify` recomputes the chain (exit 0 with the count, 1 naming the first event
 /// altered behind clarify's back); `clarify audit export` prints events as JSON lines.
 #[tokio::test]

@@ -208,7 +208,15 @@ async fn sigkill_with_pending_requests_and_a_queued_webhook_loses_nothing() {
     let db = sqlite_url(&dir);
     let key = create_key(&db, "admin", "root", "default");
     let hook = receiver().await;
-    let retry = ["--webhook-first-retry", "300ms", "--webhook-timeout", "1s"];
+    // The receiver listens on 127.0.0.1, which the outbound guard refuses unless allowed.
+    let retry = [
+        "--webhook-first-retry",
+        "300ms",
+        "--webhook-timeout",
+        "1s",
+        "--outbound-allow",
+        "127.0.0.0/8",
+    ];
     let mut server = Server::start(&db, &retry).await;
     let api = Api::new(&server.url, &key);
 
