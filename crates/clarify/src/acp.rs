@@ -157,6 +157,9 @@ struct Shared {
     tool_calls: HashMap<String, Map<String, Value>>,
     /// Clarify requests raised and not resolved yet, cancelled when the proxy stops.
     open_requests: HashSet<String>,
+    /// Clarify requests being created: the proxy stopping waits for them, so that one created
+    /// just as the agent exits is cancelled too.
+    raising: usize,
     next_id: u64,
 }
 
@@ -457,6 +460,7 @@ impl Proxy {
     /// alone).
     async fn raise(&self, call: &ToolCall) -> Option<String> {
         let body = decide::approval_request(call, self.gate.wait);
+        self.shared().raising += 1;
         let created = match self.gate.client() {
             Ok(client) => client
                 .create_retrying(&body, Duration::from_secs(10), |_| {})
@@ -464,13 +468,16 @@ impl Proxy {
                 .map_err(anyhow::Error::from),
             Err(e) => Err(e),
         };
+        let mut shared = self.shared();
+        shared.raising -= 1;
         match created {
             Ok((record, _)) => {
                 let id = record.id().to_owned();
-                self.shared().open_requests.insert(id.clone());
+                shared.open_requests.insert(id.clone());
                 Some(id)
             }
             Err(e) => {
+                drop(shared);
                 eprintln!(
                     "clarify acp: {e:#}; the editor decides on {} alone",
                     call.tool
@@ -507,6 +514,12 @@ impl Proxy {
     }
 
     async fn cancel_open_requests(&self) {
+        // A request still being created is waited for (at most as long as its creation may
+        // retry), then cancelled with the rest.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while self.shared().raising > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         let open: Vec<String> = self.shared().open_requests.drain().collect();
         if open.is_empty() {
             return;
