@@ -390,7 +390,7 @@ pub fn escape_markup(text: &str) -> String {
 
 /// The bytes of a hex string (either case), or `None` if it is not hex.
 pub(crate) fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return None;
     }
     (0..hex.len())

@@ -259,7 +259,7 @@ async fn create(
     let n = state.next_id.fetch_add(1, Ordering::SeqCst);
     let name = format!("{SPACE}/messages/m{n}");
     let thread = match body["thread"]["name"].as_str() {
-        Some(t) if query.get("messageReplyOption").is_some() => t.to_owned(),
+        Some(t) if query.contains_key("messageReplyOption") => t.to_owned(),
         _ => format!("{SPACE}/threads/t{n}"),
     };
     state.posted.lock().expect("lock").push(name.clone());
