@@ -118,6 +118,71 @@ pub enum Input {
     Many(Vec<String>),
 }
 
+/// What a control does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Control {
+    /// An act on the request's answer.
+    Act(Act),
+    /// Open a form for `focus`.
+    Form(Focus),
+    /// A control clarify did not make.
+    Unknown(String),
+}
+
+/// The control a button's id (and a select's `values`) names, in the short scheme the chat
+/// platforms share: `o:<n>` option n, `a:<scope>` approve, `d` deny, `s` skip, `sel` and `multi`
+/// (selects), and the forms `r` (deny with a reason), `c` (request changes), `e` (edit the
+/// arguments), `x` (other), `w` (write an open answer), `f` (a form's fields) and `m` (choose
+/// several options, where the platform has no multi-select). A button names what it does,
+/// never the request.
+pub fn control(custom_id: &str, values: &[String]) -> Control {
+    let unknown = || Control::Unknown(custom_id.to_owned());
+    let index = |v: &str| v.parse::<usize>().ok();
+    let act = match custom_id.split_once(':') {
+        Some(("o", i)) => match index(i) {
+            Some(index) => Act::Option { question: 0, index },
+            None => return unknown(),
+        },
+        Some(("a", scope)) => match Scope::parse(scope) {
+            Some(scope) => Act::Decide {
+                question: 0,
+                decision: Decision::Approve,
+                scope,
+            },
+            None => return unknown(),
+        },
+        Some(_) => return unknown(),
+        None => match custom_id {
+            "sel" => match values.first().and_then(|v| index(v)) {
+                Some(index) => Act::Option { question: 0, index },
+                None => return unknown(),
+            },
+            "multi" => match values.iter().map(|v| index(v)).collect::<Option<Vec<_>>>() {
+                Some(indexes) => Act::Options {
+                    question: 0,
+                    indexes,
+                },
+                None => return unknown(),
+            },
+            "d" => Act::Decide {
+                question: 0,
+                decision: Decision::Deny,
+                scope: Scope::Once,
+            },
+            "s" => Act::Skip,
+            "r" => return Control::Form(Focus::Deny(0)),
+            "c" => return Control::Form(Focus::Revise(0)),
+            "e" => return Control::Form(Focus::Edit(0)),
+            "x" => return Control::Form(Focus::Other(0)),
+            "w" => return Control::Form(Focus::Open(0)),
+            "f" => return Control::Form(Focus::Form(0)),
+            "m" => return Control::Form(Focus::Request),
+            _ => return unknown(),
+        },
+    };
+    Control::Act(act)
+}
+
 /// Why an act cannot become an answer body; the request stays as it was.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]

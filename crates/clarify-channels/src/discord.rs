@@ -22,7 +22,8 @@ use clarify_core::{Context, QuestionKind, Scope};
 use clarify_store::{EventKind, RequestRecord};
 use serde_json::{Value, json};
 
-use crate::answer::{Act, Focus, Input, input_id};
+pub use crate::answer::Control;
+use crate::answer::{Act, Focus, Input, control, input_id};
 use crate::{Notice, SendError, Sent, cut, headline, outcome_text};
 
 const PLATFORM: &str = "discord";
@@ -121,17 +122,6 @@ pub enum Interaction {
     Ignore(&'static str),
 }
 
-/// What a control does.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Control {
-    /// An act on the request's answer.
-    Act(Act),
-    /// Open a modal for `focus`.
-    Modal(Focus),
-    /// A control clarify did not make.
-    Unknown(String),
-}
-
 /// Reads an interaction (already verified).
 pub fn read_interaction(body: &Value) -> Result<Interaction, String> {
     let kind = body["type"]
@@ -225,55 +215,6 @@ fn text_of(v: &Value) -> Option<String> {
         Value::Number(n) => Some(n.to_string()),
         _ => None,
     }
-}
-
-/// The control a message component's `custom_id` (and a select's `values`) names.
-fn control(custom_id: &str, values: &[String]) -> Control {
-    use clarify_core::Decision;
-    let unknown = || Control::Unknown(custom_id.to_owned());
-    let index = |v: &str| v.parse::<usize>().ok();
-    let act = match custom_id.split_once(':') {
-        Some(("o", i)) => match index(i) {
-            Some(index) => Act::Option { question: 0, index },
-            None => return unknown(),
-        },
-        Some(("a", scope)) => match Scope::parse(scope) {
-            Some(scope) => Act::Decide {
-                question: 0,
-                decision: Decision::Approve,
-                scope,
-            },
-            None => return unknown(),
-        },
-        Some(_) => return unknown(),
-        None => match custom_id {
-            "sel" => match values.first().and_then(|v| index(v)) {
-                Some(index) => Act::Option { question: 0, index },
-                None => return unknown(),
-            },
-            "multi" => match values.iter().map(|v| index(v)).collect::<Option<Vec<_>>>() {
-                Some(indexes) => Act::Options {
-                    question: 0,
-                    indexes,
-                },
-                None => return unknown(),
-            },
-            "d" => Act::Decide {
-                question: 0,
-                decision: Decision::Deny,
-                scope: Scope::Once,
-            },
-            "s" => Act::Skip,
-            "r" => return Control::Modal(Focus::Deny(0)),
-            "c" => return Control::Modal(Focus::Revise(0)),
-            "e" => return Control::Modal(Focus::Edit(0)),
-            "x" => return Control::Modal(Focus::Other(0)),
-            "w" => return Control::Modal(Focus::Open(0)),
-            "f" => return Control::Modal(Focus::Form(0)),
-            _ => return unknown(),
-        },
-    };
-    Control::Act(act)
 }
 
 /// Discord markdown escaped: nothing the agent wrote formats, links or mentions.
@@ -878,7 +819,7 @@ mod tests {
                 indexes: vec![0, 2]
             })
         );
-        assert_eq!(control("r", &[]), Control::Modal(Focus::Deny(0)));
+        assert_eq!(control("r", &[]), Control::Form(Focus::Deny(0)));
         for junk in ["", "o:x", "a:forever", "sel", "zzz", "multi"] {
             let values = if junk == "multi" {
                 vec!["x".to_owned()]

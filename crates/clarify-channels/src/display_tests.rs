@@ -45,6 +45,8 @@ fn notice(r: &RequestRecord) -> Notice<'_> {
         announcement: None,
         mention: Vec::new(),
         recipients: Vec::new(),
+        action_key: b"test key",
+        hook_url: "https://clarify.example/hooks/test/t",
     }
 }
 
@@ -198,5 +200,105 @@ fn ntfy_titles_the_push_with_the_summary() {
     assert!(
         body.contains("(The rest is on the answer page: https://clarify.example/a/t)"),
         "{body}"
+    );
+}
+
+#[test]
+fn mattermost_shows_a_diff_block_and_mentions_nobody() {
+    let text = crate::mattermost::text(&small(), "https://clarify.example/a/t", &[]);
+    assert!(
+        text.contains("```diff\nsrc/payments.py  +2 \u{2212}1\n@@ -3,2 +3,3 @@\n"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("@everyone") && !text.contains("@here") && text.contains("\\<script\\>"),
+        "{text}"
+    );
+    let text = crate::mattermost::text(&large(), "https://clarify.example/a/t", &[]);
+    assert!(text.chars().count() <= crate::mattermost::MAX_MESSAGE);
+    assert!(text.contains("+new line 0\n"), "{text}");
+    assert!(
+        text.contains("\n```\n[The rest is on the answer page](https://clarify.example/a/t)"),
+        "{text}"
+    );
+}
+
+/// The text of every `TextRun` on a Teams card, and whether it is monospace.
+fn runs(card: &Value) -> Vec<(String, bool)> {
+    let mut out = Vec::new();
+    let mut stack = vec![card.clone()];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(map) => {
+                if map.get("type").and_then(Value::as_str) == Some("TextRun") {
+                    let text = map.get("text").and_then(Value::as_str).unwrap_or_default();
+                    let mono = map.get("fontType").and_then(Value::as_str) == Some("monospace");
+                    out.push((text.to_owned(), mono));
+                }
+                stack.extend(map.into_iter().map(|(_, v)| v));
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn teams_shows_the_diff_monospace_and_no_markdown_of_the_agents() {
+    let card = crate::teams::card(&small(), "https://clarify.example/a/t");
+    let text = card.to_string();
+    assert!(
+        !text.contains("\"TextBlock\""),
+        "agent text only in TextRuns: {text}"
+    );
+    let runs = runs(&card);
+    assert!(
+        runs.iter().any(|(t, mono)| *mono
+            && t.contains("src/payments.py  +2 \u{2212}1\n@@ -3,2 +3,3 @@\n")
+            && t.contains(EVIL.split(' ').next().unwrap_or_default())),
+        "{runs:?}"
+    );
+    let card = crate::teams::card(&large(), "https://clarify.example/a/t");
+    assert!(
+        card.to_string().len() < 28_000,
+        "{}",
+        card.to_string().len()
+    );
+    assert!(
+        runs_contain(
+            &card,
+            "The rest is on the answer page: https://clarify.example/a/t"
+        ),
+        "cut with the link"
+    );
+}
+
+fn runs_contain(card: &Value, needle: &str) -> bool {
+    runs(card).iter().any(|(t, _)| t.contains(needle))
+}
+
+#[test]
+fn google_chat_escapes_the_agents_html_and_fits_the_message() {
+    let message = crate::google_chat::message(&small(), "https://clarify.example/a/t");
+    let text = message.to_string();
+    assert!(
+        text.contains("&lt;script&gt;") && !text.contains("<script") && !text.contains("<b>bold"),
+        "{text}"
+    );
+    assert!(
+        text.contains("src/payments.py  +2 \u{2212}1<br>@@ -3,2 +3,3 @@<br>"),
+        "{text}"
+    );
+    let message = crate::google_chat::message(&large(), "https://clarify.example/a/t");
+    assert!(
+        message.to_string().len() <= 32_000,
+        "{}",
+        message.to_string().len()
+    );
+    assert!(
+        message
+            .to_string()
+            .contains("The rest is on the answer page: https://clarify.example/a/t")
     );
 }

@@ -493,6 +493,8 @@ mod tests {
             announcement: None,
             mention: Vec::new(),
             recipients: Vec::new(),
+            action_key: b"test key",
+            hook_url: "https://clarify.example/hooks/test/t",
         }
     }
 

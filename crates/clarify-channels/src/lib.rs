@@ -16,6 +16,13 @@
 //!   keyboards, asks for typed answers with ForceReply, and reads updates (polled or pushed).
 //!   [`discord`] posts messages with buttons and selects and reads Ed25519-signed interactions,
 //!   answering them with an updated message, a modal or a note only the clicker sees;
+//!   [`mattermost`] posts messages with buttons and menus whose integration context carries a
+//!   clarify-signed token (Mattermost signs nothing), opens interactive dialogs for text, and
+//!   edits the post when the request is resolved;
+//!   [`teams`] posts Adaptive Cards through the Bot Framework, reads its JWT-signed activities
+//!   (verified against Microsoft's published keys, see [`jwt`]) and refreshes the card in place;
+//!   [`google_chat`] posts cards v2 through the Chat API as a service account, reads the events
+//!   Google signs for the Chat system account, and updates the message to the outcome;
 //! - [`email`] sends a multipart message over SMTP with one signed link per option or decision
 //!   (each opens a confirmation page; only its POST answers), and replies in the same thread
 //!   for reminders, escalations, votes and the resolution;
@@ -28,9 +35,13 @@ pub mod discord;
 #[cfg(test)]
 mod display_tests;
 pub mod email;
+pub mod google_chat;
+pub mod jwt;
+pub mod mattermost;
 pub mod ntfy;
 mod route;
 pub mod slack;
+pub mod teams;
 pub mod telegram;
 
 use std::time::Duration;
@@ -56,6 +67,9 @@ pub enum Platform {
     Slack(slack::Slack),
     Telegram(telegram::Telegram),
     Discord(discord::Discord),
+    Mattermost(mattermost::Mattermost),
+    Teams(teams::Teams),
+    GoogleChat(google_chat::GoogleChat),
 }
 
 /// What a channel is asked to post about a request.
@@ -78,6 +92,12 @@ pub struct Notice<'a> {
     /// its `responders` (and, for an escalation, its `escalate_to`). Only e-mail reads them,
     /// as the recipients of a channel without a fixed `to`.
     pub recipients: Vec<String>,
+    /// The server's key for the tokens a platform carries back unsigned (Mattermost's
+    /// integration context): only clarify can make them.
+    pub action_key: &'a [u8],
+    /// This channel's inbound URL ([`Channel::hook_url`]), for a platform whose buttons name
+    /// where they call (Mattermost).
+    pub hook_url: &'a str,
 }
 
 impl Notice<'_> {
@@ -155,7 +175,7 @@ impl SendError {
 }
 
 impl Channel {
-    /// The platform's name, as in the configuration's `type`.
+    /// The platform's name, as in the configuration's `type` and in `[identities]`.
     pub fn platform_name(&self) -> &'static str {
         match self.platform {
             Platform::Email(_) => "email",
@@ -163,7 +183,21 @@ impl Channel {
             Platform::Slack(_) => "slack",
             Platform::Telegram(_) => "telegram",
             Platform::Discord(_) => "discord",
+            Platform::Mattermost(_) => "mattermost",
+            Platform::Teams(_) => "teams",
+            Platform::GoogleChat(_) => "google_chat",
         }
+    }
+
+    /// Where the platform calls this channel: `<public_url>/hooks/<platform>/<name>` (the
+    /// platform spelt as in a URL: `google-chat`).
+    pub fn hook_url(&self, public_url: &str) -> String {
+        format!(
+            "{}/hooks/{}/{}",
+            public_url.trim_end_matches('/'),
+            self.platform_name().replace('_', "-"),
+            self.name
+        )
     }
 
     /// Posts `notice` on this channel.
@@ -184,6 +218,9 @@ impl Channel {
             Platform::Slack(slack) => slack.send(client, notice).await,
             Platform::Telegram(telegram) => telegram.send(client, notice).await,
             Platform::Discord(discord) => discord.send(client, notice).await,
+            Platform::Mattermost(mattermost) => mattermost.send(client, notice).await,
+            Platform::Teams(teams) => teams.send(client, notice).await,
+            Platform::GoogleChat(chat) => chat.send(client, notice).await,
         }
     }
 }
@@ -353,7 +390,7 @@ pub fn escape_markup(text: &str) -> String {
 
 /// The bytes of a hex string (either case), or `None` if it is not hex.
 pub(crate) fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return None;
     }
     (0..hex.len())

@@ -275,6 +275,8 @@ mod tests {
                 announcement: None,
                 mention: Vec::new(),
                 recipients: Vec::new(),
+                action_key: b"test key",
+                hook_url: "https://clarify.example/hooks/test/t",
             };
             ntfy().message(&notice)["title"].clone()
         };
@@ -319,6 +321,8 @@ mod tests {
                 announcement: None,
                 mention: Vec::new(),
                 recipients: Vec::new(),
+                action_key: b"test key",
+                hook_url: "https://clarify.example/hooks/test/t",
             };
             assert_eq!(labels(&ntfy().message(&notice)), expected, "{raw}");
         }
@@ -334,6 +338,8 @@ mod tests {
             announcement: None,
             mention: Vec::new(),
             recipients: Vec::new(),
+            action_key: b"test key",
+            hook_url: "https://clarify.example/hooks/test/t",
         };
         let message = ntfy().message(&notice);
         assert_eq!(

@@ -351,6 +351,20 @@ impl Store {
         self.inner.backend.secret(name, random_secret()).await
     }
 
+    /// The value the server kept as `name` (a chat channel's conversation, captured when its
+    /// bot was added to one), shared by every instance; `None` until one is kept.
+    pub async fn kept(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.inner.backend.kept(&format!("kept:{name}")).await
+    }
+
+    /// Keeps `value` as `name`, replacing what was kept before.
+    pub async fn keep(&self, name: &str, value: Vec<u8>) -> Result<(), StoreError> {
+        self.inner
+            .backend
+            .keep(&format!("kept:{name}"), value)
+            .await
+    }
+
     /// The audit chain's events after `after` in feed order (those of `tenant`, or every
     /// tenant's with `None`), at most `limit`, each with its hash; purged events as tombstones.
     pub async fn audit_events(

@@ -395,6 +395,14 @@ impl Backend {
         dispatch!(self, b => b.secret(name, candidate).await)
     }
 
+    pub(crate) async fn kept(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        dispatch!(self, b => b.kept(name).await)
+    }
+
+    pub(crate) async fn keep(&self, name: &str, value: Vec<u8>) -> Result<(), StoreError> {
+        dispatch!(self, b => b.keep(name, value).await)
+    }
+
     /// The cursor `name`, if one was set.
     pub(crate) async fn cursor(&self, name: &str) -> Result<Option<i64>, StoreError> {
         dispatch!(self, b => b.cursor(name).await)

@@ -107,6 +107,27 @@ pub enum ChannelKind {
         channel_id: String,
         api_url: url::Url,
     },
+    Mattermost {
+        url: url::Url,
+        bot_token: Secret,
+        channel_id: String,
+    },
+    GoogleChat {
+        account: clarify_channels::google_chat::ServiceAccount,
+        space: String,
+        audience: String,
+        api_url: url::Url,
+        token_url: url::Url,
+        certs_url: url::Url,
+    },
+    Teams {
+        app_id: String,
+        app_password: Secret,
+        tenant_id: String,
+        conversation: Option<clarify_channels::teams::Conversation>,
+        login_url: url::Url,
+        openid_url: url::Url,
+    },
     Email {
         smtp_url: url::Url,
         password: Option<Secret>,
@@ -127,6 +148,9 @@ impl ChannelKind {
             Self::Slack { .. } => "slack",
             Self::Telegram { .. } => "telegram",
             Self::Discord { .. } => "discord",
+            Self::Mattermost { .. } => "mattermost",
+            Self::Teams { .. } => "teams",
+            Self::GoogleChat { .. } => "google_chat",
             Self::Email { .. } => "email",
             Self::Ntfy { .. } => "ntfy",
         }
@@ -202,6 +226,63 @@ impl Config {
                             channel_id: channel_id.clone(),
                             api_url: api_url.clone(),
                         },
+                    ),
+                    allow_unmapped: c.allow_unmapped,
+                },
+                ChannelKind::Mattermost {
+                    url,
+                    bot_token,
+                    channel_id,
+                } => clarify_channels::Channel {
+                    name: c.name.clone(),
+                    platform: clarify_channels::Platform::Mattermost(
+                        clarify_channels::mattermost::Mattermost {
+                            url: url.clone(),
+                            bot_token: bot_token.expose().to_owned(),
+                            channel_id: channel_id.clone(),
+                        },
+                    ),
+                    allow_unmapped: c.allow_unmapped,
+                },
+                ChannelKind::Teams {
+                    app_id,
+                    app_password,
+                    tenant_id,
+                    conversation,
+                    login_url,
+                    openid_url,
+                } => clarify_channels::Channel {
+                    name: c.name.clone(),
+                    platform: clarify_channels::Platform::Teams(
+                        clarify_channels::teams::Teams::new(
+                            app_id.clone(),
+                            app_password.expose().to_owned(),
+                            tenant_id.clone(),
+                            login_url.clone(),
+                            openid_url.clone(),
+                            conversation.clone(),
+                        ),
+                    ),
+                    allow_unmapped: c.allow_unmapped,
+                },
+                ChannelKind::GoogleChat {
+                    account,
+                    space,
+                    audience,
+                    api_url,
+                    token_url,
+                    certs_url,
+                } => clarify_channels::Channel {
+                    name: c.name.clone(),
+                    platform: clarify_channels::Platform::GoogleChat(
+                        clarify_channels::google_chat::GoogleChat::new(
+                            account.clone(),
+                            space.clone(),
+                            audience.clone(),
+                            api_url.clone(),
+                            token_url.clone(),
+                            certs_url.clone(),
+                        ),
                     ),
                     allow_unmapped: c.allow_unmapped,
                 },
@@ -361,7 +442,15 @@ pub fn parse(
 }
 
 const KINDS: [&str; 5] = ["open", "single", "multi", "approval", "form"];
-const PLATFORMS: [&str; 4] = ["slack", "telegram", "discord", "email"];
+const PLATFORMS: [&str; 7] = [
+    "slack",
+    "telegram",
+    "discord",
+    "teams",
+    "google_chat",
+    "mattermost",
+    "email",
+];
 
 fn valid_responder(name: &str) -> bool {
     (1..=64).contains(&name.len())
@@ -400,6 +489,7 @@ const SLACK_API_URL: &str = "https://slack.com/api";
 const TELEGRAM_API_URL: &str = "https://api.telegram.org";
 const DISCORD_API_URL: &str = "https://discord.com/api/v10";
 const NTFY_URL: &str = "https://ntfy.sh";
+const TEAMS_LOGIN: &str = "https://login.microsoftonline.com";
 
 /// The configuration file.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -409,7 +499,7 @@ pub(crate) struct RawConfig {
     #[serde(default)]
     server: RawServer,
     /// Where requests are announced and answered besides the inbox: Slack, Telegram, Discord,
-    /// e-mail and ntfy.
+    /// Microsoft Teams, Google Chat, Mattermost, e-mail and ntfy.
     #[serde(default)]
     channels: Vec<RawChannel>,
     /// Which requests are announced on which channels: a request is announced on the channels
@@ -417,8 +507,8 @@ pub(crate) struct RawConfig {
     #[serde(default)]
     routes: Vec<Route>,
     /// Who a person in a chat app or at an e-mail address is: `"platform:user id"` = the
-    /// responder name they answer as. The platform is `slack`, `telegram`, `discord` or
-    /// `email`.
+    /// responder name they answer as. The platform is `slack`, `telegram`, `discord`, `teams`,
+    /// `google_chat`, `mattermost` or `email`.
     #[serde(default)]
     identities: BTreeMap<String, String>,
     /// The tool-name policy of `clarify hook claude-code` (its `--policy` wins over it).
@@ -542,6 +632,13 @@ enum RawChannel {
     Telegram(RawTelegram),
     /// Messages with buttons, selects and forms in a Discord channel.
     Discord(RawDiscord),
+    /// Posts with buttons, menus and dialogs in a Mattermost channel.
+    Mattermost(RawMattermost),
+    /// Adaptive Cards from an Azure Bot in a Microsoft Teams team, chat or channel.
+    Teams(RawTeams),
+    /// Cards from a Chat app in a Google Chat space.
+    #[serde(rename = "google_chat")]
+    GoogleChat(RawGoogleChat),
     /// Mail over SMTP, answered through signed links.
     Email(RawEmail),
     /// A push to a topic on ntfy.sh or your own ntfy server, with one button per answer.
@@ -649,6 +746,90 @@ struct RawDiscord {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+struct RawMattermost {
+    /// Unique among the channels; routes name it, and Mattermost's buttons and dialogs call
+    /// `/hooks/mattermost/<name>`.
+    name: String,
+    /// Let a Mattermost user `[identities]` does not name answer, recorded as
+    /// `mattermost:<user id>`, instead of refusing their answer.
+    #[serde(default)]
+    allow_unmapped: bool,
+    /// The Mattermost server, such as `https://chat.example.com`.
+    url: String,
+    /// The bot account's access token. This or `bot_token_env` is required.
+    bot_token: Option<String>,
+    /// The environment variable holding `bot_token`.
+    bot_token_env: Option<String>,
+    /// The id of the channel requests are posted to (26 characters, under View Info).
+    channel_id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawTeams {
+    /// Unique among the channels; routes name it, and the bot's messaging endpoint is
+    /// `/hooks/teams/<name>`.
+    name: String,
+    /// Let a Teams user `[identities]` does not name answer, recorded as
+    /// `teams:<Entra object id>`, instead of refusing their answer.
+    #[serde(default)]
+    allow_unmapped: bool,
+    /// The Azure Bot's Microsoft App ID: the audience of the tokens Teams sends.
+    app_id: String,
+    /// A client secret of the app. This or `app_password_env` is required.
+    app_password: Option<String>,
+    /// The environment variable holding `app_password`.
+    app_password_env: Option<String>,
+    /// The Microsoft Entra tenant (directory) id the single-tenant bot is registered in.
+    tenant_id: String,
+    /// The Bot Connector URL of the conversation requests are posted to (the `serviceUrl` of
+    /// its activities, such as `https://smba.trafficmanager.net/emea/`); with
+    /// `conversation_id`. Absent: the conversation the bot is added to is captured.
+    service_url: Option<String>,
+    /// The id of the conversation requests are posted to (`19:...@thread.tacv2` for a
+    /// channel); with `service_url`.
+    conversation_id: Option<String>,
+    /// The client-credentials token endpoint.
+    #[schemars(extend("default" = "https://login.microsoftonline.com/<tenant_id>/oauth2/v2.0/token"))]
+    login_url: Option<String>,
+    /// The Bot Framework's OpenID metadata, whose keys verify Teams' calls.
+    #[schemars(extend("default" = clarify_channels::teams::OPENID_URL))]
+    openid_url: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawGoogleChat {
+    /// Unique among the channels; routes name it, and the Chat app's HTTP endpoint is
+    /// `/hooks/google-chat/<name>`.
+    name: String,
+    /// Let a Google Chat user `[identities]` does not name answer, recorded as
+    /// `google_chat:users/<id>`, instead of refusing their answer.
+    #[serde(default)]
+    allow_unmapped: bool,
+    /// The path of the service account's JSON key file. This or `credentials_json_env` is
+    /// required.
+    credentials_file: Option<String>,
+    /// The environment variable holding the service account's JSON key.
+    credentials_json_env: Option<String>,
+    /// The space requests are posted to: `spaces/AAAA...` (the app must be a member).
+    space: String,
+    /// The Google Cloud project number: the audience of the tokens Google Chat sends (set the
+    /// app's Authentication Audience to Project Number).
+    audience: Id,
+    /// Where the Chat API is; a proxy or a test may stand in for it.
+    #[schemars(extend("default" = clarify_channels::google_chat::API_URL))]
+    api_url: Option<String>,
+    /// Where the service account's token is obtained.
+    #[schemars(extend("default" = clarify_channels::google_chat::TOKEN_URL))]
+    token_url: Option<String>,
+    /// Google's certificates for the Chat system account, which verify Google Chat's calls.
+    #[schemars(extend("default" = clarify_channels::google_chat::CERTS_URL))]
+    certs_url: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct RawEmail {
     /// Unique among the channels; routes name it.
     name: String,
@@ -741,6 +922,9 @@ impl RawChannel {
             Self::Slack(c) => &c.name,
             Self::Telegram(c) => &c.name,
             Self::Discord(c) => &c.name,
+            Self::Mattermost(c) => &c.name,
+            Self::Teams(c) => &c.name,
+            Self::GoogleChat(c) => &c.name,
             Self::Email(c) => &c.name,
             Self::Ntfy(c) => &c.name,
         }
@@ -757,6 +941,9 @@ impl RawChannel {
             Self::Slack(c) => c.allow_unmapped,
             Self::Telegram(c) => c.allow_unmapped,
             Self::Discord(c) => c.allow_unmapped,
+            Self::Mattermost(c) => c.allow_unmapped,
+            Self::Teams(c) => c.allow_unmapped,
+            Self::GoogleChat(c) => c.allow_unmapped,
             Self::Email(_) | Self::Ntfy(_) => false,
         };
         let valid = !name.is_empty()
@@ -849,6 +1036,125 @@ impl RawChannel {
                     api_url: url("api_url", c.api_url, DISCORD_API_URL, &web)?,
                 }
             }
+            Self::Mattermost(c) => ChannelKind::Mattermost {
+                url: url("url", Some(c.url), "", &web)?,
+                bot_token: secrets.required("bot_token", c.bot_token, c.bot_token_env)?,
+                channel_id: nonempty(at, "channel_id", c.channel_id, fail)?,
+            },
+            Self::Teams(c) => {
+                let conversation = match (c.service_url, c.conversation_id) {
+                    (Some(service), Some(id)) => Some(clarify_channels::teams::Conversation {
+                        service_url: url("service_url", Some(service), "", &web)?
+                            .as_str()
+                            .to_owned(),
+                        conversation_id: nonempty(at, "conversation_id", id, fail)?,
+                    }),
+                    (None, None) => None,
+                    (Some(_), None) | (None, Some(_)) => {
+                        return Err(fail(
+                            &format!("{at}.conversation_id"),
+                            "give service_url and conversation_id together, or neither (the \
+                             conversation the bot is added to is then captured)"
+                                .to_owned(),
+                        ));
+                    }
+                };
+                let tenant_id = nonempty(at, "tenant_id", c.tenant_id, fail)?;
+                let login = clarify_channels::teams::token_url(TEAMS_LOGIN, &tenant_id);
+                ChannelKind::Teams {
+                    app_id: nonempty(at, "app_id", c.app_id, fail)?,
+                    app_password: secrets.required(
+                        "app_password",
+                        c.app_password,
+                        c.app_password_env,
+                    )?,
+                    conversation,
+                    login_url: url("login_url", c.login_url, &login, &web)?,
+                    openid_url: url(
+                        "openid_url",
+                        c.openid_url,
+                        clarify_channels::teams::OPENID_URL,
+                        &web,
+                    )?,
+                    tenant_id,
+                }
+            }
+            Self::GoogleChat(c) => {
+                let (key, text) = match (c.credentials_file, c.credentials_json_env) {
+                    (Some(_), Some(_)) => {
+                        return Err(fail(
+                            &format!("{at}.credentials_file"),
+                            "give either credentials_file or credentials_json_env, not both"
+                                .to_owned(),
+                        ));
+                    }
+                    (Some(path), None) => (
+                        "credentials_file",
+                        std::fs::read_to_string(&path).map_err(|e| {
+                            fail(
+                                &format!("{at}.credentials_file"),
+                                format!("cannot read {path}: {e}"),
+                            )
+                        })?,
+                    ),
+                    (None, Some(var)) => (
+                        "credentials_json_env",
+                        env(&var).filter(|v| !v.is_empty()).ok_or_else(|| {
+                            fail(
+                                &format!("{at}.credentials_json_env"),
+                                format!("the environment variable {var} is not set"),
+                            )
+                        })?,
+                    ),
+                    (None, None) => {
+                        return Err(fail(
+                            &format!("{at}.credentials_file"),
+                            "is missing; give credentials_file = \"key.json\" or \
+                             credentials_json_env = \"VARIABLE\""
+                                .to_owned(),
+                        ));
+                    }
+                };
+                let account = clarify_channels::google_chat::ServiceAccount::from_json(&text)
+                    .map_err(|e| fail(&format!("{at}.{key}"), format!("the key {e}")))?;
+                let space = nonempty(at, "space", c.space, fail)?;
+                if !space.starts_with("spaces/") {
+                    return Err(fail(
+                        &format!("{at}.space"),
+                        format!("{space:?} must be a space's name, spaces/..."),
+                    ));
+                }
+                let audience = c.audience.text();
+                if audience.is_empty() || !audience.chars().all(|ch| ch.is_ascii_digit()) {
+                    return Err(fail(
+                        &format!("{at}.audience"),
+                        "must be the project number (digits)".to_owned(),
+                    ));
+                }
+                ChannelKind::GoogleChat {
+                    account,
+                    space,
+                    audience,
+                    api_url: url(
+                        "api_url",
+                        c.api_url,
+                        clarify_channels::google_chat::API_URL,
+                        &web,
+                    )?,
+                    token_url: url(
+                        "token_url",
+                        c.token_url,
+                        clarify_channels::google_chat::TOKEN_URL,
+                        &web,
+                    )?,
+                    certs_url: url(
+                        "certs_url",
+                        c.certs_url,
+                        clarify_channels::google_chat::CERTS_URL,
+                        &web,
+                    )?,
+                }
+            }
             Self::Email(c) => {
                 let address = |key: &str, a: &str| {
                     let ok = a
@@ -915,7 +1221,18 @@ mod tests {
         let config =
             parse(&path, &text, &|_| Some("from-env".to_owned())).unwrap_or_else(|e| panic!("{e}"));
         let types: Vec<&str> = config.channels.iter().map(|c| c.kind.type_name()).collect();
-        assert_eq!(types, ["slack", "telegram", "discord", "email", "ntfy"]);
+        assert_eq!(
+            types,
+            [
+                "slack",
+                "telegram",
+                "discord",
+                "mattermost",
+                "teams",
+                "email",
+                "ntfy"
+            ]
+        );
         assert!(!config.routes.is_empty());
         assert!(!config.identities.is_empty());
         assert!(config.claude_code.is_some() && config.gate.is_some());

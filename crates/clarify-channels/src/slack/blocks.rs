@@ -703,10 +703,10 @@ fn field_input(n: usize, field: &clarify_core::Field) -> Value {
             let opts: Vec<Value> = options.iter().map(|o| option(&o.label, &o.id)).collect();
             let mut element = json!({"type": "static_select", "action_id": "v", "options": opts,
                                      "placeholder": plain("Choose…", MAX_BUTTON)});
-            if let Some(d) = field.default.as_ref().and_then(Value::as_str) {
-                if let Some(o) = options.iter().find(|o| o.id == d) {
-                    element["initial_option"] = option(&o.label, &o.id);
-                }
+            if let Some(d) = field.default.as_ref().and_then(Value::as_str)
+                && let Some(o) = options.iter().find(|o| o.id == d)
+            {
+                element["initial_option"] = option(&o.label, &o.id);
             }
             json!({"type": "input", "block_id": input_id(n, Some(&part)), "element": element})
         }

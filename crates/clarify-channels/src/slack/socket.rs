@@ -162,10 +162,10 @@ impl Seen {
         }
         self.ids.insert(id.to_owned());
         self.order.push_back(id.to_owned());
-        if self.order.len() > REMEMBERED {
-            if let Some(old) = self.order.pop_front() {
-                self.ids.remove(&old);
-            }
+        if self.order.len() > REMEMBERED
+            && let Some(old) = self.order.pop_front()
+        {
+            self.ids.remove(&old);
         }
         true
     }

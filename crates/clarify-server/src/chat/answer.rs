@@ -186,7 +186,7 @@ pub(crate) fn configured<'a, T>(
 }
 
 /// The request `target` names, if it was announced on `channel`.
-async fn find(
+pub(crate) async fn find(
     state: &AppState,
     channel: &Channel,
     target: Target,

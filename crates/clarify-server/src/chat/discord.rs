@@ -82,7 +82,7 @@ async fn respond(state: &AppState, channel: &Channel, interaction: Interaction) 
             tracing::warn!(channel = %channel.name, custom_id = %id, "a Discord control clarify did not make");
             ephemeral("clarify does not know this control; nothing was answered.")
         }
-        Control::Modal(focus) => {
+        Control::Form(focus) => {
             // Only someone who may answer gets the form.
             match answer::act(state, channel, &user, target, Act::Nothing).await {
                 Ok(Done::Nothing(record)) => modal(&record, focus, &message_id)

@@ -2,15 +2,19 @@
 //! call only after verifying it.
 //!
 //! The channel worker announces requests and follows their announcements up ([`worker`]); each
-//! platform's inbound side ([`slack`], [`telegram`], [`discord`]) verifies what the platform
-//! sends (signature, timestamp window, secret), reads it with `clarify-channels`, and hands it to
+//! platform's inbound side ([`slack`], [`telegram`], [`discord`], [`mattermost`],
+//! [`teams`], [`google_chat`]) verifies what the
+//! platform sends (signature, timestamp window, secret, clarify's own token), reads it with `clarify-channels`, and hands it to
 //! the answer path they share ([`answer`]), which resolves a request by the same rules as every
 //! other door. A platform's wire format is `clarify-channels`' alone, so another platform is one
 //! more file here (its routes and connections listed below) and a module there.
 
 pub mod answer;
 pub mod discord;
+pub mod google_chat;
+pub mod mattermost;
 pub mod slack;
+pub mod teams;
 pub mod telegram;
 pub mod worker;
 
@@ -26,12 +30,20 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/hooks/slack/{name}", post(slack::hook))
         .route("/hooks/telegram/{name}", post(telegram::hook))
         .route("/hooks/discord/{name}", post(discord::hook))
+        .route("/hooks/mattermost/{name}", post(mattermost::hook))
+        .route("/hooks/teams/{name}", post(teams::hook))
+        .route("/hooks/google-chat/{name}", post(google_chat::hook))
 }
 
 /// Starts this room's background tasks until shutdown: the channel worker (its handle is
 /// returned, to wait for at shutdown), Slack's Socket Mode connections and Telegram's polling.
 pub(crate) fn start(state: &AppState) -> JoinHandle<()> {
-    let worker = tokio::spawn(worker::run(state.clone()));
+    let restoring = state.clone();
+    let worker = tokio::spawn(async move {
+        // Teams posts where its bot was added: known before the first announcement.
+        teams::restore(&restoring).await;
+        worker::run(restoring).await;
+    });
     slack::spawn_sockets(state);
     telegram::spawn_pollers(state);
     worker

@@ -92,6 +92,7 @@ async fn notify(state: &AppState, client: &reqwest::Client, n: Delivery) {
                     return;
                 }
             };
+            let hook_url = channel.hook_url(&state.config.public_url);
             let notice = Notice {
                 record: &record,
                 event,
@@ -103,6 +104,8 @@ async fn notify(state: &AppState, client: &reqwest::Client, n: Delivery) {
                     Vec::new()
                 },
                 recipients: recipients(state, channel, &record, event),
+                action_key: &state.secrets.chat,
+                hook_url: &hook_url,
             };
             match channel.send(client, &notice).await {
                 Ok(Sent::Posted { message_ref }) => {

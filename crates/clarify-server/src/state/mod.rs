@@ -58,6 +58,8 @@ pub struct Secrets {
     pub link: Vec<u8>,
     pub csrf: Vec<u8>,
     pub webhook: Vec<u8>,
+    /// Signs the tokens chat platforms carry back unsigned (Mattermost's buttons and dialogs).
+    pub chat: Vec<u8>,
 }
 
 impl std::fmt::Debug for Secrets {
@@ -80,6 +82,7 @@ impl AppState {
             link: store.secret("link").await?,
             csrf: store.secret("csrf").await?,
             webhook: store.secret("webhook").await?,
+            chat: store.secret("chat").await?,
         };
         let hub = hub::EventHub::new(store.last_event_seq().await?);
         let waiters = limits::Waiters::new(config.max_waiters);

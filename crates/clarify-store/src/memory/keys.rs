@@ -108,4 +108,13 @@ impl MemoryBackend {
             .or_insert(candidate)
             .clone())
     }
+
+    pub(crate) async fn kept(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.state().secrets.get(name).cloned())
+    }
+
+    pub(crate) async fn keep(&self, name: &str, value: Vec<u8>) -> Result<(), StoreError> {
+        self.state().secrets.insert(name.to_owned(), value);
+        Ok(())
+    }
 }

@@ -207,6 +207,29 @@ impl PgBackend {
     }
 }
 
+impl PgBackend {
+    pub(crate) async fn kept(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        sqlx::query_scalar("SELECT value FROM clarify_secrets WHERE name = $1")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)
+    }
+
+    pub(crate) async fn keep(&self, name: &str, value: Vec<u8>) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO clarify_secrets (name, value) VALUES ($1, $2) \
+             ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
+        )
+        .bind(name)
+        .bind(value)
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+}
+
 fn key_parts(row: &PgRow) -> Result<KeyParts, StoreError> {
     Ok(KeyParts {
         id: row.try_get("id").map_err(corrupt_row)?,

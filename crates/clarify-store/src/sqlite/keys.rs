@@ -194,6 +194,25 @@ impl SqliteBackend {
     }
 }
 
+impl SqliteBackend {
+    pub(crate) async fn kept(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.read(|conn| read_secret(conn, name))
+    }
+
+    pub(crate) async fn keep(&self, name: &str, value: Vec<u8>) -> Result<(), StoreError> {
+        let name = name.to_owned();
+        self.write(move |conn| {
+            conn.prepare_cached(
+                "INSERT INTO secrets (name, value) VALUES (?1, ?2) \
+                 ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            )?
+            .execute(params![name, value])?;
+            Ok(())
+        })
+        .await
+    }
+}
+
 pub(super) fn read_secret(conn: &Connection, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
     Ok(conn
         .prepare_cached("SELECT value FROM secrets WHERE name = ?1")?
