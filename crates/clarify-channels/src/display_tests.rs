@@ -45,6 +45,7 @@ fn notice(r: &RequestRecord) -> Notice<'_> {
         announcement: None,
         mention: Vec::new(),
         recipients: Vec::new(),
+        personal: Vec::new(),
     }
 }
 

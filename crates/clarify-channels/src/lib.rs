@@ -78,6 +78,11 @@ pub struct Notice<'a> {
     /// its `responders` (and, for an escalation, its `escalate_to`). Only e-mail reads them,
     /// as the recipients of a channel without a fixed `to`.
     pub recipients: Vec<String>,
+    /// Links signed for one person each (name, URL), for the people a request names (its
+    /// responders, a group's configured members, and on escalation `escalate_to`): opening one
+    /// answers or votes as that person. E-mail and ntfy carry them; chat platforms know who
+    /// clicks.
+    pub personal: Vec<(String, String)>,
 }
 
 impl Notice<'_> {
