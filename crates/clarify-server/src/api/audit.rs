@@ -36,13 +36,14 @@ pub struct AuditParams {
 pub struct AuditEventBody {
     /// The event's sequence number in the store's feed.
     pub seq: u64,
-    /// `created`, `answered`, `skipped`, `expired`, `cancelled`, `voted`, `reminded` or
-    /// `escalated`.
+    /// `created`, `answered`, `skipped`, `expired`, `cancelled`, `voted`, `reminded`,
+    /// `escalated` or `grant.suggested_accepted`.
     pub kind: String,
     pub request_id: Option<String>,
     /// Who acted, if a person or key did.
     pub actor: Option<String>,
-    /// Through what: `api`, `inbox`, `link`, `slack`, `system`, ...
+    /// Through what: `api`, `inbox`, `link`, `slack`, `system`, `policy` (a rule decided;
+    /// `actor` is `policy:<rule name>`), ...
     pub channel: Option<String>,
     pub at: String,
     /// Hex SHA-256 of the previous event's hash and this event's canonical JSON.

@@ -30,6 +30,8 @@ pub struct Config {
     pub channels: Vec<clarify_channels::Channel>,
     /// Chat users (`slack:U012ABCDEF`) and the responder names they answer as.
     pub identities: std::collections::BTreeMap<String, String>,
+    /// When the inbox suggests always allowing an action people keep approving once.
+    pub suggest: clarify_store::Suggest,
 }
 
 impl Config {
@@ -46,6 +48,7 @@ impl Config {
             mcp: clarify_mcp::HttpOptions::default(),
             channels: Vec::new(),
             identities: std::collections::BTreeMap::new(),
+            suggest: clarify_store::Suggest::default(),
         }
     }
 }

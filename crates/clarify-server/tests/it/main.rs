@@ -23,6 +23,7 @@ mod mcp;
 mod mcp_client;
 mod openapi;
 mod outage;
+mod policy;
 mod proxy;
 mod races;
 mod requests;
