@@ -58,9 +58,9 @@ class QuestionOutcome:
     """What became of one question.
 
     `answer` is the option label (`single`), the list of labels (`multi`), the text (`open` and
-    Other), the decision (`approval`: `approve`, `deny` or `revise`), or the values object (`form`); `None`
-    when the request was not answered. `mode` says which: `option`, `other`, `text`,
-    `decision`, `form` or `default` (an `on_timeout` default was applied).
+    Other), the decision (`approval`: `approve`, `deny` or `revise`), or the values object
+    (`form`); `None` when the request was not answered. `mode` says which: `option`, `other`,
+    `text`, `decision`, `form` or `default` (an `on_timeout` default was applied).
     """
 
     id: str

@@ -9,8 +9,9 @@ request, and each outcome into the value the node expects:
   question (its arguments editable only when `edit` is allowed); an action that allows only
   `respond` becomes an open question. The outcome comes back as `{"decisions": [...]}` in the
   same order: `approve`, `edit` (when the arguments were edited), `reject` with the person's
-  reason (`Changes requested: <reason>` when they asked for changes), `respond` with their text. A request that was not answered (skipped, expired,
-  cancelled) rejects every action with the outcome's note, so nothing runs unapproved.
+  reason (`Changes requested: <reason>` when they asked for changes), `respond` with their
+  text. A request that was not answered (skipped, expired, cancelled) rejects every action
+  with the outcome's note, so nothing runs unapproved.
 - The middleware's `per_call` mode (`{"type": "tool_approval", ...}`): one approval, resumed with
   its one decision.
 - A clarify-shaped value (`{"question": ..., "choices": [...]}` or `{"questions": [...]}`, any
