@@ -22,12 +22,10 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use clarify_core::{Context, QuestionKind, Scope};
 use clarify_store::{EventKind, RequestRecord};
 use serde_json::{Value, json};
-use tokio::sync::Mutex;
 
 use crate::answer::{Act, Control, Focus, Input, control, input_id};
 use crate::jwt::{Expect, KeySource, Keys, Refused};
@@ -46,7 +44,6 @@ pub const SCOPE: &str = "https://www.googleapis.com/auth/chat.bot";
 const MAX_DISPLAY: usize = 8_000;
 const MAX_TEXT: usize = 2_000;
 const MAX_BUTTONS: usize = 5;
-const RENEW_BEFORE: Duration = Duration::from_secs(300);
 
 /// A service account's key, as in its JSON key file.
 #[derive(Clone)]
@@ -95,7 +92,7 @@ pub struct GoogleChat {
     pub api_url: url::Url,
     pub token_url: url::Url,
     pub keys: Keys,
-    token: Arc<Mutex<Option<(String, Instant)>>>,
+    token: Arc<crate::oauth::TokenCache>,
 }
 
 impl std::fmt::Debug for GoogleChat {
@@ -541,66 +538,32 @@ impl GoogleChat {
 
     /// A Chat API token for the app, from the cache or by a signed assertion.
     async fn token(&self, client: &reqwest::Client) -> Result<String, SendError> {
-        let mut cached = self.token.lock().await;
-        if let Some((token, until)) = cached.as_ref()
-            && Instant::now() < *until
-        {
-            return Ok(token.clone());
-        }
-        let now = chrono::Utc::now().timestamp();
-        let claims = json!({"iss": self.account.client_email, "scope": SCOPE,
-                            "aud": self.token_url.as_str(), "iat": now, "exp": now + 3_600});
-        let key = jsonwebtoken::EncodingKey::from_rsa_pem(self.account.private_key.as_bytes())
+        crate::oauth::token(&self.token, PLATFORM, || {
+            let now = chrono::Utc::now().timestamp();
+            let claims = json!({"iss": self.account.client_email, "scope": SCOPE,
+                                "aud": self.token_url.as_str(), "iat": now, "exp": now + 3_600});
+            let key = jsonwebtoken::EncodingKey::from_rsa_pem(self.account.private_key.as_bytes())
+                .map_err(|e| SendError::Failed {
+                    platform: PLATFORM,
+                    error: format!("the service account's key cannot sign: {e}"),
+                    transient: false,
+                })?;
+            let assertion = jsonwebtoken::encode(
+                &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256),
+                &claims,
+                &key,
+            )
             .map_err(|e| SendError::Failed {
                 platform: PLATFORM,
-                error: format!("the service account's key cannot sign: {e}"),
+                error: format!("the token assertion could not be signed: {e}"),
                 transient: false,
             })?;
-        let assertion = jsonwebtoken::encode(
-            &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256),
-            &claims,
-            &key,
-        )
-        .map_err(|e| SendError::Failed {
-            platform: PLATFORM,
-            error: format!("the token assertion could not be signed: {e}"),
-            transient: false,
-        })?;
-        let response = client
-            .post(self.token_url.as_str())
-            .form(&[
+            Ok(client.post(self.token_url.as_str()).form(&[
                 ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
                 ("assertion", &assertion),
-            ])
-            .send()
-            .await
-            .map_err(|e| SendError::Unreachable {
-                platform: PLATFORM,
-                detail: format!("the token endpoint: {e}"),
-            })?;
-        let status = response.status();
-        let wait = crate::retry_after(response.headers());
-        let answer: Value = response.json().await.unwrap_or_default();
-        let (Some(token), true) = (answer["access_token"].as_str(), status.is_success()) else {
-            return Err(SendError::Refused {
-                platform: PLATFORM,
-                status: status.as_u16(),
-                detail: format!(
-                    "the token endpoint: {}",
-                    answer["error_description"]
-                        .as_str()
-                        .or(answer["error"].as_str())
-                        .unwrap_or("no access_token")
-                ),
-                retry_after: wait,
-            });
-        };
-        let lasts = Duration::from_secs(answer["expires_in"].as_u64().unwrap_or(3_600));
-        *cached = Some((
-            token.to_owned(),
-            Instant::now() + lasts.saturating_sub(RENEW_BEFORE),
-        ));
-        Ok(token.to_owned())
+            ]))
+        })
+        .await
     }
 
     async fn call(
@@ -612,36 +575,8 @@ impl GoogleChat {
     ) -> Result<Value, SendError> {
         let token = self.token(client).await?;
         let url = format!("{}/{path}", self.api_url.as_str().trim_end_matches('/'));
-        let response = client
-            .request(method, url)
-            .bearer_auth(token)
-            .json(body)
-            .send()
-            .await
-            .map_err(|e| SendError::Unreachable {
-                platform: PLATFORM,
-                detail: format!("{path}: {e}"),
-            })?;
-        let status = response.status();
-        let wait = crate::retry_after(response.headers());
-        let text = response.text().await.unwrap_or_default();
-        let answer: Option<Value> = serde_json::from_str(&text).ok();
-        if status.is_success() {
-            return Ok(answer.unwrap_or_default());
-        }
-        if status.as_u16() == 401 {
-            *self.token.lock().await = None;
-        }
-        let detail = answer
-            .as_ref()
-            .and_then(|a| a["error"]["message"].as_str().map(str::to_owned))
-            .unwrap_or_else(|| cut(text.trim(), 200));
-        Err(SendError::Refused {
-            platform: PLATFORM,
-            status: status.as_u16(),
-            detail: format!("{path}: {detail}"),
-            retry_after: wait,
-        })
+        let request = client.request(method, url).bearer_auth(token).json(body);
+        crate::oauth::call(&self.token, PLATFORM, path, request).await
     }
 
     /// Announces, replies in the announcement's thread, or updates it, as `notice` asks.

@@ -39,6 +39,7 @@ pub mod google_chat;
 pub mod jwt;
 pub mod mattermost;
 pub mod ntfy;
+mod oauth;
 mod route;
 pub mod slack;
 pub mod teams;

@@ -26,12 +26,10 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use clarify_core::{Context, QuestionKind, Scope};
 use clarify_store::{EventKind, RequestRecord};
 use serde_json::{Value, json};
-use tokio::sync::Mutex;
 
 use crate::answer::{Act, Control, Focus, Input, control, input_id};
 use crate::jwt::{Expect, Keys, Refused};
@@ -50,8 +48,6 @@ pub const CARD: &str = "application/vnd.microsoft.card.adaptive";
 const MAX_DISPLAY: usize = 8_000;
 const MAX_TEXT: usize = 2_000;
 const MAX_BUTTONS: usize = 5;
-/// Tokens are renewed this long before they expire.
-const RENEW_BEFORE: Duration = Duration::from_secs(300);
 
 /// Where requests go: the Bot Connector's base URL for the conversation, and its id.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -77,7 +73,7 @@ pub struct Teams {
     pub configured: Option<Conversation>,
     /// The conversation captured when the bot was added to one (or loaded from the store).
     pub captured: Arc<std::sync::Mutex<Option<Conversation>>>,
-    token: Arc<Mutex<Option<(String, Instant)>>>,
+    token: Arc<crate::oauth::TokenCache>,
 }
 
 impl std::fmt::Debug for Teams {
@@ -619,47 +615,15 @@ impl Teams {
 
     /// A connector token, from the cache or the token endpoint.
     async fn token(&self, client: &reqwest::Client) -> Result<String, SendError> {
-        let mut cached = self.token.lock().await;
-        if let Some((token, until)) = cached.as_ref()
-            && Instant::now() < *until
-        {
-            return Ok(token.clone());
-        }
-        let response = client
-            .post(self.login_url.as_str())
-            .form(&[
+        crate::oauth::token(&self.token, PLATFORM, || {
+            Ok(client.post(self.login_url.as_str()).form(&[
                 ("grant_type", "client_credentials"),
                 ("client_id", &self.app_id),
                 ("client_secret", &self.app_password),
                 ("scope", SCOPE),
-            ])
-            .send()
-            .await
-            .map_err(|e| SendError::Unreachable {
-                platform: PLATFORM,
-                detail: format!("the token endpoint: {e}"),
-            })?;
-        let status = response.status();
-        let wait = crate::retry_after(response.headers());
-        let answer: Value = response.json().await.unwrap_or_default();
-        let (Some(token), true) = (answer["access_token"].as_str(), status.is_success()) else {
-            return Err(SendError::Refused {
-                platform: PLATFORM,
-                status: status.as_u16(),
-                detail: format!(
-                    "the token endpoint: {}",
-                    answer["error_description"]
-                        .as_str()
-                        .or(answer["error"].as_str())
-                        .unwrap_or("no access_token")
-                ),
-                retry_after: wait,
-            });
-        };
-        let lasts = Duration::from_secs(answer["expires_in"].as_u64().unwrap_or(3_600));
-        let until = Instant::now() + lasts.saturating_sub(RENEW_BEFORE);
-        *cached = Some((token.to_owned(), until));
-        Ok(token.to_owned())
+            ]))
+        })
+        .await
     }
 
     async fn call(
@@ -672,37 +636,8 @@ impl Teams {
     ) -> Result<Value, SendError> {
         let token = self.token(client).await?;
         let url = format!("{}{path}", service_url.trim_end_matches('/'));
-        let response = client
-            .request(method, url)
-            .bearer_auth(token)
-            .json(body)
-            .send()
-            .await
-            .map_err(|e| SendError::Unreachable {
-                platform: PLATFORM,
-                detail: format!("{path}: {e}"),
-            })?;
-        let status = response.status();
-        let wait = crate::retry_after(response.headers());
-        let text = response.text().await.unwrap_or_default();
-        let answer: Option<Value> = serde_json::from_str(&text).ok();
-        if status.is_success() {
-            return Ok(answer.unwrap_or_default());
-        }
-        if status.as_u16() == 401 {
-            // The token may have been revoked early: ask for a new one next time.
-            *self.token.lock().await = None;
-        }
-        let detail = answer
-            .as_ref()
-            .and_then(|a| a["error"]["message"].as_str().map(str::to_owned))
-            .unwrap_or_else(|| cut(text.trim(), 200));
-        Err(SendError::Refused {
-            platform: PLATFORM,
-            status: status.as_u16(),
-            detail: format!("{path}: {detail}"),
-            retry_after: wait,
-        })
+        let request = client.request(method, url).bearer_auth(token).json(body);
+        crate::oauth::call(&self.token, PLATFORM, path, request).await
     }
 
     /// Announces, replies to the announcement, or refreshes its card, as `notice` asks.
