@@ -95,7 +95,18 @@ pub struct ApprovalAnswer {
     /// Replacement arguments, only when the question has `allow_edit` and the decision is approve.
     pub edited_arguments: Option<Value>,
     pub reason: Option<String>,
+    /// A `session` or `always` approval's grant stops matching this many seconds after it is
+    /// given.
+    pub grant_ttl_seconds: Option<u64>,
+    /// A `session` or `always` approval's grant lets this many calls through, then stops
+    /// matching.
+    pub grant_max_uses: Option<u32>,
 }
+
+/// The longest a grant's `grant_ttl_seconds` may be: ten years.
+pub const MAX_GRANT_TTL_SECONDS: u64 = 10 * 366 * 24 * 3600;
+/// The most uses `grant_max_uses` may allow.
+pub const MAX_GRANT_USES: u32 = 1_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -149,6 +160,12 @@ impl Serialize for Answer {
                 }
                 if let Some(reason) = &a.reason {
                     map.serialize_entry("reason", reason)?;
+                }
+                if let Some(ttl) = a.grant_ttl_seconds {
+                    map.serialize_entry("grant_ttl_seconds", &ttl)?;
+                }
+                if let Some(uses) = a.grant_max_uses {
+                    map.serialize_entry("grant_max_uses", &uses)?;
                 }
             }
             Self::Form(_) => map.serialize_entry("values", &self.form_values())?,
@@ -218,6 +235,12 @@ pub enum AnswerError {
     EditWithDeny { id: String },
     #[error("answers.{id}.reason: requesting changes needs a reason saying what to change")]
     ReasonRequired { id: String },
+    #[error("answers.{id}.{field}: {message}")]
+    InvalidGrantBound {
+        id: String,
+        field: &'static str,
+        message: String,
+    },
     #[error("answers.{id}.values.{field}: {message}")]
     InvalidValue {
         id: String,
@@ -247,6 +270,7 @@ impl AnswerError {
             Self::EditNotAllowed { .. } => "edit_not_allowed",
             Self::EditWithDeny { .. } => "edit_with_deny",
             Self::ReasonRequired { .. } => "reason_required",
+            Self::InvalidGrantBound { .. } => "invalid_grant_bound",
             Self::InvalidValue { message, .. } if message == "is required" => "missing_value",
             Self::InvalidValue { .. } => "invalid_value",
         }
@@ -268,6 +292,7 @@ impl AnswerError {
             }
             Self::InvalidDecision { id, .. } => format!("answers.{id}.decision"),
             Self::ReasonRequired { id } => format!("answers.{id}.reason"),
+            Self::InvalidGrantBound { id, field, .. } => format!("answers.{id}.{field}"),
             Self::ScopeNotOffered { id, .. } => format!("answers.{id}.scope"),
             Self::EditNotAllowed { id } | Self::EditWithDeny { id } => {
                 format!("answers.{id}.edited_arguments")
@@ -546,11 +571,37 @@ pub fn answer(q: &Question, raw: &Value) -> Result<Answer, AnswerError> {
             {
                 return Err(AnswerError::ReasonRequired { id: id.clone() });
             }
+            let grants = decision == Decision::Approve && scope != Scope::Once;
+            let bound = |field: &'static str, max: u64| -> Result<Option<u64>, AnswerError> {
+                let fail = |message: String| AnswerError::InvalidGrantBound {
+                    id: id.clone(),
+                    field,
+                    message,
+                };
+                match obj.get(field) {
+                    None | Some(Value::Null) => Ok(None),
+                    Some(_) if !grants => Err(fail(
+                        "bounds a grant, which only approve with scope session or always gives"
+                            .to_owned(),
+                    )),
+                    Some(v) => match v.as_u64() {
+                        Some(n) if (1..=max).contains(&n) => Ok(Some(n)),
+                        _ => Err(fail(format!(
+                            "must be a whole number from 1 to {max}, got {v}"
+                        ))),
+                    },
+                }
+            };
+            let grant_ttl_seconds = bound("grant_ttl_seconds", MAX_GRANT_TTL_SECONDS)?;
+            let grant_max_uses = bound("grant_max_uses", u64::from(MAX_GRANT_USES))?
+                .and_then(|n| u32::try_from(n).ok());
             Ok(Answer::Approval(ApprovalAnswer {
                 decision,
                 scope,
                 edited_arguments,
                 reason,
+                grant_ttl_seconds,
+                grant_max_uses,
             }))
         }
     }

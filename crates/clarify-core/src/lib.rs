@@ -28,6 +28,7 @@ pub mod outcome;
 pub mod policy;
 pub mod quorum;
 pub mod reply;
+pub mod rules;
 mod schema;
 mod text;
 pub mod tool;

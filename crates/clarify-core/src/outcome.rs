@@ -240,6 +240,8 @@ fn defaults(request: &NewRequest, default: &OnTimeout) -> Answers {
                         scope: Scope::Once,
                         edited_arguments: None,
                         reason: reason.clone(),
+                        grant_ttl_seconds: None,
+                        grant_max_uses: None,
                     })
                 }
                 (OnTimeout::Option { option }, QuestionKind::Single(_)) => {

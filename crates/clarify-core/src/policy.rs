@@ -41,11 +41,15 @@ impl ToolPattern {
     }
 
     pub fn matches(&self, tool: &str) -> bool {
-        let tool = tool.to_lowercase();
+        self.matches_lowercase(&tool.to_lowercase())
+    }
+
+    /// [`Self::matches`] for a name already lowercased.
+    pub fn matches_lowercase(&self, tool: &str) -> bool {
         match self {
             Self::Any => true,
             Self::Prefix(prefix) => tool.starts_with(prefix.as_str()),
-            Self::Exact(name) => tool == *name,
+            Self::Exact(name) => tool == name,
         }
     }
 }
@@ -367,6 +371,23 @@ impl Refusal {
 /// human's edit, if any). A store records them in the transaction that records the answer, so a
 /// grant exists exactly when such an answer does.
 pub fn grants_of(request: &NewRequest, answers: &Answers) -> Vec<Grant> {
+    bounded_grants_of(request, answers)
+        .into_iter()
+        .map(|(grant, _)| grant)
+        .collect()
+}
+
+/// How long and how often a grant holds; unbounded when both are `None`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GrantBounds {
+    /// Seconds from when it is given until it stops matching.
+    pub ttl_seconds: Option<u64>,
+    /// Calls it lets through before it stops matching.
+    pub max_uses: Option<u32>,
+}
+
+/// [`grants_of`], each with the bounds (`grant_ttl_seconds`, `grant_max_uses`) its answer gave.
+pub fn bounded_grants_of(request: &NewRequest, answers: &Answers) -> Vec<(Grant, GrantBounds)> {
     request
         .questions
         .iter()
@@ -384,12 +405,17 @@ pub fn grants_of(request: &NewRequest, answers: &Answers) -> Vec<Grant> {
                 .edited_arguments
                 .as_ref()
                 .unwrap_or(&approval.action.arguments);
-            Grant::new(
+            let grant = Grant::new(
                 &approval.action.name,
                 arguments,
                 answer.scope,
                 request.session.as_deref(),
-            )
+            )?;
+            let bounds = GrantBounds {
+                ttl_seconds: answer.grant_ttl_seconds,
+                max_uses: answer.grant_max_uses,
+            };
+            Some((grant, bounds))
         })
         .collect()
 }

@@ -241,5 +241,7 @@ fn approval(a: &Approval, reply: &str) -> Result<Answer, ReplyError> {
         scope,
         edited_arguments: None,
         reason,
+        grant_ttl_seconds: None,
+        grant_max_uses: None,
     }))
 }

@@ -10,6 +10,7 @@ mod policy;
 mod properties;
 mod regressions;
 mod replies;
+mod rules;
 mod tools;
 mod transcript;
 mod validation;
