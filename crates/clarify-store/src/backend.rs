@@ -295,6 +295,30 @@ impl Backend {
         dispatch!(self, b => b.grants(tenant, filter).await)
     }
 
+    /// Counts a use of grant `id` of `tenant` if it is live at `now` (not expired, not used
+    /// up), atomically; returns it as used, or `None`.
+    pub(crate) async fn use_grant(
+        &self,
+        tenant: &str,
+        id: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<StoredGrant>, StoreError> {
+        dispatch!(self, b => b.use_grant(tenant, id, now).await)
+    }
+
+    /// Records `grant`, given by `actor` accepting a suggestion, with a
+    /// `grant.suggested_accepted` event on `request_id`, in one transaction.
+    pub(crate) async fn grant_suggested(
+        &self,
+        tenant: &str,
+        request_id: &str,
+        grant: &StoredGrant,
+        actor: &crate::record::Actor,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), StoreError> {
+        dispatch!(self, b => b.grant_suggested(tenant, request_id, grant, actor, at).await)
+    }
+
     /// Deletes grant `id` of `tenant`, with its `grant.revoked` event by `by`; returns it, or
     /// `None` when there is none.
     pub(crate) async fn revoke_grant(

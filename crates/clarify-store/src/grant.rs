@@ -24,6 +24,19 @@ pub struct StoredGrant {
     /// Who answered, when known.
     pub granted_by: Option<String>,
     pub created_at: DateTime<Utc>,
+    /// When it stops matching (`grant_ttl_seconds` after it was given); `None` never.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// How many calls it lets through (`grant_max_uses`); `None` any number.
+    pub max_uses: Option<u32>,
+    /// How many calls it let through so far.
+    pub uses: u32,
+}
+
+impl StoredGrant {
+    /// Whether it still matches at `now`: not past its time, not used up.
+    pub fn live(&self, now: DateTime<Utc>) -> bool {
+        self.expires_at.is_none_or(|at| at > now) && self.max_uses.is_none_or(|m| self.uses < m)
+    }
 }
 
 /// Which grants a listing returns.
@@ -45,8 +58,8 @@ impl GrantFilter<'_> {
 }
 
 /// The columns of a grant row, in [`GrantParts`] order.
-pub(crate) const GRANT_COLUMNS: &str =
-    "id, tool, arguments, scope, session, request_id, granted_by, created_at";
+pub(crate) const GRANT_COLUMNS: &str = "id, tool, arguments, scope, session, request_id, granted_by, created_at, expires_at, \
+     max_uses, uses";
 
 /// A grant row as the SQL backends read it.
 #[derive(Debug)]
@@ -60,6 +73,9 @@ pub(crate) struct GrantParts {
     pub request_id: Option<String>,
     pub granted_by: Option<String>,
     pub created_at: i64,
+    pub expires_at: Option<i64>,
+    pub max_uses: Option<i64>,
+    pub uses: i64,
 }
 
 impl GrantParts {
@@ -80,6 +96,14 @@ impl GrantParts {
             request_id: self.request_id,
             granted_by: self.granted_by,
             created_at,
+            expires_at: self
+                .expires_at
+                .map(|t| {
+                    from_millis(t).ok_or_else(|| StoreError::Corrupt(format!("grant expiry {t}")))
+                })
+                .transpose()?,
+            max_uses: self.max_uses.and_then(|m| u32::try_from(m).ok()),
+            uses: u32::try_from(self.uses).unwrap_or(u32::MAX),
         })
     }
 }

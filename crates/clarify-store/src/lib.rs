@@ -44,13 +44,14 @@ mod memory;
 mod postgres;
 mod record;
 mod sqlite;
+mod suggest;
 mod waiters;
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use clarify_core::policy::{Grant, canonical_json, grants_of};
+use clarify_core::policy::{Grant, canonical_json};
 use clarify_core::quorum::Vote;
 use clarify_core::{Action, Answers, NewRequest, Resolution, Status, Submission, parse_submission};
 use serde_json::Value;
@@ -69,6 +70,7 @@ pub use grant::StoredGrant;
 pub use record::{
     Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution,
 };
+pub use suggest::{SCAN_LIMIT, Suggest, Suggestion};
 
 use backend::{Backend, Ballot, Cast, NewRow, Resolved};
 use waiters::Waiters;
@@ -93,6 +95,9 @@ pub struct StoreOptions {
     /// How a SQLite store makes its commits durable (PostgreSQL follows its own
     /// `synchronous_commit`).
     pub durability: Durability,
+    /// The `[[rules]]` every new approval is decided by, whatever path created it (see
+    /// [`Store::create`]).
+    pub rules: Option<clarify_core::rules::Rules>,
 }
 
 /// How a SQLite store makes its commits durable.
@@ -142,6 +147,7 @@ impl Default for StoreOptions {
             retain_resolved: None,
             announce: None,
             durability: Durability::Normal,
+            rules: None,
         }
     }
 }
@@ -160,6 +166,7 @@ struct Inner {
     waiters: Arc<Waiters>,
     retain_resolved: Option<TimeDelta>,
     announce: Option<Announce>,
+    rules: Option<clarify_core::rules::Rules>,
 }
 
 /// How many overdue requests one reaper pass expires.
@@ -214,6 +221,7 @@ impl Store {
                 waiters,
                 retain_resolved: options.retain_resolved,
                 announce: options.announce,
+                rules: options.rules.filter(|r| !r.is_empty()),
             }),
         };
         // Requests that fell due while no process was running are expired now.
@@ -270,13 +278,26 @@ impl Store {
     /// With [`StoreOptions::announce`], one notification per channel it names is queued in the
     /// same transaction, for channel workers to claim ([`Store::claim_notifications`]); a request
     /// returned by its idempotency key or by `dedupe` was announced when it was created.
-    pub async fn create(&self, tenant: &str, request: NewRequest) -> Result<Created, StoreError> {
+    ///
+    /// With [`StoreOptions::rules`], a one-question approval is decided here, so every path
+    /// that creates one (HTTP, MCP, the hooks and the gate through either, the Rust API) shares
+    /// the rules: an `ask` rule changes the request before it is stored (and before routes pick
+    /// its channels); an `allow` or `deny` rule's request is stored, announced nowhere, and
+    /// resolved at once by the rule, as `policy:<name>` through `policy`, so its events, webhook
+    /// and audit entries are those of any decision.
+    pub async fn create(
+        &self,
+        tenant: &str,
+        mut request: NewRequest,
+    ) -> Result<Created, StoreError> {
         if let Some(earlier) = &request.revises {
             self.check_revises(tenant, earlier).await?;
         }
-        let channels = match &self.inner.announce {
-            Some(Announce(pick)) => pick(tenant, &request),
-            None => Vec::new(),
+        let id = self.inner.ids.request_id();
+        let decided = self.apply_rules(&id, &mut request);
+        let channels = match (&self.inner.announce, &decided) {
+            (Some(Announce(pick)), None) => pick(tenant, &request),
+            _ => Vec::new(),
         };
         let created_at = self.now();
         let expires_at = request
@@ -286,10 +307,11 @@ impl Store {
         let dedupe_key = request.dedupe.then(|| dedupe_key(&request));
         let remind_at = backend::next_reminder(&request, created_at);
         let escalate_at = backend::after_seconds(created_at, request.escalate_after_seconds);
-        self.inner
+        let created = self
+            .inner
             .backend
             .create(NewRow {
-                id: self.inner.ids.request_id(),
+                id,
                 tenant: tenant.to_owned(),
                 request,
                 created_at,
@@ -299,7 +321,88 @@ impl Store {
                 escalate_at,
                 announce: channels,
             })
-            .await
+            .await?;
+        match decided {
+            Some(rule) if created.created => self.resolve_by_rule(created, &rule).await,
+            _ => Ok(created),
+        }
+    }
+
+    /// What the rules make of `request` (about to be stored as `id`): an `ask` rule's settings
+    /// are applied to it; an `allow` or `deny` rule is returned, to resolve it once stored.
+    fn apply_rules(
+        &self,
+        id: &str,
+        request: &mut NewRequest,
+    ) -> Option<clarify_core::rules::Matched> {
+        let rules = self.inner.rules.as_ref()?;
+        let call = clarify_core::rules::Call::of(request)?;
+        let verdict = rules.decide(&call);
+        for failure in verdict.errors.iter().filter(|f| f.first) {
+            tracing::warn!(
+                rule = failure.rule.as_str(),
+                request_id = id,
+                error = failure.error.as_str(),
+                "a rule's condition failed to evaluate, so the rule did not match; \
+                 this is logged once per rule"
+            );
+        }
+        let matched = verdict.matched?;
+        if matched.decide == clarify_core::rules::Decide::Ask {
+            matched.ask.apply(request);
+            return None;
+        }
+        Some(matched)
+    }
+
+    /// Resolves a request just created as `rule` decided it.
+    async fn resolve_by_rule(
+        &self,
+        mut created: Created,
+        rule: &clarify_core::rules::Matched,
+    ) -> Result<Created, StoreError> {
+        let Some(body) = rule.answer() else {
+            return Ok(created);
+        };
+        let record = &created.record;
+        let submission = parse_submission(&record.request, &body).map_err(|e| {
+            StoreError::Backend(format!("the rule's decision does not fit the request: {e}"))
+        })?;
+        let stored = StoredResolution {
+            resolution: resolution_of(submission),
+            actor: Actor::new(format!("policy:{}", rule.name), "policy"),
+            resolved_at: self.now(),
+        };
+        match self.resolve_stored(&record.id, stored, &[]).await {
+            Ok(resolved) => {
+                created.record = resolved;
+                Ok(created)
+            }
+            Err(ResolveError::AlreadyResolved(resolved)) => {
+                created.record = *resolved;
+                Ok(created)
+            }
+            Err(ResolveError::Store(e)) => Err(e),
+            Err(other) => Err(StoreError::Backend(other.to_string())),
+        }
+    }
+
+    /// What the rules would decide for `call`, without creating anything (`None` without
+    /// rules).
+    pub fn check_rules(
+        &self,
+        call: &clarify_core::rules::Call,
+    ) -> Option<clarify_core::rules::Verdict> {
+        let verdict = self.inner.rules.as_ref()?.decide(call);
+        for failure in verdict.errors.iter().filter(|f| f.first) {
+            tracing::warn!(
+                rule = failure.rule.as_str(),
+                error = failure.error.as_str(),
+                "a rule's condition failed to evaluate on a policy check, so the rule did not \
+                 match; this is logged once per rule"
+            );
+        }
+        Some(verdict)
     }
 
     /// A revision follows a decision: `earlier` must be a resolved request of the same tenant.
@@ -571,7 +674,12 @@ impl Store {
             session: None,
         };
         let stored = self.inner.backend.grants(tenant, filter).await?;
-        Ok(stored.into_iter().map(|g| g.grant).collect())
+        let now = self.now();
+        Ok(stored
+            .into_iter()
+            .filter(|g| g.live(now))
+            .map(|g| g.grant)
+            .collect())
     }
 
     /// The grants of `tenant`, oldest first; with `session`, only that session's grants.
@@ -588,7 +696,10 @@ impl Store {
     }
 
     /// The grant that lets `action` run in `session` without asking, if any: an `always`
-    /// grant before a `session` one.
+    /// grant before a `session` one. A grant past its `expires_at` or its `max_uses` no longer
+    /// matches; finding one counts a use of it, atomically, so of several instances using the
+    /// last use of a grant at once exactly one gets it (the others get the next grant that
+    /// covers the call, or none).
     pub async fn check_grant(
         &self,
         tenant: &str,
@@ -609,7 +720,13 @@ impl Store {
             .filter(|g| g.grant.covers(&action.name, &action.arguments, session))
             .collect();
         covering.sort_by_key(|g| std::cmp::Reverse(g.grant.scope));
-        Ok(covering.into_iter().next())
+        let now = self.now();
+        for grant in covering.into_iter().filter(|g| g.live(now)) {
+            if let Some(used) = self.inner.backend.use_grant(tenant, &grant.id, now).await? {
+                return Ok(Some(used));
+            }
+        }
+        Ok(None)
     }
 
     /// Revokes grant `id` of `tenant`, recording `grant.revoked` by `by` in the audit chain in
@@ -799,14 +916,21 @@ fn grant_rows(
     actor: &Actor,
     at: DateTime<Utc>,
 ) -> Vec<StoredGrant> {
-    grants_of(request, answers)
+    clarify_core::policy::bounded_grants_of(request, answers)
         .into_iter()
-        .map(|grant| StoredGrant {
+        .map(|(grant, bounds)| StoredGrant {
             id: ids.grant_id(),
             grant,
             request_id: Some(request_id.to_owned()),
             granted_by: actor.name.clone(),
             created_at: at,
+            expires_at: bounds
+                .ttl_seconds
+                .and_then(|s| i64::try_from(s).ok())
+                .and_then(TimeDelta::try_seconds)
+                .and_then(|ttl| at.checked_add_signed(ttl)),
+            max_uses: bounds.max_uses,
+            uses: 0,
         })
         .collect()
 }

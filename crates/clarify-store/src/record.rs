@@ -140,10 +140,14 @@ pub enum EventKind {
     Reminded,
     /// A pending request escalated: `escalate_to` may answer from now on.
     Escalated,
+    /// A person accepted the inbox's suggestion to always allow the action this request (the
+    /// latest of its repeated `once` approvals) asked about: an `always` grant in their name.
+    #[serde(rename = "grant.suggested_accepted")]
+    GrantSuggestedAccepted,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 8] = [
+    pub const ALL: [EventKind; 9] = [
         EventKind::Created,
         EventKind::Answered,
         EventKind::Skipped,
@@ -152,6 +156,7 @@ impl EventKind {
         EventKind::Voted,
         EventKind::Reminded,
         EventKind::Escalated,
+        EventKind::GrantSuggestedAccepted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -164,6 +169,7 @@ impl EventKind {
             Self::Voted => "voted",
             Self::Reminded => "reminded",
             Self::Escalated => "escalated",
+            Self::GrantSuggestedAccepted => "grant.suggested_accepted",
         }
     }
 

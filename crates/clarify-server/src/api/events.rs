@@ -90,6 +90,7 @@ pub fn event_name(kind: EventKind) -> &'static str {
         EventKind::Voted => "request.voted",
         EventKind::Reminded => "request.reminded",
         EventKind::Escalated => "request.escalated",
+        EventKind::GrantSuggestedAccepted => "grant.suggested_accepted",
     }
 }
 

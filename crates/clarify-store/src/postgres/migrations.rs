@@ -21,12 +21,12 @@ use crate::error::StoreError;
 const MIGRATION_LOCK: i64 = 0x636c_6172_6966_7901;
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-pub(super) const SCHEMA_VERSION: i64 = 10;
+pub(super) const SCHEMA_VERSION: i64 = 11;
 
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
-    SCHEMA_V9, SCHEMA_V10,
+    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -214,6 +214,13 @@ CREATE TABLE clarify_event_inbox (
     channel text,
     at bigint NOT NULL
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000);
+";
+
+/// Schema version 11: bounded grants: when a grant stops matching (`expires_at`, `NULL`
+/// never), how many calls it lets through (`max_uses`, `NULL` any) and how many it did.
+const SCHEMA_V11: &str = "
+ALTER TABLE clarify_grants ADD COLUMN expires_at bigint, ADD COLUMN max_uses bigint,
+    ADD COLUMN uses bigint NOT NULL DEFAULT 0;
 ";
 
 /// Hashes, in order, the events stored before the audit chain existed (schema 9), in the

@@ -13,7 +13,7 @@ use crate::audit;
 use crate::codec::{EVENT_COLUMNS, EventParts};
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-pub(super) const SCHEMA_VERSION: i64 = 11;
+pub(super) const SCHEMA_VERSION: i64 = 12;
 
 /// Schema version 1: requests, their tags, the event log and grants.
 const SCHEMA_V1: &str = "
@@ -214,10 +214,18 @@ const SCHEMA_V11: &str = "
 CREATE INDEX events_tenant ON events (tenant, seq);
 ";
 
+/// Schema version 12: bounded grants: when a grant stops matching (`expires_at`, `NULL`
+/// never), how many calls it lets through (`max_uses`, `NULL` any) and how many it did.
+const SCHEMA_V12: &str = "
+ALTER TABLE grants ADD COLUMN expires_at INTEGER;
+ALTER TABLE grants ADD COLUMN max_uses INTEGER;
+ALTER TABLE grants ADD COLUMN uses INTEGER NOT NULL DEFAULT 0;
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
-    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11,
+    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 

@@ -53,4 +53,5 @@ mod conformance;
 mod decisions;
 mod feed;
 mod gate;
+mod rules;
 mod support;

@@ -171,6 +171,7 @@ pub fn options(clock: &Arc<ManualClock>) -> StoreOptions {
         retain_resolved: None,
         announce: None,
         durability: clarify_store::Durability::Normal,
+        rules: None,
     }
 }
 
