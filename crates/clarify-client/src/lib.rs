@@ -379,6 +379,22 @@ impl Client {
             .1)
     }
 
+    /// What the server's rules decide for a call (`POST /v1/policy/check`): `body` is
+    /// `{"action", "session"?, "agent"?, "tags"?, "cwd"?, "on_behalf_of"?}`; the answer
+    /// `{"decision": "allow" | "deny" | "ask", "rule", "reason", "ask", "errors"}`.
+    pub async fn check_policy(&self, body: &Value) -> Result<Value, ClientError> {
+        Ok(self
+            .send(
+                reqwest::Method::POST,
+                "/v1/policy/check",
+                &[],
+                Some(body),
+                None,
+            )
+            .await?
+            .1)
+    }
+
     /// The tenant's grants, oldest first; with `session`, only that session's.
     pub async fn grants(&self, session: Option<&str>) -> Result<Vec<Value>, ClientError> {
         let query: Vec<(&str, String)> = session

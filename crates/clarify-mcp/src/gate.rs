@@ -498,7 +498,14 @@ impl Gate {
             }
             PolicyDecision::Ask => {}
         }
-        if self.approvals.granted(action, None).await? {
+        // The server's rules come after the policy file and before grants: a rule that allows
+        // or denies the call resolves the approval raised below as soon as it is created.
+        if !self
+            .approvals
+            .rule_decides(action, Some(&self.agent))
+            .await?
+            && self.approvals.granted(action, None).await?
+        {
             return Ok(Decided::Forward(action.arguments.clone()));
         }
         // An MCP session carries no clarify session, so `session` scope is not offered.

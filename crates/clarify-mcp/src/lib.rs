@@ -415,7 +415,14 @@ impl ClarifyMcp {
         use clarify_core::policy::ApprovalSpec;
         let call = tools::approve_tool_use_args(args)?;
         let action = &call.action;
-        if party.upstream.granted(action, None).await? {
+        // A server rule that allows or denies the call comes before grants: the approval raised
+        // below is then resolved by it as soon as it is created.
+        if !party
+            .upstream
+            .rule_decides(action, party.agent.as_deref())
+            .await?
+            && party.upstream.granted(action, None).await?
+        {
             return Ok(allow(&action.arguments).into());
         }
         // Claude Code sends no session, so `session` scope has nothing to hold in.

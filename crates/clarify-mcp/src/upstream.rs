@@ -369,6 +369,45 @@ impl Upstream {
         }
     }
 
+    /// Whether one of the server's rules allows or denies `action` by `agent`: the approval
+    /// raised for it is then resolved by that rule when created, whatever grants say. A server
+    /// without the policy route has no rules.
+    pub(crate) async fn rule_decides(
+        &self,
+        action: &clarify_core::Action,
+        agent: Option<&str>,
+    ) -> Result<bool, ToolError> {
+        use clarify_core::rules::{Call, Decide};
+        match self {
+            Self::Store(e) => {
+                let call = Call {
+                    tool: action.name.clone(),
+                    args: action.arguments.clone(),
+                    agent: agent.map(str::to_owned),
+                    ..Call::default()
+                };
+                Ok(e.store.check_rules(&call).is_some_and(|v| {
+                    v.matched
+                        .is_some_and(|m| matches!(m.decide, Decide::Allow | Decide::Deny))
+                }))
+            }
+            Self::Server(client) => {
+                let body = serde_json::json!({
+                    "action": {"name": action.name, "arguments": action.arguments},
+                    "agent": agent,
+                });
+                match client.check_policy(&body).await {
+                    Ok(decided) => Ok(matches!(
+                        decided["decision"].as_str(),
+                        Some("allow" | "deny")
+                    )),
+                    Err(clarify_client::ClientError::Api { status: 404, .. }) => Ok(false),
+                    Err(e) => Err(ToolError::from_client(e, None)),
+                }
+            }
+        }
+    }
+
     /// Whether a stored grant lets `action` run in `session` without asking.
     pub(crate) async fn granted(
         &self,

@@ -63,6 +63,13 @@ const state = {
   retry: 0,
   retryTimer: null,
   clock: null,
+  // Pending approvals ticked for a batch answer, by id.
+  selected: new Set(),
+  batchNote: null,
+  // Actions people keep approving once, offered as standing grants (`/v1/suggestions`).
+  suggestions: [],
+  suggestionNote: null,
+  suggestTimer: null,
 };
 
 // ---- session ---------------------------------------------------------------------------
@@ -223,6 +230,7 @@ async function loadPending(cursor) {
       remember(r);
     });
     state.listed += page.requests.length;
+    if (!cursor) loadSuggestions();
     for (const record of load.events) file(record);
     state.more = page.next_cursor;
     state.loaded = true;
@@ -267,6 +275,10 @@ function apply(record, name) {
     if (name === "request.created") notify(record);
   }
   if (record.status !== "pending" && notes.has(record.id)) notes.get(record.id).close();
+  if (record.status === "answered") {
+    clearTimeout(state.suggestTimer);
+    state.suggestTimer = setTimeout(loadSuggestions, 300);
+  }
   renderList(arrived ? record.id : null);
   if (currentRoute().name === "history") renderHistory();
 }
@@ -314,14 +326,16 @@ function renderList(arrived) {
   } else {
     const items = rows.map((record) => {
       const current = r.id === record.id;
-      const key = `${current}|${JSON.stringify(record)}`;
+      const selected = state.selected.has(record.id);
+      const key = `${current}|${selected}|${JSON.stringify(record)}`;
       const old = drawn.get(record.id);
       if (old && old.key === key && record.id !== arrived) return old.item;
-      const item = h("li", {}, pendingRow(record, current, record.id === arrived));
+      const item = h("li", { class: "row-item" }, selectBox(record, selected), pendingRow(record, current, record.id === arrived));
       drawn.set(record.id, { key, item });
       return item;
     });
     for (const id of drawn.keys()) if (!state.pending.has(id)) drawn.delete(id);
+    for (const id of [...state.selected]) if (!state.pending.has(id)) state.selected.delete(id);
     content = list.querySelector("ul.rows") || h("ul", { class: "rows", "aria-label": "Pending requests" });
     content.replaceChildren(...items);
   }
@@ -335,7 +349,157 @@ function renderList(arrived) {
   }
   // Moving a focused row out and back in loses its focus; give it back.
   if (focused && focused !== document.activeElement && list.contains(focused)) focused.focus({ preventScroll: true });
+  renderBatchBar();
   fillDatalists();
+}
+
+// ---- suggested standing grants -------------------------------------------------------------
+
+async function loadSuggestions() {
+  try {
+    const body = await call("GET", "/v1/suggestions");
+    state.suggestions = body.suggestions || [];
+  } catch (e) {
+    if (ended(e)) return;
+    state.suggestions = [];
+  }
+  renderSuggestions();
+}
+
+function renderSuggestions() {
+  const panel = document.getElementById("suggestions");
+  if (!panel) return;
+  if (!state.suggestions.length && !state.suggestionNote) {
+    fill(panel);
+    return;
+  }
+  fill(
+    panel,
+    h(
+      "section",
+      { class: "suggestions", "aria-label": "Suggested standing approvals" },
+      state.suggestions.map((s) =>
+        h(
+          "div",
+          { class: "suggestion" },
+          h(
+            "p",
+            {},
+            "You approved ",
+            h("code", {}, s.tool),
+            ` with the same arguments ${s.approvals} times lately.`,
+          ),
+          h("pre", { class: "suggestion-args" }, JSON.stringify(s.arguments, null, 2)),
+          h(
+            "button",
+            { type: "button", class: "btn small primary", onclick: (e) => acceptSuggestion(s, e.target) },
+            "Always allow this",
+          ),
+        ),
+      ),
+      state.suggestionNote ? h("p", { class: "suggestion-note", role: "status" }, state.suggestionNote) : null,
+    ),
+  );
+}
+
+/** A person's click: the only way a suggestion becomes a grant. */
+async function acceptSuggestion(suggestion, button) {
+  button.disabled = true;
+  try {
+    await call("POST", "/v1/suggestions/accept", { request_id: suggestion.request_id });
+    state.suggestionNote = `${suggestion.tool} with these arguments is now always allowed. Revoke it under grants at any time.`;
+    state.suggestions = state.suggestions.filter((s) => s !== suggestion);
+  } catch (e) {
+    if (ended(e)) return;
+    state.suggestionNote = e.message;
+    button.disabled = false;
+  }
+  announce.textContent = state.suggestionNote;
+  renderSuggestions();
+}
+
+// ---- answering several at once -------------------------------------------------------------
+
+/** Whether a pending request can be answered in a batch: one approval question. */
+function batchable(record) {
+  const questions = record.questions || [];
+  return questions.length === 1 && questions[0].kind === "approval";
+}
+
+/** The row's checkbox, for approvals only; other requests need their own form. */
+function selectBox(record, selected) {
+  if (!batchable(record)) return h("span", { class: "select-slot", "aria-hidden": "true" });
+  const box = h("input", {
+    type: "checkbox",
+    class: "select",
+    "aria-label": `Select: ${record.summary || (record.questions[0] || {}).text || record.id}`,
+    onchange: (e) => {
+      if (e.target.checked) state.selected.add(record.id);
+      else state.selected.delete(record.id);
+      state.batchNote = null;
+      renderBatchBar();
+    },
+  });
+  box.checked = selected;
+  box.dataset.id = record.id;
+  return box;
+}
+
+function renderBatchBar() {
+  const list = listPanel();
+  if (!list) return;
+  let bar = document.getElementById("batch-bar");
+  const n = state.selected.size;
+  if (!n && !state.batchNote) {
+    if (bar) bar.remove();
+    return;
+  }
+  if (!bar) {
+    bar = h("div", { id: "batch-bar", class: "batch-bar", role: "region", "aria-label": "Answer the selected requests" });
+    list.parentNode.insertBefore(bar, list);
+  }
+  fill(
+    bar,
+    n ? h("span", { class: "batch-count" }, `${n} selected`) : null,
+    n ? h("button", { type: "button", class: "btn small primary", id: "batch-approve", onclick: () => answerSelected("approve") }, "Approve selected") : null,
+    n ? h("button", { type: "button", class: "btn small", id: "batch-deny", onclick: () => answerSelected("deny") }, "Deny selected") : null,
+    n ? h("button", { type: "button", class: "btn small", onclick: () => { state.selected.clear(); state.batchNote = null; renderList(); } }, "Clear") : null,
+    state.batchNote ? h("p", { class: "batch-note", id: "batch-note", role: "status" }, state.batchNote) : null,
+  );
+}
+
+/** Answers every selected approval with `decision` (scope once) in one `POST /v1/answers`. */
+async function answerSelected(decision) {
+  const ids = [...state.selected];
+  if (!ids.length) return;
+  for (const b of document.querySelectorAll("#batch-bar button")) b.disabled = true;
+  let result;
+  try {
+    result = await call("POST", "/v1/answers", { items: ids.map((id) => ({ id, answer: { decision, scope: "once" } })) });
+  } catch (e) {
+    if (ended(e)) return;
+    state.batchNote = `Nothing was answered: ${e.message}`;
+    renderBatchBar();
+    return;
+  }
+  const failed = [];
+  let done = 0;
+  for (const item of result.items || []) {
+    if (item.status === 200 || item.status === 202) {
+      done += 1;
+      state.selected.delete(item.id);
+      if (item.status === 200) state.pending.delete(item.id);
+    } else {
+      const record = state.pending.get(item.id);
+      const title = record ? record.summary || (record.questions[0] || {}).text : item.id;
+      const message = item.body && item.body.error ? item.body.error.message : `status ${item.status}`;
+      failed.push(`${title}: ${message}`);
+    }
+  }
+  const verb = decision === "approve" ? "approved" : "denied";
+  state.batchNote = `${done} ${verb}.` + (failed.length ? ` ${failed.length} not answered: ${failed.join("; ")}` : "");
+  announce.textContent = state.batchNote;
+  renderList();
 }
 
 function kindOf(record) {
@@ -663,7 +827,10 @@ function route() {
   }
   const layout = document.getElementById("layout");
   layout.dataset.view = r.id ? "detail" : "list";
-  if (r.name === "pending") renderList();
+  if (r.name === "pending") {
+    renderList();
+    renderSuggestions();
+  }
   else renderHistory();
   openDetail(r);
 }
@@ -679,6 +846,7 @@ function showPendingLayout() {
         { class: "panel list-panel", "aria-labelledby": "pending-title" },
         h("div", { class: "panel-head" }, h("h1", { id: "pending-title" }, "Pending")),
         filtersForm(),
+        h("div", { id: "suggestions" }),
         h("div", { id: "pending-list" }),
       ),
       h("section", { class: "panel detail-panel", "aria-label": "Request" }, h("div", { class: "panel-body", id: "detail" })),

@@ -22,6 +22,9 @@
 //! - `display` (only when named): round trips of a request with display blocks (a 20-line diff,
 //!   markdown, fields) against a plain one, alternating; then a 2,000-line diff created, its
 //!   record read and its blocks rendered as the inbox shows them, each with p50 and p99.
+//! - `rules` (only when named): 32 clients creating an approval and answering it, on SQLite,
+//!   against a server with 100 `[[rules]]` (none matching, ten conditions evaluated per create)
+//!   and against one without rules, alternating three times each; prints both and the ratio.
 
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -44,6 +47,11 @@ impl Server {
 
     /// A `clarify serve` of the binary at `bin` on `db`.
     async fn start_bin(bin: &str, db: &str) -> Self {
+        Self::start_with(bin, db, &[]).await
+    }
+
+    /// A `clarify serve` of the binary at `bin` on `db`, with `extra` arguments.
+    async fn start_with(bin: &str, db: &str, extra: &[&str]) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
@@ -56,6 +64,7 @@ impl Server {
                 "--db",
                 db,
             ])
+            .args(extra)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -329,20 +338,22 @@ async fn roundtrip(
     clients: usize,
     run_for: Duration,
 ) -> Roundtrips {
-    roundtrip_of(dir, bin, label, clients, run_for, PLAIN_ASK).await
+    roundtrip_of(dir, bin, label, clients, run_for, &[], (PLAIN_ASK, ANSWER_YES)).await
 }
 
-/// The request the round-trip benchmark creates.
+/// The request the round-trip benchmark creates, and its answer.
 const PLAIN_ASK: &[u8] = br#"{"question":"Deploy?","choices":["yes","no"]}"#;
+const ANSWER_YES: &[u8] = br#"{"option":"yes"}"#;
 
-/// [`roundtrip`] creating `ask` (a request with one option `yes`) instead of the plain one.
+/// [`roundtrip`] with the server's `extra` arguments and the `(create, answer)` bodies.
 async fn roundtrip_of(
     dir: &std::path::Path,
     bin: &str,
     label: &str,
     clients: usize,
     run_for: Duration,
-    ask: &'static [u8],
+    extra: &[&str],
+    (ask, answer): (&'static [u8], &'static [u8]),
 ) -> Roundtrips {
     static RUN: AtomicU64 = AtomicU64::new(0);
     let run = RUN.fetch_add(1, Ordering::Relaxed);
@@ -351,12 +362,11 @@ async fn roundtrip_of(
         dir.join(format!("rt-{clients}-{run}.db")).display()
     );
     let admin = key_of(bin, &db, "admin", "default");
-    let server = Server::start_bin(bin, &db).await;
+    let server = Server::start_with(bin, &db, extra).await;
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     // The bodies are serialised once and only the id is read back, so the load generator, which
     // shares the machine with the server, spends as little as it can.
-    let answer: &'static [u8] = br#"{"option":"yes"}"#;
     let mut tasks = Vec::new();
     for _ in 0..clients {
         let (stop, done, url, admin) = (
@@ -422,6 +432,75 @@ async fn roundtrip_of(
         server.peak_rss_kib()
     );
     figures
+}
+
+/// 100 rules as a configuration would have them: 90 for other tools, 10 for every tool whose
+/// conditions do not match the benchmark's call.
+fn hundred_rules() -> String {
+    let mut text = String::new();
+    for i in 0..90 {
+        text.push_str(&format!(
+            "[[rules]]\nname = \"tool-{i}\"\ntool = \"tool_{i}\"\n\
+             when = \"has(args.amount) && args.amount > {i}\"\ndecide = \"deny\"\n\n"
+        ));
+    }
+    for i in 0..10 {
+        text.push_str(&format!(
+            "[[rules]]\nname = \"any-{i}\"\n\
+             when = \"has(args.namespace) && args.namespace.startsWith('prod-{i}')\"\n\
+             decide = \"deny\"\n\n"
+        ));
+    }
+    text
+}
+
+/// Approval round trips with 100 rules against none, alternating three times each.
+async fn rules(dir: &std::path::Path) {
+    let config = dir.join("rules.toml");
+    std::fs::write(&config, hundred_rules()).expect("config written");
+    let config = config.display().to_string();
+    let ask: &'static [u8] = br#"{"questions":[{"text":"Deploy?","kind":"approval","action":{"name":"deploy","arguments":{"env":"staging","replicas":3}}}]}"#;
+    let answer: &'static [u8] = br#"{"decision":"approve"}"#;
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let extra = ["--config", config.as_str()];
+        with.push(
+            roundtrip_of(
+                dir,
+                BIN,
+                " (100 rules)",
+                32,
+                Duration::from_secs(8),
+                &extra,
+                (ask, answer),
+            )
+            .await,
+        );
+        without.push(
+            roundtrip_of(
+                dir,
+                BIN,
+                " (no rules)",
+                32,
+                Duration::from_secs(8),
+                &[],
+                (ask, answer),
+            )
+            .await,
+        );
+    }
+    let mean =
+        |v: &[Roundtrips], f: fn(&Roundtrips) -> f64| v.iter().map(f).sum::<f64>() / v.len() as f64;
+    let (a, b) = (
+        mean(&with, |r| r.per_second),
+        mean(&without, |r| r.per_second),
+    );
+    let (ca, cb) = (mean(&with, |r| r.cpu_us), mean(&without, |r| r.cpu_us));
+    println!(
+        "rules: approval round trips/s with 100 rules {a:.0}, without {b:.0} (ratio {:.3}); server CPU per round trip {ca:.0} µs against {cb:.0} µs (ratio {:.3})",
+        a / b,
+        ca / cb
+    );
 }
 
 #[derive(serde::Deserialize)]
@@ -575,7 +654,16 @@ async fn display(dir: &std::path::Path) {
     let with = display_ask();
     let (mut plain, mut blocks) = (Vec::new(), Vec::new());
     for _ in 0..3 {
-        plain.push(roundtrip_of(dir, BIN, " (plain)", 32, Duration::from_secs(5), PLAIN_ASK).await);
+        plain.push(roundtrip_of(
+            dir,
+            BIN,
+            " (plain)",
+            32,
+            Duration::from_secs(5),
+            &[],
+            (PLAIN_ASK, ANSWER_YES),
+        )
+        .await);
         blocks.push(
             roundtrip_of(
                 dir,
@@ -583,7 +671,8 @@ async fn display(dir: &std::path::Path) {
                 " (display blocks)",
                 32,
                 Duration::from_secs(5),
-                with,
+                &[],
+                (with, ANSWER_YES),
             )
             .await,
         );
@@ -705,6 +794,9 @@ async fn main() {
     }
     if args.iter().any(|a| a == "display") {
         display(&dir).await;
+    }
+    if args.iter().any(|a| a == "rules") {
+        rules(&dir).await;
     }
     if args.iter().any(|a| a == "clients") {
         for clients in [1, 64, 1024] {

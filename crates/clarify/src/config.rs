@@ -37,6 +37,10 @@ pub struct Config {
     pub identities: BTreeMap<String, String>,
     pub claude_code: Option<Policy>,
     pub gate: Option<Policy>,
+    /// `[[rules]]`, compiled; `None` when the file has none.
+    pub rules: Option<clarify_core::rules::Rules>,
+    /// `[suggestions]`: when the inbox suggests always allowing an action.
+    pub suggest: clarify_store::Suggest,
 }
 
 /// `[server]`: the settings `clarify serve` also takes as flags.
@@ -312,11 +316,12 @@ pub fn check_command(path: &Path) -> std::process::ExitCode {
     match load(path) {
         Ok(c) => {
             println!(
-                "{}: valid ({} channels, {} routes, {} identities{}{})",
+                "{}: valid ({} channels, {} routes, {} identities, {} rules{}{})",
                 path.display(),
                 c.channels.len(),
                 c.routes.len(),
                 c.identities.len(),
+                c.rules.as_ref().map_or(0, |r| r.len()),
                 if c.claude_code.is_some() {
                     ", [claude_code]"
                 } else {
@@ -428,7 +433,22 @@ pub fn parse(
             ));
         }
     }
+    let rules = if raw.rules.is_empty() {
+        None
+    } else {
+        let mut specs = Vec::with_capacity(raw.rules.len());
+        for (i, rule) in raw.rules.into_iter().enumerate() {
+            specs.push(rule.check(&format!("rules[{i}]"), &fail)?);
+        }
+        Some(clarify_core::rules::Rules::compile(specs).map_err(|e| {
+            let at = format!("rules[{}]", e.index);
+            fail(&at, e.to_string())
+        })?)
+    };
+    let suggest = raw.suggestions.check(&fail)?;
     Ok(Config {
+        rules,
+        suggest,
         server,
         channels,
         routes: raw.routes,
@@ -517,6 +537,134 @@ pub(crate) struct RawConfig {
     /// The tool-name policy of `clarify gate` (its `--policy` wins over it).
     #[serde(default)]
     gate: Option<RawPolicy>,
+    /// The server's policy: every approval created by any path (HTTP, MCP, the hooks, the
+    /// gate) is decided by the first rule that matches it, in order.
+    #[serde(default)]
+    rules: Vec<RawRule>,
+    /// When the inbox offers "Always allow this" for an action people keep approving `once`.
+    #[serde(default)]
+    suggestions: RawSuggestions,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawSuggestions {
+    /// How many `once` approvals of the same action (tool and arguments) make a suggestion.
+    #[schemars(extend("default" = 3))]
+    approvals: Option<usize>,
+    /// Within how long, a duration (`7d`, `12h`).
+    #[schemars(extend("default" = "7d"))]
+    within: Option<String>,
+}
+
+impl RawSuggestions {
+    fn check(self, fail: Fail<'_>) -> Result<clarify_store::Suggest, String> {
+        let mut suggest = clarify_store::Suggest::default();
+        if let Some(n) = self.approvals {
+            if !(2..=1000).contains(&n) {
+                return Err(fail(
+                    "suggestions.approvals",
+                    format!("must be 2 to 1000, got {n}"),
+                ));
+            }
+            suggest.approvals = n;
+        }
+        if let Some(text) = self.within {
+            let within = parse_duration(&text)
+                .ok()
+                .and_then(|d| chrono::TimeDelta::from_std(d).ok())
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    fail(
+                        "suggestions.within",
+                        format!("{text:?} is not a duration such as 7d or 12h"),
+                    )
+                })?;
+            suggest.within = within;
+        }
+        Ok(suggest)
+    }
+}
+
+/// One rule: when a call of `tool` makes `when` true, `decide` says what follows.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    /// Unique among the rules; decisions it makes are recorded as `policy:<name>`.
+    name: String,
+    /// A tool-name pattern: an exact name, a `prefix*` or `*`, ignoring case.
+    #[schemars(extend("default" = "*"))]
+    tool: Option<String>,
+    /// A CEL condition over `tool`, `args`, `agent`, `session`, `tags`, `cwd` and
+    /// `on_behalf_of`, e.g. `args.amount > 1000`. Absent, every call of `tool` matches. One that
+    /// fails while evaluating (a missing argument) does not match.
+    when: Option<String>,
+    /// `allow` or `deny` resolve the approval at once, as the rule; `ask` asks a person, with
+    /// the settings below.
+    decide: RawDecide,
+    /// Why: told to the agent with an allow or a deny.
+    reason: Option<String>,
+    /// `ask`: who may answer, instead of the request's responders.
+    responders: Option<Vec<String>>,
+    /// `ask`: how many people must approve (1 to 10).
+    approvals_required: Option<u32>,
+    /// `ask`: `low`, `normal` or `high`.
+    risk: Option<String>,
+    /// `ask`: how long the person has, a duration (`30m`, `2h`, `1d`); `0` never expires.
+    timeout: Option<String>,
+    /// `ask`: the decision applied when nobody answers in time, e.g.
+    /// `{ decision = "deny", reason = "nobody answered" }`.
+    #[schemars(with = "Option<serde_json::Value>")]
+    on_timeout: Option<clarify_core::OnTimeout>,
+    /// `ask`: tags added to the request, which routes read.
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+/// What a matching rule does.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum RawDecide {
+    /// Approve the call at once, as the rule.
+    Allow,
+    /// Deny the call at once, as the rule.
+    Deny,
+    /// Ask a person.
+    Ask,
+}
+
+impl RawRule {
+    fn check(self, at: &str, fail: Fail<'_>) -> Result<clarify_core::rules::RuleSpec, String> {
+        use clarify_core::rules::{AskSettings, Decide, RuleSpec};
+        let timeout_seconds = match self.timeout.as_deref().map(str::trim) {
+            None => None,
+            Some("0") => Some(0),
+            Some(text) => Some(
+                parse_duration(text)
+                    .map_err(|e| fail(&format!("{at}.timeout"), e))?
+                    .as_secs(),
+            ),
+        };
+        Ok(RuleSpec {
+            name: self.name,
+            tool: self.tool,
+            when: self.when,
+            decide: match self.decide {
+                RawDecide::Allow => Decide::Allow,
+                RawDecide::Deny => Decide::Deny,
+                RawDecide::Ask => Decide::Ask,
+            },
+            reason: self.reason,
+            ask: AskSettings {
+                responders: self.responders,
+                approvals_required: self.approvals_required,
+                risk: self.risk,
+                timeout_seconds,
+                on_timeout: self.on_timeout,
+                tags: self.tags,
+            },
+        })
+    }
 }
 
 /// Each key is the `clarify serve` option of the same name (`max_waiters` is `--max-waiters`);
@@ -1241,6 +1389,129 @@ mod tests {
             config.server.outbound_allow.as_deref(),
             Some(&["10.20.0.0/16".to_owned(), "hooks.internal".to_owned()][..])
         );
+        assert_eq!(config.rules.as_ref().map(|r| r.len()), Some(2));
+        assert_eq!(config.suggest.approvals, 3);
+    }
+
+    /// The handbook's ten worked rules compile, and decide as the page says.
+    #[test]
+    fn the_worked_rules_of_the_handbook_compile() {
+        use clarify_core::rules::{Call, Decide};
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/src/decisions/rules.md");
+        let page = std::fs::read_to_string(&path).expect("the policy page exists");
+        let after = page
+            .split("## Ten worked rules")
+            .nth(1)
+            .expect("the worked rules section");
+        let block = after
+            .split("```toml\n")
+            .nth(1)
+            .and_then(|b| b.split("```").next())
+            .expect("a toml block");
+        let config = check(block).unwrap_or_else(|e| panic!("{e}"));
+        let rules = config.rules.expect("rules");
+        assert!(rules.len() >= 10, "{rules:?}");
+        let decide = |tool: &str, args: serde_json::Value, cwd: Option<&str>| {
+            let call = Call {
+                tool: tool.to_owned(),
+                args,
+                cwd: cwd.map(str::to_owned),
+                ..Call::default()
+            };
+            let verdict = rules.decide(&call);
+            verdict.matched.map(|m| (m.name, m.decide))
+        };
+        let named = |name: &str, decide: Decide| Some((name.to_owned(), decide));
+        assert_eq!(
+            decide("refund", serde_json::json!({"amount": 20}), None),
+            named("small-refunds", Decide::Allow)
+        );
+        assert_eq!(
+            decide("refund", serde_json::json!({"amount": 9000}), None),
+            named("large-refunds", Decide::Ask)
+        );
+        assert_eq!(
+            decide(
+                "Write",
+                serde_json::json!({"file_path": "/etc/hosts"}),
+                Some("/work/app")
+            ),
+            named("writes-outside-workspace", Decide::Deny)
+        );
+        assert_eq!(
+            decide(
+                "Write",
+                serde_json::json!({"file_path": "/work/app/x.rs"}),
+                Some("/work/app")
+            ),
+            None
+        );
+        assert_eq!(
+            decide(
+                "send_mail",
+                serde_json::json!({"to": ["x@other.org"]}),
+                None
+            ),
+            named("mail-outside-domain", Decide::Ask)
+        );
+        assert_eq!(
+            decide("Bash", serde_json::json!({"command": "git log -5"}), None),
+            named("read-only-git", Decide::Allow)
+        );
+        assert_eq!(
+            decide(
+                "Bash",
+                serde_json::json!({"command": "git push --force"}),
+                None
+            ),
+            named("no-force-push", Decide::Deny)
+        );
+        assert_eq!(
+            decide(
+                "kubectl_apply",
+                serde_json::json!({"namespace": "prod-1"}),
+                None
+            ),
+            named("prod-namespaces", Decide::Ask)
+        );
+        assert_eq!(
+            decide(
+                "mcp__db__query",
+                serde_json::json!({"sql": "DROP TABLE users"}),
+                None
+            ),
+            named("destructive-sql", Decide::Deny)
+        );
+        assert_eq!(
+            decide(
+                "mcp__db__query",
+                serde_json::json!({"sql": "select dropped from t"}),
+                None
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn a_rule_that_cannot_compile_stops_the_check_naming_it_and_the_column() {
+        let e = check(
+            "[[rules]]\nname = \"fine\"\nwhen = \"true\"\ndecide = \"allow\"\n\n\
+             [[rules]]\nname = \"limits\"\nwhen = \"args.amount > limit\"\ndecide = \"deny\"\n",
+        )
+        .expect_err("refused");
+        assert_eq!(
+            e,
+            "clarify.toml: rules[1]: rule \"limits\": when at column 15: unknown variable \
+             \"limit\"; a rule reads tool, args, agent, session, tags, cwd, on_behalf_of"
+        );
+        let e = check("[[rules]]\nname = \"x\"\nwhen = \"args.n + 1\"\ndecide = \"deny\"\n")
+            .expect_err("refused");
+        assert!(e.contains("not a boolean"), "{e}");
+        let e = check("[[rules]]\nname = \"x\"\ndecide = \"maybe\"\n").expect_err("refused");
+        assert!(e.contains("decide"), "{e}");
+        let e = check("[[rules]]\nname = \"x\"\ndecide = \"ask\"\ntimeout = \"soon\"\n")
+            .expect_err("refused");
+        assert!(e.contains("rules[0].timeout"), "{e}");
     }
 
     #[test]

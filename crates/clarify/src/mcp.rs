@@ -63,8 +63,10 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
         None => {
             let limits = Limits::new(args.max_options, Limits::DEFAULT_TIMEOUT_SECONDS)
                 .map_err(|e| anyhow::anyhow!("--max-options: {e}"))?;
+            let (announce, rules) = crate::serve::announcer(args.config.as_deref())?;
             let options = StoreOptions {
-                announce: crate::serve::announcer(args.config.as_deref())?,
+                announce,
+                rules,
                 ..StoreOptions::default()
             };
             let store = Store::open(&args.db, options)

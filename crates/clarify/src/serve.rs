@@ -11,18 +11,29 @@ use crate::ServeArgs;
 /// Runs the server with `args`, where a setting not `given` as a flag (or its environment
 /// variable) is taken from the configuration file when it has one.
 pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> {
-    let (args, channels, routes, identities) = match &args.config {
-        None => (args, Vec::new(), Vec::new(), Default::default()),
+    let (args, channels, routes, identities, rules, suggest) = match &args.config {
+        None => (
+            args,
+            Vec::new(),
+            Vec::new(),
+            Default::default(),
+            None,
+            Default::default(),
+        ),
         Some(path) => {
             let mut file = crate::config::load(path).map_err(anyhow::Error::msg)?;
             let channels = file.channels();
             let routes = std::mem::take(&mut file.routes);
             let identities = std::mem::take(&mut file.identities);
+            let rules = file.rules.take();
+            let suggest = file.suggest;
             (
                 with_file(args, given, file.server),
                 channels,
                 routes,
                 identities,
+                rules,
+                suggest,
             )
         }
     };
@@ -36,9 +47,16 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
         anyhow::bail!("--retain-resolved must be longer than 0, e.g. 30d");
     }
     let announce = announce_by(routes);
+    if let Some(rules) = &rules {
+        tracing::info!(
+            rules = rules.len(),
+            "every new approval is decided by the rules first"
+        );
+    }
     let options = StoreOptions {
         retain_resolved,
         announce,
+        rules,
         durability: match args.durability {
             Durability::Normal => clarify_store::Durability::Normal,
             Durability::Full => clarify_store::Durability::Full,
@@ -73,6 +91,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
         .map_err(|e| anyhow::anyhow!("--outbound-allow: {e}"))?;
     config.channels = channels;
     config.identities = identities;
+    config.suggest = suggest;
     if let Some((key, login)) = clarify_server::bootstrap(&store, &public_url).await? {
         eprintln!("clarify: created the first admin key (shown once; keep it):");
         eprintln!("  {}", key.token);
@@ -95,14 +114,20 @@ fn announce_by(routes: Vec<clarify_channels::Route>) -> Option<clarify_store::An
     })
 }
 
-/// The announcer of the configuration file at `path`, for a process that creates requests in
-/// the store of a server configured by it.
+/// The announcer and the rules of the configuration file at `path`, for a process that creates
+/// requests in the store of a server configured by it.
 pub(crate) fn announcer(
     path: Option<&std::path::Path>,
-) -> anyhow::Result<Option<clarify_store::Announce>> {
-    let Some(path) = path else { return Ok(None) };
+) -> anyhow::Result<(
+    Option<clarify_store::Announce>,
+    Option<clarify_core::rules::Rules>,
+)> {
+    let Some(path) = path else {
+        return Ok((None, None));
+    };
     let mut file = crate::config::load(path).map_err(anyhow::Error::msg)?;
-    Ok(announce_by(std::mem::take(&mut file.routes)))
+    let rules = file.rules.take();
+    Ok((announce_by(std::mem::take(&mut file.routes)), rules))
 }
 
 /// How a SQLite store makes its commits durable (`--durability`).

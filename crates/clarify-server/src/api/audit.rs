@@ -39,7 +39,7 @@ pub struct AuditEventBody {
     pub seq: u64,
     /// A request's: `created`, `answered`, `skipped`, `expired`, `cancelled`, `voted`,
     /// `reminded` or `escalated`. An admin action's: `key.created`, `key.revoked`,
-    /// `grant.revoked`, `identity.linked`, `identity.unlinked`, `push.subscribed` or
+    /// `grant.revoked`, `grant.suggested_accepted` (a suggested grant accepted), `identity.linked`, `identity.unlinked`, `push.subscribed` or
     /// `push.unsubscribed`. `purged` for an event retention emptied.
     pub kind: String,
     /// The request a request's event concerns.
@@ -49,7 +49,8 @@ pub struct AuditEventBody {
     pub subject: Option<String>,
     /// Who acted, if a person or key did.
     pub actor: Option<String>,
-    /// Through what: `api`, `inbox`, `link`, `slack`, `system`, ...
+    /// Through what: `api`, `inbox`, `link`, `slack`, `system`, `policy` (a rule decided;
+    /// `actor` is `policy:<rule name>`), ...
     pub channel: Option<String>,
     pub at: String,
     /// Hex SHA-256 of the previous event's hash and this event's canonical JSON.

@@ -38,6 +38,12 @@ pub struct GrantBody {
     /// Who answered.
     pub granted_by: Option<String>,
     pub created_at: String,
+    /// When it stops matching (`grant_ttl_seconds` after it was given); null never.
+    pub expires_at: Option<String>,
+    /// How many calls it lets through (`grant_max_uses`); null any number.
+    pub max_uses: Option<u32>,
+    /// How many calls it let through so far (counted by `POST /v1/grants/check`).
+    pub uses: u32,
 }
 
 impl From<&StoredGrant> for GrantBody {
@@ -51,6 +57,9 @@ impl From<&StoredGrant> for GrantBody {
             request_id: g.request_id.clone(),
             granted_by: g.granted_by.clone(),
             created_at: time(g.created_at),
+            expires_at: g.expires_at.map(time),
+            max_uses: g.max_uses,
+            uses: g.uses,
         }
     }
 }
@@ -110,7 +119,8 @@ pub async fn list(
     }))
 }
 
-/// Whether a grant lets this call run without asking a human.
+/// Whether a grant lets this call run without asking a human. A grant found counts a use: past
+/// its `max_uses` or its `expires_at` it no longer matches.
 #[utoipa::path(post, path = "/v1/grants/check", tag = "grants", request_body = CheckBody,
     responses(
         (status = 200, description = "Granted or not", body = CheckResultBody),

@@ -8,6 +8,7 @@
 //! here too: the event tailer that feeds `/v1/events` (`events::tail`) and the webhook worker
 //! (`webhooks::run`), whose outbox loop the channel worker shares.
 
+pub mod answers;
 pub mod audit;
 pub mod deliveries;
 pub mod events;
@@ -15,8 +16,10 @@ pub mod grants;
 pub mod health;
 pub mod keys;
 pub mod openapi;
+pub mod policy;
 pub mod requests;
 pub mod sessions;
+pub mod suggestions;
 pub mod webhooks;
 
 use axum::Router;
@@ -44,6 +47,7 @@ pub(crate) fn routes() -> Router<AppState> {
                 .get(requests::list),
         )
         .route("/v1/requests/{id}", get(requests::show))
+        .route("/v1/answers", post(answers::batch))
         .route("/v1/requests/{id}/answer", post(requests::answer))
         .route("/v1/requests/{id}/cancel", post(requests::cancel))
         .route("/v1/requests/{id}/wait", get(requests::wait))
@@ -60,6 +64,9 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/v1/grants", get(grants::list))
         .route("/v1/grants/check", post(grants::check))
         .route("/v1/grants/{id}", delete(grants::revoke))
+        .route("/v1/policy/check", post(policy::check))
+        .route("/v1/suggestions", get(suggestions::list))
+        .route("/v1/suggestions/accept", post(suggestions::accept))
         .route("/v1/keys", get(keys::list_keys).post(keys::create_key))
         .route("/v1/keys/{name}/revoke", post(keys::revoke_key))
         .route("/v1/webhook-secret", get(webhooks::webhook_secret))

@@ -233,15 +233,26 @@ pub async fn answer(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Value>,
 ) -> Result<Response, ApiError> {
+    answer_one(&state, &caller, &id, &body).await
+}
+
+/// Answers request `id` with `body` as the caller: what `POST /v1/requests/{id}/answer` does,
+/// shared with the batch route.
+pub(crate) async fn answer_one(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    body: &Value,
+) -> Result<Response, ApiError> {
     caller.must_answer()?;
     let record = state
         .store
-        .answer(caller.tenant(), &id, &body, &caller.actor())
+        .answer(caller.tenant(), id, body, &caller.actor())
         .await
-        .map_err(|e| resolve_error(e, |r| render(&state, &caller, r)))?;
+        .map_err(|e| resolve_error(e, |r| render(state, caller, r)))?;
     if record.status == Status::Pending {
         state.changed(&record);
-        let body = render(&state, &caller, &record);
+        let body = render(state, caller, &record);
         return Ok((StatusCode::ACCEPTED, Json(body)).into_response());
     }
     Ok(Json(state.resolved(&record)?).into_response())

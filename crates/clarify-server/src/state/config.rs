@@ -33,6 +33,8 @@ pub struct Config {
     /// What outbound calls to addresses others chose (a request's `callback_url`) may reach:
     /// public addresses, and what `[server] outbound_allow` adds.
     pub outbound: crate::shared::outbound::OutboundGuard,
+    /// When the inbox suggests always allowing an action people keep approving once.
+    pub suggest: clarify_store::Suggest,
 }
 
 impl Config {
@@ -50,6 +52,7 @@ impl Config {
             channels: Vec::new(),
             identities: std::collections::BTreeMap::new(),
             outbound: crate::shared::outbound::OutboundGuard::public_only(),
+            suggest: clarify_store::Suggest::default(),
         }
     }
 }

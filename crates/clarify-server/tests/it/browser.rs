@@ -1358,3 +1358,156 @@ async fn nothing_an_agent_writes_in_a_display_block_runs_in_the_inbox() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn several_approvals_are_answered_at_once_from_the_list() {
+    let Some(b) = Browser::launch(1280, 900).await else {
+        return;
+    };
+    let s = TestServer::start().await;
+    b.run("batch_answers", async {
+        let mut ids = Vec::new();
+        for name in ["alpha", "beta", "gamma"] {
+            let record = s
+                .ask(
+                    &s.admin,
+                    json!({"questions": [{"text": format!("Delete branch {name}?"), "kind": "approval",
+                            "action": {"name": "git.delete_branch", "arguments": {"branch": name}}}]}),
+                )
+                .await;
+            ids.push(record["id"].clone());
+        }
+        let open = s
+            .ask(&s.admin, json!({"question": "What should the release be called?"}))
+            .await;
+        login(&b, &s, "alice").await;
+        b.until(
+            "four pending requests",
+            "return document.querySelectorAll('a.row').length === 4",
+            vec![],
+        )
+        .await;
+        // Only approvals can be ticked.
+        let boxes = b
+            .js("return document.querySelectorAll('input.select').length", vec![])
+            .await;
+        assert_eq!(boxes, json!(3));
+        // beta is answered elsewhere after it was ticked: its item fails, the others go through.
+        b.click("//li[.//a[contains(., 'branch alpha')]]/input[@type='checkbox']")
+            .await;
+        b.click("//li[.//a[contains(., 'branch beta')]]/input[@type='checkbox']")
+            .await;
+        b.wait_for("//*[@id='batch-bar'][contains(., '2 selected')]")
+            .await;
+        let (status, body) = s
+            .post(
+                &format!("/v1/requests/{}/answer", ids[1].as_str().expect("id")),
+                &s.admin,
+                json!({"decision": "deny", "reason": "handled elsewhere"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        b.click("//button[@id='batch-approve']").await;
+        b.wait_for("//*[@id='batch-note'][contains(., '1 approved')]")
+            .await;
+        let note = b
+            .js("return document.getElementById('batch-note').textContent", vec![])
+            .await;
+        assert!(
+            note.as_str().is_some_and(|t| t.contains("1 not answered")),
+            "{note}"
+        );
+        let alpha = record(&s, &ids[0]).await;
+        assert_eq!(alpha["status"], "answered", "{alpha}");
+        assert_eq!(alpha["answered_by"], "alice");
+        assert_eq!(alpha["outcome"]["questions"][0]["decision"], "approve");
+        let beta = record(&s, &ids[1]).await;
+        assert_eq!(beta["outcome"]["questions"][0]["decision"], "deny", "the first answer stands");
+        assert_eq!(record(&s, &ids[2]).await["status"], "pending");
+        assert_eq!(record(&s, &open["id"]).await["status"], "pending");
+        b.until(
+            "two requests left",
+            "return document.querySelectorAll('a.row').length === 2",
+            vec![],
+        )
+        .await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_suggested_standing_approval_is_made_only_by_a_click() {
+    let Some(b) = Browser::launch(1280, 900).await else {
+        return;
+    };
+    let s = TestServer::start().await;
+    b.run("suggestion_accepted", async {
+        let alice = s
+            .store
+            .create_key("approver", Role::Responder, "default")
+            .await
+            .expect("key")
+            .token;
+        let action = json!({"name": "deploy", "arguments": {"env": "staging"}});
+        let mut last = Value::Null;
+        for _ in 0..3 {
+            let record = s
+                .ask(
+                    &s.admin,
+                    json!({"questions": [{"text": "Deploy to staging?", "kind": "approval", "action": action,
+                            "scopes": ["once", "always"]}]}),
+                )
+                .await;
+            let id = record["id"].as_str().expect("id").to_owned();
+            let (status, body) = s
+                .post(
+                    &format!("/v1/requests/{id}/answer"),
+                    &alice,
+                    json!({"decision": "approve", "scope": "once"}),
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            last = record["id"].clone();
+        }
+        // Offered, not made: no grant yet.
+        let (_, grants) = s.get("/v1/grants", &s.admin).await;
+        assert_eq!(grants["grants"], json!([]), "{grants}");
+
+        login(&b, &s, "carol").await;
+        b.wait_for("//section[@class='suggestions']//button[contains(., 'Always allow this')]")
+            .await;
+        let (_, grants) = s.get("/v1/grants", &s.admin).await;
+        assert_eq!(grants["grants"], json!([]), "showing it grants nothing");
+        b.click("//section[@class='suggestions']//button[contains(., 'Always allow this')]")
+            .await;
+        b.wait_for("//p[@class='suggestion-note'][contains(., 'now always allowed')]")
+            .await;
+
+        let (_, grants) = s.get("/v1/grants", &s.admin).await;
+        let grant = &grants["grants"][0];
+        assert_eq!(grant["scope"], "always", "{grants}");
+        assert_eq!(grant["granted_by"], "carol", "in the name of who clicked");
+        assert_eq!(grant["tool"], "deploy");
+        assert_eq!(grant["arguments"], json!({"env": "staging"}));
+        assert_eq!(grant["request_id"], last);
+        let (_, audit) = s.get("/v1/audit?limit=100", &s.admin).await;
+        let accepted: Vec<&Value> = audit["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .filter(|e| e["kind"] == "grant.suggested_accepted")
+            .collect();
+        assert_eq!(accepted.len(), 1, "{audit}");
+        assert_eq!(accepted[0]["actor"], "carol");
+        assert_eq!(accepted[0]["request_id"], last);
+        // The next identical call runs without asking.
+        let (_, checked) = s
+            .post("/v1/grants/check", &s.admin, json!({"action": action}))
+            .await;
+        assert_eq!(checked["granted"], true, "{checked}");
+        // And the suggestion is gone.
+        let (_, suggestions) = s.get("/v1/suggestions", &alice).await;
+        assert_eq!(suggestions["suggestions"], json!([]), "{suggestions}");
+    })
+    .await;
+}

@@ -29,6 +29,7 @@ mod mcp_client;
 mod openapi;
 mod outage;
 mod outbound;
+mod policy;
 mod proxy;
 mod races;
 mod requests;

@@ -1,7 +1,9 @@
 //! The decision every coding-agent hook (and `clarify acp`) makes about one tool call, whatever
-//! the agent: the policy file first (deny wins, then allow), then a grant the server remembers
-//! (`POST /v1/grants/check`: an earlier `session` or `always` approval of the same call), then a
-//! person, through an approval request raised and waited for up to `--wait`.
+//! the agent: the policy file first (deny wins, then allow), then the server's rules (`POST
+//! /v1/policy/check`: when a rule allows or denies the call, the approval raised for it is
+//! resolved at once by that rule, so the decision is in the server's log), then a grant the
+//! server remembers (`POST /v1/grants/check`: an earlier `session` or `always` approval of the
+//! same call), then a person, through an approval request raised and waited for up to `--wait`.
 //!
 //! The agents' adapters only translate: their event into a [`ToolCall`], and the [`Verdict`]
 //! back into the JSON that agent reads. The request body a person sees is built in one place,
@@ -149,13 +151,16 @@ impl Gate {
         }
     }
 
-    /// The verdict of the policy or of a grant, when either covers `call`; `None` means a
-    /// person must decide.
+    /// The verdict of the policy file or of a grant, when either covers `call`; `None` means
+    /// the approval is to be raised: for a person, or for the server's rule that decides it.
     pub async fn screen(&self, call: &ToolCall) -> anyhow::Result<Option<Verdict>> {
         if let Some(verdict) = self.by_policy(call) {
             return Ok(Some(verdict));
         }
         let action = json!({"name": call.tool, "arguments": call.arguments});
+        if self.server_rule_decides(call, &action).await? {
+            return Ok(None);
+        }
         let checked = self
             .client()?
             .check_grant(&action, call.session.as_deref())
@@ -173,7 +178,28 @@ impl Gate {
         }))
     }
 
-    /// Decides `call`: policy, grant, then a person.
+    /// Whether one of the server's rules allows or denies `call`; a grant then does not count,
+    /// and the approval raised for the call is resolved by the rule when it is created. A server
+    /// without the route has no rules.
+    async fn server_rule_decides(&self, call: &ToolCall, action: &Value) -> anyhow::Result<bool> {
+        let mut body = json!({"action": action, "agent": call.agent});
+        if let Some(session) = &call.session {
+            body["session"] = Value::from(session.as_str());
+        }
+        if let Some(cwd) = &call.cwd {
+            body["cwd"] = Value::from(cwd.as_str());
+        }
+        match self.client()?.check_policy(&body).await {
+            Ok(decided) => Ok(matches!(
+                decided["decision"].as_str(),
+                Some("allow" | "deny")
+            )),
+            Err(ClientError::Api { status: 404, .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Decides `call`: policy, the server's rules, grant, then a person.
     pub async fn decide(&self, call: &ToolCall) -> anyhow::Result<Verdict> {
         if let Some(verdict) = self.screen(call).await? {
             return Ok(verdict);
