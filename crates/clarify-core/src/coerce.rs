@@ -36,8 +36,9 @@ use crate::error::ValidationError;
 use crate::text::{is_valid_id, slug, strip_recommended_suffix};
 
 /// Request fields passed through unchanged to validation.
-const REQUEST_FIELDS: [&str; 18] = [
+const REQUEST_FIELDS: [&str; 19] = [
     "context",
+    "on_behalf_of",
     "session",
     "agent",
     "tool_call_id",

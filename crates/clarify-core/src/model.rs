@@ -24,6 +24,9 @@ pub struct NewRequest {
     pub session: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The person the agent acts for; with four eyes on, that person may not answer or vote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_behalf_of: Option<String>,
     #[serde(default)]
     pub tags: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,6 +81,9 @@ fn is_one(n: &u32) -> bool {
     *n == 1
 }
 
+/// How `responders` and `escalate_to` name a group: `group:sre` is every member of `sre`.
+pub const GROUP_PREFIX: &str = "group:";
+
 /// The answer applied when a request expires unanswered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -107,14 +113,29 @@ impl NewRequest {
         self.questions.iter().find(|q| q.id == id)
     }
 
-    /// Whether `responder` may answer: always when the request names no responders. Once
-    /// `escalated`, the escalation's responders may answer too.
-    pub fn allows_responder(&self, responder: &str, escalated: bool) -> bool {
-        let escalated_to = || escalated && self.escalate_to.iter().any(|n| n == responder);
+    /// Whether `responder`, a member of `groups`, may answer: always when the request names no
+    /// responders. A name `group:NAME` lets every member of group `NAME` in. Once `escalated`,
+    /// the escalation's responders may answer too.
+    pub fn allows_responder(&self, responder: &str, groups: &[String], escalated: bool) -> bool {
+        let names_them = |names: &[String]| {
+            names.iter().any(|n| match n.strip_prefix(GROUP_PREFIX) {
+                Some(group) => groups.iter().any(|g| g == group),
+                None => n == responder,
+            })
+        };
+        let escalated_to = || escalated && names_them(&self.escalate_to);
         match &self.responders {
             None => true,
-            Some(names) => names.iter().any(|n| n == responder) || escalated_to(),
+            Some(names) => names_them(names) || escalated_to(),
         }
+    }
+
+    /// Whether `responder` is the person this request acts for (`on_behalf_of`), compared
+    /// without regard to case, so `Alice@Example.com` is `alice@example.com`.
+    pub fn acts_for(&self, responder: &str) -> bool {
+        self.on_behalf_of
+            .as_deref()
+            .is_some_and(|p| p.to_lowercase() == responder.to_lowercase())
     }
 
     /// Whether answers are votes counted towards a quorum of approvals.

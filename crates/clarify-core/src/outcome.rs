@@ -43,6 +43,9 @@ pub struct Outcome {
     /// The responder who answered or skipped; `null` for expiry, and for cancellation by the
     /// system.
     pub answered_by: Option<String>,
+    /// Where the answer came from (`inbox`, `api`, `link`, `slack`, `mcp`, ...); `null` when
+    /// nobody answered.
+    pub answered_via: Option<String>,
     #[serde(serialize_with = "rfc3339")]
     pub resolved_at: DateTime<Utc>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -205,11 +208,18 @@ impl Outcome {
             status: resolution.status(),
             questions,
             answered_by: answered_by.map(str::to_owned),
+            answered_via: None,
             resolved_at,
             note: note(resolution, request.timeout(), request.on_timeout.as_ref()),
             default_applied: defaults.is_some(),
             votes: Vec::new(),
         }
+    }
+
+    /// The outcome with the surface the answer came through.
+    pub fn answered_via(mut self, via: Option<&str>) -> Self {
+        self.answered_via = via.map(str::to_owned);
+        self
     }
 
     /// The outcome with a quorum request's votes.

@@ -12,8 +12,8 @@ use crate::answer::Decision;
 use crate::error::{ValidationError, json_type};
 use crate::limits::Limits;
 use crate::model::{
-    Action, Approval, Choice, Choices, Context, NewRequest, OnTimeout, Question, QuestionKind,
-    RecommendedWord, Scope,
+    Action, Approval, Choice, Choices, Context, GROUP_PREFIX, NewRequest, OnTimeout, Question,
+    QuestionKind, RecommendedWord, Scope,
 };
 use crate::text::{chars, is_valid_id, slug, strip_recommended_suffix};
 
@@ -102,6 +102,7 @@ pub fn request(canonical: &Value, limits: &Limits) -> Result<NewRequest, Validat
         context: context(obj.get("context"))?,
         session: fields.name("session")?,
         agent: fields.name("agent")?,
+        on_behalf_of: fields.name("on_behalf_of")?,
         tags: tags(obj.get("tags"))?,
         tool_call_id: fields.name("tool_call_id")?,
         timeout_seconds,
@@ -165,7 +166,10 @@ fn quorum(
             }
         }
     }
-    if let Some(names) = responders {
+    // A group's members are known only where the answer arrives, so a quorum over groups is
+    // not counted here.
+    let names_a_group = |names: &[String]| names.iter().any(|n| n.starts_with(GROUP_PREFIX));
+    if let Some(names) = responders.filter(|n| !names_a_group(n) && !names_a_group(escalate_to)) {
         let mut allowed: Vec<&String> = names.iter().chain(escalate_to).collect();
         allowed.sort();
         allowed.dedup();

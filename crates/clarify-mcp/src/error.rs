@@ -62,6 +62,11 @@ impl ToolError {
         match e {
             ResolveError::NotFound => Self::NotFound(id.to_owned()),
             ResolveError::Store(e) => Self::Store(e),
+            e @ (ResolveError::SelfApproval { .. }
+            | ResolveError::SelfApprovalNeedsIdentity { .. }) => Self::Refused {
+                code: "self_approval".to_owned(),
+                message: e.to_string(),
+            },
             other => Self::Refused {
                 code: "conflict".to_owned(),
                 message: other.to_string(),

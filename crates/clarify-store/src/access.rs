@@ -319,6 +319,19 @@ impl Store {
         }
     }
 
+    /// What a session token stands for, as its issuer wrote it: the key id of a session opened
+    /// with a key, or whatever else an edge chose to hold (a person signed in another way).
+    /// Valid until it expires or is revoked.
+    pub async fn session_holder(&self, token: &str) -> Result<Option<String>, StoreError> {
+        if !token.starts_with("ct_") {
+            return Ok(None);
+        }
+        self.inner
+            .backend
+            .redeem_token(TokenKind::Session, &digest(token), self.now())
+            .await
+    }
+
     /// Issues a single-use token held by `holder` (a key id, or any name the caller chooses),
     /// valid for `ttl`. Revoking the key `holder` names ends its tokens too.
     pub async fn issue_once(

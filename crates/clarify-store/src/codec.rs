@@ -113,6 +113,7 @@ impl RowParts {
                 actor: Actor {
                     name: self.answered_by,
                     channel: self.channel.unwrap_or_default(),
+                    ..Actor::default()
                 },
                 resolved_at,
             })

@@ -57,6 +57,18 @@ pub enum ResolveError {
     AlreadyResolved(Box<RequestRecord>),
     #[error("{responder:?} is not among the responders allowed to answer this request")]
     NotAllowed { responder: String },
+    /// Four eyes: the request acts for this person (`on_behalf_of`), who may not answer or
+    /// vote on it; nothing changed.
+    #[error(
+        "{responder:?} is the person this request acts for, and this server does not let anyone approve their own request; another responder must answer"
+    )]
+    SelfApproval { responder: String },
+    /// Four eyes: the request acts for someone, so an answer must say who gives it, which an
+    /// anonymous answer link does not.
+    #[error(
+        "this request acts for {person:?}, and this server does not let anyone approve their own request, so it needs an answer from a named responder, not the anonymous link"
+    )]
+    SelfApprovalNeedsIdentity { person: String },
     /// This responder already voted on the quorum request; the vote stands and nothing changed.
     #[error("{responder:?} already voted on this request; each responder votes once")]
     AlreadyVoted {

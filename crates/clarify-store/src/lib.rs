@@ -47,6 +47,7 @@ mod sqlite;
 mod suggest;
 mod waiters;
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -98,6 +99,12 @@ pub struct StoreOptions {
     /// The `[[rules]]` every new approval is decided by, whatever path created it (see
     /// [`Store::create`]).
     pub rules: Option<clarify_core::rules::Rules>,
+    /// `[groups]`: each group's members by responder name. A request naming `group:NAME` among
+    /// its responders (or `escalate_to`) lets them answer, on every path.
+    pub groups: Arc<BTreeMap<String, Vec<String>>>,
+    /// Four eyes (`[decisions] forbid_self_approval`): the person a request acts for
+    /// (`on_behalf_of`) may not answer or vote on it, on any path.
+    pub forbid_self_approval: bool,
 }
 
 /// How a SQLite store makes its commits durable.
@@ -148,6 +155,8 @@ impl Default for StoreOptions {
             announce: None,
             durability: Durability::Normal,
             rules: None,
+            groups: Arc::default(),
+            forbid_self_approval: false,
         }
     }
 }
@@ -167,6 +176,8 @@ struct Inner {
     retain_resolved: Option<TimeDelta>,
     announce: Option<Announce>,
     rules: Option<clarify_core::rules::Rules>,
+    groups: Arc<BTreeMap<String, Vec<String>>>,
+    forbid_self_approval: bool,
 }
 
 /// How many overdue requests one reaper pass expires.
@@ -222,6 +233,8 @@ impl Store {
                 retain_resolved: options.retain_resolved,
                 announce: options.announce,
                 rules: options.rules.filter(|r| !r.is_empty()),
+                groups: options.groups,
+                forbid_self_approval: options.forbid_self_approval,
             }),
         };
         // Requests that fell due while no process was running are expired now.
@@ -764,14 +777,54 @@ impl Store {
         if record.status.is_resolved() {
             return Err(ResolveError::AlreadyResolved(Box::new(record)));
         }
-        if let Some(name) = &actor.name {
-            if !record.allows_responder(name) {
-                return Err(ResolveError::NotAllowed {
-                    responder: name.clone(),
-                });
+        match &actor.name {
+            Some(name) => {
+                if !record.allows_responder(name, &self.groups_of(name, &actor.groups)) {
+                    return Err(ResolveError::NotAllowed {
+                        responder: name.clone(),
+                    });
+                }
+                if self.inner.forbid_self_approval && record.request.acts_for(name) {
+                    return Err(ResolveError::SelfApproval {
+                        responder: name.clone(),
+                    });
+                }
+            }
+            None => {
+                if let (true, Some(person)) = (
+                    self.inner.forbid_self_approval,
+                    &record.request.on_behalf_of,
+                ) {
+                    return Err(ResolveError::SelfApprovalNeedsIdentity {
+                        person: person.clone(),
+                    });
+                }
             }
         }
         Ok(record)
+    }
+
+    /// The groups `name` is in: those the identity provider gave (`claimed`) and those the
+    /// configuration's `[groups]` list them in.
+    pub fn groups_of(&self, name: &str, claimed: &[String]) -> Vec<String> {
+        let mut groups: Vec<String> = claimed.to_vec();
+        for (group, members) in self.inner.groups.iter() {
+            if members.iter().any(|m| m == name) && !groups.contains(group) {
+                groups.push(group.clone());
+            }
+        }
+        groups
+    }
+
+    /// The configured members of `group` (`[groups]`); a provider's claim may add others, who
+    /// cannot be listed.
+    pub fn members_of(&self, group: &str) -> Vec<String> {
+        self.inner.groups.get(group).cloned().unwrap_or_default()
+    }
+
+    /// Whether the store refuses answers from the person a request acts for.
+    pub fn forbids_self_approval(&self) -> bool {
+        self.inner.forbid_self_approval
     }
 
     /// Resolves the pending `record` with a checked submission (or, on a quorum request, casts

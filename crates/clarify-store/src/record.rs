@@ -40,15 +40,17 @@ impl RequestRecord {
                 r.actor.name.as_deref(),
                 r.resolved_at,
             )
+            .answered_via(r.actor.answered_via())
             .with_votes(self.votes.clone()),
         )
     }
 
-    /// Whether `responder` may answer (or vote) now: one of `responders` (or anyone when none
-    /// are named), or one of `escalate_to` once the request has escalated.
-    pub fn allows_responder(&self, responder: &str) -> bool {
+    /// Whether `responder`, a member of `groups`, may answer (or vote) now: one of
+    /// `responders` (a name, or `group:NAME` of one of their groups; anyone when none are
+    /// named), or one of `escalate_to` once the request has escalated.
+    pub fn allows_responder(&self, responder: &str, groups: &[String]) -> bool {
         self.request
-            .allows_responder(responder, self.escalated_at.is_some())
+            .allows_responder(responder, groups, self.escalated_at.is_some())
     }
 
     /// How many approving votes a quorum request has so far.
@@ -84,12 +86,16 @@ impl StoredResolution {
 }
 
 /// Who did something, and through which channel.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Actor {
     /// The key or responder name; `None` for the system (expiry).
     pub name: Option<String>,
     /// `api`, `inbox`, `link`, `cli`, `mcp`, `rust`, `system`, ...
     pub channel: String,
+    /// The groups the identity provider says this person is in (the OIDC groups claim), for
+    /// `group:NAME` responders; the configured `[groups]` are added by the store. Not stored.
+    #[serde(skip)]
+    pub groups: Vec<String>,
 }
 
 impl Actor {
@@ -97,7 +103,14 @@ impl Actor {
         Self {
             name: Some(name.into()),
             channel: channel.into(),
+            groups: Vec::new(),
         }
+    }
+
+    /// The same actor, a member of `groups` by the identity provider's word.
+    pub fn in_groups(mut self, groups: Vec<String>) -> Self {
+        self.groups = groups;
+        self
     }
 
     /// The store itself, e.g. the expiry reaper.
@@ -105,7 +118,13 @@ impl Actor {
         Self {
             name: None,
             channel: "system".to_owned(),
+            groups: Vec::new(),
         }
+    }
+
+    /// The surface an answer by this actor came through: its channel, or `None` for the system.
+    pub fn answered_via(&self) -> Option<&str> {
+        (self.channel != "system" && !self.channel.is_empty()).then_some(self.channel.as_str())
     }
 }
 

@@ -28,6 +28,7 @@ impl MemoryBackend {
         let actor = Actor {
             name: Some(vote.by.clone()),
             channel,
+            ..Actor::default()
         };
         s.push_event(
             &record,

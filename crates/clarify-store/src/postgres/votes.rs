@@ -56,6 +56,7 @@ impl PgBackend {
         let actor = Actor {
             name: Some(vote.by.clone()),
             channel,
+            ..Actor::default()
         };
         let at = millis(vote.at);
         let resolution = match decided {

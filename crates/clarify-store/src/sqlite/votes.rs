@@ -68,6 +68,7 @@ fn vote(
         actor: Actor {
             name: Some(vote.by),
             channel,
+            ..Actor::default()
         },
         resolved_at: vote.at,
     };

@@ -54,4 +54,5 @@ mod decisions;
 mod feed;
 mod gate;
 mod rules;
+mod people;
 mod support;

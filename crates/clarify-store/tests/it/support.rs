@@ -54,6 +54,16 @@ pub struct Env {
 impl Env {
     /// Opens another store on the same URL with the same clock: a second instance, or the same
     /// one after a restart.
+    /// Another store on the same URL and clock, with `change` made to its options.
+    pub async fn open_with(&self, change: impl FnOnce(&mut StoreOptions)) -> Store {
+        let mut options = options(&self.clock);
+        change(&mut options);
+        match Store::open(&self.url, options).await {
+            Ok(store) => store,
+            Err(e) => panic!("opening {} again failed: {e}", self.url),
+        }
+    }
+
     pub async fn open(&self) -> Store {
         match Store::open(&self.url, options(&self.clock)).await {
             Ok(store) => store,
@@ -172,6 +182,8 @@ pub fn options(clock: &Arc<ManualClock>) -> StoreOptions {
         announce: None,
         durability: clarify_store::Durability::Normal,
         rules: None,
+        groups: Arc::default(),
+        forbid_self_approval: false,
     }
 }
 
