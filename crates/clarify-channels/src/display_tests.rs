@@ -47,6 +47,7 @@ fn notice(r: &RequestRecord) -> Notice<'_> {
         recipients: Vec::new(),
         action_key: b"test key",
         hook_url: "https://clarify.example/hooks/test/t",
+        personal: Vec::new(),
     }
 }
 

@@ -9,7 +9,9 @@
 //! base64>`: opening it only shows a confirmation page, and only that page's POST answers, so a
 //! mail scanner that follows every link answers nothing. A quorum request counts votes by
 //! person, which an anonymous link cannot cast, so it gets the answer link only, as do other
-//! kinds and requests of several questions.
+//! kinds and requests of several questions. Where the request names people (its responders, a
+//! configured group's members), the message also lists a personal link for each
+//! ([`Notice::personal`]): it answers, or votes, as that person.
 //!
 //! Recipients: the channel's `to`; without one, the addresses `[identities]` gives the
 //! request's responders (see [`Notice::recipients`]). With none, the send is skipped.
@@ -432,6 +434,22 @@ pub fn bodies(notice: &Notice<'_>) -> (String, String) {
         "<p><a href=\"{}\">{open}</a></p>",
         e(notice.answer_url)
     );
+    if !notice.personal.is_empty() {
+        let lead = "Your own link: it answers as you (and votes, where approvals are counted)";
+        let _ = writeln!(text, "{lead}:");
+        let _ = write!(html, "<p>{lead}:</p><ul>");
+        for (name, url) in &notice.personal {
+            let _ = writeln!(text, "  {name}: {url}");
+            let _ = write!(
+                html,
+                "<li><a href=\"{}\">Answer as {}</a></li>",
+                e(url),
+                e(name)
+            );
+        }
+        text.push('\n');
+        html.push_str("</ul>");
+    }
 
     let mut footer: Vec<String> = crate::asked_by(request, str::to_owned, str::to_owned)
         .into_iter()
@@ -495,6 +513,7 @@ mod tests {
             recipients: Vec::new(),
             action_key: b"test key",
             hook_url: "https://clarify.example/hooks/test/t",
+            personal: Vec::new(),
         }
     }
 

@@ -99,6 +99,11 @@ pub struct Notice<'a> {
     /// This channel's inbound URL ([`Channel::hook_url`]), for a platform whose buttons name
     /// where they call (Mattermost).
     pub hook_url: &'a str,
+    /// Links signed for one person each (name, URL), for the people a request names (its
+    /// responders, a group's configured members, and on escalation `escalate_to`): opening one
+    /// answers or votes as that person. E-mail and ntfy carry them; chat platforms know who
+    /// clicks.
+    pub personal: Vec<(String, String)>,
 }
 
 impl Notice<'_> {

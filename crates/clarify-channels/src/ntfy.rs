@@ -158,11 +158,17 @@ impl Ntfy {
                 QuestionKind::Open | QuestionKind::Form(_) => {}
             }
         }
-        if request.is_quorum() {
+        if request.is_quorum() && notice.personal.is_empty() {
             text.push_str(&format!(
                 "\nNeeds {} approvals from named responders: answer in the clarify inbox.\n",
                 request.approvals_required
             ));
+        }
+        if !notice.personal.is_empty() {
+            text.push_str("\nYour own link (it answers as you):\n");
+            for (name, url) in &notice.personal {
+                text.push_str(&format!("{name}: {url}\n"));
+            }
         }
         let asked_by = match (&request.agent, &request.session) {
             (Some(a), Some(s)) => format!("Asked by {a} (session {s})."),
@@ -277,6 +283,7 @@ mod tests {
                 recipients: Vec::new(),
                 action_key: b"test key",
                 hook_url: "https://clarify.example/hooks/test/t",
+                personal: Vec::new(),
             };
             ntfy().message(&notice)["title"].clone()
         };
@@ -323,6 +330,7 @@ mod tests {
                 recipients: Vec::new(),
                 action_key: b"test key",
                 hook_url: "https://clarify.example/hooks/test/t",
+                personal: Vec::new(),
             };
             assert_eq!(labels(&ntfy().message(&notice)), expected, "{raw}");
         }
@@ -340,6 +348,7 @@ mod tests {
             recipients: Vec::new(),
             action_key: b"test key",
             hook_url: "https://clarify.example/hooks/test/t",
+            personal: Vec::new(),
         };
         let message = ntfy().message(&notice);
         assert_eq!(

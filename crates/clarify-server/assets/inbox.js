@@ -108,14 +108,22 @@ function showLogin(problem) {
   const input = h("input", { type: "password", id: "key", autocomplete: "off", spellcheck: "false", placeholder: "ck_…", required: true });
   const alert = h("div", { class: "alert", role: "alert", hidden: !problem }, problem || "");
   const button = h("button", { type: "submit", class: "btn primary" }, "Sign in");
+  // The server says how people sign in here: an identity provider's button (`data-oidc`), and
+  // whether keys and login links still work for people (`data-key-login`).
+  const provider = app.dataset.oidc || "";
+  const keys = app.dataset.keyLogin !== "false";
+  const sso = provider
+    ? h("div", { class: "actions" }, h("a", { class: "btn primary", id: "oidc-sign-in", href: "/auth/oidc/start" }, `Sign in with ${provider}`))
+    : null;
   const form = h(
     "form",
     { class: "panel-body", novalidate: true },
     h("h1", {}, "Sign in to the inbox"),
-    h("p", {}, "Open the one-time login link that ", h("code", {}, "clarify serve"), " printed, or paste an API key."),
     alert,
-    h("div", { class: "field" }, h("label", { for: "key" }, "API key"), input),
-    h("div", { class: "actions" }, button),
+    sso,
+    keys ? h("p", {}, provider ? "Or open a one-time login link, or paste an API key." : ["Open the one-time login link that ", h("code", {}, "clarify serve"), " printed, or paste an API key."]) : null,
+    keys ? h("div", { class: "field" }, h("label", { for: "key" }, "API key"), input) : null,
+    keys ? h("div", { class: "actions" }, button) : null,
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -140,7 +148,7 @@ function showLogin(problem) {
     }
   });
   fill(app, h("section", { class: "login" }, h("div", { class: "panel" }, form)));
-  input.focus();
+  if (keys) input.focus();
 }
 
 async function logout() {

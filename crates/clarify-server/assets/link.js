@@ -21,13 +21,19 @@ async function enhance() {
     return;
   }
   if (!record || record.status !== "pending") return;
-  // Whoever holds the link is nobody in particular, so it cannot be one of several approvers.
+  // Whoever holds an anonymous link is nobody in particular, so it cannot be one of several
+  // approvers; a personal link answers (and votes) as the person it names.
+  const person = document.getElementById("person")?.dataset.person || "";
   const view = requestView(record, {
-    anonymous: true,
+    anonymous: !person,
+    me: person || undefined,
     displayUrl: `${address}/display`,
     submit: (body) => call("POST", address, body),
   });
-  fill(main, h("p", { class: "meta" }, "Someone asked for your answer. Only this request can be answered here."), view.el);
+  const note = person
+    ? `Someone asked for your answer. You answer as ${person}; only this request can be answered here.`
+    : "Someone asked for your answer. Only this request can be answered here.";
+  fill(main, h("p", { class: "meta" }, note), view.el);
   view.heading.focus();
 }
 

@@ -2,7 +2,8 @@
 //! config check PATH`.
 //!
 //! TOML, every part optional: `[server]` (what `serve`'s flags set; a flag or its environment
-//! variable wins over the file), `[[channels]]`, `[[routes]]`, `[identities]`, and the tool-name
+//! variable wins over the file), `[[channels]]`, `[[routes]]`, `[identities]`, `[oidc]`
+//! (sign-in through an identity provider), `[groups]`, `[decisions]`, and the tool-name
 //! policies `[claude_code]` (for every `clarify hook <agent>` and `clarify acp`) and `[gate]` (for
 //! `clarify gate`).
 //! A secret is given as a value (`bot_token = "..."`) or as the name of an environment variable
@@ -35,6 +36,12 @@ pub struct Config {
     pub routes: Vec<Route>,
     /// `platform:user id` → responder name.
     pub identities: BTreeMap<String, String>,
+    /// `[oidc]`, checked, its secret resolved.
+    pub oidc: Option<clarify_server::state::OidcConfig>,
+    /// `[groups]`: group name → member responder names.
+    pub groups: BTreeMap<String, Vec<String>>,
+    /// `[decisions] forbid_self_approval`.
+    pub forbid_self_approval: bool,
     pub claude_code: Option<Policy>,
     pub gate: Option<Policy>,
     /// `[[rules]]`, compiled; `None` when the file has none.
@@ -446,6 +453,22 @@ pub fn parse(
         })?)
     };
     let suggest = raw.suggestions.check(&fail)?;
+    for (group, members) in &raw.groups {
+        let key = format!("groups.{group:?}");
+        if !valid_responder(group) {
+            return Err(fail(
+                &key,
+                "a group name is 1 to 64 of A-Z a-z 0-9 . _ @ -".to_owned(),
+            ));
+        }
+        if let Some(bad) = members.iter().find(|m| !valid_responder(m)) {
+            return Err(fail(
+                &key,
+                format!("{bad:?} is not a responder name (1 to 64 of A-Z a-z 0-9 . _ @ -)"),
+            ));
+        }
+    }
+    let oidc = raw.oidc.map(|o| o.check(env, &fail)).transpose()?;
     Ok(Config {
         rules,
         suggest,
@@ -453,6 +476,9 @@ pub fn parse(
         channels,
         routes: raw.routes,
         identities: raw.identities,
+        oidc,
+        groups: raw.groups,
+        forbid_self_approval: raw.decisions.forbid_self_approval,
         claude_code: raw
             .claude_code
             .map(|p| p.check("claude_code", &fail))
@@ -531,6 +557,18 @@ pub(crate) struct RawConfig {
     /// `google_chat`, `mattermost` or `email`.
     #[serde(default)]
     identities: BTreeMap<String, String>,
+    /// Sign-in to the inbox through an OpenID Connect identity provider (Google, Microsoft
+    /// Entra ID, Okta, Keycloak, ...).
+    #[serde(default)]
+    oidc: Option<RawOidc>,
+    /// Groups of responders: `sre = ["alice", "bob"]`. A request's `responders` and
+    /// `escalate_to` may name `group:sre`; people signed in with OIDC are also in the groups
+    /// their provider's groups claim lists.
+    #[serde(default)]
+    groups: BTreeMap<String, Vec<String>>,
+    /// Rules every answer must keep.
+    #[serde(default)]
+    decisions: RawDecisions,
     /// The tool-name policy of `clarify hook claude-code` (its `--policy` wins over it).
     #[serde(default)]
     claude_code: Option<RawPolicy>,
@@ -665,6 +703,148 @@ impl RawRule {
             },
         })
     }
+}
+
+/// `[oidc]`: signing people in to the inbox through an OpenID Connect provider, with the
+/// authorization code flow and PKCE. Register clarify at the provider as a web application with
+/// the redirect URI `<public_url>/auth/oidc/callback`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawOidc {
+    /// The provider's issuer URL, exactly as its discovery document
+    /// (`<issuer>/.well-known/openid-configuration`) prints it: a trailing `/` matters.
+    issuer: String,
+    /// The client id clarify was registered with.
+    client_id: String,
+    /// The client secret. This or `client_secret_env` is required.
+    client_secret: Option<String>,
+    /// The environment variable holding the client secret.
+    client_secret_env: Option<String>,
+    /// On the inbox's button: "Sign in with <display_name>".
+    #[serde(default = "default_display_name")]
+    #[schemars(default = "default_display_name")]
+    display_name: String,
+    /// The scopes asked for; `openid` is always asked for.
+    #[serde(default = "default_scopes")]
+    #[schemars(default = "default_scopes")]
+    scopes: Vec<String>,
+    /// The claim whose value is the person's responder name (from the ID token, or else the
+    /// userinfo endpoint).
+    #[serde(default = "default_name_claim")]
+    #[schemars(default = "default_name_claim")]
+    name_claim: String,
+    /// The claim listing the person's groups (a list of names, or one name).
+    #[serde(default = "default_groups_claim")]
+    #[schemars(default = "default_groups_claim")]
+    groups_claim: String,
+    /// Members of these groups (from the claim or `[groups]`) get the admin role; everyone
+    /// else signed in is a responder.
+    #[serde(default)]
+    admin_groups: Vec<String>,
+    /// The tenant people signed in this way belong to.
+    #[serde(default = "default_tenant")]
+    #[schemars(default = "default_tenant")]
+    tenant: String,
+    /// When given, only e-mail addresses in these domains may sign in (the `email` claim; an
+    /// address the provider marks unverified is refused).
+    #[serde(default)]
+    allowed_domains: Vec<String>,
+    /// Whether people may still sign in to the inbox with an API key or a one-time login
+    /// link. `false` leaves only this provider for people; keys keep working over the API.
+    #[serde(default = "default_true")]
+    #[schemars(default = "default_true")]
+    key_login: bool,
+}
+
+fn default_display_name() -> String {
+    "single sign-on".to_owned()
+}
+
+fn default_scopes() -> Vec<String> {
+    ["openid", "email", "profile"].map(str::to_owned).to_vec()
+}
+
+fn default_name_claim() -> String {
+    "email".to_owned()
+}
+
+fn default_groups_claim() -> String {
+    "groups".to_owned()
+}
+
+fn default_tenant() -> String {
+    "default".to_owned()
+}
+
+fn default_true() -> bool {
+    true
+}
+
+impl RawOidc {
+    fn check(
+        self,
+        env: &dyn Fn(&str) -> Option<String>,
+        fail: Fail<'_>,
+    ) -> Result<clarify_server::state::OidcConfig, String> {
+        let secrets = Secrets {
+            at: "oidc",
+            env,
+            fail,
+        };
+        let client_secret =
+            secrets.required("client_secret", self.client_secret, self.client_secret_env)?;
+        match url::Url::parse(&self.issuer) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host() => {}
+            _ => {
+                return Err(fail(
+                    "oidc.issuer",
+                    format!("{:?} is not an http or https URL", self.issuer),
+                ));
+            }
+        }
+        let not_empty = |key: &str, value: &str| {
+            if value.trim().is_empty() {
+                Err(fail(&format!("oidc.{key}"), "is empty".to_owned()))
+            } else {
+                Ok(())
+            }
+        };
+        not_empty("client_id", &self.client_id)?;
+        not_empty("display_name", &self.display_name)?;
+        not_empty("name_claim", &self.name_claim)?;
+        not_empty("groups_claim", &self.groups_claim)?;
+        not_empty("tenant", &self.tenant)?;
+        if let Some(bad) = self.allowed_domains.iter().find(|d| {
+            let d = d.trim_start_matches('@');
+            d.is_empty() || d.contains(['@', '/', ' '])
+        }) {
+            return Err(fail(
+                "oidc.allowed_domains",
+                format!("{bad:?} is not an e-mail domain such as \"example.com\""),
+            ));
+        }
+        let mut config = clarify_server::state::OidcConfig::new(self.issuer, self.client_id);
+        config.client_secret = Some(client_secret.expose().to_owned());
+        config.display_name = self.display_name;
+        config.scopes = self.scopes;
+        config.name_claim = self.name_claim;
+        config.groups_claim = self.groups_claim;
+        config.admin_groups = self.admin_groups;
+        config.tenant = self.tenant;
+        config.allowed_domains = self.allowed_domains;
+        config.key_login = self.key_login;
+        Ok(config)
+    }
+}
+
+/// `[decisions]`: rules every answer must keep, on every path.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawDecisions {
+    /// Four eyes: the person a request acts for (its `on_behalf_of`) may not answer or vote on
+    /// it (`403 self_approval`), and such a request takes no anonymous answer.
+    #[serde(default)]
+    forbid_self_approval: bool,
 }
 
 /// Each key is the `clarify serve` option of the same name (`max_waiters` is `--max-waiters`);
@@ -1512,6 +1692,48 @@ mod tests {
         let e = check("[[rules]]\nname = \"x\"\ndecide = \"ask\"\ntimeout = \"soon\"\n")
             .expect_err("refused");
         assert!(e.contains("rules[0].timeout"), "{e}");
+        let oidc = config.oidc.expect("[oidc]");
+        assert_eq!(oidc.client_secret.as_deref(), Some("from-env"));
+        assert_eq!(config.groups["sre"], ["alice", "bob"]);
+        assert!(config.forbid_self_approval);
+    }
+
+    #[test]
+    fn oidc_takes_its_defaults_and_names_what_is_wrong() {
+        let config = check(
+            "[oidc]\nissuer = \"https://id.example.com/realms/acme\"\nclient_id = \"clarify\"\n\
+             client_secret = \"s\"\n",
+        )
+        .expect("valid");
+        let oidc = config.oidc.expect("[oidc]");
+        assert_eq!(oidc.scopes, ["openid", "email", "profile"]);
+        assert_eq!(
+            (oidc.name_claim.as_str(), oidc.groups_claim.as_str()),
+            ("email", "groups")
+        );
+        assert_eq!(oidc.tenant, "default");
+        assert!(oidc.key_login && oidc.allowed_domains.is_empty());
+        for (text, says) in [
+            (
+                "[oidc]\nissuer = \"https://id.example.com\"\nclient_id = \"c\"\n",
+                "clarify.toml: oidc.client_secret: is missing; give client_secret = \"...\" or client_secret_env = \"VARIABLE\"",
+            ),
+            (
+                "[oidc]\nissuer = \"id.example.com\"\nclient_id = \"c\"\nclient_secret = \"s\"\n",
+                "clarify.toml: oidc.issuer: \"id.example.com\" is not an http or https URL",
+            ),
+            (
+                "[oidc]\nissuer = \"https://id.example.com\"\nclient_id = \"c\"\nclient_secret = \"s\"\n\
+                 allowed_domains = [\"https://example.com\"]\n",
+                "clarify.toml: oidc.allowed_domains: \"https://example.com\" is not an e-mail domain such as \"example.com\"",
+            ),
+            (
+                "[groups]\nsre = [\"al ice\"]\n",
+                "clarify.toml: groups.\"sre\": \"al ice\" is not a responder name (1 to 64 of A-Z a-z 0-9 . _ @ -)",
+            ),
+        ] {
+            assert_eq!(check(text).err().as_deref(), Some(says), "{text}");
+        }
     }
 
     #[test]

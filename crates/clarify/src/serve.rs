@@ -11,12 +11,12 @@ use crate::ServeArgs;
 /// Runs the server with `args`, where a setting not `given` as a flag (or its environment
 /// variable) is taken from the configuration file when it has one.
 pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> {
-    let (args, channels, routes, identities, rules, suggest) = match &args.config {
+    let (args, channels, routes, people, rules, suggest) = match &args.config {
         None => (
             args,
             Vec::new(),
             Vec::new(),
-            Default::default(),
+            People::default(),
             None,
             Default::default(),
         ),
@@ -24,14 +24,19 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
             let mut file = crate::config::load(path).map_err(anyhow::Error::msg)?;
             let channels = file.channels();
             let routes = std::mem::take(&mut file.routes);
-            let identities = std::mem::take(&mut file.identities);
+            let people = People {
+                identities: std::mem::take(&mut file.identities),
+                oidc: file.oidc.take(),
+                groups: std::mem::take(&mut file.groups),
+                forbid_self_approval: file.forbid_self_approval,
+            };
             let rules = file.rules.take();
             let suggest = file.suggest;
             (
                 with_file(args, given, file.server),
                 channels,
                 routes,
-                identities,
+                people,
                 rules,
                 suggest,
             )
@@ -61,6 +66,8 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
             Durability::Normal => clarify_store::Durability::Normal,
             Durability::Full => clarify_store::Durability::Full,
         },
+        groups: std::sync::Arc::new(people.groups),
+        forbid_self_approval: people.forbid_self_approval,
         ..StoreOptions::default()
     };
     let store = Store::open(&args.db, options)
@@ -90,7 +97,8 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     config.outbound = clarify_server::OutboundGuard::allowing(&args.outbound_allow)
         .map_err(|e| anyhow::anyhow!("--outbound-allow: {e}"))?;
     config.channels = channels;
-    config.identities = identities;
+    config.identities = people.identities;
+    config.oidc = people.oidc;
     config.suggest = suggest;
     if let Some((key, login)) = clarify_server::bootstrap(&store, &public_url).await? {
         eprintln!("clarify: created the first admin key (shown once; keep it):");
@@ -103,6 +111,16 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     clarify_server::serve(listener, state, shutdown_signal()).await?;
     tracing::info!("clarify stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Who answers, as the configuration file says: `[identities]`, `[oidc]`, `[groups]` and
+/// `[decisions]`.
+#[derive(Default)]
+struct People {
+    identities: std::collections::BTreeMap<String, String>,
+    oidc: Option<clarify_server::state::OidcConfig>,
+    groups: std::collections::BTreeMap<String, Vec<String>>,
+    forbid_self_approval: bool,
 }
 
 /// The store's announcer for `routes`: none without routes.

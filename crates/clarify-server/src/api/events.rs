@@ -196,9 +196,9 @@ fn events(cursor: Cursor) -> impl Stream<Item = Result<Event, Infallible>> {
                     // The key was checked when the stream opened, but a stream outlives that
                     // check: a revoked key must stop receiving records (and their answer
                     // links) at once, as it stops everywhere else.
-                    match c.state.store.key(&c.caller.key.id).await {
-                        Ok(Some(_)) => {}
-                        Ok(None) => return None,
+                    match c.caller.is_current(&c.state).await {
+                        Ok(true) => {}
+                        Ok(false) => return None,
                         Err(e) => {
                             tracing::warn!(error = %e, "checking a stream's key failed");
                             return None;

@@ -222,7 +222,7 @@ pub async fn list(
     responses(
         (status = 200, description = "Resolved; the outcome", body = OutcomeBody),
         (status = 202, description = "A vote on a quorum request, counted; the request is still pending and its record shows the votes so far", body = RecordBody),
-        (status = 403, description = "Not an allowed responder (`not_a_responder`), the role may not answer, or a quorum request answered without a responder name (`quorum_needs_identity`)", body = ErrorBody),
+        (status = 403, description = "Not an allowed responder (`not_a_responder`), the role may not answer, a quorum request answered without a responder name (`quorum_needs_identity`), or the person the request acts for under four eyes (`self_approval`)", body = ErrorBody),
         (status = 404, description = "No such request", body = ErrorBody),
         (status = 409, description = "Already resolved (`already_resolved`; `record` shows by whom), or this responder already voted (`already_voted`)", body = ErrorBody),
         (status = 422, description = "The answer does not fit; still pending", body = ErrorBody)),
@@ -250,6 +250,7 @@ pub(crate) async fn answer_one(
         .answer(caller.tenant(), id, body, &caller.actor())
         .await
         .map_err(|e| resolve_error(e, |r| render(state, caller, r)))?;
+    tracing::info!(request = %id, principal = %caller.principal, via = caller.channel, "answered");
     if record.status == Status::Pending {
         state.changed(&record);
         let body = render(state, caller, &record);
@@ -369,8 +370,12 @@ pub struct CreateRequestBody {
     pub timeout_seconds: Option<u64>,
     /// Default true.
     pub allow_skip: Option<bool>,
-    /// Names of the responders allowed to answer; absent lets every responder answer.
+    /// Names of the responders allowed to answer (`group:NAME` for every member of a group);
+    /// absent lets every responder answer.
     pub responders: Option<Vec<String>>,
+    /// The person the agent acts for. With `[decisions] forbid_self_approval`, that person's
+    /// answer or vote is refused (`403 self_approval`) on every path.
+    pub on_behalf_of: Option<String>,
     /// Where the outcome is POSTed once resolved (signed; see `GET /v1/webhook-secret`).
     pub callback_url: Option<String>,
     /// Or the `Idempotency-Key` header: a repeated key returns the original request.

@@ -1,5 +1,5 @@
 //! `/v1/login`, `/v1/logout` and `/v1/session`: the inbox's sessions, opened with an API key
-//! (a one-time login link opens one too, in the web room). The cookie and its CSRF token are
+//! (a one-time login link and an OpenID Connect sign-in open one too, in the web room). The cookie and its CSRF token are
 //! made and checked by the `auth` middleware.
 
 use axum::Json;
@@ -29,6 +29,10 @@ pub struct SessionBody {
     pub name: String,
     pub role: String,
     pub tenant: String,
+    /// How the caller signed in: `key`, `link` (a one-time login link) or `oidc`.
+    pub via: String,
+    /// The groups the caller is in: from the identity provider's groups claim and `[groups]`.
+    pub groups: Vec<String>,
     /// Send as `X-CSRF-Token` on writes authenticated by the session cookie; `null` for keys.
     pub csrf_token: Option<String>,
 }
@@ -37,6 +41,7 @@ pub struct SessionBody {
 #[utoipa::path(post, path = "/v1/login", tag = "inbox", request_body = LoginBody, responses(
     (status = 200, description = "Session cookie set", body = SessionBody),
     (status = 401, description = "Unknown or revoked key", body = ErrorBody),
+    (status = 403, description = "People sign in through the identity provider only (`[oidc] key_login = false`)", body = ErrorBody),
     (status = 415, description = "The body is not sent as application/json", body = ErrorBody)))]
 pub async fn login(
     State(state): State<AppState>,
@@ -49,6 +54,13 @@ pub async fn login(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
+    if !state.config.key_login() {
+        return ApiError::forbidden(
+            "key_login_disabled",
+            "this server signs people in through its identity provider only; open the inbox and sign in there (keys still work as `Authorization: Bearer`)",
+        )
+        .into_response();
+    }
     if !is_json {
         return ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -63,9 +75,14 @@ pub async fn login(
                 name: key.name.clone(),
                 role: key.role.as_str().to_owned(),
                 tenant: key.tenant.clone(),
+                via: "key".to_owned(),
+                groups: state.store.groups_of(&key.name, &[]),
                 csrf_token: Some(csrf_token(&state, token)),
             };
-            start_session(&state, &key, |token| Json(session(token)).into_response()).await
+            start_session(&state, &key.id, |token| {
+                Json(session(token)).into_response()
+            })
+            .await
         }
         Ok(None) => ApiError::unauthorized("this API key is unknown or revoked").into_response(),
         Err(e) => ApiError::store(&e).into_response(),
@@ -105,6 +122,8 @@ pub async fn session(
         name: caller.key.name.clone(),
         role: caller.key.role.as_str().to_owned(),
         tenant: caller.key.tenant.clone(),
+        via: caller.via.to_owned(),
+        groups: state.store.groups_of(&caller.key.name, &caller.groups),
         csrf_token: csrf,
     })
 }

@@ -105,7 +105,7 @@ async fn decide(
             clarify_channels::outcome_text(&record)
         )));
     }
-    if !record.allows_responder(&responder) {
+    if !record.allows_responder(&responder, &state.store.groups_of(&responder, &[])) {
         return Err(refuse(format!(
             "{responder} is not among the responders of this request; nothing was answered."
         )));
@@ -157,9 +157,12 @@ async fn decide(
             input: input_for_error(questions, focus, e.path().as_deref()),
             message: format!("That answer does not fit: {e}"),
         }),
-        Err(e @ (ResolveError::NotAllowed { .. } | ResolveError::QuorumNeedsIdentity { .. })) => {
-            Err(refuse(format!("{e}; nothing was answered.")))
-        }
+        Err(
+            e @ (ResolveError::NotAllowed { .. }
+            | ResolveError::QuorumNeedsIdentity { .. }
+            | ResolveError::SelfApproval { .. }
+            | ResolveError::SelfApprovalNeedsIdentity { .. }),
+        ) => Err(refuse(format!("{e}; nothing was answered."))),
         Err(ResolveError::NotFound) => Err(refuse("This request no longer exists.")),
         Err(ResolveError::Store(e)) => {
             tracing::warn!(error = %e, "recording a chat answer failed");

@@ -106,6 +106,7 @@ async fn notify(state: &AppState, client: &reqwest::Client, n: Delivery) {
                 recipients: recipients(state, channel, &record, event),
                 action_key: &state.secrets.chat,
                 hook_url: &hook_url,
+                personal: personal_links(state, channel, &record, event),
             };
             match channel.send(client, &notice).await {
                 Ok(Sent::Posted { message_ref }) => {
@@ -185,6 +186,47 @@ fn mentions(state: &AppState, channel: &Channel, record: &RequestRecord) -> Vec<
         .collect()
 }
 
+/// A personal link for each person `record` names, for a channel whose messages cannot tell who
+/// answers (e-mail and ntfy): its responders (a group by its configured members) and, for an
+/// escalation, its `escalate_to`. None for a request open to everyone.
+fn personal_links(
+    state: &AppState,
+    channel: &Channel,
+    record: &RequestRecord,
+    event: EventKind,
+) -> Vec<(String, String)> {
+    if !matches!(channel.platform_name(), "email" | "ntfy") {
+        return Vec::new();
+    }
+    let request = &record.request;
+    let Some(responders) = &request.responders else {
+        return Vec::new();
+    };
+    let escalated = event == EventKind::Escalated || record.escalated_at.is_some();
+    let named = responders
+        .iter()
+        .chain(request.escalate_to.iter().filter(|_| escalated));
+    let mut people: Vec<String> = Vec::new();
+    for name in named {
+        let members = match name.strip_prefix(clarify_core::GROUP_PREFIX) {
+            Some(group) => state.store.members_of(group),
+            None => vec![name.clone()],
+        };
+        for member in members {
+            if !people.contains(&member) {
+                people.push(member);
+            }
+        }
+    }
+    people
+        .into_iter()
+        .map(|name| {
+            let url = state.personal_url(&record.id, &name);
+            (name, url)
+        })
+        .collect()
+}
+
 /// The platform addresses `[identities]` gives `record`'s responders (and, for an escalation,
 /// its `escalate_to`), for `channel`'s platform: whom an e-mail channel without `to` writes to.
 fn recipients(
@@ -195,12 +237,20 @@ fn recipients(
 ) -> Vec<String> {
     let prefix = format!("{}:", channel.platform_name());
     let request = &record.request;
+    let names_them = |names: &[String], name: &String| {
+        names
+            .iter()
+            .any(|n| match n.strip_prefix(clarify_core::GROUP_PREFIX) {
+                Some(group) => state.store.members_of(group).contains(name),
+                None => n == name,
+            })
+    };
     let for_them = |name: &String| {
         request
             .responders
             .as_ref()
-            .is_some_and(|r| r.contains(name))
-            || (event == EventKind::Escalated && request.escalate_to.contains(name))
+            .is_some_and(|r| names_them(r, name))
+            || (event == EventKind::Escalated && names_them(&request.escalate_to, name))
     };
     state
         .config

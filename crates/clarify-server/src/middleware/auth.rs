@@ -1,8 +1,8 @@
 //! Who is calling: API keys, inbox sessions, and CSRF protection.
 //!
-//! Agents and scripts send `Authorization: Bearer <key>`. People in the inbox log in through a
-//! one-time link (`/login/<token>`) or by pasting a key (`POST /v1/login`) and then carry a
-//! session cookie (`HttpOnly`, `SameSite=Strict`, and `Secure` when the public URL is HTTPS).
+//! Agents and scripts send `Authorization: Bearer <key>`. People in the inbox sign in through
+//! OpenID Connect (`/auth/oidc/start`, when `[oidc]` is configured), a one-time link
+//! (`/login/<token>`) or by pasting a key (`POST /v1/login`) and then carry a session cookie (`HttpOnly`, `SameSite=Strict`, and `Secure` when the public URL is HTTPS).
 //! A request authenticated by the cookie that changes something must also carry `X-CSRF-Token`
 //! (from `GET /v1/session`), which a cross-site form cannot send, and an `Origin`, when
 //! present, must be this server's.
@@ -24,6 +24,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
 use clarify_store::{ApiKey, Role, TokenKind};
+use serde::{Deserialize, Serialize};
 
 use crate::shared::error::ApiError;
 use crate::shared::sign::{equal, hex, mac};
@@ -37,12 +38,84 @@ pub const CSRF_HEADER: &str = "x-csrf-token";
 /// An authenticated caller.
 #[derive(Debug, Clone)]
 pub struct Caller {
+    /// The caller's key; for a person signed in through OpenID Connect, who holds none, one made
+    /// up from the sign-in (its id is the principal, its name the responder name).
     pub key: ApiKey,
     /// `api` for a bearer key, `inbox` for a session cookie.
     pub channel: &'static str,
+    /// How the caller signed in: `key` (a bearer key, or a session opened with one), `link` (a
+    /// one-time login link) or `oidc`.
+    pub via: &'static str,
+    /// Who, as the event log names them: `key:<name>` or `oidc:<issuer>#<sub>`.
+    pub principal: String,
+    /// The groups the identity provider says the caller is in (empty for keys).
+    pub groups: Vec<String>,
+    /// The session token, for a caller signed in through OpenID Connect: its session is all
+    /// there is to check later.
+    session: Option<SessionToken>,
+}
+
+/// A session token, kept out of `Debug` output.
+#[derive(Clone)]
+struct SessionToken(String);
+
+impl std::fmt::Debug for SessionToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionToken(..)")
+    }
+}
+
+/// What an inbox session holds, as the store keeps it for the session token: a bare key id for
+/// a session opened with a key, or one of these as JSON.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "via", rename_all = "snake_case")]
+pub(crate) enum Holder {
+    /// Opened with a one-time login link for this key.
+    Link { key: String },
+    /// A person signed in through OpenID Connect.
+    Oidc(Person),
+}
+
+impl Holder {
+    pub(crate) fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// A person signed in through OpenID Connect, as the session remembers them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Person {
+    /// `oidc:<issuer>#<sub>`.
+    pub principal: String,
+    /// The responder name (`name_claim`).
+    pub name: String,
+    pub role: String,
+    pub tenant: String,
+    /// The groups claim at sign-in.
+    pub groups: Vec<String>,
 }
 
 impl Caller {
+    fn with_key(key: ApiKey, channel: &'static str, via: &'static str) -> Self {
+        Self {
+            principal: format!("key:{}", key.name),
+            key,
+            channel,
+            via,
+            groups: Vec::new(),
+            session: None,
+        }
+    }
+
+    /// Whether the caller may still do what it began: its key is not revoked, or its
+    /// OpenID Connect session has not ended. A long-lived stream asks this as it goes on.
+    pub async fn is_current(&self, state: &AppState) -> Result<bool, clarify_store::StoreError> {
+        match &self.session {
+            Some(token) => Ok(state.store.session_holder(&token.0).await?.is_some()),
+            None => Ok(state.store.key(&self.key.id).await?.is_some()),
+        }
+    }
+
     pub fn tenant(&self) -> &str {
         &self.key.tenant
     }
@@ -95,6 +168,7 @@ impl Caller {
 
     pub fn actor(&self) -> clarify_store::Actor {
         clarify_store::Actor::new(self.key.name.clone(), self.channel)
+            .in_groups(self.groups.clone())
     }
 }
 
@@ -124,31 +198,74 @@ impl FromRequestParts<AppState> for Caller {
                     )
                 })?;
             admit(state, &key)?;
-            return Ok(Caller {
-                key,
-                channel: "api",
-            });
+            return Ok(Caller::with_key(key, "api", "key"));
         }
         if let Some(session) = cookie(&parts.headers, SESSION_COOKIE) {
-            let key = state
-                .store
-                .redeem_token(TokenKind::Session, session)
-                .await?
-                .ok_or_else(|| {
-                    ApiError::unauthorized("the inbox session has ended; log in again")
-                })?;
-            admit(state, &key)?;
+            let caller = session_caller(state, session).await?.ok_or_else(|| {
+                ApiError::unauthorized("the inbox session has ended; log in again")
+            })?;
+            admit(state, &caller.key)?;
             if !matches!(parts.method, Method::GET | Method::HEAD) {
                 check_csrf(&parts.headers, state, session)?;
             }
-            return Ok(Caller {
-                key,
-                channel: "inbox",
-            });
+            return Ok(caller);
         }
         Err(ApiError::unauthorized(
             "no credentials: send `Authorization: Bearer <key>` (create one with `clarify keys create`)",
         ))
+    }
+}
+
+/// The name of the person this browser is signed in to the inbox as, if any.
+pub(crate) async fn signed_in(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<Option<String>, ApiError> {
+    let Some(session) = cookie(headers, SESSION_COOKIE) else {
+        return Ok(None);
+    };
+    Ok(session_caller(state, session).await?.map(|c| c.key.name))
+}
+
+/// The caller an inbox session token stands for, or `None` when the session has ended (or its
+/// key was revoked).
+async fn session_caller(state: &AppState, token: &str) -> Result<Option<Caller>, ApiError> {
+    let Some(holder) = state.store.session_holder(token).await? else {
+        return Ok(None);
+    };
+    if !holder.starts_with('{') {
+        let key = state.store.key(&holder).await?;
+        return Ok(key.map(|key| Caller::with_key(key, "inbox", "key")));
+    }
+    match serde_json::from_str::<Holder>(&holder) {
+        Ok(Holder::Link { key }) => {
+            let key = state.store.key(&key).await?;
+            Ok(key.map(|key| Caller::with_key(key, "inbox", "link")))
+        }
+        Ok(Holder::Oidc(person)) => {
+            let Some(role) = Role::parse(&person.role) else {
+                return Ok(None);
+            };
+            Ok(Some(Caller {
+                key: ApiKey {
+                    id: person.principal.clone(),
+                    name: person.name,
+                    role,
+                    tenant: person.tenant,
+                    created_at: state.store.now(),
+                    revoked_at: None,
+                },
+                channel: "inbox",
+                via: "oidc",
+                principal: person.principal,
+                groups: person.groups,
+                session: Some(SessionToken(token.to_owned())),
+            }))
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "an inbox session holds what this build cannot read");
+            Ok(None)
+        }
     }
 }
 
@@ -210,16 +327,16 @@ fn check_csrf(headers: &HeaderMap, state: &AppState, session: &str) -> Result<()
     }
 }
 
-/// Issues a session for `key` and sets its cookie on the response `respond` makes for the new
-/// session token.
+/// Issues a session for `holder` (a key id, or a [`Holder`] as JSON) and sets its cookie on the
+/// response `respond` makes for the new session token.
 pub(crate) async fn start_session(
     state: &AppState,
-    key: &ApiKey,
+    holder: &str,
     respond: impl FnOnce(&str) -> Response,
 ) -> Response {
     let token = match state
         .store
-        .issue_token(TokenKind::Session, &key.id, state.config.session_ttl)
+        .issue_token(TokenKind::Session, holder, state.config.session_ttl)
         .await
     {
         Ok(t) => t,

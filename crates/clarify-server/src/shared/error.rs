@@ -181,6 +181,9 @@ pub fn resolve_error(
             }
         }
         ResolveError::NotAllowed { .. } => ApiError::forbidden("not_a_responder", e.to_string()),
+        ResolveError::SelfApproval { .. } | ResolveError::SelfApprovalNeedsIdentity { .. } => {
+            ApiError::forbidden("self_approval", e.to_string())
+        }
         ResolveError::QuorumNeedsIdentity { .. } => {
             ApiError::forbidden("quorum_needs_identity", e.to_string())
         }

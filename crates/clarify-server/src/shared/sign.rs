@@ -38,3 +38,27 @@ pub fn link_request<'a>(secret: &[u8], token: &'a str) -> Option<&'a str> {
     let expected = link_token(secret, id);
     equal(token.as_bytes(), expected.as_bytes()).then_some(id)
 }
+
+/// The token of `name`'s personal link to request `id`: `<id>~<name>.<signature>`, the name in
+/// URL-safe base64 and the signature an HMAC-SHA256 of both under the link secret, so the link
+/// answers as that person and no other.
+pub fn personal_token(secret: &[u8], id: &str, name: &str) -> String {
+    let signature = mac(secret, format!("personal:{id}:{name}").as_bytes());
+    format!(
+        "{id}~{}.{}",
+        URL_SAFE_NO_PAD.encode(name),
+        URL_SAFE_NO_PAD.encode(signature)
+    )
+}
+
+/// What a genuine link token names: the request, and for a personal link the person; `None`
+/// when its signature does not match.
+pub fn link_target<'a>(secret: &[u8], token: &'a str) -> Option<(&'a str, Option<String>)> {
+    let (head, _) = token.split_once('.')?;
+    let Some((id, who)) = head.split_once('~') else {
+        return link_request(secret, token).map(|id| (id, None));
+    };
+    let name = String::from_utf8(URL_SAFE_NO_PAD.decode(who).ok()?).ok()?;
+    let expected = personal_token(secret, id, &name);
+    equal(token.as_bytes(), expected.as_bytes()).then_some((id, Some(name)))
+}

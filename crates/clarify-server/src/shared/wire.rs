@@ -34,7 +34,11 @@ pub struct RecordBody {
     pub tags: Vec<String>,
     pub tool_call_id: Option<String>,
     pub allow_skip: bool,
+    /// Who may answer: names, and `group:NAME` for every member of a group.
     pub responders: Option<Vec<String>>,
+    /// The person the agent acts for (four eyes keeps them from answering).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_behalf_of: Option<String>,
     pub callback_url: Option<String>,
     pub timeout_seconds: u64,
     /// What the outcome carries when nobody answers in time: `{"decision", "reason"?}`,
@@ -101,6 +105,7 @@ impl RecordBody {
             tool_call_id: request.tool_call_id.clone(),
             allow_skip: request.allow_skip,
             responders: request.responders.clone(),
+            on_behalf_of: request.on_behalf_of.clone(),
             callback_url: request.callback_url.clone(),
             timeout_seconds: request.timeout_seconds,
             on_timeout: request
@@ -421,6 +426,9 @@ pub struct OutcomeBody {
     pub status: String,
     pub questions: Vec<QuestionOutcomeBody>,
     pub answered_by: Option<String>,
+    /// Where the answer came from: `inbox`, `api`, `link`, `slack`, `telegram`, `discord`,
+    /// `mcp`, `rust`, ...; `null` when nobody answered.
+    pub answered_via: Option<String>,
     pub resolved_at: String,
     /// For statuses other than `answered`: what happened, for the model.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -479,6 +487,7 @@ impl From<&Outcome> for OutcomeBody {
                 })
                 .collect(),
             answered_by: o.answered_by.clone(),
+            answered_via: o.answered_via.clone(),
             resolved_at: time(o.resolved_at),
             note: o.note.clone(),
             default_applied: o.default_applied,

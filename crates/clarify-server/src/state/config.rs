@@ -35,9 +35,76 @@ pub struct Config {
     pub outbound: crate::shared::outbound::OutboundGuard,
     /// When the inbox suggests always allowing an action people keep approving once.
     pub suggest: clarify_store::Suggest,
+    /// OpenID Connect sign-in for the inbox (`[oidc]`); `None`: people sign in with keys and
+    /// login links only.
+    pub oidc: Option<OidcConfig>,
+}
+
+/// `[oidc]`: signing people in to the inbox through an OpenID Connect provider.
+#[derive(Clone)]
+pub struct OidcConfig {
+    /// Exactly as the provider's discovery document prints it (a trailing `/` matters).
+    pub issuer: String,
+    pub client_id: String,
+    pub client_secret: Option<String>,
+    /// On the sign-in button: "Sign in with <display_name>".
+    pub display_name: String,
+    /// The scopes asked for; `openid` is always among them.
+    pub scopes: Vec<String>,
+    /// The claim whose value is the person's responder name.
+    pub name_claim: String,
+    /// The claim listing the person's groups.
+    pub groups_claim: String,
+    /// Members of these groups are admins; everyone else signed in is a responder.
+    pub admin_groups: Vec<String>,
+    /// The tenant people signed in this way belong to.
+    pub tenant: String,
+    /// When not empty, only e-mail addresses in these domains may sign in.
+    pub allowed_domains: Vec<String>,
+    /// Whether people may still sign in with a key or a login link (keys always work over the
+    /// API).
+    pub key_login: bool,
+    /// How far the provider's clock may be ahead of or behind this server's.
+    pub clock_skew: chrono::TimeDelta,
+}
+
+impl OidcConfig {
+    /// `[oidc]` with its defaults for a provider at `issuer` and a client `client_id`.
+    pub fn new(issuer: impl Into<String>, client_id: impl Into<String>) -> Self {
+        Self {
+            issuer: issuer.into(),
+            client_id: client_id.into(),
+            client_secret: None,
+            display_name: "single sign-on".to_owned(),
+            scopes: ["openid", "email", "profile"].map(str::to_owned).to_vec(),
+            name_claim: "email".to_owned(),
+            groups_claim: "groups".to_owned(),
+            admin_groups: Vec::new(),
+            tenant: "default".to_owned(),
+            allowed_domains: Vec::new(),
+            key_login: true,
+            clock_skew: chrono::TimeDelta::seconds(60),
+        }
+    }
+}
+
+impl std::fmt::Debug for OidcConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OidcConfig")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field("display_name", &self.display_name)
+            .field("tenant", &self.tenant)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Config {
+    /// Whether people may sign in to the inbox with a key or a login link.
+    pub fn key_login(&self) -> bool {
+        self.oidc.as_ref().is_none_or(|o| o.key_login)
+    }
+
     pub fn new(public_url: impl Into<String>) -> Self {
         Self {
             public_url: public_url.into().trim_end_matches('/').to_owned(),
@@ -53,6 +120,7 @@ impl Config {
             identities: std::collections::BTreeMap::new(),
             outbound: crate::shared::outbound::OutboundGuard::public_only(),
             suggest: clarify_store::Suggest::default(),
+            oidc: None,
         }
     }
 }

@@ -12,8 +12,9 @@ pub mod hub;
 pub mod key_cache;
 pub mod limits;
 pub mod metrics;
+pub mod oidc;
 
-pub use config::{Config, WebhookConfig};
+pub use config::{Config, OidcConfig, WebhookConfig};
 
 use std::sync::Arc;
 
@@ -23,7 +24,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::shared::error::ApiError;
-use crate::shared::sign::link_token;
+use crate::shared::sign::{link_token, personal_token};
 use crate::shared::wire::OutcomeBody;
 
 /// Everything a handler needs; cheap to clone.
@@ -50,6 +51,8 @@ pub struct Shared {
     pub keys: key_cache::KeyCache,
     /// Calls chat platforms make on an inbound answer's behalf (a modal, a private notice).
     pub http: reqwest::Client,
+    /// The OpenID Connect provider people sign in with, when `[oidc]` is configured.
+    pub oidc: Option<oidc::Provider>,
 }
 
 /// Server secrets, read from the store at start so every instance shares them.
@@ -100,6 +103,10 @@ impl AppState {
             waiters,
             rate_limit,
             keys: key_cache::KeyCache::new(),
+            oidc: config
+                .oidc
+                .clone()
+                .map(|o| oidc::Provider::new(o, &config.public_url)),
             http: reqwest::Client::builder()
                 .timeout(config.webhooks.timeout)
                 .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION")))
@@ -148,6 +155,15 @@ impl AppState {
             "{}/a/{}",
             self.config.public_url,
             link_token(&self.secrets.link, id)
+        )
+    }
+
+    /// `name`'s personal link to request `id`: it answers (or votes) as that person.
+    pub fn personal_url(&self, id: &str, name: &str) -> String {
+        format!(
+            "{}/a/{}",
+            self.config.public_url,
+            personal_token(&self.secrets.link, id, name)
         )
     }
 }

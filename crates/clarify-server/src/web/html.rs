@@ -40,6 +40,18 @@ fn page(
     main_id: Option<&str>,
     script: Option<&str>,
 ) -> Response {
+    page_with_head(status, title, body, main_id, script, "")
+}
+
+/// [`page`] with more in its `<head>` (`head`, trusted markup made here).
+fn page_with_head(
+    status: StatusCode,
+    title: &str,
+    body: &str,
+    main_id: Option<&str>,
+    script: Option<&str>,
+    head: &str,
+) -> Response {
     let script = script
         .map(|name| {
             format!(
@@ -56,7 +68,7 @@ fn page(
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{} · clarify</title>\
          <link rel=\"icon\" href=\"{}\" type=\"image/svg+xml\">\
-         <link rel=\"stylesheet\" href=\"{}\">{script}</head>\
+         <link rel=\"stylesheet\" href=\"{}\">{head}{script}</head>\
          <body><main class=\"page\"{id}>{body}</main></body></html>\n",
         escape(title),
         asset_path("icon.svg"),
@@ -77,6 +89,25 @@ pub fn message_page(status: StatusCode, title: &str, message: &str) -> Response 
         &format!("<h1>{}</h1><p>{}</p>", escape(title), escape(message)),
         None,
         None,
+    )
+}
+
+/// After signing in through the identity provider: says who, then opens the inbox. The page
+/// moves on by itself (a refresh, not a redirect), so the browser counts the inbox's load as
+/// this site's own and sends the session cookie, which is `SameSite=Strict`, with it; after a
+/// redirect chain that began at the provider it would not.
+pub fn signed_in_page(name: &str) -> Response {
+    page_with_head(
+        StatusCode::OK,
+        "Signed in",
+        &format!(
+            "<h1>Signed in</h1><p id=\"signed-in\">You are signed in as {}.</p>\
+             <p><a class=\"btn primary\" href=\"/\">Open the inbox</a></p>",
+            escape(name)
+        ),
+        None,
+        None,
+        "<meta http-equiv=\"refresh\" content=\"0; url=/\">",
     )
 }
 
@@ -103,7 +134,13 @@ fn quorum_summary(record: &RequestRecord) -> String {
 
 /// The answer page of a signed link; `display` is the request's display fragment
 /// ([`crate::web::display::html`]), shown above its questions.
-pub fn link_page(record: &RequestRecord, error: Option<&str>, display: &str) -> Response {
+/// The answer page of a link; `person` names whom a personal link answers as.
+pub fn link_page(
+    record: &RequestRecord,
+    person: Option<&str>,
+    error: Option<&str>,
+    display: &str,
+) -> Response {
     let request = &record.request;
     let mut body = String::new();
     if record.status.is_resolved() {
@@ -126,6 +163,13 @@ pub fn link_page(record: &RequestRecord, error: Option<&str>, display: &str) -> 
         "<p class=\"meta\">A question for you</p><h1>{}</h1>",
         escape(&request.summary)
     );
+    if let Some(person) = person {
+        let _ = write!(
+            body,
+            "<p class=\"meta\" id=\"person\" data-person=\"{0}\">You answer as {0}.</p>",
+            escape(person)
+        );
+    }
     if let Some(error) = error {
         let _ = write!(
             body,
@@ -147,7 +191,9 @@ pub fn link_page(record: &RequestRecord, error: Option<&str>, display: &str) -> 
     if let Some(at) = record.expires_at {
         let _ = write!(body, "<p>Answer before {}.</p>", escape(&time(at)));
     }
-    if request.is_quorum() {
+    if request.is_quorum() && person.is_some() {
+        body.push_str(&quorum_summary(record));
+    } else if request.is_quorum() {
         // Votes are counted per named responder; whoever holds a link is nobody in particular.
         body.push_str(&quorum_summary(record));
         for q in &request.questions {

@@ -12,13 +12,15 @@
 
 use std::sync::LazyLock;
 
-use axum::extract::Path;
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
 use crate::shared::error::ApiError;
+use crate::shared::html::escape;
 use crate::shared::sign::hex;
+use crate::state::AppState;
 use crate::web::html::document;
 
 /// One embedded file.
@@ -76,6 +78,20 @@ const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self';
 static PAGE: LazyLock<String> =
     LazyLock::new(|| PAGE_TEMPLATE.replace("{{version}}", VERSION.as_str()));
 
+/// How people sign in here, for the login form: `data-oidc` names the identity provider's
+/// button ("Sign in with ..."), `data-key-login="false"` hides the key field. Empty without
+/// `[oidc]`.
+fn sign_in_attributes(config: &crate::state::Config) -> String {
+    let Some(oidc) = &config.oidc else {
+        return String::new();
+    };
+    format!(
+        " data-oidc=\"{}\" data-key-login=\"{}\"",
+        escape(&oidc.display_name),
+        oidc.key_login
+    )
+}
+
 /// The path this build serves asset `name` at.
 pub fn asset_path(name: &str) -> String {
     format!("/assets/{}/{name}", VERSION.as_str())
@@ -85,9 +101,22 @@ fn etag() -> String {
     format!("\"{}\"", VERSION.as_str())
 }
 
+/// The page's tag: the build's, and how people sign in (which the page carries).
+fn page_etag(sign_in: &str) -> String {
+    if sign_in.is_empty() {
+        return etag();
+    }
+    let digest = Sha256::digest(sign_in.as_bytes());
+    format!("\"{}-{}\"", VERSION.as_str(), hex(&digest[..4]))
+}
+
 /// Whether the request's `If-None-Match` names this build.
 fn fresh(headers: &HeaderMap) -> bool {
-    let tag = etag();
+    fresh_for(headers, &etag())
+}
+
+fn fresh_for(headers: &HeaderMap, tag: &str) -> bool {
+    let tag = tag.to_owned();
     headers
         .get_all(header::IF_NONE_MATCH)
         .iter()
@@ -98,11 +127,13 @@ fn fresh(headers: &HeaderMap) -> bool {
 }
 
 /// The inbox page. It changes only with the build, so a browser revalidates it and gets `304`.
-pub(crate) async fn page(headers: HeaderMap) -> Response {
-    let mut response = if fresh(&headers) {
+pub(crate) async fn page(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let sign_in = sign_in_attributes(&state.config);
+    let tag = page_etag(&sign_in);
+    let mut response = if fresh_for(&headers, &tag) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        document(StatusCode::OK, PAGE.clone())
+        document(StatusCode::OK, PAGE.replace("{{sign_in}}", &sign_in))
     };
     let h = response.headers_mut();
     h.insert(
@@ -110,7 +141,7 @@ pub(crate) async fn page(headers: HeaderMap) -> Response {
         HeaderValue::from_static(PAGE_CSP),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    if let Ok(tag) = HeaderValue::from_str(&etag()) {
+    if let Ok(tag) = HeaderValue::from_str(&tag) {
         h.insert(header::ETAG, tag);
     }
     response

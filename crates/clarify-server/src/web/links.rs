@@ -11,6 +11,13 @@
 //! either that form or the JSON answer body of `POST /v1/requests/{id}/answer`, and answers the
 //! same way.
 //!
+//! A personal link (`<request id>~<name>.<signature>`, the signature over both) answers as that
+//! person (`answered_via` `personal_link`), so it can vote on a quorum request, which the
+//! anonymous link cannot; the store checks the person as it checks everyone (responders, groups,
+//! four eyes), so a person whose access was removed is refused, and a vote is cast once. A
+//! browser signed in to the inbox as someone else is refused rather than answering as the
+//! link's person.
+//!
 //! `GET /a/<token>?answer=<URL-safe base64 of an answer body>` (the option links of an e-mail)
 //! answers nothing: it shows a confirmation page saying what the answer is, whose form POSTs it
 //! to the link as the answer page's form fields. Mail scanners follow GET links; only the
@@ -30,22 +37,60 @@ use serde_json::{Map, Value, json};
 
 use crate::shared::error::{ApiError, resolve_error};
 use crate::shared::extract::{RawBody, parse_json};
-use crate::shared::sign::link_request;
+use crate::shared::sign::link_target;
 use crate::shared::wire::RecordBody;
 use crate::state::AppState;
 use crate::web::html;
 
-/// Who answers through a link: whoever holds it; no key name.
-fn link_actor() -> Actor {
-    Actor {
-        name: None,
-        channel: "link".to_owned(),
+/// Who answers through a link: the person a personal link names, or whoever holds an anonymous
+/// one (no name).
+fn link_actor(person: Option<&str>) -> Actor {
+    match person {
+        Some(name) => Actor::new(name, "personal_link"),
+        None => Actor {
+            name: None,
+            channel: "link".to_owned(),
+            ..Actor::default()
+        },
     }
 }
 
 async fn record_of(state: &AppState, token: &str) -> Result<RequestRecord, ApiError> {
-    let id = link_request(&state.secrets.link, token).ok_or_else(link_not_found)?;
-    state.store.get_by_id(id).await?.ok_or_else(link_not_found)
+    Ok(target_of(state, token).await?.0)
+}
+
+/// The link's request, and the person a personal link names.
+async fn target_of(
+    state: &AppState,
+    token: &str,
+) -> Result<(RequestRecord, Option<String>), ApiError> {
+    let (id, person) = link_target(&state.secrets.link, token).ok_or_else(link_not_found)?;
+    let record = state
+        .store
+        .get_by_id(id)
+        .await?
+        .ok_or_else(link_not_found)?;
+    Ok((record, person))
+}
+
+/// Refuses a personal link opened in a browser signed in to the inbox as someone else.
+async fn check_holder(
+    state: &AppState,
+    headers: &HeaderMap,
+    person: Option<&str>,
+) -> Result<(), ApiError> {
+    let Some(person) = person else {
+        return Ok(());
+    };
+    match crate::middleware::auth::signed_in(state, headers).await? {
+        Some(name) if name != person => Err(ApiError::forbidden(
+            "not_your_link",
+            format!(
+                "this link is {person}'s, and this browser is signed in as {name}; answer in the inbox, or sign out first"
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn link_not_found() -> ApiError {
@@ -63,7 +108,7 @@ pub(crate) async fn page(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let record = match record_of(&state, &token).await {
+    let (record, person) = match target_of(&state, &token).await {
         Ok(r) => r,
         Err(e) if wants_json(&headers) => return e.into_response(),
         Err(e) => return html::message_page(e.status, "Link not valid", &e.message),
@@ -85,7 +130,10 @@ pub(crate) async fn page(
             .map(|(_, v)| v.into_owned())
     });
     match chosen {
-        Some(encoded) if !record.status.is_resolved() && !record.request.is_quorum() => {
+        Some(encoded)
+            if !record.status.is_resolved()
+                && (!record.request.is_quorum() || person.is_some()) =>
+        {
             match confirmation(&record, &encoded) {
                 Ok((lines, fields)) => html::confirm_page(&record, &token, &lines, &fields),
                 Err(why) => html::message_page(
@@ -99,7 +147,7 @@ pub(crate) async fn page(
         }
         _ => {
             let display = shown(&state, &record, &token).await;
-            html::link_page(&record, None, &display)
+            html::link_page(&record, person.as_deref(), None, &display)
         }
     }
 }
@@ -204,7 +252,13 @@ pub(crate) async fn answer(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
-    let record = match record_of(&state, &token).await {
+    let checked = match target_of(&state, &token).await {
+        Ok((record, person)) => check_holder(&state, &headers, person.as_deref())
+            .await
+            .map(|()| (record, person)),
+        Err(e) => Err(e),
+    };
+    let (record, person) = match checked {
         Ok(r) => r,
         Err(e) if is_form => {
             return html::message_page(e.status, "Link not valid", &e.message);
@@ -216,7 +270,7 @@ pub(crate) async fn answer(
             Ok(v) => v,
             Err(message) => {
                 let display = shown(&state, &record, &token).await;
-                return html::link_page(&record, Some(&message), &display);
+                return html::link_page(&record, person.as_deref(), Some(&message), &display);
             }
         }
     } else {
@@ -227,9 +281,25 @@ pub(crate) async fn answer(
     };
     let result = state
         .store
-        .answer(&record.tenant, &record.id, &raw, &link_actor())
+        .answer(
+            &record.tenant,
+            &record.id,
+            &raw,
+            &link_actor(person.as_deref()),
+        )
         .await;
     match result {
+        // A personal link's vote on a quorum request, counted; more are needed.
+        Ok(counted) if counted.status == clarify_core::Status::Pending => {
+            state.changed(&counted);
+            if is_form {
+                Redirect::to(&format!("/a/{token}")).into_response()
+            } else {
+                let mut body = RecordBody::new(&counted, None);
+                body.callback_url = None;
+                (StatusCode::ACCEPTED, Json(body)).into_response()
+            }
+        }
         Ok(done) => match state.resolved(&done) {
             Err(e) => e.into_response(),
             Ok(_) if is_form => Redirect::to(&format!("/a/{token}")).into_response(),
@@ -244,7 +314,7 @@ pub(crate) async fn answer(
                 StatusCode::CONFLICT => Redirect::to(&format!("/a/{token}")).into_response(),
                 _ => {
                     let display = shown(&state, &record, &token).await;
-                    html::link_page(&record, Some(&e.message), &display)
+                    html::link_page(&record, person.as_deref(), Some(&e.message), &display)
                 }
             }
         }

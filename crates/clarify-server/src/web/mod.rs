@@ -3,7 +3,8 @@
 //!
 //! The web inbox at `/` and its embedded assets ([`inbox`]; the page is a shell whose script
 //! reads the JSON API), the signed answer links `/a/<token>` that need no key ([`links`]), the
-//! one-time login links `/login/<token>` ([`login`]), the server-rendered pages they show
+//! one-time login links `/login/<token>` ([`login`]), OpenID Connect sign-in under `/auth/oidc`
+//! ([`oidc`]), the server-rendered pages they show
 //! ([`html`]), and a request's display blocks as a fragment those pages put above its questions
 //! ([`display`]), all under one content security policy. The JSON the inbox's script reads is the
 //! API's; only the link page answers its own JSON too, the record as a responder sees it.
@@ -13,6 +14,7 @@ pub mod html;
 pub mod inbox;
 pub mod links;
 pub mod login;
+pub mod oidc;
 
 use axum::Router;
 use axum::routing::get;
@@ -29,4 +31,6 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/a/{token}/display", get(links::display))
         .route("/a/{token}/display/{n}", get(links::image))
         .route("/login/{token}", get(login::login_link))
+        .route("/auth/oidc/start", get(oidc::start))
+        .route("/auth/oidc/callback", get(oidc::callback))
 }

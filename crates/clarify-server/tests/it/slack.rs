@@ -985,4 +985,44 @@ async fn a_long_diff_arrives_preformatted_within_the_section_limit_with_a_link_t
         !all.contains("file_path"),
         "no raw JSON beside the diff: {all}"
     );
+async fn the_person_a_request_acts_for_cannot_approve_it_from_slack() {
+    let fake = FakeSlack::start().await;
+    let channel = slack_channel(&fake, false);
+    let four_eyes = StoreOptions {
+        forbid_self_approval: true,
+        ..options()
+    };
+    let s = TestServer::build("memory:", four_eyes, move |c| {
+        c.channels = vec![channel];
+        c.identities = BTreeMap::from([
+            ("slack:U0ALICE".to_owned(), "alice".to_owned()),
+            ("slack:U0BOB".to_owned(), "bob".to_owned()),
+        ]);
+        c.webhooks.poll = Duration::from_millis(50);
+    })
+    .await;
+    let record = s
+        .ask(
+            &s.admin,
+            json!({"questions": [{"text": "Deploy?", "kind": "approval",
+                                  "action": {"name": "deploy", "arguments": {}}}],
+                   "on_behalf_of": "alice"}),
+        )
+        .await;
+    let id = record["id"].as_str().expect("id").to_owned();
+    let (_, ts) = announced(&fake, 1).await;
+    let approve = json!({"action_id": "approve:once", "value": "once"});
+    click(&s, &fake, "U0ALICE", &id, &ts, approve.clone()).await;
+    let told = fake.wait_for("chat.postEphemeral", 1).await.remove(0);
+    assert!(
+        told["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("does not let anyone approve their own request")),
+        "{told}"
+    );
+    assert_eq!(status_of(&s, &id).await["status"], "pending");
+    click(&s, &fake, "U0BOB", &id, &ts, approve).await;
+    let answered = status_of(&s, &id).await;
+    assert_eq!(answered["status"], "answered", "{answered}");
+    assert_eq!(answered["outcome"]["answered_via"], "slack");
 }

@@ -56,6 +56,16 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .expect("bind the address");
+        Self::on_listener(listener, store, configure).await
+    }
+
+    /// A server on `store` serving `listener`, bound already (so its address could be given to
+    /// a service the configuration names).
+    pub async fn on_listener(
+        listener: tokio::net::TcpListener,
+        store: Store,
+        configure: impl FnOnce(&mut Config),
+    ) -> Self {
         let url = format!("http://{}", listener.local_addr().expect("local addr"));
         let mut config = Config::new(url.clone());
         configure(&mut config);
