@@ -16,7 +16,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
-use crate::shared::extract::{JsonBody, query};
+use crate::shared::extract::{Drained, JsonBody, query};
 use crate::shared::wire::time;
 use crate::state::AppState;
 
@@ -168,6 +168,7 @@ pub async fn revoke(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    _: Drained,
 ) -> Result<Json<GrantBody>, ApiError> {
     if !caller.key.role.may_answer() {
         return Err(ApiError::forbidden(

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
-use crate::shared::extract::JsonBody;
+use crate::shared::extract::{Drained, JsonBody};
 use crate::shared::wire::time;
 use crate::state::AppState;
 
@@ -93,6 +93,7 @@ pub async fn revoke_key(
     State(state): State<AppState>,
     caller: Caller,
     Path(name): Path<String>,
+    _: Drained,
 ) -> Result<Json<KeyBody>, ApiError> {
     caller.must_admin()?;
     let in_tenant = state

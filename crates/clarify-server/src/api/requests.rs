@@ -20,7 +20,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::api::render;
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody, resolve_error};
-use crate::shared::extract::{JsonBody, query};
+use crate::shared::extract::{Drained, JsonBody, query};
 use crate::shared::wire::{ActionBody, OutcomeBody, RecordBody};
 use crate::state::AppState;
 
@@ -271,6 +271,7 @@ pub async fn cancel(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    _: Drained,
 ) -> Result<Json<RecordBody>, ApiError> {
     caller.must_ask()?;
     let record = state

@@ -13,7 +13,7 @@ use crate::middleware::auth::{
     Caller, SESSION_COOKIE, clear_session_cookie, cookie, csrf_token, start_session,
 };
 use crate::shared::error::{ApiError, ErrorBody};
-use crate::shared::extract::JsonBody;
+use crate::shared::extract::{Drained, JsonBody};
 use crate::state::AppState;
 
 /// The body of `POST /v1/login`.
@@ -93,7 +93,12 @@ pub async fn login(
 #[utoipa::path(post, path = "/v1/logout", tag = "inbox", responses(
     (status = 204, description = "Session ended and cookie cleared")),
     security(("bearer" = [])))]
-pub async fn logout(State(state): State<AppState>, caller: Caller, headers: HeaderMap) -> Response {
+pub async fn logout(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    _: Drained,
+) -> Response {
     let _ = caller;
     if let Some(session) = cookie(&headers, SESSION_COOKIE)
         && let Err(e) = state.store.revoke_token(session).await

@@ -52,6 +52,21 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
     }
 }
 
+/// A body the route has no use for, read to its end and dropped. hyper keeps a connection alive
+/// only when the request body was read in full; a route that ignores a body still in flight (a
+/// client's `{}` on `POST .../cancel`, sent in a second packet) would otherwise close it under a
+/// client that is already reusing it, and that client sees "server disconnected".
+#[derive(Debug)]
+pub struct Drained;
+
+impl<S: Send + Sync> FromRequest<S> for Drained {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        RawBody::from_request(req, state).await.map(|_| Self)
+    }
+}
+
 /// `bytes` as JSON of type `T`, or the API's `400` (empty, not JSON) or `422` (wrong shape).
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {

@@ -749,3 +749,78 @@ async fn the_pending_gauge_follows_every_instance() {
     let c = TestServer::build(&url, options(), |_| {}).await;
     assert_eq!(pending(&c).await, 2);
 }
+
+/// A client that sends `{}` with `POST .../cancel` in a second packet, as httpx may, and then
+/// reuses the connection: the server must read the body it does not need, or it closes the
+/// connection under the client's next request ("server disconnected").
+#[tokio::test]
+async fn a_connection_stays_usable_after_a_cancel_whose_body_came_late() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let s = TestServer::start().await;
+    let agent = s.key(Role::Agent, "bot", "default").await;
+    let id = s.ask(&agent, deploy()).await["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    let address = s.url.trim_start_matches("http://").to_owned();
+    let mut tcp = tokio::net::TcpStream::connect(&address)
+        .await
+        .expect("connect");
+    let head = format!(
+        "POST /v1/requests/{id}/cancel HTTP/1.1\r\nhost: {address}\r\nauthorization: Bearer {agent}\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n"
+    );
+    tcp.write_all(head.as_bytes()).await.expect("write head");
+    tcp.flush().await.expect("flush");
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    tcp.write_all(b"{}").await.expect("write body");
+    let first = read_response(&mut tcp).await;
+    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+    assert!(
+        !first.to_ascii_lowercase().contains("connection: close"),
+        "{first}"
+    );
+
+    let again = format!(
+        "GET /v1/requests/{id} HTTP/1.1\r\nhost: {address}\r\nauthorization: Bearer {agent}\r\n\r\n"
+    );
+    tcp.write_all(again.as_bytes())
+        .await
+        .expect("write the second request");
+    let second = read_response(&mut tcp).await;
+    assert!(
+        second.starts_with("HTTP/1.1 200"),
+        "the connection was dropped: {second:?}"
+    );
+    assert!(second.contains("\"cancelled\""), "{second}");
+
+    /// One response with a `content-length` body, read off the connection.
+    async fn read_response(tcp: &mut tokio::net::TcpStream) -> String {
+        let mut bytes = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length = text[..end]
+                    .lines()
+                    .find_map(|l| {
+                        let (name, value) = l.split_once(':')?;
+                        name.eq_ignore_ascii_case("content-length")
+                            .then(|| value.trim().parse::<usize>().ok())?
+                    })
+                    .unwrap_or(0);
+                if bytes.len() >= end + 4 + length {
+                    return text;
+                }
+            }
+            let read = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut chunk))
+                .await
+                .expect("a reply within 5 s")
+                .expect("read");
+            if read == 0 {
+                return text;
+            }
+            bytes.extend_from_slice(&chunk[..read]);
+        }
+    }
+}
