@@ -199,7 +199,9 @@ pub struct AuditEvent {
 impl AuditEvent {
     pub(crate) fn of(parts: &EventParts, hash: Option<&str>) -> Self {
         let purged = parts.kind == PURGED;
-        let admin = is_admin(&parts.kind);
+        // A suggestion accepted is a grant's event about a request: its id is a request's.
+        let admin = is_admin(&parts.kind)
+            && parts.kind != crate::record::EventKind::GrantSuggestedAccepted.as_str();
         Self {
             seq: u64::try_from(parts.seq).unwrap_or(0),
             kind: parts.kind.clone(),

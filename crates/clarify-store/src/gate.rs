@@ -60,6 +60,8 @@ pub enum GateError {
 }
 
 /// What became of a proposed call before any human saw it.
+// One is made per proposed call and consumed at once; boxing `Asked` would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Proposal {
     /// Run it now with these arguments: the policy allows it (`granted: None`) or a human

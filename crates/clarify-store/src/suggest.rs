@@ -144,7 +144,7 @@ impl Store {
                 })
             })
             .collect();
-        out.sort_by(|a, b| b.approvals.cmp(&a.approvals));
+        out.sort_by_key(|b| std::cmp::Reverse(b.approvals));
         Ok(out)
     }
 

@@ -338,7 +338,16 @@ async fn roundtrip(
     clients: usize,
     run_for: Duration,
 ) -> Roundtrips {
-    roundtrip_of(dir, bin, label, clients, run_for, &[], (PLAIN_ASK, ANSWER_YES)).await
+    roundtrip_of(
+        dir,
+        bin,
+        label,
+        clients,
+        run_for,
+        &[],
+        (PLAIN_ASK, ANSWER_YES),
+    )
+    .await
 }
 
 /// The request the round-trip benchmark creates, and its answer.
@@ -654,16 +663,18 @@ async fn display(dir: &std::path::Path) {
     let with = display_ask();
     let (mut plain, mut blocks) = (Vec::new(), Vec::new());
     for _ in 0..3 {
-        plain.push(roundtrip_of(
-            dir,
-            BIN,
-            " (plain)",
-            32,
-            Duration::from_secs(5),
-            &[],
-            (PLAIN_ASK, ANSWER_YES),
-        )
-        .await);
+        plain.push(
+            roundtrip_of(
+                dir,
+                BIN,
+                " (plain)",
+                32,
+                Duration::from_secs(5),
+                &[],
+                (PLAIN_ASK, ANSWER_YES),
+            )
+            .await,
+        );
         blocks.push(
             roundtrip_of(
                 dir,

@@ -1571,6 +1571,10 @@ mod tests {
         );
         assert_eq!(config.rules.as_ref().map(|r| r.len()), Some(2));
         assert_eq!(config.suggest.approvals, 3);
+        let oidc = config.oidc.expect("[oidc]");
+        assert_eq!(oidc.client_secret.as_deref(), Some("from-env"));
+        assert_eq!(config.groups["sre"], ["alice", "bob"]);
+        assert!(config.forbid_self_approval);
     }
 
     /// The handbook's ten worked rules compile, and decide as the page says.
@@ -1692,10 +1696,6 @@ mod tests {
         let e = check("[[rules]]\nname = \"x\"\ndecide = \"ask\"\ntimeout = \"soon\"\n")
             .expect_err("refused");
         assert!(e.contains("rules[0].timeout"), "{e}");
-        let oidc = config.oidc.expect("[oidc]");
-        assert_eq!(oidc.client_secret.as_deref(), Some("from-env"));
-        assert_eq!(config.groups["sre"], ["alice", "bob"]);
-        assert!(config.forbid_self_approval);
     }
 
     #[test]

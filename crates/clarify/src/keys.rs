@@ -57,5 +57,6 @@ fn cli_actor() -> clarify_store::Actor {
     clarify_store::Actor {
         name: None,
         channel: "cli".to_owned(),
+        groups: Vec::new(),
     }
 }

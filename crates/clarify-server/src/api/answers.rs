@@ -110,7 +110,7 @@ pub async fn batch(
             }
             Err((id, e)) => {
                 let status = e.status;
-                let response = e.into_response();
+                let response = (*e).into_response();
                 let bytes = axum::body::to_bytes(response.into_body(), ITEM_BODY_LIMIT)
                     .await
                     .unwrap_or_default();
@@ -127,11 +127,15 @@ pub async fn batch(
 }
 
 /// An item's request id and answer body, or the error answering it alone would meet.
-fn read_item(i: usize, item: &Value) -> Result<(String, &Value), (Value, ApiError)> {
+fn read_item(i: usize, item: &Value) -> Result<(String, &Value), (Value, Box<ApiError>)> {
     let fail = |id: Value, code, message: String| {
         (
             id,
-            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message),
+            Box::new(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                code,
+                message,
+            )),
         )
     };
     let Value::Object(obj) = item else {

@@ -32,7 +32,7 @@ async fn the_person_a_request_acts_for_cannot_answer_it_over_the_api() {
     let bob = s.key(Role::Responder, "bob", "default").await;
     let record = s.ask(&s.admin, deploy_for("Alice")).await;
     assert_eq!(record["on_behalf_of"], "Alice");
-    let id = record["id"].as_str().unwrap();
+    let id = record["id"].as_str().expect("as the test set it up");
     let path = format!("/v1/requests/{id}/answer");
     let (status, err) = s.post(&path, &alice, json!({"option": "yes"})).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{err}");
@@ -48,7 +48,10 @@ async fn nor_through_an_inbox_session_or_the_anonymous_link() {
     let s = server(true).await;
     let alice = s.key(Role::Responder, "alice", "default").await;
     let record = s.ask(&s.admin, deploy_for("alice")).await;
-    let id = record["id"].as_str().unwrap().to_owned();
+    let id = record["id"]
+        .as_str()
+        .expect("as the test set it up")
+        .to_owned();
 
     // The inbox: a session opened with alice's key.
     let http = reqwest::Client::new();
@@ -57,7 +60,7 @@ async fn nor_through_an_inbox_session_or_the_anonymous_link() {
         .json(&json!({"key": alice}))
         .send()
         .await
-        .unwrap();
+        .expect("as the test set it up");
     let session = login
         .headers()
         .get_all(reqwest::header::SET_COOKIE)
@@ -70,17 +73,20 @@ async fn nor_through_an_inbox_session_or_the_anonymous_link() {
                 .map(str::to_owned)
         })
         .expect("a session");
-    let me: Value = login.json().await.unwrap();
+    let me: Value = login.json().await.expect("as the test set it up");
     let response = http
         .post(format!("{}/v1/requests/{id}/answer", s.url))
         .header(COOKIE, format!("clarify_session={session}"))
-        .header("x-csrf-token", me["csrf_token"].as_str().unwrap())
+        .header(
+            "x-csrf-token",
+            me["csrf_token"].as_str().expect("as the test set it up"),
+        )
         .json(&json!({"option": "yes"}))
         .send()
         .await
-        .unwrap();
+        .expect("as the test set it up");
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
-    let err: Value = response.json().await.unwrap();
+    let err: Value = response.json().await.expect("as the test set it up");
     assert_eq!(code(&err), "self_approval");
 
     // The anonymous link says nobody in particular, so it cannot answer for someone else.
@@ -90,9 +96,9 @@ async fn nor_through_an_inbox_session_or_the_anonymous_link() {
         .json(&json!({"option": "yes"}))
         .send()
         .await
-        .unwrap();
+        .expect("as the test set it up");
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
-    let err: Value = response.json().await.unwrap();
+    let err: Value = response.json().await.expect("as the test set it up");
     assert_eq!(code(&err), "self_approval", "{err}");
     assert_eq!(status_of(&s, &id).await, "pending");
 }
@@ -102,7 +108,7 @@ async fn without_four_eyes_the_person_may_answer_and_the_outcome_says_where_from
     let s = server(false).await;
     let alice = s.key(Role::Responder, "alice", "default").await;
     let record = s.ask(&s.admin, deploy_for("alice")).await;
-    let id = record["id"].as_str().unwrap();
+    let id = record["id"].as_str().expect("as the test set it up");
     let (status, outcome) = s
         .post(
             &format!("/v1/requests/{id}/answer"),
@@ -120,11 +126,14 @@ async fn without_four_eyes_the_person_may_answer_and_the_outcome_says_where_from
         .json(&json!({"option": "no"}))
         .send()
         .await
-        .unwrap();
+        .expect("as the test set it up");
     assert_eq!(response.status(), StatusCode::OK);
     let (_, answered) = s
         .get(
-            &format!("/v1/requests/{}", record["id"].as_str().unwrap()),
+            &format!(
+                "/v1/requests/{}",
+                record["id"].as_str().expect("as the test set it up")
+            ),
             &s.admin,
         )
         .await;

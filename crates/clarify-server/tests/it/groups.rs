@@ -30,7 +30,7 @@ async fn members_of_a_named_group_answer_and_others_are_refused() {
             json!({"question": "Restart?", "choices": ["yes", "no"], "responders": ["group:sre"]}),
         )
         .await;
-    let id = record["id"].as_str().unwrap();
+    let id = record["id"].as_str().expect("as the test set it up");
     let path = format!("/v1/requests/{id}/answer");
     let (status, err) = s.post(&path, &carol, json!({"option": "yes"})).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{err}");
@@ -65,7 +65,7 @@ async fn a_quorum_over_a_group_counts_distinct_people() {
             }),
         )
         .await;
-    let id = record["id"].as_str().unwrap();
+    let id = record["id"].as_str().expect("as the test set it up");
     let path = format!("/v1/requests/{id}/answer");
     let approve = json!({"decision": "approve"});
     let (status, first) = s.post(&path, &bob, approve.clone()).await;

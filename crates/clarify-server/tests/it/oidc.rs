@@ -465,7 +465,13 @@ async fn without_key_login_people_sign_in_only_through_the_provider() {
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{err}");
     assert_eq!(code(&err), "key_login_disabled");
-    let key_id = s.store.authenticate(&token).await.unwrap().unwrap().id;
+    let key_id = s
+        .store
+        .authenticate(&token)
+        .await
+        .expect("as the test set it up")
+        .expect("as the test set it up")
+        .id;
     let link = clarify_server::login_link(&s.store, &s.url, &key_id)
         .await
         .expect("link");
@@ -476,14 +482,19 @@ async fn without_key_login_people_sign_in_only_through_the_provider() {
         response
             .text()
             .await
-            .unwrap()
+            .expect("as the test set it up")
             .contains("Login links are turned off")
     );
     // Keys still work for agents and scripts over the API.
     let (status, me) = s.get("/v1/session", &token).await;
     assert_eq!(status, StatusCode::OK, "{me}");
     // The inbox page offers the provider's button and no key field.
-    let page = reqwest::get(&s.url).await.unwrap().text().await.unwrap();
+    let page = reqwest::get(&s.url)
+        .await
+        .expect("as the test set it up")
+        .text()
+        .await
+        .expect("as the test set it up");
     assert!(page.contains("data-oidc=\"Test IdP\""), "{page}");
     assert!(page.contains("data-key-login=\"false\""), "{page}");
 }

@@ -81,7 +81,10 @@ async fn a_quorum_of_two_is_reached_by_two_personal_email_links() {
     let smtp = FakeSmtp::start().await;
     let s = server(&smtp, &["bob", "dave"]).await;
     let record = s.ask(&s.admin, quorum_of_sre()).await;
-    let id = record["id"].as_str().unwrap().to_owned();
+    let id = record["id"]
+        .as_str()
+        .expect("as the test set it up")
+        .to_owned();
     let mails = smtp.until(1).await;
     let links = personal_links(&mails[0].data);
     assert_eq!(
@@ -113,7 +116,10 @@ async fn forged_foreign_and_revoked_personal_links_are_refused() {
     let smtp = FakeSmtp::start().await;
     let s = server(&smtp, &["bob"]).await;
     let record = s.ask(&s.admin, quorum_of_sre()).await;
-    let id = record["id"].as_str().unwrap().to_owned();
+    let id = record["id"]
+        .as_str()
+        .expect("as the test set it up")
+        .to_owned();
     let bob_link = s.state.personal_url(&id, "bob");
     let approve = json!({"decision": "approve"});
 
@@ -131,7 +137,7 @@ async fn forged_foreign_and_revoked_personal_links_are_refused() {
         .json(&json!({"key": carol}))
         .send()
         .await
-        .unwrap();
+        .expect("as the test set it up");
     let session = login
         .headers()
         .get_all(reqwest::header::SET_COOKIE)

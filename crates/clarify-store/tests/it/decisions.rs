@@ -176,6 +176,7 @@ async fn quorum_needs_a_named_responder(store: Store, env: Env) {
     let anonymous = Actor {
         name: None,
         channel: "link".to_owned(),
+        groups: Vec::new(),
     };
     match store.answer(t, &id, &approve("once"), &anonymous).await {
         Err(ResolveError::QuorumNeedsIdentity { required: 2 }) => {}
