@@ -172,6 +172,13 @@ pub enum Update {
     },
     /// `/start` (or `/id`): the user asks which id to put into `[identities]`.
     Start { user: String, chat_id: String },
+    /// `/link`: the user asks for a link that links their account to their clarify sign-in;
+    /// `private` when sent in the bot's private chat, the only place such a link may go.
+    Link {
+        user: String,
+        chat_id: String,
+        private: bool,
+    },
     /// Something clarify does not act on, and why.
     Ignore(&'static str),
 }
@@ -221,6 +228,14 @@ pub fn read_update(update: &Value, bot_id: Option<&str>) -> Result<Update, Strin
     let command = command.split('@').next().unwrap_or_default();
     if command == "/start" || command == "/id" {
         return Ok(Update::Start { user, chat_id });
+    }
+    if command == "/link" {
+        let private = message["chat"]["type"] == "private";
+        return Ok(Update::Link {
+            user,
+            chat_id,
+            private,
+        });
     }
     let replied = &message["reply_to_message"];
     let Some(reply_to) = id_of(&replied["message_id"]) else {

@@ -378,6 +378,27 @@ impl Store {
             .await
     }
 
+    /// Every value kept under a name starting with `prefix`, as (name without `kept:`, value).
+    pub(crate) async fn kept_under(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let found = self
+            .inner
+            .backend
+            .kept_under(&format!("kept:{prefix}"))
+            .await?;
+        Ok(found
+            .into_iter()
+            .map(|(name, value)| (name.trim_start_matches("kept:").to_owned(), value))
+            .collect())
+    }
+
+    /// Forgets the value kept as `name`; whether there was one.
+    pub(crate) async fn forget(&self, name: &str) -> Result<bool, StoreError> {
+        self.inner.backend.forget(&format!("kept:{name}")).await
+    }
+
     /// The audit chain's events after `after` in feed order (those of `tenant`, or every
     /// tenant's with `None`), at most `limit`, each with its hash; purged events as tombstones.
     pub async fn audit_events(

@@ -427,6 +427,17 @@ impl Backend {
         dispatch!(self, b => b.keep(name, value).await)
     }
 
+    pub(crate) async fn kept_under(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        dispatch!(self, b => b.kept_under(prefix).await)
+    }
+
+    pub(crate) async fn forget(&self, name: &str) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.forget(name).await)
+    }
+
     /// The cursor `name`, if one was set.
     pub(crate) async fn cursor(&self, name: &str) -> Result<Option<i64>, StoreError> {
         dispatch!(self, b => b.cursor(name).await)

@@ -40,6 +40,7 @@ mod codec;
 mod error;
 mod gate;
 mod grant;
+mod identity;
 mod memory;
 mod postgres;
 mod record;
@@ -68,6 +69,7 @@ pub use clock::{Clock, IdGenerator, ManualClock, RandomIds, SequentialIds, Syste
 pub use error::{AskError, ResolveError, StoreError};
 pub use gate::{Gate, GateError, Gated, Proposal};
 pub use grant::StoredGrant;
+pub use identity::LinkedIdentity;
 pub use record::{
     Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution,
 };

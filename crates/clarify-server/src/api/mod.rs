@@ -14,6 +14,7 @@ pub mod deliveries;
 pub mod events;
 pub mod grants;
 pub mod health;
+pub mod identities;
 pub mod keys;
 pub mod openapi;
 pub mod policy;
@@ -69,6 +70,8 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/v1/suggestions/accept", post(suggestions::accept))
         .route("/v1/keys", get(keys::list_keys).post(keys::create_key))
         .route("/v1/keys/{name}/revoke", post(keys::revoke_key))
+        .route("/v1/identities", get(identities::list))
+        .route("/v1/identities/{id}", delete(identities::remove))
         .route("/v1/webhook-secret", get(webhooks::webhook_secret))
         .route("/v1/audit", get(audit::list))
         .route("/v1/login", post(sessions::login))

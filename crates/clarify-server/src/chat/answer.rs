@@ -88,15 +88,11 @@ async fn decide(
 ) -> Result<Done, Refusal> {
     let platform = channel.platform_name();
     let who = format!("{platform}:{user}");
-    let responder = match state.config.identities.get(&who) {
-        Some(name) => name.clone(),
-        None if channel.allow_unmapped => who.clone(),
+    let responder = match responder_of(state, channel, &who, &record.tenant).await? {
+        Some(name) => name,
         None => {
-            tracing::info!(%who, channel = %channel.name, "refused a chat answer from an unmapped user");
-            return Err(refuse(format!(
-                "You are not a clarify responder yet: ask an admin to map \"{who}\" to your name \
-                 under [identities]. Nothing was answered."
-            )));
+            tracing::info!(%who, channel = %channel.name, "offered an unmapped chat user a link to link their account");
+            return Err(refuse(link_offer(state, channel, &who).await));
         }
     };
     if record.status.is_resolved() {
@@ -169,6 +165,63 @@ async fn decide(
             Err(refuse(
                 "clarify could not record the answer just now; please try again.",
             ))
+        }
+    }
+}
+
+/// The responder the chat account `who` (`slack:U012ABCDEF`) answers as in `tenant`:
+/// `[identities]` first, then the account's own link, then `who` itself where the channel takes
+/// unmapped people; `None` when nobody knows it.
+pub(crate) async fn responder_of(
+    state: &AppState,
+    channel: &Channel,
+    who: &str,
+    tenant: &str,
+) -> Result<Option<String>, Refusal> {
+    if let Some(name) = state.config.identities.get(who) {
+        return Ok(Some(name.clone()));
+    }
+    match state.store.linked_identity(who).await {
+        Ok(Some(link)) if link.tenant == tenant => Ok(Some(link.name)),
+        Ok(_) => Ok(channel.allow_unmapped.then(|| who.to_owned())),
+        Err(e) => {
+            tracing::warn!(error = %e, "reading a linked chat account failed");
+            Err(refuse(
+                "clarify could not read who you are just now; please try again.",
+            ))
+        }
+    }
+}
+
+/// What an unknown chat account is told: a one-time link that links it to the person who
+/// opens it signed in, or, if none can be made, to ask an admin. On Telegram, whose button
+/// notices are short and show no links, and whose groups would show the link to all, the way
+/// to the link: `/link` in the bot's private chat.
+pub(crate) async fn link_offer(state: &AppState, channel: &Channel, who: &str) -> String {
+    if channel.platform_name() == "telegram" {
+        return format!(
+            "clarify does not know who you are yet ({who}): send /link to this bot in a private \
+             chat to link your account. Nothing was answered."
+        );
+    }
+    link_text(state, who).await
+}
+
+/// A one-time link that links the chat account `who` to the person who opens it signed in,
+/// with what it is for; or, if none can be made, to ask an admin.
+pub(crate) async fn link_text(state: &AppState, who: &str) -> String {
+    match crate::web::accounts::offer(state, who).await {
+        Ok(url) => format!(
+            "clarify does not know who you are yet ({who}). Link this chat account to your \
+             clarify sign-in: {url} (works once, for {} minutes). Nothing was answered.",
+            crate::web::accounts::LINK_TTL.num_minutes()
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "issuing a link-account link failed");
+            format!(
+                "You are not a clarify responder yet: ask an admin to map \"{who}\" to your \
+                 name under [identities]. Nothing was answered."
+            )
         }
     }
 }

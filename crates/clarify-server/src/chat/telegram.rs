@@ -103,6 +103,22 @@ pub(crate) async fn handle(
                 warn("telling a Telegram user their id", e);
             }
         }
+        Update::Link {
+            user,
+            chat_id,
+            private,
+        } => {
+            let text = if private {
+                answer::link_text(state, &format!("telegram:{user}")).await
+            } else {
+                "Send /link to me in a private chat: a link posted here could be opened by \
+                 anyone in this group."
+                    .to_owned()
+            };
+            if let Err(e) = telegram.say(client, &chat_id, None, &text).await {
+                warn("sending a Telegram user a link-account link", e);
+            }
+        }
         Update::Press {
             query_id,
             user,

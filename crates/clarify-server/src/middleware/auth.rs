@@ -227,6 +227,18 @@ pub(crate) async fn signed_in(
     Ok(session_caller(state, session).await?.map(|c| c.key.name))
 }
 
+/// Whom this browser is signed in to the inbox as, for a page outside the API: the session
+/// cookie's caller, or `None`.
+pub(crate) async fn signed_in_caller(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<Option<Caller>, ApiError> {
+    match cookie(headers, SESSION_COOKIE) {
+        Some(session) => session_caller(state, session).await,
+        None => Ok(None),
+    }
+}
+
 /// The caller an inbox session token stands for, or `None` when the session has ended (or its
 /// key was revoked).
 async fn session_caller(state: &AppState, token: &str) -> Result<Option<Caller>, ApiError> {

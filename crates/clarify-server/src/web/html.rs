@@ -92,6 +92,36 @@ pub fn message_page(status: StatusCode, title: &str, message: &str) -> Response 
     )
 }
 
+/// The page of a link-account link: a button that links the chat account, and whom the
+/// browser is signed in as (`name`), or that it must sign in first.
+pub fn link_account_page(account: &str, name: Option<&str>) -> Response {
+    let who = match name {
+        Some(name) => format!(
+            "<p id=\"signed-in\">You are signed in as <strong>{}</strong>; the chat account will answer as you.</p>",
+            escape(name)
+        ),
+        None => {
+            "<p id=\"signed-in\">If you are not signed in to the <a href=\"/\">inbox</a> in this \
+                 browser, sign in there first, then come back here.</p>"
+                .to_owned()
+        }
+    };
+    page(
+        StatusCode::OK,
+        "Link your chat account",
+        &format!(
+            "<h1>Link your chat account</h1><p>A chat account asked clarify for this link. \
+             Linking it lets you answer requests from the chat as yourself.</p>\
+             <p>Chat account: <strong id=\"account\">{}</strong>. Link it only if it is yours: \
+             whoever uses it will answer as you.</p>{who}\
+             <form method=\"post\"><button type=\"submit\" id=\"link-account\">Link this chat account to me</button></form>",
+            escape(account)
+        ),
+        None,
+        None,
+    )
+}
+
 /// After signing in through the identity provider: says who, then opens the inbox. The page
 /// moves on by itself (a refresh, not a redirect), so the browser counts the inbox's load as
 /// this site's own and sends the session cookie, which is `SameSite=Strict`, with it; after a

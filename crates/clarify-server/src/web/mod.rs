@@ -3,12 +3,14 @@
 //!
 //! The web inbox at `/` and its embedded assets ([`inbox`]; the page is a shell whose script
 //! reads the JSON API), the signed answer links `/a/<token>` that need no key ([`links`]), the
-//! one-time login links `/login/<token>` ([`login`]), OpenID Connect sign-in under `/auth/oidc`
+//! one-time login links `/login/<token>` ([`login`]), the links that link a chat account to a
+//! person `/link/<token>` ([`accounts`]), OpenID Connect sign-in under `/auth/oidc`
 //! ([`oidc`]), the server-rendered pages they show
 //! ([`html`]), and a request's display blocks as a fragment those pages put above its questions
 //! ([`display`]), all under one content security policy. The JSON the inbox's script reads is the
 //! API's; only the link page answers its own JSON too, the record as a responder sees it.
 
+pub mod accounts;
 pub mod display;
 pub mod html;
 pub mod inbox;
@@ -31,6 +33,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/a/{token}/display", get(links::display))
         .route("/a/{token}/display/{n}", get(links::image))
         .route("/login/{token}", get(login::login_link))
+        .route("/link/{token}", get(accounts::page).post(accounts::link))
         .route("/auth/oidc/start", get(oidc::start))
         .route("/auth/oidc/callback", get(oidc::callback))
 }

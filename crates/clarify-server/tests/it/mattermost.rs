@@ -217,7 +217,7 @@ async fn dialogs_take_text_reasons_changes_and_edited_arguments() {
     assert_eq!(fake.actions(&post), ["w", "s"]);
     // A stranger does not even get the form.
     let refused = fake.press(&post, "w", STRANGER, None).await;
-    assert!(note(&refused).contains("not a clarify responder"));
+    assert!(note(&refused).contains("does not know who you are"));
     assert!(fake.dialogs().is_empty());
     fake.press(&post, "w", ALICE, None).await;
     let dialog = fake.dialogs().pop().expect("dialog");

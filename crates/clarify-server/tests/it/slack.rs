@@ -439,8 +439,8 @@ async fn unmapped_users_forged_calls_and_nonsense_change_nothing() {
     assert!(
         told["text"]
             .as_str()
-            .is_some_and(|t| t.contains("\"slack:U0STRANGER\"")),
-        "names the identity to map: {told}"
+            .is_some_and(|t| t.contains("(slack:U0STRANGER)") && t.contains("/link/")),
+        "names the account and offers the link that links it: {told}"
     );
 
     let payload = block_actions(
@@ -985,6 +985,9 @@ async fn a_long_diff_arrives_preformatted_within_the_section_limit_with_a_link_t
         !all.contains("file_path"),
         "no raw JSON beside the diff: {all}"
     );
+}
+
+#[tokio::test]
 async fn the_person_a_request_acts_for_cannot_approve_it_from_slack() {
     let fake = FakeSlack::start().await;
     let channel = slack_channel(&fake, false);
@@ -1025,4 +1028,221 @@ async fn the_person_a_request_acts_for_cannot_approve_it_from_slack() {
     let answered = status_of(&s, &id).await;
     assert_eq!(answered["status"], "answered", "{answered}");
     assert_eq!(answered["outcome"]["answered_via"], "slack");
+}
+
+/// The one-time link in an ephemeral note, as Slack shows it.
+fn link_in(note: &Value) -> String {
+    let text = note["text"].as_str().expect("a note's text");
+    let start = text.find("http://").expect("a link in the note");
+    text[start..]
+        .split_whitespace()
+        .next()
+        .expect("the link")
+        .to_owned()
+}
+
+/// An inbox session for `key`: the `clarify_session=...` cookie.
+async fn session_of(s: &TestServer, key: &str) -> String {
+    let response = s
+        .client
+        .post(format!("{}/v1/login", s.url))
+        .json(&json!({"key": key}))
+        .send()
+        .await
+        .expect("login");
+    assert_eq!(response.status(), StatusCode::OK);
+    let cookie = response
+        .headers()
+        .get_all(reqwest::header::SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("clarify_session="))
+        .expect("a session cookie");
+    cookie.split(';').next().expect("name=value").to_owned()
+}
+
+/// Presses the button of a link-account page, as the page's own form does.
+async fn press_link(
+    s: &TestServer,
+    url: &str,
+    cookie: Option<&str>,
+    origin: &str,
+) -> (StatusCode, String) {
+    let mut request = s
+        .client
+        .post(url)
+        .header(reqwest::header::ORIGIN, origin)
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        );
+    if let Some(cookie) = cookie {
+        request = request.header(reqwest::header::COOKIE, cookie);
+    }
+    let response = request.send().await.expect("post");
+    let status = response.status();
+    (status, response.text().await.expect("page"))
+}
+
+#[tokio::test]
+async fn a_person_links_their_slack_account_and_then_answers_from_slack_as_themselves() {
+    let fake = FakeSlack::start().await;
+    let s = server(&fake).await;
+    let carol = s
+        .key(clarify_store::Role::Responder, "carol", "default")
+        .await;
+    let record = s
+        .ask(
+            &s.admin,
+            json!({"question": "Ship?", "choices": ["yes", "no"]}),
+        )
+        .await;
+    let id = record["id"].as_str().expect("id").to_owned();
+    let (_, ts) = announced(&fake, 1).await;
+    let yes = json!({"action_id": "option:0", "value": "0"});
+
+    // Carol is in no [identities] line: her click answers nothing and offers her the link.
+    click(&s, &fake, "U0CAROL", &id, &ts, yes.clone()).await;
+    let told = fake.wait_for("chat.postEphemeral", 1).await.remove(0);
+    assert_eq!(told["user"], "U0CAROL");
+    let link = link_in(&told);
+    assert!(link.starts_with(&format!("{}/link/", s.url)), "{link}");
+    assert_eq!(status_of(&s, &id).await["status"], "pending");
+
+    // Opening it shows which account the button links; opening links nothing.
+    let page = s.client.get(&link).send().await.expect("get");
+    assert_eq!(page.status(), StatusCode::OK);
+    let page = page.text().await.expect("page");
+    assert!(page.contains("slack:U0CAROL"), "{page}");
+    let origin = s.url.clone();
+    // Not signed in: told to sign in first, and the link still works afterwards.
+    let (status, text) = press_link(&s, &link, None, &origin).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{text}");
+    let cookie = session_of(&s, &carol).await;
+    // A post from another site is refused before anything is read.
+    let (status, _) = press_link(&s, &link, Some(&cookie), "https://evil.example").await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, text) = press_link(&s, &link, Some(&cookie), &origin).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert!(
+        text.contains("slack:U0CAROL now answers as carol"),
+        "{text}"
+    );
+    // Used once only.
+    let (status, _) = press_link(&s, &link, Some(&cookie), &origin).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // The same click now answers, as carol, through Slack.
+    click(&s, &fake, "U0CAROL", &id, &ts, yes.clone()).await;
+    let answered = status_of(&s, &id).await;
+    assert_eq!(answered["status"], "answered", "{answered}");
+    assert_eq!(answered["outcome"]["answered_by"], "carol");
+    assert_eq!(answered["outcome"]["answered_via"], "slack");
+
+    // Admins see the link, with who made it, and the audit chain has it.
+    let (status, listed) = s.get("/v1/identities", &s.admin).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(listed["items"][0]["id"], "slack:U0CAROL");
+    assert_eq!(listed["items"][0]["name"], "carol");
+    assert_eq!(listed["items"][0]["linked_by"], "key:carol");
+    let (status, _) = s.get("/v1/identities", &carol).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "only admins list links");
+
+    // A link whose query was changed to show another account is refused, and links nothing.
+    let second = s
+        .ask(
+            &s.admin,
+            json!({"question": "Again?", "choices": ["yes", "no"]}),
+        )
+        .await;
+    let second = second["id"].as_str().expect("id").to_owned();
+    let ts2 = wait_ts(&fake, 2).await;
+    click(&s, &fake, "U0MALLORY", &second, &ts2, yes.clone()).await;
+    let offered = fake.wait_for("chat.postEphemeral", 2).await.remove(1);
+    let forged = link_in(&offered).replace("U0MALLORY", "U0CAROL");
+    let (status, _) = press_link(&s, &forged, Some(&cookie), &origin).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, listed) = s.get("/v1/identities", &s.admin).await;
+    assert_eq!(
+        listed["items"].as_array().map(Vec::len),
+        Some(1),
+        "{listed}"
+    );
+
+    // Removed by an admin: the account answers as nobody again, and the chain records both.
+    let response = s
+        .client
+        .delete(format!("{}/v1/identities/slack:U0CAROL", s.url))
+        .bearer_auth(&s.admin)
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(response.status(), StatusCode::OK);
+    let response = s
+        .client
+        .delete(format!("{}/v1/identities/slack:U0CAROL", s.url))
+        .bearer_auth(&s.admin)
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    click(&s, &fake, "U0CAROL", &second, &ts2, yes).await;
+    let again = fake.wait_for("chat.postEphemeral", 3).await.remove(2);
+    assert!(link_in(&again).contains("/link/"), "{again}");
+    assert_eq!(status_of(&s, &second).await["status"], "pending");
+    let (_, audit) = s.get("/v1/audit", &s.admin).await;
+    let kinds: Vec<&str> = audit["events"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|e| e["subject"] == "identity:slack:U0CAROL")
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["identity.linked", "identity.unlinked"], "{audit}");
+}
+
+#[tokio::test]
+async fn a_link_account_link_expires() {
+    let fake = FakeSlack::start().await;
+    let clock = std::sync::Arc::new(clarify_store::ManualClock::new(chrono::Utc::now()));
+    let channel = slack_channel(&fake, false);
+    let s = TestServer::build(
+        "memory:",
+        StoreOptions {
+            clock: clock.clone(),
+            ..options()
+        },
+        move |c| {
+            c.channels = vec![channel];
+            c.webhooks.poll = Duration::from_millis(50);
+        },
+    )
+    .await;
+    let carol = s
+        .key(clarify_store::Role::Responder, "carol", "default")
+        .await;
+    let record = s
+        .ask(
+            &s.admin,
+            json!({"question": "Ship?", "choices": ["yes", "no"]}),
+        )
+        .await;
+    let id = record["id"].as_str().expect("id").to_owned();
+    let (_, ts) = announced(&fake, 1).await;
+    click(
+        &s,
+        &fake,
+        "U0CAROL",
+        &id,
+        &ts,
+        json!({"action_id": "option:0", "value": "0"}),
+    )
+    .await;
+    let link = link_in(&fake.wait_for("chat.postEphemeral", 1).await.remove(0));
+    clock.advance(TimeDelta::minutes(16));
+    let cookie = session_of(&s, &carol).await;
+    let (status, text) = press_link(&s, &link, Some(&cookie), &s.url.clone()).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{text}");
+    let (_, listed) = s.get("/v1/identities", &s.admin).await;
+    assert_eq!(listed["items"], json!([]));
 }

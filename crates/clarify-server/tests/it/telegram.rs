@@ -319,6 +319,34 @@ async fn typed_answers_arrive_as_replies_to_prompts_and_to_the_announcement() {
         assert!(tokio::time::Instant::now() < deadline, "no /start answer");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+
+    // /link in the bot's private chat gets the link that links the account; in a group, only
+    // the advice to ask in private, since everyone there would see the link.
+    fake.push(
+        json!({"message": {"message_id": 10, "from": {"id": 4242, "is_bot": false},
+                           "chat": {"id": -1001, "type": "supergroup"}, "text": "/link"}}),
+    );
+    fake.push(
+        json!({"message": {"message_id": 11, "from": {"id": 4242, "is_bot": false},
+                           "chat": {"id": 4242, "type": "private"}, "text": "/link@clarify_bot"}}),
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let sent = fake.calls_to("sendMessage");
+        let text_to = |chat: i64, needle: &str| {
+            sent.iter().any(|m| {
+                m["chat_id"] == chat && m["text"].as_str().is_some_and(|t| t.contains(needle))
+            })
+        };
+        if text_to(-1001, "Send /link to me in a private chat") {
+            assert!(!text_to(-1001, "/link/"), "no link in a group");
+            if text_to(4242, &format!("{}/link/", s.url)) {
+                break;
+            }
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no /link answers");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 #[tokio::test]

@@ -117,4 +117,21 @@ impl MemoryBackend {
         self.state().secrets.insert(name.to_owned(), value);
         Ok(())
     }
+
+    pub(crate) async fn kept_under(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        Ok(self
+            .state()
+            .secrets
+            .iter()
+            .filter(|(name, _)| name.starts_with(prefix))
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect())
+    }
+
+    pub(crate) async fn forget(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(self.state().secrets.remove(name).is_some())
+    }
 }

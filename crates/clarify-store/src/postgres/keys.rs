@@ -230,6 +230,31 @@ impl PgBackend {
     }
 }
 
+impl PgBackend {
+    pub(crate) async fn kept_under(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        // `starts_with` rather than LIKE, whose `_` and `%` a prefix may hold.
+        sqlx::query_as(
+            "SELECT name, value FROM clarify_secrets WHERE starts_with(name, $1) ORDER BY name",
+        )
+        .bind(prefix)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)
+    }
+
+    pub(crate) async fn forget(&self, name: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM clarify_secrets WHERE name = $1")
+            .bind(name)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(done.rows_affected() > 0)
+    }
+}
+
 fn key_parts(row: &PgRow) -> Result<KeyParts, StoreError> {
     Ok(KeyParts {
         id: row.try_get("id").map_err(corrupt_row)?,

@@ -213,6 +213,36 @@ impl SqliteBackend {
     }
 }
 
+impl SqliteBackend {
+    pub(crate) async fn kept_under(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        // `substr` rather than LIKE, whose `_` and `%` a prefix may hold.
+        self.read(|conn| {
+            let mut statement = conn.prepare_cached(
+                "SELECT name, value FROM secrets \
+                 WHERE substr(name, 1, length(?1)) = ?1 ORDER BY name",
+            )?;
+            let rows = statement
+                .query_map(params![prefix], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+    }
+
+    pub(crate) async fn forget(&self, name: &str) -> Result<bool, StoreError> {
+        let name = name.to_owned();
+        self.write(move |conn| {
+            Ok(conn
+                .prepare_cached("DELETE FROM secrets WHERE name = ?1")?
+                .execute(params![name])?
+                > 0)
+        })
+        .await
+    }
+}
+
 pub(super) fn read_secret(conn: &Connection, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
     Ok(conn
         .prepare_cached("SELECT value FROM secrets WHERE name = ?1")?

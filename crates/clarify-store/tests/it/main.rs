@@ -53,6 +53,7 @@ mod conformance;
 mod decisions;
 mod feed;
 mod gate;
-mod rules;
+mod identities;
 mod people;
+mod rules;
 mod support;
