@@ -51,13 +51,8 @@ impl Store {
         let value = serde_json::to_vec(&link)
             .map_err(|e| StoreError::Corrupt(format!("a linked account: {e}")))?;
         self.keep(&format!("{PREFIX}{id}"), value).await?;
-        self.record_admin(AdminEvent::new(
-            tenant,
-            AdminKind::IdentityLinked,
-            id,
-            by,
-        ))
-        .await?;
+        self.record_admin(AdminEvent::new(tenant, AdminKind::IdentityLinked, id, by))
+            .await?;
         Ok(link)
     }
 
@@ -99,13 +94,8 @@ impl Store {
         if link.tenant != tenant || !self.forget(&format!("{PREFIX}{id}")).await? {
             return Ok(None);
         }
-        self.record_admin(AdminEvent::new(
-            tenant,
-            AdminKind::IdentityUnlinked,
-            id,
-            by,
-        ))
-        .await?;
+        self.record_admin(AdminEvent::new(tenant, AdminKind::IdentityUnlinked, id, by))
+            .await?;
         Ok(Some(link))
     }
 }
