@@ -30,7 +30,7 @@ async fn a_link_is_read_listed_in_its_tenant_relinked_and_removed(store: Store, 
         .linked_identities(Some(&env.tenant))
         .await
         .expect("listed");
-    assert_eq!(listed, [link.clone()]);
+    assert_eq!(listed, std::slice::from_ref(&link));
     let elsewhere = store
         .linked_identities(Some(&env.other_tenant()))
         .await
