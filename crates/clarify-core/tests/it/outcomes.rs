@@ -32,7 +32,7 @@ fn single() -> Value {
 
 fn answered(questions: Value) -> Value {
     json!({"request_id": "req_1", "status": "answered", "questions": questions,
-           "answered_by": "alice", "resolved_at": AT_JSON})
+           "answered_by": "alice", "answered_via": null, "resolved_at": AT_JSON})
 }
 
 #[test]
@@ -134,7 +134,7 @@ fn unanswered_outcomes_carry_a_note() {
         json!({"request_id": "req_1", "status": status,
                "questions": [{"id": "q1", "question": "Deploy to?", "kind": "single",
                               "choices_offered": ["Production", "Staging"], "answer": null, "mode": null}],
-               "answered_by": by, "resolved_at": AT_JSON, "note": note})
+               "answered_by": by, "answered_via": null, "resolved_at": AT_JSON, "note": note})
     };
     let with_timeout = |t: u64| {
         let mut r = single();
@@ -232,7 +232,8 @@ fn unanswered_outcomes_carry_a_note() {
     }
 }
 
-/// `answered_by` and `resolved_at` are always present; `resolved_at` is RFC 3339 in UTC.
+/// `answered_by`, `answered_via` and `resolved_at` are always present; `resolved_at` is RFC
+/// 3339 in UTC.
 #[test]
 fn resolved_at_is_rfc3339_utc() {
     let request = parse_request(&single(), &Limits::default()).expect("valid");
@@ -248,6 +249,7 @@ fn resolved_at_is_rfc3339_utc() {
             .expect("serializes");
         let obj = v.as_object().expect("an object");
         assert!(obj.contains_key("answered_by"), "{v}");
+        assert!(obj.contains_key("answered_via"), "{v}");
         assert_eq!(v["resolved_at"], json!("2024-05-01T12:30:15.250Z"));
         let back = DateTime::parse_from_rfc3339(v["resolved_at"].as_str().expect("a string"))
             .expect("RFC 3339");
