@@ -110,6 +110,7 @@ impl AdminEvent {
             kind: self.kind.as_str().to_owned(),
             actor: self.by.name.clone(),
             channel: Some(self.by.channel.clone()),
+            principal: self.by.principal.clone(),
             at,
             hash: None,
         }
@@ -133,6 +134,9 @@ pub(crate) fn canonical(event: &EventParts) -> String {
         at: i64,
         channel: Option<&'a str>,
         kind: &'a str,
+        // Left out when `None`, so events stored before principals were kept hash as they did.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        principal: Option<&'a str>,
         request_id: &'a str,
         seq: i64,
         tenant: &'a str,
@@ -142,6 +146,7 @@ pub(crate) fn canonical(event: &EventParts) -> String {
         at: event.at,
         channel: event.channel.as_deref(),
         kind: &event.kind,
+        principal: event.principal.as_deref(),
         request_id: &event.request_id,
         seq: event.seq,
         tenant: &event.tenant,
@@ -191,6 +196,9 @@ pub struct AuditEvent {
     pub subject: Option<String>,
     pub actor: Option<String>,
     pub channel: Option<String>,
+    /// Who was authenticated: `key:<name>`, `oidc:<issuer>#<sub>`, `slack:<user id>`, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
     pub at: chrono::DateTime<chrono::Utc>,
     /// Empty for an event stored before the chain existed and never hashed.
     pub hash: String,
@@ -210,6 +218,7 @@ impl AuditEvent {
             subject: admin.then(|| parts.request_id.clone()),
             actor: parts.actor.clone(),
             channel: parts.channel.clone(),
+            principal: parts.principal.clone(),
             at: crate::codec::from_millis(parts.at).unwrap_or_default(),
             hash: hash.unwrap_or_default().to_owned(),
         }
@@ -286,6 +295,7 @@ mod tests {
             kind: kind.to_owned(),
             actor: Some("alice".to_owned()),
             channel: None,
+            principal: None,
             at: 1_700_000_000_000,
             hash: None,
         }
@@ -304,6 +314,20 @@ mod tests {
             link(&first, &canonical(&event(2, "answered"))),
             link("", &canonical(&event(2, "answered")))
         );
+    }
+
+    #[test]
+    fn a_principal_is_hashed_when_there_is_one_and_older_events_hash_as_before() {
+        let mut e = event(1, "answered");
+        let before = canonical(&e);
+        assert!(!before.contains("principal"), "{before}");
+        e.principal = Some("oidc:https://idp.example#248289761001".to_owned());
+        let with = canonical(&e);
+        assert_eq!(
+            with,
+            r#"{"actor":"alice","at":1700000000000,"channel":null,"kind":"answered","principal":"oidc:https://idp.example#248289761001","request_id":"r","seq":1,"tenant":"t"}"#
+        );
+        assert_ne!(link("", &before), link("", &with), "a changed principal breaks the chain");
     }
 
     #[test]

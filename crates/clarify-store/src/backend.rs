@@ -73,6 +73,8 @@ pub(crate) struct Ballot {
     pub vote: Vote,
     /// Through which channel it was cast.
     pub channel: String,
+    /// Who was authenticated casting it.
+    pub principal: Option<String>,
     /// Called only when this vote decides the request.
     pub grants: GrantMaker,
 }

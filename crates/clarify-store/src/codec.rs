@@ -185,6 +185,8 @@ pub(crate) struct EventParts {
     pub kind: String,
     pub actor: Option<String>,
     pub channel: Option<String>,
+    /// The authenticated principal (schema 13 on SQLite, 12 on PostgreSQL); `None` before.
+    pub principal: Option<String>,
     pub at: i64,
     /// The audit chain's hash (see `audit`); `None` only for an event of an older schema that
     /// was never hashed.
@@ -192,7 +194,12 @@ pub(crate) struct EventParts {
 }
 
 /// The columns of [`EventParts`], in order, for SELECT lists.
-pub(crate) const EVENT_COLUMNS: &str = "seq, tenant, request_id, kind, actor, channel, at, hash";
+pub(crate) const EVENT_COLUMNS: &str =
+    "seq, tenant, request_id, kind, actor, channel, at, hash, principal";
+
+/// [`EVENT_COLUMNS`] for a schema that has no `principal` yet: what migrations before it read.
+pub(crate) const EVENT_COLUMNS_BEFORE_PRINCIPAL: &str =
+    "seq, tenant, request_id, kind, actor, channel, at, hash, NULL AS principal";
 
 impl EventParts {
     pub(crate) fn decode(self) -> Result<Event, StoreError> {
@@ -208,6 +215,7 @@ impl EventParts {
             request_id: self.request_id,
             actor: self.actor,
             channel: self.channel,
+            principal: self.principal,
             hash: self.hash.unwrap_or_default(),
         })
     }

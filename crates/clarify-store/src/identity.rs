@@ -39,13 +39,12 @@ impl Store {
         name: &str,
         tenant: &str,
         by: &Actor,
-        principal: Option<&str>,
     ) -> Result<LinkedIdentity, StoreError> {
         let link = LinkedIdentity {
             id: id.to_owned(),
             name: name.to_owned(),
             tenant: tenant.to_owned(),
-            linked_by: principal.map(str::to_owned),
+            linked_by: by.principal.clone(),
             linked_at: self.now(),
         };
         let value = serde_json::to_vec(&link)

@@ -889,6 +889,7 @@ impl Store {
         let ballot = Ballot {
             vote: Vote::new(name.clone(), answers, at),
             channel: actor.channel.clone(),
+            principal: actor.principal.clone(),
             grants: Box::new(move |record, answers| {
                 grant_rows(&*ids, &record.request, &record.id, answers, &decider, at)
             }),

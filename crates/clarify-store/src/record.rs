@@ -96,6 +96,11 @@ pub struct Actor {
     /// `group:NAME` responders; the configured `[groups]` are added by the store. Not stored.
     #[serde(skip)]
     pub groups: Vec<String>,
+    /// Who was authenticated, as the event log records it: `key:<name>`,
+    /// `oidc:<issuer>#<sub>`, `slack:<user id>`, ...; `None` when nobody was (the system, an
+    /// anonymous answer link).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
 }
 
 impl Actor {
@@ -104,7 +109,14 @@ impl Actor {
             name: Some(name.into()),
             channel: channel.into(),
             groups: Vec::new(),
+            principal: None,
         }
+    }
+
+    /// The same actor, authenticated as `principal`.
+    pub fn as_principal(mut self, principal: impl Into<String>) -> Self {
+        self.principal = Some(principal.into());
+        self
     }
 
     /// The same actor, a member of `groups` by the identity provider's word.
@@ -119,6 +131,7 @@ impl Actor {
             name: None,
             channel: "system".to_owned(),
             groups: Vec::new(),
+            principal: None,
         }
     }
 
@@ -138,6 +151,8 @@ pub struct Event {
     pub kind: EventKind,
     pub actor: Option<String>,
     pub channel: Option<String>,
+    /// Who was authenticated (see [`Actor::principal`]).
+    pub principal: Option<String>,
     pub at: DateTime<Utc>,
     /// The audit chain's hash of this event: hex SHA-256 of the previous event's hash and this
     /// event's canonical JSON.

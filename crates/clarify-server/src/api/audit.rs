@@ -52,6 +52,11 @@ pub struct AuditEventBody {
     /// Through what: `api`, `inbox`, `link`, `slack`, `system`, `policy` (a rule decided;
     /// `actor` is `policy:<rule name>`), ...
     pub channel: Option<String>,
+    /// Who was authenticated: `key:<name>`, `oidc:<issuer>#<sub>`, `<platform>:<user id>` for a
+    /// chat click, `personal_link:<name>`; absent for the system, an anonymous link, or an event
+    /// stored before principals were kept. Hashed into the chain when present.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
     pub at: String,
     /// Hex SHA-256 of the previous event's hash and this event's canonical JSON.
     pub hash: String,
@@ -65,6 +70,7 @@ impl From<&AuditEvent> for AuditEventBody {
             request_id: e.request_id.clone(),
             subject: e.subject.clone(),
             actor: e.actor.clone(),
+            principal: e.principal.clone(),
             channel: e.channel.clone(),
             at: time(e.at),
             hash: e.hash.clone(),

@@ -169,6 +169,7 @@ impl Caller {
     pub fn actor(&self) -> clarify_store::Actor {
         clarify_store::Actor::new(self.key.name.clone(), self.channel)
             .in_groups(self.groups.clone())
+            .as_principal(self.principal.clone())
     }
 }
 

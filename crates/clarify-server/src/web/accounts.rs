@@ -121,16 +121,10 @@ pub(crate) async fn link(
         tracing::warn!(%account, shown = ?shown, "refused a link-account link whose query was changed");
         return not_valid();
     }
-    let actor = Actor::new(caller.key.name.clone(), "inbox");
+    let actor = Actor::new(caller.key.name.clone(), "inbox").as_principal(&caller.principal);
     match state
         .store
-        .link_identity(
-            &account,
-            &caller.key.name,
-            caller.tenant(),
-            &actor,
-            Some(&caller.principal),
-        )
+        .link_identity(&account, &caller.key.name, caller.tenant(), &actor)
         .await
     {
         Ok(linked) => {

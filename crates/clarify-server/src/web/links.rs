@@ -46,7 +46,8 @@ use crate::web::html;
 /// one (no name).
 fn link_actor(person: Option<&str>) -> Actor {
     match person {
-        Some(name) => Actor::new(name, "personal_link"),
+        // The link was signed for this person: it is what authenticates them.
+        Some(name) => Actor::new(name, "personal_link").as_principal(format!("personal_link:{name}")),
         None => Actor {
             name: None,
             channel: "link".to_owned(),

@@ -90,6 +90,7 @@ impl State {
         kind: EventKind,
         actor: Option<String>,
         channel: Option<String>,
+        principal: Option<String>,
         at: DateTime<Utc>,
     ) {
         self.next_event += 1;
@@ -100,6 +101,7 @@ impl State {
             kind: kind.as_str().to_owned(),
             actor: actor.clone(),
             channel: channel.clone(),
+            principal: principal.clone(),
             at: crate::codec::millis(at),
             hash: None,
         };
@@ -118,6 +120,7 @@ impl State {
             kind,
             actor,
             channel,
+            principal,
             at,
             hash,
         });

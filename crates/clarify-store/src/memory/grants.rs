@@ -91,6 +91,7 @@ impl MemoryBackend {
             EventKind::GrantSuggestedAccepted,
             actor.name.clone(),
             Some(actor.channel.clone()),
+            actor.principal.clone(),
             at,
         );
         Ok(())

@@ -59,7 +59,7 @@ impl MemoryBackend {
             s.escalations.insert((at, seq));
         }
         s.order.insert(seq, record.id.clone());
-        s.push_event(&record, EventKind::Created, None, None, record.created_at);
+        s.push_event(&record, EventKind::Created, None, None, None, record.created_at);
         for channel in &announce {
             s.queue(
                 &record,
@@ -162,7 +162,11 @@ impl State {
         let status = res.resolution.status();
         let kind = EventKind::for_status(status);
         let at = res.resolved_at;
-        let (actor, channel) = (res.actor.name.clone(), res.actor.channel.clone());
+        let (actor, channel, principal) = (
+            res.actor.name.clone(),
+            res.actor.channel.clone(),
+            res.actor.principal.clone(),
+        );
         row.record.status = status;
         row.record.resolution = Some(res);
         let reminder = row.record.remind_at.take();
@@ -181,7 +185,7 @@ impl State {
         if let Some(at) = escalation {
             self.escalations.remove(&(at, seq));
         }
-        self.push_event(&record, kind, actor, Some(channel), at);
+        self.push_event(&record, kind, actor, Some(channel), principal, at);
         if let Some(url) = &record.request.callback_url {
             self.queue(&record, url, None, at, None);
         }

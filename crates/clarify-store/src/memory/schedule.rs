@@ -98,7 +98,7 @@ impl State {
     /// Writes a system event about a pending request, and queues its webhook and a notification
     /// on each channel it was announced on.
     fn announce(&mut self, record: &RequestRecord, kind: EventKind, at: DateTime<Utc>) {
-        self.push_event(record, kind, None, Some("system".to_owned()), at);
+        self.push_event(record, kind, None, Some("system".to_owned()), None, at);
         if let Some(url) = &record.request.callback_url {
             self.queue(record, url, None, at, Some(kind));
         }

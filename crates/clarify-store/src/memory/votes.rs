@@ -16,6 +16,7 @@ impl MemoryBackend {
         let Ballot {
             vote,
             channel,
+            principal,
             grants,
         } = ballot;
         let (votes, decided) = match tally(&row.record, &vote) {
@@ -28,6 +29,7 @@ impl MemoryBackend {
         let actor = Actor {
             name: Some(vote.by.clone()),
             channel,
+            principal,
             ..Actor::default()
         };
         s.push_event(
@@ -35,6 +37,7 @@ impl MemoryBackend {
             EventKind::Voted,
             actor.name.clone(),
             Some(actor.channel.clone()),
+            actor.principal.clone(),
             vote.at,
         );
         let Some(answers) = decided else {

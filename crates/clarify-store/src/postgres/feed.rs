@@ -128,6 +128,7 @@ pub(super) async fn append_events(
     targets: &[(String, String)],
     actor: Option<&str>,
     channel: Option<&str>,
+    principal: Option<&str>,
     at: i64,
 ) -> Result<(), StoreError> {
     let (tenants, ids): (Vec<&str>, Vec<&str>) = targets
@@ -135,8 +136,9 @@ pub(super) async fn append_events(
         .map(|(t, id)| (t.as_str(), id.as_str()))
         .unzip();
     sqlx::query(
-        "INSERT INTO clarify_event_inbox (tenant, request_id, kind, actor, channel, at) \
-         SELECT t, id, $3, $4, $5, $6 \
+        "INSERT INTO clarify_event_inbox (tenant, request_id, kind, actor, channel, at, \
+             principal) \
+         SELECT t, id, $3, $4, $5, $6, $7 \
          FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(t, id, n) ORDER BY n",
     )
     .bind(tenants)
@@ -145,6 +147,7 @@ pub(super) async fn append_events(
     .bind(actor)
     .bind(channel)
     .bind(at)
+    .bind(principal)
     .execute(&mut *conn)
     .await
     .map_err(db_err)?;
@@ -160,8 +163,9 @@ pub(super) async fn append_admin(
 ) -> Result<(), StoreError> {
     let parts = event.parts(crate::codec::millis(at));
     sqlx::query(
-        "INSERT INTO clarify_event_inbox (tenant, request_id, kind, actor, channel, at) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO clarify_event_inbox (tenant, request_id, kind, actor, channel, at, \
+             principal) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(&parts.tenant)
     .bind(&parts.request_id)
@@ -169,6 +173,7 @@ pub(super) async fn append_admin(
     .bind(&parts.actor)
     .bind(&parts.channel)
     .bind(parts.at)
+    .bind(&parts.principal)
     .execute(&mut *conn)
     .await
     .map_err(db_err)?;
@@ -246,6 +251,7 @@ pub(super) fn event_parts(row: &PgRow) -> Result<EventParts, StoreError> {
         kind: row.try_get("kind").map_err(corrupt_row)?,
         actor: row.try_get("actor").map_err(corrupt_row)?,
         channel: row.try_get("channel").map_err(corrupt_row)?,
+        principal: row.try_get("principal").map_err(corrupt_row)?,
         at: row.try_get("at").map_err(corrupt_row)?,
         hash: row.try_get("hash").map_err(corrupt_row)?,
     })

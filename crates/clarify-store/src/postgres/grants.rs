@@ -104,6 +104,7 @@ impl PgBackend {
             &[(tenant.to_owned(), request_id.to_owned())],
             actor.name.as_deref(),
             Some(&actor.channel),
+            actor.principal.as_deref(),
             millis(at),
         )
         .await?;

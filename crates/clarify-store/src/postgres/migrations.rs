@@ -14,19 +14,19 @@ use super::db_err;
 use super::feed::event_parts;
 use super::sequencer::EVENT_LOG_LOCK;
 use crate::audit;
-use crate::codec::EVENT_COLUMNS;
+use crate::codec::EVENT_COLUMNS_BEFORE_PRINCIPAL;
 use crate::error::StoreError;
 
 /// Advisory lock serializing migrations of concurrently starting instances.
 const MIGRATION_LOCK: i64 = 0x636c_6172_6966_7901;
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-pub(super) const SCHEMA_VERSION: i64 = 11;
+pub(super) const SCHEMA_VERSION: i64 = 12;
 
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
-    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11,
+    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -223,6 +223,13 @@ ALTER TABLE clarify_grants ADD COLUMN expires_at bigint, ADD COLUMN max_uses big
     ADD COLUMN uses bigint NOT NULL DEFAULT 0;
 ";
 
+/// Schema version 12: who was authenticated, in each event and in the inbox on its way there
+/// (the audit chain hashes it when present, so older events keep their hashes).
+const SCHEMA_V12: &str = "
+ALTER TABLE clarify_event_inbox ADD COLUMN principal text;
+ALTER TABLE clarify_events ADD COLUMN principal text;
+";
+
 /// Hashes, in order, the events stored before the audit chain existed (schema 9), in the
 /// migrating transaction, holding the event-log lock.
 async fn hash_unhashed(conn: &mut PgConnection) -> Result<(), StoreError> {
@@ -232,7 +239,7 @@ async fn hash_unhashed(conn: &mut PgConnection) -> Result<(), StoreError> {
         .await
         .map_err(db_err)?;
     let rows = sqlx::query(&format!(
-        "SELECT {EVENT_COLUMNS} FROM clarify_events ORDER BY seq"
+        "SELECT {EVENT_COLUMNS_BEFORE_PRINCIPAL} FROM clarify_events ORDER BY seq"
     ))
     .fetch_all(&mut *conn)
     .await

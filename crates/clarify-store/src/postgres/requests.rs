@@ -287,8 +287,9 @@ async fn resolve_in_one(
              FROM clarify_deliveries d JOIN r ON d.request_id = r.id \
              WHERE d.event = 'created' AND d.channel IS NOT NULL ORDER BY d.id), \
          event AS ( \
-             INSERT INTO clarify_event_inbox (tenant, request_id, kind, actor, channel, at) \
-             SELECT tenant, id, $8, $4, $5, $3 FROM r) \
+             INSERT INTO clarify_event_inbox (tenant, request_id, kind, actor, channel, at, \
+                 principal) \
+             SELECT tenant, id, $8, $4, $5, $3, $9 FROM r) \
          SELECT {COLUMNS} FROM r"
     ))
     .bind(id)
@@ -299,6 +300,7 @@ async fn resolve_in_one(
     .bind(&answers)
     .bind(status == Status::Expired)
     .bind(EventKind::for_status(status).as_str())
+    .bind(&res.actor.principal)
     .fetch_optional(&mut *conn)
     .await
     .map_err(db_err)?;

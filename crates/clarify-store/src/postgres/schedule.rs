@@ -133,6 +133,7 @@ impl PgBackend {
             &targets,
             system.name.as_deref(),
             Some(&system.channel),
+            None,
             at,
         )
         .await?;
@@ -197,6 +198,7 @@ async fn announce(
         &targets,
         system.name.as_deref(),
         Some(&system.channel),
+        None,
         at,
     )
     .await?;

@@ -190,7 +190,8 @@ async fn number_round(conn: &mut PgConnection) -> Result<usize, StoreError> {
             .await
             .map_err(db_err)?;
     let rows = sqlx::query(
-        "SELECT id, tenant, request_id, kind, actor, channel, at FROM clarify_event_inbox \
+        "SELECT id, tenant, request_id, kind, actor, channel, at, principal \
+         FROM clarify_event_inbox \
          ORDER BY id LIMIT $1",
     )
     .bind(SEQUENCE_BATCH)
@@ -219,6 +220,7 @@ async fn number_round(conn: &mut PgConnection) -> Result<usize, StoreError> {
             kind: row.try_get("kind").map_err(corrupt_row)?,
             actor: row.try_get("actor").map_err(corrupt_row)?,
             channel: row.try_get("channel").map_err(corrupt_row)?,
+            principal: row.try_get("principal").map_err(corrupt_row)?,
             at: row.try_get("at").map_err(corrupt_row)?,
             hash: None,
         };
@@ -236,9 +238,11 @@ async fn number_round(conn: &mut PgConnection) -> Result<usize, StoreError> {
     sqlx::query(
         "WITH moved AS (DELETE FROM clarify_event_inbox WHERE id = ANY($1)), \
          numbered AS ( \
-             INSERT INTO clarify_events (seq, tenant, request_id, kind, actor, channel, at, hash) \
+             INSERT INTO clarify_events (seq, tenant, request_id, kind, actor, channel, at, hash, \
+                 principal) \
              SELECT * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], \
-                                  $6::text[], $7::text[], $8::bigint[], $9::text[])) \
+                                  $6::text[], $7::text[], $8::bigint[], $9::text[], \
+                                  $13::text[])) \
          SELECT setval(pg_get_serial_sequence('clarify_events', 'seq'), $10), \
                 pg_notify($11, $12)",
     )
@@ -254,6 +258,7 @@ async fn number_round(conn: &mut PgConnection) -> Result<usize, StoreError> {
     .bind(seq)
     .bind(WAKE_CHANNEL)
     .bind(&payload)
+    .bind(&columns.principal)
     .execute(&mut *tx)
     .await
     .map_err(db_err)?;
@@ -271,6 +276,7 @@ struct EventColumns {
     actor: Vec<Option<String>>,
     channel: Vec<Option<String>>,
     at: Vec<i64>,
+    principal: Vec<Option<String>>,
 }
 
 impl EventColumns {
@@ -283,6 +289,7 @@ impl EventColumns {
             actor: Vec::with_capacity(n),
             channel: Vec::with_capacity(n),
             at: Vec::with_capacity(n),
+            principal: Vec::with_capacity(n),
         }
     }
 
@@ -294,5 +301,6 @@ impl EventColumns {
         self.actor.push(e.actor);
         self.channel.push(e.channel);
         self.at.push(e.at);
+        self.principal.push(e.principal);
     }
 }

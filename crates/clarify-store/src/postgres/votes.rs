@@ -32,6 +32,7 @@ impl PgBackend {
         let Ballot {
             vote,
             channel,
+            principal,
             grants,
         } = ballot;
         let (votes, decided) = match tally(&record, &vote) {
@@ -56,6 +57,7 @@ impl PgBackend {
         let actor = Actor {
             name: Some(vote.by.clone()),
             channel,
+            principal,
             ..Actor::default()
         };
         let at = millis(vote.at);
@@ -83,9 +85,11 @@ impl PgBackend {
             follow_up(&mut tx, &[id], EventKind::Voted, at).await?;
         }
         let (name, channel) = (actor.name.as_deref(), Some(actor.channel.as_str()));
-        append_events(&mut tx, EventKind::Voted, &target, name, channel, at).await?;
+        let principal = actor.principal.as_deref();
+        append_events(&mut tx, EventKind::Voted, &target, name, channel, principal, at).await?;
         if resolution.is_some() {
-            append_events(&mut tx, EventKind::Answered, &target, name, channel, at).await?;
+            let kind = EventKind::Answered;
+            append_events(&mut tx, kind, &target, name, channel, principal, at).await?;
         }
         self.commit_events(tx).await?;
         Ok(Cast::Counted(record))

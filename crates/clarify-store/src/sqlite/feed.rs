@@ -10,7 +10,7 @@ use super::SqliteBackend;
 use crate::audit::{self, AdminEvent, FEED_KINDS};
 use crate::codec::{EVENT_COLUMNS, EventParts, Log};
 use crate::error::StoreError;
-use crate::record::{Event, EventKind};
+use crate::record::{Actor, Event, EventKind};
 
 impl SqliteBackend {
     pub(crate) async fn events_after(
@@ -72,13 +72,14 @@ impl SqliteBackend {
     }
 }
 
+/// Appends an event of request `request_id` by `by` (`None`: nobody, as for a creation),
+/// hashed onto the chain, in the writer's transaction.
 pub(super) fn append_event(
     conn: &Connection,
     tenant: &str,
     request_id: &str,
     kind: EventKind,
-    actor: Option<&str>,
-    channel: Option<&str>,
+    by: Option<&Actor>,
     at: i64,
 ) -> Result<(), StoreError> {
     // The writer's transaction holds the database, so the head read here is the chain's.
@@ -88,8 +89,9 @@ pub(super) fn append_event(
         tenant: tenant.to_owned(),
         request_id: request_id.to_owned(),
         kind: kind.as_str().to_owned(),
-        actor: actor.map(str::to_owned),
-        channel: channel.map(str::to_owned),
+        actor: by.and_then(|a| a.name.clone()),
+        channel: by.map(|a| a.channel.clone()),
+        principal: by.and_then(|a| a.principal.clone()),
         at,
         hash: None,
     };
@@ -128,9 +130,28 @@ pub(super) fn insert_linked(
         previous.unwrap_or_default(),
         &audit::canonical(&event),
     ));
+    // An event without a principal names no `principal` column: the migrations before
+    // schema 13 write tombstones with this too, before the column exists.
+    let Some(principal) = &event.principal else {
+        conn.prepare_cached(
+            "INSERT INTO events (seq, tenant, request_id, kind, actor, channel, at, hash) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?
+        .execute(params![
+            event.seq,
+            event.tenant,
+            event.request_id,
+            event.kind,
+            event.actor,
+            event.channel,
+            event.at,
+            event.hash
+        ])?;
+        return Ok(());
+    };
     conn.prepare_cached(
-        "INSERT INTO events (seq, tenant, request_id, kind, actor, channel, at, hash) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO events (seq, tenant, request_id, kind, actor, channel, at, hash, principal) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?
     .execute(params![
         event.seq,
@@ -140,7 +161,8 @@ pub(super) fn insert_linked(
         event.actor,
         event.channel,
         event.at,
-        event.hash
+        event.hash,
+        principal
     ])?;
     Ok(())
 }
@@ -155,6 +177,7 @@ pub(super) fn event_parts(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventParts>
         channel: r.get(5)?,
         at: r.get(6)?,
         hash: r.get(7)?,
+        principal: r.get(8)?,
     })
 }
 
@@ -232,12 +255,12 @@ mod tests {
             .write(|conn| {
                 for i in 0..10 {
                     let id = format!("q{i}");
-                    append_event(conn, "quiet", &id, EventKind::Created, None, None, 0)?;
+                    append_event(conn, "quiet", &id, EventKind::Created, None, 0)?;
                 }
                 for i in 0..20_000 {
                     let tenant = if i % 2 == 0 { "busy" } else { "loud" };
                     let id = format!("r{i}");
-                    append_event(conn, tenant, &id, EventKind::Created, None, None, 0)?;
+                    append_event(conn, tenant, &id, EventKind::Created, None, 0)?;
                 }
                 Ok(())
             })

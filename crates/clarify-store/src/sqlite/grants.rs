@@ -102,8 +102,7 @@ impl SqliteBackend {
                 &tenant,
                 &request_id,
                 EventKind::GrantSuggestedAccepted,
-                actor.name.as_deref(),
-                Some(&actor.channel),
+                Some(&actor),
                 millis(at),
             )
         })

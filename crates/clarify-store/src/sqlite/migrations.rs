@@ -10,10 +10,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::feed::{chain_head, event_parts, insert_linked};
 use crate::audit;
-use crate::codec::{EVENT_COLUMNS, EventParts};
+use crate::codec::{EVENT_COLUMNS_BEFORE_PRINCIPAL, EventParts};
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-pub(super) const SCHEMA_VERSION: i64 = 12;
+pub(super) const SCHEMA_VERSION: i64 = 13;
 
 /// Schema version 1: requests, their tags, the event log and grants.
 const SCHEMA_V1: &str = "
@@ -222,10 +222,16 @@ ALTER TABLE grants ADD COLUMN max_uses INTEGER;
 ALTER TABLE grants ADD COLUMN uses INTEGER NOT NULL DEFAULT 0;
 ";
 
+/// Schema version 13: who was authenticated, in each event (the audit chain hashes it when
+/// present, so older events keep their hashes).
+const SCHEMA_V13: &str = "
+ALTER TABLE events ADD COLUMN principal TEXT;
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
-    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12,
+    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -244,6 +250,7 @@ fn keep_high_water(conn: &Connection, high_water: i64) -> rusqlite::Result<()> {
         kind: audit::PURGED.to_owned(),
         actor: None,
         channel: None,
+        principal: None,
         at: 0,
         hash: None,
     };
@@ -253,7 +260,9 @@ fn keep_high_water(conn: &Connection, high_water: i64) -> rusqlite::Result<()> {
 /// Hashes, in order, the events stored before the audit chain existed (schema 9).
 fn hash_unhashed(conn: &Connection) -> rusqlite::Result<()> {
     let events: Vec<EventParts> = {
-        let mut stmt = conn.prepare(&format!("SELECT {EVENT_COLUMNS} FROM events ORDER BY seq"))?;
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {EVENT_COLUMNS_BEFORE_PRINCIPAL} FROM events ORDER BY seq"
+        ))?;
         stmt.query_map([], event_parts)?.collect::<Result<_, _>>()?
     };
     let mut update = conn.prepare("UPDATE events SET hash = ?1 WHERE seq = ?2")?;

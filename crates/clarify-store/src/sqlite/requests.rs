@@ -178,7 +178,6 @@ fn create(
         &row.id,
         EventKind::Created,
         None,
-        None,
         created_ms,
     )?;
     for channel in &row.announce {
@@ -265,8 +264,7 @@ pub(super) fn resolve(
                 &record.tenant,
                 id,
                 EventKind::for_status(status),
-                res.actor.name.as_deref(),
-                Some(&res.actor.channel),
+                Some(&res.actor),
                 at,
             )?;
             Ok(Resolved::Won(record))

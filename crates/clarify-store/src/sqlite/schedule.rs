@@ -10,7 +10,7 @@ use super::feed::append_event;
 use super::outbox::{follow_up, queue_delivery};
 use crate::codec::{due_column, millis, next_reminder_at, reaped_callback_url};
 use crate::error::StoreError;
-use crate::record::EventKind;
+use crate::record::{Actor, EventKind};
 
 impl SqliteBackend {
     pub(crate) async fn expire_due(
@@ -37,7 +37,7 @@ impl SqliteBackend {
                     queue_delivery(conn, id, tenant, &url, now_ms, None)?;
                 }
                 follow_up(conn, id, EventKind::Expired, now_ms)?;
-                append_event(conn, tenant, id, EventKind::Expired, None, Some("system"), now_ms)?;
+                append_event(conn, tenant, id, EventKind::Expired, Some(&Actor::system()), now_ms)?;
             }
             Ok(expired.into_iter().map(|(id, _, _)| id).collect())
         })
@@ -119,5 +119,5 @@ fn announce(
         queue_delivery(conn, id, tenant, &url, at, Some(kind))?;
     }
     follow_up(conn, id, kind, at)?;
-    append_event(conn, tenant, id, kind, None, Some("system"), at)
+    append_event(conn, tenant, id, kind, Some(&Actor::system()), at)
 }

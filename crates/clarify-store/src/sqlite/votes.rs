@@ -37,6 +37,7 @@ fn vote(
     let Ballot {
         vote,
         channel,
+        principal,
         grants,
     } = ballot;
     let (votes, decided) = match tally(&record, &vote) {
@@ -47,15 +48,13 @@ fn vote(
     let at = millis(vote.at);
     conn.prepare_cached("UPDATE requests SET votes = ?2 WHERE id = ?1")?
         .execute(params![id, votes_json(&votes)?])?;
-    append_event(
-        conn,
-        &record.tenant,
-        id,
-        EventKind::Voted,
-        Some(&vote.by),
-        Some(&channel),
-        at,
-    )?;
+    let actor = Actor {
+        name: Some(vote.by.clone()),
+        channel,
+        principal,
+        ..Actor::default()
+    };
+    append_event(conn, &record.tenant, id, EventKind::Voted, Some(&actor), at)?;
     let record = RequestRecord { votes, ..record };
     let Some(answers) = decided else {
         // The announcements show the votes so far.
@@ -65,11 +64,7 @@ fn vote(
     let made = grants(&record, &answers);
     let resolution = StoredResolution {
         resolution: Resolution::Answered(answers),
-        actor: Actor {
-            name: Some(vote.by),
-            channel,
-            ..Actor::default()
-        },
+        actor,
         resolved_at: vote.at,
     };
     let body = answers_json(&resolution.resolution)?;

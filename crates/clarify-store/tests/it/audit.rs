@@ -42,6 +42,11 @@ fn canonical(e: &AuditEvent) -> String {
         ("seq", json!(e.seq)),
         ("tenant", json!(e.tenant)),
     ]);
+    let mut fields = fields;
+    // The principal is hashed only when there is one, so older events keep their hashes.
+    if let Some(principal) = &e.principal {
+        fields.insert("principal", json!(principal));
+    }
     serde_json::to_string(&fields).expect("json")
 }
 
@@ -71,8 +76,9 @@ async fn some_events(store: &Store, env: &Env) -> Vec<String> {
         if i == 1 {
             store.cancel(t, &id, &alice()).await.expect("cancel");
         } else {
+            let signed_in = alice().as_principal("oidc:https://idp.example#alice");
             store
-                .answer(t, &id, &json!({"text": "yes"}), &alice())
+                .answer(t, &id, &json!({"text": "yes"}), &signed_in)
                 .await
                 .expect("answer");
         }
@@ -90,6 +96,11 @@ async fn every_event_links_to_the_one_before(store: Store, env: Env) {
         .await
         .expect("audit");
     assert_eq!(mine.len(), 6, "{mine:?}");
+    // Who was authenticated is kept with each answer, and none with the rest.
+    for e in &mine {
+        let expected = (e.kind == "answered").then_some("oidc:https://idp.example#alice");
+        assert_eq!(e.principal.as_deref(), expected, "{e:?}");
+    }
     assert!(
         mine.iter()
             .all(|e| ids.contains(e.request_id.as_ref().expect("id")))

@@ -15,11 +15,11 @@ conformance! {
 
 async fn a_link_is_read_listed_in_its_tenant_relinked_and_removed(store: Store, env: Env) {
     let account = format!("slack:{}", random_name("U"));
-    let by = Actor::new("carol", "inbox");
+    let by = Actor::new("carol", "inbox").as_principal("key:carol");
     assert_eq!(store.linked_identity(&account).await.expect("read"), None);
 
     let link = store
-        .link_identity(&account, "carol", &env.tenant, &by, Some("key:carol"))
+        .link_identity(&account, "carol", &env.tenant, &by)
         .await
         .expect("linked");
     assert_eq!(link.name, "carol");
@@ -39,7 +39,7 @@ async fn a_link_is_read_listed_in_its_tenant_relinked_and_removed(store: Store, 
 
     // Linked again, by someone else: the newer link replaces the older.
     store
-        .link_identity(&account, "dave", &env.tenant, &by, Some("key:dave"))
+        .link_identity(&account, "dave", &env.tenant, &by)
         .await
         .expect("relinked");
     let read = store.linked_identity(&account).await.expect("read");
@@ -106,8 +106,8 @@ async fn two_accounts_linked_at_once_are_both_kept(store: Store, env: Env) {
     );
     let by = Actor::new("x", "inbox");
     let (one, two) = tokio::join!(
-        store.link_identity(&a, "alice", &env.tenant, &by, None),
-        second.link_identity(&b, "bob", &env.tenant, &by, None),
+        store.link_identity(&a, "alice", &env.tenant, &by),
+        second.link_identity(&b, "bob", &env.tenant, &by),
     );
     one.expect("linked");
     two.expect("linked");
