@@ -40,6 +40,9 @@ pub enum Act {
     },
     /// Nothing to do: a link button was followed, a checkbox toggled.
     Nothing,
+    /// "Link account": the clicker asks for the link that links their chat account to their
+    /// clarify sign-in. Answered privately; the request is not touched.
+    LinkAccount,
 }
 
 /// What a form asks for.
@@ -133,8 +136,8 @@ pub enum Control {
 /// platforms share: `o:<n>` option n, `a:<scope>` approve, `d` deny, `s` skip, `sel` and `multi`
 /// (selects), and the forms `r` (deny with a reason), `c` (request changes), `e` (edit the
 /// arguments), `x` (other), `w` (write an open answer), `f` (a form's fields) and `m` (choose
-/// several options, where the platform has no multi-select). A button names what it does,
-/// never the request.
+/// several options, where the platform has no multi-select), and `l` (link my account). A
+/// button names what it does, never the request.
 pub fn control(custom_id: &str, values: &[String]) -> Control {
     let unknown = || Control::Unknown(custom_id.to_owned());
     let index = |v: &str| v.parse::<usize>().ok();
@@ -170,6 +173,7 @@ pub fn control(custom_id: &str, values: &[String]) -> Control {
                 scope: Scope::Once,
             },
             "s" => Act::Skip,
+            "l" => Act::LinkAccount,
             "r" => return Control::Form(Focus::Deny(0)),
             "c" => return Control::Form(Focus::Revise(0)),
             "e" => return Control::Form(Focus::Edit(0)),
@@ -316,7 +320,9 @@ impl Act {
             )?,
             Self::Skip => json!({"skip": true}),
             Self::Submit { focus, inputs } => submitted(questions, *focus, inputs)?,
-            Self::Typed(_) | Self::Open { .. } | Self::Nothing => return Ok(None),
+            Self::Typed(_) | Self::Open { .. } | Self::Nothing | Self::LinkAccount => {
+                return Ok(None);
+            }
         }))
     }
 }

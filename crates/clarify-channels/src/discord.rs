@@ -499,7 +499,15 @@ fn components(record: &RequestRecord, answer_url: &str) -> Vec<Value> {
         },
         answer_url,
     ));
-    rows.push(row(last));
+    // Anyone may ask to link their Discord account; a row holds at most five components.
+    let link_account = button("Link account", "l", SECONDARY);
+    if last.len() < MAX_BUTTONS {
+        last.push(link_account);
+        rows.push(row(last));
+    } else {
+        rows.push(row(last));
+        rows.push(row(vec![link_account]));
+    }
     rows
 }
 

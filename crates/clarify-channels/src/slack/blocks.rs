@@ -212,6 +212,8 @@ pub fn message(notice: &Notice<'_>, mention: &[String]) -> (String, Vec<Value>) 
             "action_id": "view",
             "url": notice.answer_url,
         }));
+        // Anyone may ask to link their Slack account to their clarify sign-in.
+        controls.push(button("Link account", "link_account", "", None));
         blocks.push(json!({
             "type": "actions",
             "block_id": format!("clarify:{}:request", record.id),

@@ -241,6 +241,7 @@ fn block_action(payload: &Value, user: String) -> Result<Inbound, InboundError> 
     };
     let act = match action_id {
         "view" => Act::Nothing,
+        "link_account" => Act::LinkAccount,
         // A checkbox toggled: the choice is read when Submit is clicked.
         "checks" => Act::Nothing,
         "skip" => Act::Skip,

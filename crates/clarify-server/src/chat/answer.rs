@@ -62,6 +62,9 @@ pub(crate) async fn act(
     target: Target,
     act: Act,
 ) -> Result<Done, Refusal> {
+    if act == Act::LinkAccount {
+        return Err(refuse(link_account(state, channel, user).await));
+    }
     let record = find(state, channel, target).await?;
     let form = match &act {
         Act::Submit { focus, .. } => Some(*focus),
@@ -132,7 +135,7 @@ async fn decide(
             }
         },
     };
-    let actor = Actor::new(responder, platform);
+    let actor = Actor::new(responder, platform).as_principal(&who);
     match state
         .store
         .answer(&record.tenant, &record.id, &body, &actor)
@@ -189,6 +192,38 @@ pub(crate) async fn responder_of(
             Err(refuse(
                 "clarify could not read who you are just now; please try again.",
             ))
+        }
+    }
+}
+
+/// What "Link account" tells the clicker, privately: whom the account answers as now, and the
+/// one-time link that links it (again) to whoever opens it signed in. `[identities]` wins over
+/// a link, so a configured account is only told so.
+async fn link_account(state: &AppState, channel: &Channel, user: &str) -> String {
+    let who = format!("{}:{user}", channel.platform_name());
+    if let Some(name) = state.config.identities.get(&who) {
+        return format!(
+            "This account ({who}) answers as {name}, as clarify's configuration says; an admin \
+             changes that under [identities]."
+        );
+    }
+    let now = match state.store.linked_identity(&who).await {
+        Ok(Some(link)) => format!("This account answers as {} now. ", link.name),
+        Ok(None) => String::new(),
+        Err(e) => {
+            tracing::warn!(error = %e, "reading a linked chat account failed");
+            String::new()
+        }
+    };
+    match crate::web::accounts::offer(state, &who).await {
+        Ok(url) => format!(
+            "{now}Link this chat account ({who}) to your clarify sign-in: {url} (works once, \
+             for {} minutes).",
+            crate::web::accounts::LINK_TTL.num_minutes()
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "issuing a link-account link failed");
+            format!("{now}clarify could not make a link just now; please try again.")
         }
     }
 }

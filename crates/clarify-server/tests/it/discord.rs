@@ -178,7 +178,7 @@ async fn an_approval_is_announced_answered_by_a_click_and_unverified_calls_chang
     assert_eq!(posted["allowed_mentions"]["parse"], json!([]));
     assert_eq!(
         custom_ids(&posted["components"]),
-        ["a:once", "a:session", "d", "c", "r", "s"]
+        ["a:once", "a:session", "d", "c", "r", "s", "l"]
     );
 
     // Discord's endpoint check, and calls that are not Discord's.
@@ -215,6 +215,9 @@ async fn an_approval_is_announced_answered_by_a_click_and_unverified_calls_chang
         is_private_note(&refused, &format!("discord:{STRANGER}")),
         "{refused}"
     );
+    // Their "Link account" gets them, privately, the link that makes them known.
+    let offered = interact(&s, click(STRANGER, &message_id, "l", &[])).await;
+    assert!(is_private_note(&offered, "/link/"), "{offered}");
     let unknown = interact(&s, click(ALICE, &message_id, "o:DROP", &[])).await;
     assert!(
         is_private_note(&unknown, "does not know this control"),
@@ -259,7 +262,7 @@ async fn modals_take_text_reasons_and_edited_arguments() {
     let s = server_on("memory:", &fake).await;
 
     let (open, posted, message_id) = announce(&s, &fake, json!({"question": "Name it?"})).await;
-    assert_eq!(custom_ids(&posted["components"]), ["w", "s"]);
+    assert_eq!(custom_ids(&posted["components"]), ["w", "s", "l"]);
     let modal = interact(&s, click(ALICE, &message_id, "w", &[])).await;
     assert_eq!(modal["type"], 9, "{modal}");
     let custom_id = modal["data"]["custom_id"]
@@ -338,7 +341,7 @@ async fn a_form_is_filled_in_a_modal_and_a_value_that_does_not_fit_is_named() {
             {"id": "urgent", "label": "Urgent", "type": "boolean", "required": false}]}]}),
     )
     .await;
-    assert_eq!(custom_ids(&posted["components"]), ["f", "s"]);
+    assert_eq!(custom_ids(&posted["components"]), ["f", "s", "l"]);
     let modal = interact(&s, click(ALICE, &message_id, "f", &[])).await;
     assert_eq!(modal["type"], 9, "{modal}");
     let inputs: Vec<Value> = modal["data"]["components"]

@@ -169,7 +169,8 @@ async fn an_approval_is_announced_answered_by_a_click_and_the_message_edited() {
             "deny",
             "form_deny",
             "skip",
-            "view"
+            "view",
+            "link_account"
         ]
     );
     let (_, sent) = s
@@ -249,7 +250,7 @@ async fn modals_answer_open_text_and_refuse_arguments_that_are_not_json() {
         .await;
     let open_id = open["id"].as_str().expect("id").to_owned();
     let (post, ts) = announced(&fake, 1).await;
-    assert_eq!(action_ids(&post["blocks"]), ["form_open", "skip", "view"]);
+    assert_eq!(action_ids(&post["blocks"]), ["form_open", "skip", "view", "link_account"]);
     click(
         &s,
         &fake,
@@ -359,7 +360,8 @@ async fn a_reply_in_the_thread_answers_through_the_typed_parser() {
             "option:2",
             "form_other",
             "skip",
-            "view"
+            "view",
+            "link_account"
         ]
     );
     // Wait for the reference to be stored, which the thread reply is matched by.
@@ -798,7 +800,7 @@ async fn checkboxes_submit_a_multi_and_a_form_modal_names_the_field_that_does_no
     let (post, _) = announced(&fake, 1).await;
     assert_eq!(
         action_ids(&post["blocks"]),
-        ["select", "form_other", "skip", "view"],
+        ["select", "form_other", "skip", "view", "link_account"],
         "past five options, a select"
     );
     let multi = s
@@ -812,7 +814,7 @@ async fn checkboxes_submit_a_multi_and_a_form_modal_names_the_field_that_does_no
     let (post, ts) = announced(&fake, 2).await;
     assert_eq!(
         action_ids(&post["blocks"]),
-        ["checks", "submit", "form_other", "skip", "view"]
+        ["checks", "submit", "form_other", "skip", "view", "link_account"]
     );
     let block = format!("clarify:{multi_id}:0");
     let submit = block_actions(
@@ -1139,6 +1141,19 @@ async fn a_person_links_their_slack_account_and_then_answers_from_slack_as_thems
     assert_eq!(answered["outcome"]["answered_by"], "carol");
     assert_eq!(answered["outcome"]["answered_via"], "slack");
 
+    // "Link account" tells each person privately whom their account answers as, with a new
+    // link; a configured account is only told it is configured.
+    let link_button = json!({"action_id": "link_account", "value": ""});
+    click(&s, &fake, "U0CAROL", &id, &ts, link_button.clone()).await;
+    let told = fake.wait_for("chat.postEphemeral", 2).await.remove(1);
+    let text = told["text"].as_str().expect("text");
+    assert!(text.contains("answers as carol now") && text.contains("/link/"), "{told}");
+    click(&s, &fake, "U0ALICE", &id, &ts, link_button).await;
+    let told = fake.wait_for("chat.postEphemeral", 3).await.remove(2);
+    assert_eq!(told["user"], "U0ALICE");
+    let text = told["text"].as_str().expect("text");
+    assert!(text.contains("as clarify's configuration says") && !text.contains("/link/"), "{told}");
+
     // Admins see the link, with who made it, and the audit chain has it.
     let (status, listed) = s.get("/v1/identities", &s.admin).await;
     assert_eq!(status, StatusCode::OK);
@@ -1158,7 +1173,7 @@ async fn a_person_links_their_slack_account_and_then_answers_from_slack_as_thems
     let second = second["id"].as_str().expect("id").to_owned();
     let ts2 = wait_ts(&fake, 2).await;
     click(&s, &fake, "U0MALLORY", &second, &ts2, yes.clone()).await;
-    let offered = fake.wait_for("chat.postEphemeral", 2).await.remove(1);
+    let offered = fake.wait_for("chat.postEphemeral", 4).await.remove(3);
     let forged = link_in(&offered).replace("U0MALLORY", "U0CAROL");
     let (status, _) = press_link(&s, &forged, Some(&cookie), &origin).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
@@ -1187,7 +1202,7 @@ async fn a_person_links_their_slack_account_and_then_answers_from_slack_as_thems
         .expect("delete");
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     click(&s, &fake, "U0CAROL", &second, &ts2, yes).await;
-    let again = fake.wait_for("chat.postEphemeral", 3).await.remove(2);
+    let again = fake.wait_for("chat.postEphemeral", 5).await.remove(4);
     assert!(link_in(&again).contains("/link/"), "{again}");
     assert_eq!(status_of(&s, &second).await["status"], "pending");
     let (_, audit) = s.get("/v1/audit", &s.admin).await;
@@ -1199,6 +1214,23 @@ async fn a_person_links_their_slack_account_and_then_answers_from_slack_as_thems
         .filter_map(|e| e["kind"].as_str())
         .collect();
     assert_eq!(kinds, ["identity.linked", "identity.unlinked"], "{audit}");
+    // The log names who was authenticated: the admin's key for the removal, the Slack
+    // account for the answer, and the key carol signed in with for the link.
+    let principal_of = |kind: &str| {
+        audit["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .find(|e| e["kind"] == kind)
+            .map(|e| e["principal"].clone())
+    };
+    assert_eq!(principal_of("answered"), Some(json!("slack:U0CAROL")), "{audit}");
+    assert_eq!(principal_of("identity.linked"), Some(json!("key:carol")));
+    assert!(
+        principal_of("identity.unlinked")
+            .is_some_and(|p| p.as_str().is_some_and(|p| p.starts_with("key:admin"))),
+        "{audit}"
+    );
 }
 
 #[tokio::test]
