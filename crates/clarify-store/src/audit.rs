@@ -327,7 +327,11 @@ mod tests {
             with,
             r#"{"actor":"alice","at":1700000000000,"channel":null,"kind":"answered","principal":"oidc:https://idp.example#248289761001","request_id":"r","seq":1,"tenant":"t"}"#
         );
-        assert_ne!(link("", &before), link("", &with), "a changed principal breaks the chain");
+        assert_ne!(
+            link("", &before),
+            link("", &with),
+            "a changed principal breaks the chain"
+        );
     }
 
     #[test]

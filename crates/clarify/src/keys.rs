@@ -58,5 +58,6 @@ fn cli_actor() -> clarify_store::Actor {
         name: None,
         channel: "cli".to_owned(),
         groups: Vec::new(),
+        principal: None,
     }
 }

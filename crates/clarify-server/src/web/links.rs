@@ -47,7 +47,9 @@ use crate::web::html;
 fn link_actor(person: Option<&str>) -> Actor {
     match person {
         // The link was signed for this person: it is what authenticates them.
-        Some(name) => Actor::new(name, "personal_link").as_principal(format!("personal_link:{name}")),
+        Some(name) => {
+            Actor::new(name, "personal_link").as_principal(format!("personal_link:{name}"))
+        }
         None => Actor {
             name: None,
             channel: "link".to_owned(),

@@ -45,11 +45,18 @@ async fn admins_read_their_tenants_events_with_hashes_page_by_page() {
     // The second event's hash links to the first's: SHA-256 of its hash and the event's
     // canonical JSON (the events are consecutive in this store's chain).
     let second = &events[1];
+    // The admin's key answered it: who was authenticated is hashed with the rest.
+    assert!(
+        second["principal"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("key:admin")),
+        "{second}"
+    );
     let canonical = json!({
         "actor": second["actor"], "at": chrono::DateTime::parse_from_rfc3339(
             second["at"].as_str().expect("at")).expect("time").timestamp_millis(),
-        "channel": second["channel"], "kind": second["kind"], "request_id": second["request_id"],
-        "seq": second["seq"], "tenant": "default",
+        "channel": second["channel"], "kind": second["kind"], "principal": second["principal"],
+        "request_id": second["request_id"], "seq": second["seq"], "tenant": "default",
     });
     let mut digest = Sha256::new();
     digest.update(events[0]["hash"].as_str().expect("hash").as_bytes());

@@ -417,7 +417,7 @@ async fn selects_answer_long_single_and_multi_questions() {
         json!({"question": "Region?", "choices": ["eu", "us", "ap", "sa", "af", "me"]}),
     )
     .await;
-    assert_eq!(custom_ids(&posted["components"]), ["sel", "x", "s"]);
+    assert_eq!(custom_ids(&posted["components"]), ["sel", "x", "s", "l"]);
     let select = &posted["components"][0]["components"][0];
     assert_eq!(select["type"], 3);
     assert_eq!(select["options"].as_array().map(Vec::len), Some(6));
@@ -433,7 +433,7 @@ async fn selects_answer_long_single_and_multi_questions() {
         json!({"question": "Checks?", "choices": ["lint", "unit", "e2e"], "multi_select": true}),
     )
     .await;
-    assert_eq!(custom_ids(&posted["components"]), ["multi", "x", "s"]);
+    assert_eq!(custom_ids(&posted["components"]), ["multi", "x", "s", "l"]);
     assert_eq!(posted["components"][0]["components"][0]["max_values"], 3);
     let bad = interact(&s, click(ALICE, &message_id, "multi", &["0", "9"])).await;
     assert!(is_private_note(&bad, "no longer exists"), "{bad}");

@@ -250,7 +250,10 @@ async fn modals_answer_open_text_and_refuse_arguments_that_are_not_json() {
         .await;
     let open_id = open["id"].as_str().expect("id").to_owned();
     let (post, ts) = announced(&fake, 1).await;
-    assert_eq!(action_ids(&post["blocks"]), ["form_open", "skip", "view", "link_account"]);
+    assert_eq!(
+        action_ids(&post["blocks"]),
+        ["form_open", "skip", "view", "link_account"]
+    );
     click(
         &s,
         &fake,
@@ -814,7 +817,14 @@ async fn checkboxes_submit_a_multi_and_a_form_modal_names_the_field_that_does_no
     let (post, ts) = announced(&fake, 2).await;
     assert_eq!(
         action_ids(&post["blocks"]),
-        ["checks", "submit", "form_other", "skip", "view", "link_account"]
+        [
+            "checks",
+            "submit",
+            "form_other",
+            "skip",
+            "view",
+            "link_account"
+        ]
     );
     let block = format!("clarify:{multi_id}:0");
     let submit = block_actions(
@@ -1147,12 +1157,18 @@ async fn a_person_links_their_slack_account_and_then_answers_from_slack_as_thems
     click(&s, &fake, "U0CAROL", &id, &ts, link_button.clone()).await;
     let told = fake.wait_for("chat.postEphemeral", 2).await.remove(1);
     let text = told["text"].as_str().expect("text");
-    assert!(text.contains("answers as carol now") && text.contains("/link/"), "{told}");
+    assert!(
+        text.contains("answers as carol now") && text.contains("/link/"),
+        "{told}"
+    );
     click(&s, &fake, "U0ALICE", &id, &ts, link_button).await;
     let told = fake.wait_for("chat.postEphemeral", 3).await.remove(2);
     assert_eq!(told["user"], "U0ALICE");
     let text = told["text"].as_str().expect("text");
-    assert!(text.contains("as clarify's configuration says") && !text.contains("/link/"), "{told}");
+    assert!(
+        text.contains("as clarify's configuration says") && !text.contains("/link/"),
+        "{told}"
+    );
 
     // Admins see the link, with who made it, and the audit chain has it.
     let (status, listed) = s.get("/v1/identities", &s.admin).await;
@@ -1224,7 +1240,11 @@ async fn a_person_links_their_slack_account_and_then_answers_from_slack_as_thems
             .find(|e| e["kind"] == kind)
             .map(|e| e["principal"].clone())
     };
-    assert_eq!(principal_of("answered"), Some(json!("slack:U0CAROL")), "{audit}");
+    assert_eq!(
+        principal_of("answered"),
+        Some(json!("slack:U0CAROL")),
+        "{audit}"
+    );
     assert_eq!(principal_of("identity.linked"), Some(json!("key:carol")));
     assert!(
         principal_of("identity.unlinked")

@@ -59,7 +59,14 @@ impl MemoryBackend {
             s.escalations.insert((at, seq));
         }
         s.order.insert(seq, record.id.clone());
-        s.push_event(&record, EventKind::Created, None, None, None, record.created_at);
+        s.push_event(
+            &record,
+            EventKind::Created,
+            None,
+            None,
+            None,
+            record.created_at,
+        );
         for channel in &announce {
             s.queue(
                 &record,

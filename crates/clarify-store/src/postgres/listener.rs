@@ -169,6 +169,7 @@ mod tests {
             kind: kind.as_str().to_owned(),
             actor: None,
             channel: None,
+            principal: None,
             at: 0,
             hash: None,
         }

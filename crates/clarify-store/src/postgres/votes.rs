@@ -86,7 +86,16 @@ impl PgBackend {
         }
         let (name, channel) = (actor.name.as_deref(), Some(actor.channel.as_str()));
         let principal = actor.principal.as_deref();
-        append_events(&mut tx, EventKind::Voted, &target, name, channel, principal, at).await?;
+        append_events(
+            &mut tx,
+            EventKind::Voted,
+            &target,
+            name,
+            channel,
+            principal,
+            at,
+        )
+        .await?;
         if resolution.is_some() {
             let kind = EventKind::Answered;
             append_events(&mut tx, kind, &target, name, channel, principal, at).await?;

@@ -177,6 +177,7 @@ async fn quorum_needs_a_named_responder(store: Store, env: Env) {
         name: None,
         channel: "link".to_owned(),
         groups: Vec::new(),
+        principal: None,
     };
     match store.answer(t, &id, &approve("once"), &anonymous).await {
         Err(ResolveError::QuorumNeedsIdentity { required: 2 }) => {}

@@ -130,7 +130,6 @@ async fn a_link_survives_a_restart(store: Store, env: Env) {
             "carol",
             &env.tenant,
             &Actor::new("carol", "inbox"),
-            None,
         )
         .await
         .expect("linked");
