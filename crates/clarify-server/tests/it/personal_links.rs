@@ -1,6 +1,7 @@
 //! Personal links: an e-mail to a group lists a link for each member; each answers (votes) as
 //! its person, once, and only while that person may answer; a forged one, one opened in a
-//! browser signed in as someone else, and one for a person whose access was removed are refused.
+//! browser signed in as someone else, one for a person whose access was removed, and, under four
+//! eyes, the link of the person the request acts for are refused.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,6 +19,10 @@ use crate::fake_smtp::FakeSmtp;
 use crate::support::{TestServer, code};
 
 async fn server(smtp: &FakeSmtp, members: &[&str]) -> TestServer {
+    server_with(smtp, members, false).await
+}
+
+async fn server_with(smtp: &FakeSmtp, members: &[&str], forbid_self_approval: bool) -> TestServer {
     let channel = Channel {
         name: "mail".to_owned(),
         platform: Platform::Email(Email {
@@ -33,6 +38,7 @@ async fn server(smtp: &FakeSmtp, members: &[&str]) -> TestServer {
             "sre".to_owned(),
             members.iter().map(|m| (*m).to_owned()).collect(),
         )])),
+        forbid_self_approval,
         ..crate::support::announcing(&["mail"])
     };
     TestServer::build("memory:", options, move |c| {
@@ -109,6 +115,40 @@ async fn a_quorum_of_two_is_reached_by_two_personal_email_links() {
     assert_eq!(status, StatusCode::CONFLICT, "{late}");
     let (_, final_record) = s.get(&format!("/v1/requests/{id}"), &s.admin).await;
     assert_eq!(final_record["votes"].as_array().map(Vec::len), Some(2));
+}
+
+#[tokio::test]
+async fn under_four_eyes_the_person_a_request_acts_for_cannot_answer_through_their_own_link() {
+    let smtp = FakeSmtp::start().await;
+    let s = server_with(&smtp, &["bob", "dave"], true).await;
+    let mut ask = quorum_of_sre();
+    ask["approvals_required"] = json!(1);
+    ask["on_behalf_of"] = json!("bob");
+    let record = s.ask(&s.admin, ask).await;
+    let id = record["id"]
+        .as_str()
+        .expect("as the test set it up")
+        .to_owned();
+    let links = personal_links(&smtp.until(1).await[0].data);
+    let approve = json!({"decision": "approve"});
+    let (status, refused) = post_json(&links["bob"], approve.clone(), None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    assert_eq!(code(&refused), "self_approval");
+    let (_, pending) = s.get(&format!("/v1/requests/{id}"), &s.admin).await;
+    assert_eq!(pending["status"], "pending", "nothing was answered");
+    let (status, outcome) = post_json(&links["dave"], approve, None).await;
+    assert_eq!(status, StatusCode::OK, "{outcome}");
+    assert_eq!(outcome["answered_by"], "dave");
+    // The log names the link that authenticated dave.
+    let (_, audit) = s.get("/v1/audit", &s.admin).await;
+    let answered = audit["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["kind"] == "answered")
+        .cloned()
+        .expect("an answered event");
+    assert_eq!(answered["principal"], "personal_link:dave", "{answered}");
 }
 
 #[tokio::test]
