@@ -251,7 +251,9 @@ impl ClarifyMcp {
                     .and_then(|parts| parts.extensions.get::<HttpCaller>())
                     .ok_or(ToolError::NoCaller)?;
                 Ok(Party {
-                    upstream: Upstream::Store(embedded.for_tenant(&caller.tenant)),
+                    upstream: Upstream::Store(
+                        embedded.for_caller(&caller.tenant, format!("key:{}", caller.name)),
+                    ),
                     agent: client.or_else(|| Some(caller.name.clone())),
                     actor: caller.name.clone(),
                     holder: caller.key_id.clone(),

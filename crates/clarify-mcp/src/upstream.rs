@@ -60,6 +60,9 @@ pub struct Embedded {
     tenant: String,
     limits: Limits,
     observer: Option<Arc<dyn Observer>>,
+    /// Who the event log names as authenticated for an answer or cancellation made here
+    /// (`key:<name>` behind `/mcp`); `None` for a local process no key identifies.
+    principal: Option<String>,
 }
 
 impl Embedded {
@@ -69,6 +72,7 @@ impl Embedded {
             tenant: tenant.into(),
             limits,
             observer: None,
+            principal: None,
         }
     }
 
@@ -82,11 +86,20 @@ impl Embedded {
         &self.store
     }
 
-    /// The same store and limits for another tenant.
-    pub(crate) fn for_tenant(&self, tenant: &str) -> Self {
+    /// The same store and limits for another tenant, acting for the key `principal` names.
+    pub(crate) fn for_caller(&self, tenant: &str, principal: String) -> Self {
         Self {
             tenant: tenant.to_owned(),
+            principal: Some(principal),
             ..self.clone()
+        }
+    }
+
+    /// `by`, through MCP, as this instance's principal.
+    fn actor(&self, by: &str) -> Actor {
+        Actor {
+            principal: self.principal.clone(),
+            ..Actor::new(by, "mcp")
         }
     }
 }
@@ -218,7 +231,7 @@ impl Upstream {
     pub(crate) async fn cancel(&self, id: &str, by: &str) -> Result<Value, ToolError> {
         match self {
             Self::Store(e) => {
-                let record = match e.store.cancel(&e.tenant, id, &Actor::new(by, "mcp")).await {
+                let record = match e.store.cancel(&e.tenant, id, &e.actor(by)).await {
                     Ok(record) => {
                         if let Some(o) = &e.observer {
                             o.resolved(&record);
@@ -332,7 +345,7 @@ impl Upstream {
                 };
             }
         };
-        let actor = Actor::new(by, "mcp");
+        let actor = e.actor(by);
         let skip = body.get("skip") == Some(&Value::Bool(true));
         let resolved = if skip {
             e.store.skip(&e.tenant, id, &actor).await

@@ -254,6 +254,64 @@ async fn an_answer_in_the_client_resolves_the_request_and_edits_the_slack_messag
     let update = fake.wait_for("chat.update", 1).await.remove(0);
     let shown = update["text"].as_str().unwrap_or_default();
     assert!(shown.contains("Postgres"), "{update}");
+    // The log names the key the client called with as who was authenticated.
+    let (_, audit) = server.get("/v1/audit", &server.admin).await;
+    let answered = audit["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["kind"] == "answered" && e["request_id"] == id.as_str())
+        .cloned()
+        .expect("an answered event");
+    assert_eq!(answered["channel"], "mcp");
+    assert_eq!(answered["principal"], "key:bot", "{answered}");
+}
+
+/// Four eyes holds in the client too: the person a request acts for answering in their MCP
+/// client is refused, and the request waits for someone else.
+#[tokio::test]
+async fn under_four_eyes_the_client_of_the_person_a_request_acts_for_cannot_answer_it() {
+    let server = TestServer::build(
+        "memory:",
+        clarify_store::StoreOptions {
+            forbid_self_approval: true,
+            ..Default::default()
+        },
+        |config| config.mcp.progress_interval = Duration::from_millis(200),
+    )
+    .await;
+    let key = server.key(Role::Agent, "alice", "default").await;
+    let mut agent = connect(&server, &key, form_client(ProtocolVersion::V_2025_11_25)).await;
+    let mut ask = question("Which database?");
+    ask["on_behalf_of"] = json!("alice");
+    let call = agent.begin("ask_human", ask).await;
+    let form = agent.next_elicitation().await;
+    let id = pending_id(&server).await;
+    form.accept(json!({"answer": "postgres"}));
+    // Refused: the request stays pending until someone else answers it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let record = server
+        .store
+        .get("default", &id)
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(record.status, clarify_core::Status::Pending);
+    let bob = server.key(Role::Responder, "bob", "default").await;
+    let (status, outcome) = server
+        .post(
+            &format!("/v1/requests/{id}/answer"),
+            &bob,
+            json!({"option": "sqlite"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{outcome}");
+    let result = finish(call).await;
+    assert!(
+        text(&result).contains("answered by bob"),
+        "{}",
+        text(&result)
+    );
 }
 
 #[tokio::test]

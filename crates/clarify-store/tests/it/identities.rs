@@ -69,6 +69,8 @@ async fn a_link_is_read_listed_in_its_tenant_relinked_and_removed(store: Store, 
     );
     assert_eq!(store.linked_identity(&account).await.expect("read"), None);
 
+    // PostgreSQL numbers events just after their commit: read once they are.
+    store.sync_feed().await.expect("sync the feed");
     let events = store
         .audit_events(Some(&env.tenant), 0, 100)
         .await
