@@ -296,6 +296,43 @@ mod tests {
     }
 
     #[test]
+    fn a_push_for_a_group_lists_each_members_own_link() {
+        let r = record(
+            json!({"questions": [{"text": "Rotate the keys?", "kind": "approval",
+                                             "action": {"name": "rotate"}}],
+                              "responders": ["group:sre"], "approvals_required": 2}),
+        );
+        let notice = Notice {
+            record: &r,
+            event: EventKind::Created,
+            answer_url: "https://clarify.example/a/t",
+            announcement: None,
+            mention: Vec::new(),
+            recipients: Vec::new(),
+            action_key: b"test key",
+            hook_url: "https://clarify.example/hooks/test/t",
+            personal: vec![
+                (
+                    "bob".to_owned(),
+                    "https://clarify.example/a/p-bob".to_owned(),
+                ),
+                (
+                    "dave".to_owned(),
+                    "https://clarify.example/a/p-dave".to_owned(),
+                ),
+            ],
+        };
+        let text = ntfy().message(&notice)["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            text.contains("Your own link (it answers as you):\nbob: https://clarify.example/a/p-bob\ndave: https://clarify.example/a/p-dave"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn only_what_one_tap_can_answer_gets_answer_buttons() {
         let cases = [
             (
