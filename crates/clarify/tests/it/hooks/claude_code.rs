@@ -310,6 +310,62 @@ async fn unreachable_clarify_blocks_the_call_unless_fail_open() {
     assert!(ran.stderr.contains("\"Stop\""), "{}", ran.stderr);
 }
 
+/// The server's `[[rules]]` decide a call after the hook's own policy and before any person:
+/// the rule's decision comes back at once, with its reason, and the request raised for it is
+/// resolved by the rule, so the decision is in the server's log.
+#[tokio::test]
+async fn the_servers_rules_decide_a_call_by_its_arguments() {
+    let dir = temp_dir("hook-rules");
+    let config = dir.join("clarify.toml");
+    std::fs::write(
+        &config,
+        "[[rules]]\nname = \"no-force-push\"\ntool = \"Bash\"\n\
+         when = \"args.command.contains('--force')\"\ndecide = \"deny\"\n\
+         reason = \"force pushes rewrite shared history\"\n\n\
+         [[rules]]\nname = \"read-only-git\"\ntool = \"Bash\"\n\
+         when = \"args.command.startsWith('git log')\"\ndecide = \"allow\"\n",
+    )
+    .expect("config");
+    let config = config.display().to_string();
+    let server = crate::support::Server::start("memory:", &["--config", &config]).await;
+    let key = server
+        .stderr()
+        .split_whitespace()
+        .find(|w| w.starts_with("ck_"))
+        .expect("the first admin key is printed")
+        .to_owned();
+    let api = crate::support::Api::new(&server.url, &key);
+    let s = session();
+    let decide = async |command: &str| {
+        let event = pre_tool_use(&s, "Bash", json!({"command": command}), None);
+        finished(hook(AGENT, &server.url, &key, &["--wait", "20s"], &event))
+            .await
+            .json()
+    };
+    let denied = decide("git push --force origin main").await;
+    let output = &denied["hookSpecificOutput"];
+    assert_eq!(output["permissionDecision"], "deny", "{denied}");
+    assert!(
+        output["permissionDecisionReason"]
+            .as_str()
+            .is_some_and(|r| r.contains("force pushes rewrite shared history")),
+        "{denied}"
+    );
+    let allowed = decide("git log -5").await;
+    assert_eq!(
+        allowed["hookSpecificOutput"]["permissionDecision"], "allow",
+        "{allowed}"
+    );
+    // Both were decided by the rules, in the log, and nothing waits for a person.
+    let (_, page) = api.get(&format!("/v1/requests?session={s}")).await;
+    let items = page["requests"].as_array().expect("requests");
+    assert_eq!(items.len(), 2, "{page}");
+    for item in items {
+        assert_eq!(item["status"], "answered", "{item}");
+        assert_eq!(item["outcome"]["answered_via"], "policy", "{item}");
+    }
+}
+
 #[tokio::test]
 async fn policy_decides_without_reaching_clarify() {
     let dir = temp_dir("hook-policy");
