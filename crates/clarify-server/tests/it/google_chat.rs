@@ -236,6 +236,11 @@ async fn an_approval_is_announced_and_answered_and_bad_tokens_change_nothing() {
         is_private(&refused, STRANGER, &format!("google_chat:{STRANGER}")),
         "{refused}"
     );
+    // ... with the one-time link that links their Google account to their clarify sign-in.
+    assert!(
+        is_private(&refused, STRANGER, &format!("{}/link/", s.url)),
+        "{refused}"
+    );
     let unknown = signed(&s, &click(ALICE, &message, &id, "zzz", &[])).await;
     assert!(
         is_private(&unknown, ALICE, "does not know this button"),

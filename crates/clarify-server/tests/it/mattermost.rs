@@ -175,6 +175,12 @@ async fn an_approval_is_announced_answered_by_a_click_and_forged_calls_change_no
         "{:?}",
         refused.body
     );
+    // ... with the one-time link that links their Mattermost account to their clarify sign-in.
+    assert!(
+        note(&refused).contains(&format!("{}/link/", s.url)),
+        "{:?}",
+        refused.body
+    );
     assert!(refused.body.get("update").is_none());
     assert_eq!(record_of(&s, &id).await["status"], "pending");
 

@@ -300,6 +300,8 @@ async fn an_approval_is_announced_and_answered_and_bad_tokens_change_nothing() {
     )
     .await;
     assert!(is_note(&refused, &format!("teams:{STRANGER}")), "{refused}");
+    // ... with the one-time link that links their Teams account to their clarify sign-in.
+    assert!(is_note(&refused, &format!("{}/link/", s.url)), "{refused}");
     let unknown = signed(
         &s,
         &fake,
