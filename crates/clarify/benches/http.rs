@@ -22,6 +22,14 @@
 //! - `display` (only when named): round trips of a request with display blocks (a 20-line diff,
 //!   markdown, fields) against a plain one, alternating; then a 2,000-line diff created, its
 //!   record read and its blocks rendered as the inbox shows them, each with p50 and p99.
+//! - `fleet` (only when named): N agents waiting at once, each holding a long-poll
+//!   (`GET /v1/requests/{id}/wait`) on its own connection to one server on SQLite; N = 1,000
+//!   and 5,000, or the list in `CLARIFY_BENCH_FLEET` (`1000,5000,18000`; the process needs a file
+//!   limit above 2N + 100, `ulimit -n`). Prints the time to accept the crowd, the server's RSS
+//!   before and with it and the growth per waiting agent, its CPU over 5 s while the crowd waits
+//!   idle, and the answer-to-wake latency of 100 of them answered one by one (p50, p99, max).
+//!   With `CLARIFY_BENCH_FLEET_IDLE=1`, N connections that send nothing instead: what a
+//!   connection costs the server before any request.
 //! - `rules` (only when named): 32 clients creating an approval and answering it, on SQLite,
 //!   against a server with 100 `[[rules]]` (none matching, ten conditions evaluated per create)
 //!   and against one without rules, alternating three times each; prints both and the ratio.
@@ -78,6 +86,11 @@ impl Server {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         Self { child, url }
+    }
+
+    /// The server process's resident set now, in KiB.
+    fn rss_kib(&self) -> u64 {
+        status_kib(self.child.id(), "VmRSS:")
     }
 
     /// CPU seconds the server process has used so far.
@@ -776,6 +789,184 @@ async fn display(dir: &std::path::Path) {
     );
 }
 
+/// A `/proc/PID/status` field in KiB (0 when unreadable).
+fn status_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// This process's soft limit of open files.
+fn open_files_limit() -> u64 {
+    std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Max open files"))
+                .and_then(|l| l.split_whitespace().nth(3))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// `clarify_waiters` from the server's `/metrics`.
+async fn waiters_open(client: &reqwest::Client, url: &str) -> u64 {
+    let Ok(response) = client.get(format!("{url}/metrics")).send().await else {
+        return 0;
+    };
+    let text = response.text().await.unwrap_or_default();
+    text.lines()
+        .find(|l| l.starts_with("clarify_waiters "))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
+/// N agents waiting on one server at once; see the module comment.
+async fn fleet(dir: &std::path::Path, n: usize) {
+    let needed = 2 * n as u64 + 100;
+    if open_files_limit() < needed {
+        println!(
+            "fleet {n}: skipped: this process may open {} files and needs {needed}; raise it with `ulimit -n`",
+            open_files_limit()
+        );
+        return;
+    }
+    let db = format!("sqlite://{}", dir.join(format!("fleet-{n}.db")).display());
+    let admin = key(&db, "admin", "default");
+    let max = (n + 100).to_string();
+    let server = Server::start_with(BIN, &db, &["--max-waiters", &max]).await;
+    let client = reqwest::Client::new();
+    // The requests the crowd waits on, created 32 at a time.
+    let mut ids = Vec::with_capacity(n);
+    for chunk in (0..n).collect::<Vec<_>>().chunks(32) {
+        let made = futures_util::future::join_all(chunk.iter().map(|i| {
+            post(
+                &client,
+                format!("{}/v1/requests", server.url),
+                &admin,
+                json!({"question": format!("Agent {i}: deploy?"), "choices": ["yes", "no"],
+                       "timeout_seconds": 0}),
+            )
+        }))
+        .await;
+        ids.extend(
+            made.into_iter()
+                .map(|r| r["id"].as_str().expect("id").to_owned()),
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = server.rss_kib();
+    // Each waiter on its own connection: a client that keeps none idle and opens one per
+    // request in flight.
+    let crowd = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .timeout(Duration::from_secs(120))
+        .build()
+        .expect("client");
+    if std::env::var("CLARIFY_BENCH_FLEET_IDLE").is_ok() {
+        // Connections that send nothing: what a connection alone costs.
+        let address = server.url.trim_start_matches("http://").to_owned();
+        let mut idle = Vec::with_capacity(n);
+        for _ in 0..n {
+            idle.push(
+                tokio::net::TcpStream::connect(&address)
+                    .await
+                    .expect("connect"),
+            );
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let with = server.rss_kib();
+        println!(
+            "fleet {n} idle connections: server RSS {:.1} MiB before, {:.1} MiB with them: {:.1} KiB each",
+            before as f64 / 1024.0,
+            with as f64 / 1024.0,
+            with.saturating_sub(before) as f64 / n as f64
+        );
+        return;
+    }
+    let started = Instant::now();
+    let mut waiting = Vec::with_capacity(n);
+    for id in &ids {
+        let (crowd, url, admin) = (crowd.clone(), server.url.clone(), admin.clone());
+        let id = id.clone();
+        waiting.push(tokio::spawn(async move {
+            loop {
+                let response = crowd
+                    .get(format!("{url}/v1/requests/{id}/wait?timeout=60"))
+                    .bearer_auth(&admin)
+                    .send()
+                    .await;
+                match response {
+                    Ok(r) if r.status().is_success() => {
+                        let body: Value = r.json().await.unwrap_or(Value::Null);
+                        if body["status"] != "pending" {
+                            return Instant::now();
+                        }
+                    }
+                    // Refused or cut: try again shortly, as an agent would.
+                    _ => tokio::time::sleep(Duration::from_millis(100)).await,
+                }
+            }
+        }));
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while waiters_open(&client, &server.url).await < n as u64 {
+        assert!(Instant::now() < deadline, "the crowd did not connect");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let accepted = started.elapsed();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let with = server.rss_kib();
+    let cpu = server.cpu_seconds();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let idle_cpu = (server.cpu_seconds() - cpu) / 5.0;
+    // Answer 100 of them one by one; each wake timed from the answer's send.
+    let mut wakes = Vec::new();
+    let sample = n.min(100);
+    let mut tasks: Vec<Option<tokio::task::JoinHandle<Instant>>> =
+        waiting.into_iter().map(Some).collect();
+    for i in 0..sample {
+        let k = i * (n / sample);
+        let sent = Instant::now();
+        post(
+            &client,
+            format!("{}/v1/requests/{}/answer", server.url, ids[k]),
+            &admin,
+            json!({"option": "yes"}),
+        )
+        .await;
+        let woke = tasks[k]
+            .take()
+            .expect("a waiter")
+            .await
+            .expect("the waiter ends");
+        wakes.push(woke.saturating_duration_since(sent));
+    }
+    wakes.sort();
+    println!(
+        "fleet {n}: crowd accepted in {:.2} s ({:.0} connections/s); server RSS {:.1} MiB before, {:.1} MiB with the crowd: {:.1} KiB per waiting agent; server CPU while the crowd waits idle {:.1} % of a core; answer -> wake over {sample}: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        accepted.as_secs_f64(),
+        n as f64 / accepted.as_secs_f64(),
+        before as f64 / 1024.0,
+        with as f64 / 1024.0,
+        with.saturating_sub(before) as f64 / n as f64,
+        idle_cpu * 100.0,
+        ms(percentile(&wakes, 0.5)),
+        ms(percentile(&wakes, 0.99)),
+        ms(wakes.last().copied().unwrap_or_default()),
+    );
+    for task in tasks.into_iter().flatten() {
+        task.abort();
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args()
@@ -808,6 +999,15 @@ async fn main() {
     }
     if args.iter().any(|a| a == "rules") {
         rules(&dir).await;
+    }
+    if args.iter().any(|a| a == "fleet") {
+        let sizes = std::env::var("CLARIFY_BENCH_FLEET").unwrap_or_else(|_| "1000,5000".into());
+        for n in sizes
+            .split(',')
+            .filter_map(|n| n.trim().parse::<usize>().ok())
+        {
+            fleet(&dir, n).await;
+        }
     }
     if args.iter().any(|a| a == "clients") {
         for clients in [1, 64, 1024] {
