@@ -117,9 +117,11 @@ impl AdminEvent {
     }
 }
 
-/// Whether a stored kind is an admin action's: theirs contain a dot, the requests' never do.
+/// Whether a stored kind is an admin action's ([`AdminKind`]), whose subject sits where a
+/// request's id does. Not every dotted kind is: `grant.suggested_accepted` is a request's event
+/// (the feed's statements leave out every dotted kind all the same; see [`FEED_KINDS`]).
 pub(crate) fn is_admin(kind: &str) -> bool {
-    kind.contains('.')
+    AdminKind::ALL.iter().any(|k| k.as_str() == kind)
 }
 
 /// The SQL condition the event feed reads with: no tombstones, no admin events.
@@ -207,9 +209,7 @@ pub struct AuditEvent {
 impl AuditEvent {
     pub(crate) fn of(parts: &EventParts, hash: Option<&str>) -> Self {
         let purged = parts.kind == PURGED;
-        // A suggestion accepted is a grant's event about a request: its id is a request's.
-        let admin = is_admin(&parts.kind)
-            && parts.kind != crate::record::EventKind::GrantSuggestedAccepted.as_str();
+        let admin = is_admin(&parts.kind);
         Self {
             seq: u64::try_from(parts.seq).unwrap_or(0),
             kind: parts.kind.clone(),

@@ -110,15 +110,7 @@ impl Server {
 
     /// Peak resident memory of the server process.
     fn peak_rss_kib(&self) -> u64 {
-        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("VmHWM:"))
-                    .and_then(|l| l.split_whitespace().nth(1))
-                    .and_then(|n| n.parse().ok())
-            })
-            .unwrap_or(0)
+        status_kib(self.child.id(), "VmHWM:")
     }
 }
 

@@ -215,12 +215,8 @@ async fn link_account(state: &AppState, channel: &Channel, user: &str) -> String
             String::new()
         }
     };
-    match crate::web::accounts::offer(state, &who).await {
-        Ok(url) => format!(
-            "{now}Link this chat account ({who}) to your clarify sign-in: {url} (works once, \
-             for {} minutes).",
-            crate::web::accounts::LINK_TTL.num_minutes()
-        ),
+    match link_sentence(state, &who).await {
+        Ok(sentence) => format!("{now}{sentence}"),
         Err(e) => {
             tracing::warn!(error = %e, "issuing a link-account link failed");
             format!("{now}clarify could not make a link just now; please try again.")
@@ -245,12 +241,10 @@ pub(crate) async fn link_offer(state: &AppState, channel: &Channel, who: &str) -
 /// A one-time link that links the chat account `who` to the person who opens it signed in,
 /// with what it is for; or, if none can be made, to ask an admin.
 pub(crate) async fn link_text(state: &AppState, who: &str) -> String {
-    match crate::web::accounts::offer(state, who).await {
-        Ok(url) => format!(
-            "clarify does not know who you are yet ({who}). Link this chat account to your \
-             clarify sign-in: {url} (works once, for {} minutes). Nothing was answered.",
-            crate::web::accounts::LINK_TTL.num_minutes()
-        ),
+    match link_sentence(state, who).await {
+        Ok(sentence) => {
+            format!("clarify does not know who you are yet. {sentence} Nothing was answered.")
+        }
         Err(e) => {
             tracing::warn!(error = %e, "issuing a link-account link failed");
             format!(
@@ -259,6 +253,16 @@ pub(crate) async fn link_text(state: &AppState, who: &str) -> String {
             )
         }
     }
+}
+
+/// "Link this chat account (`who`) to your clarify sign-in: <a new one-time link>."
+async fn link_sentence(state: &AppState, who: &str) -> Result<String, clarify_store::StoreError> {
+    let url = crate::web::accounts::offer(state, who).await?;
+    Ok(format!(
+        "Link this chat account ({who}) to your clarify sign-in: {url} (works once, for {} \
+         minutes).",
+        crate::web::accounts::LINK_TTL.num_minutes()
+    ))
 }
 
 /// The configured channel called `name` whose platform `pick` accepts, with that platform's

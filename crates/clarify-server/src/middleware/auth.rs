@@ -305,6 +305,19 @@ pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v)
 }
 
+/// Whether the request's `Origin` names this host: `None` without an `Origin` (a browser sends
+/// one with every form post and script request that could be cross-site).
+pub(crate) fn origin_is_host(headers: &HeaderMap) -> Option<bool> {
+    let origin = headers.get(header::ORIGIN)?;
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let origin_host = origin
+        .to_str()
+        .ok()
+        .and_then(|o| o.split_once("://"))
+        .map(|(_, rest)| rest);
+    Some(host.is_some() && origin_host == host)
+}
+
 /// The CSRF token of a session: derived from it, so nothing more is stored.
 pub fn csrf_token(state: &AppState, session: &str) -> String {
     hex(&mac(&state.secrets.csrf, session.as_bytes()))
@@ -317,16 +330,8 @@ fn check_csrf(headers: &HeaderMap, state: &AppState, session: &str) -> Result<()
             "this form post did not come from the inbox; reload the inbox and try again",
         )
     };
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-        let origin_host = origin
-            .to_str()
-            .ok()
-            .and_then(|o| o.split_once("://"))
-            .map(|(_, rest)| rest);
-        if host.is_none() || origin_host != host {
-            return Err(refused());
-        }
+    if origin_is_host(headers) == Some(false) {
+        return Err(refused());
     }
     let sent = headers
         .get(CSRF_HEADER)

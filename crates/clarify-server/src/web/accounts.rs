@@ -11,12 +11,12 @@
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::TimeDelta;
 use clarify_store::Actor;
 
-use crate::middleware::auth::signed_in_caller;
+use crate::middleware::auth::{origin_is_host, signed_in_caller};
 use crate::shared::error::ApiError;
 use crate::shared::extract::Drained;
 use crate::state::AppState;
@@ -84,7 +84,8 @@ pub(crate) async fn link(
     _: Drained,
 ) -> Response {
     let shown = query.ok().and_then(|Query(q)| q.account);
-    if !same_origin(&headers) {
+    // Browsers send `Origin` with every form post: it must be there, and name this host.
+    if origin_is_host(&headers) != Some(true) {
         return message_page(
             StatusCode::FORBIDDEN,
             "Not linked",
@@ -140,16 +141,4 @@ pub(crate) async fn link(
         }
         Err(e) => ApiError::store(&e).into_response(),
     }
-}
-
-/// Whether a form post came from this server's own page: browsers send `Origin` with every
-/// form post, and it must name this host.
-fn same_origin(headers: &HeaderMap) -> bool {
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    let origin = headers
-        .get(header::ORIGIN)
-        .and_then(|o| o.to_str().ok())
-        .and_then(|o| o.split_once("://"))
-        .map(|(_, rest)| rest);
-    host.is_some() && origin == host
 }
