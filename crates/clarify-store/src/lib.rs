@@ -604,7 +604,10 @@ impl Store {
         let deadline = tokio::time::Instant::now() + timeout;
         // Registered before the first read, so a resolution in between still wakes us.
         let guard = self.inner.waiters.register(id);
-        let mut pending: Option<RequestRecord> = None;
+        // Whether the request was found pending. The record itself is not kept: a waiter may
+        // sleep for a minute, and thousands of them may, so it holds no copy of its request;
+        // at the deadline it reads it once more.
+        let mut seen = false;
         loop {
             let notified = guard.notify.notified();
             tokio::pin!(notified);
@@ -620,16 +623,16 @@ impl Store {
                 Ok(Some(record)) if record.expires_at.is_some_and(|at| at <= self.now()) => {
                     match Box::pin(self.expire_one(id)).await {
                         Ok(_) => continue,
-                        Err(e) if pending.is_some() => Some(e),
+                        Err(e) if seen => Some(e),
                         Err(e) => return Err(e.into()),
                     }
                 }
-                Ok(Some(record)) => {
-                    pending = Some(record);
+                Ok(Some(_)) => {
+                    seen = true;
                     None
                 }
                 Ok(None) => return Err(ResolveError::NotFound),
-                Err(e) if pending.is_some() => Some(e),
+                Err(e) if seen => Some(e),
                 Err(e) => return Err(e.into()),
             };
             let until = match failure {
@@ -639,10 +642,13 @@ impl Store {
             tokio::select! {
                 () = &mut notified => {}
                 () = tokio::time::sleep_until(until) => if until == deadline {
-                    return match (failure, pending) {
-                        (None, Some(record)) => Ok(record),
-                        (Some(e), _) => Err(e.into()),
-                        (None, None) => Err(ResolveError::NotFound),
+                    if let Some(e) = failure {
+                        return Err(e.into());
+                    }
+                    return match Box::pin(self.get(tenant, id)).await {
+                        Ok(Some(record)) => Ok(record),
+                        Ok(None) => Err(ResolveError::NotFound),
+                        Err(e) => Err(e.into()),
                     };
                 }
             }

@@ -39,8 +39,10 @@ impl Default for Waiters {
 struct Entry {
     notify: Arc<Notify>,
     count: usize,
-    /// The request's final record, once a resolution in this process committed it.
-    resolved: Option<RequestRecord>,
+    /// The request's final record, once a resolution in this process committed it. Boxed: an
+    /// entry exists for every request waited on, and a record inline would make each as big as
+    /// a record while it is still `None`.
+    resolved: Option<Box<RequestRecord>>,
 }
 
 impl Waiters {
@@ -71,7 +73,7 @@ impl Waiters {
     /// committed, and hands it to them (see [`WaitGuard::resolved`]).
     pub(crate) fn resolved(&self, record: &RequestRecord) {
         if let Some(entry) = self.lock().get_mut(record.id.as_str()) {
-            entry.resolved = Some(record.clone());
+            entry.resolved = Some(Box::new(record.clone()));
             entry.notify.notify_waiters();
         }
     }
@@ -121,7 +123,7 @@ impl WaitGuard {
         self.hub
             .lock()
             .get(&self.id)
-            .and_then(|entry| entry.resolved.clone())
+            .and_then(|entry| entry.resolved.as_deref().cloned())
     }
 }
 
