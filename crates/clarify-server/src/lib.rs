@@ -137,7 +137,21 @@ async fn accept(
             },
             () = token.cancelled() => break,
         };
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        // Small responses and event-stream frames go out at once rather than after Nagle's
+        // wait for an acknowledgement (up to 40 ms on a busy stream).
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "setting TCP_NODELAY failed");
+        }
+        // Cancelled at shutdown (with the server's token) or alone, by the event streams'
+        // stall rule: then the connection is dropped at once.
+        let kill = token.child_token();
+        let service = {
+            let (app, connection) = (app.clone(), Connection(kill.clone()));
+            hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+                request.extensions_mut().insert(connection.clone());
+                tower::ServiceExt::oneshot(app.clone(), request)
+            })
+        };
         let token = token.clone();
         connections.spawn(async move {
             let connection = hyper::server::conn::http1::Builder::new()
@@ -145,7 +159,7 @@ async fn accept(
             tokio::pin!(connection);
             tokio::select! {
                 _ = connection.as_mut() => {}
-                () = token.cancelled() => {
+                () = kill.cancelled() => if token.is_cancelled() {
                     connection.as_mut().graceful_shutdown();
                     let _ = connection.await;
                 }
@@ -157,6 +171,10 @@ async fn accept(
     connections.wait().await;
     Ok(())
 }
+
+/// The connection a request came on, in its extensions: cancelling it closes the connection.
+#[derive(Clone, Debug)]
+pub struct Connection(pub(crate) tokio_util::sync::CancellationToken);
 
 /// On first start with an empty store: creates an admin key and a one-time inbox login link.
 /// Returns `None` when the store already has keys (or another instance won the race).

@@ -107,6 +107,7 @@ pub async fn revoke_key(
     }
     let key = state.store.revoke_key(&name, &caller.actor()).await?;
     state.keys.forget(&key.id);
+    state.hub.keys_changed();
     Ok(Json(KeyBody::from(&key)))
 }
 

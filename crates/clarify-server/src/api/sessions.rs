@@ -105,6 +105,7 @@ pub async fn logout(
     {
         return ApiError::store(&e).into_response();
     }
+    state.hub.keys_changed();
     let mut response = StatusCode::NO_CONTENT.into_response();
     clear_session_cookie(&state, &mut response);
     response

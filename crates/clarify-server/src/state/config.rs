@@ -21,6 +21,9 @@ pub struct Config {
     pub rate_limit: Option<std::num::NonZeroU32>,
     /// How often the event log is checked for events written by other instances.
     pub event_poll: Duration,
+    /// The event streams' stall rule: a stream whose client has taken nothing for this long
+    /// while events wait for it is closed.
+    pub stream_stall: Duration,
     pub webhooks: WebhookConfig,
     /// How long an inbox session lasts.
     pub session_ttl: chrono::TimeDelta,
@@ -113,6 +116,7 @@ impl Config {
             max_waiters: 10_000,
             rate_limit: None,
             event_poll: Duration::from_millis(100),
+            stream_stall: crate::api::events::STALL,
             webhooks: WebhookConfig::default(),
             session_ttl: chrono::TimeDelta::days(7),
             mcp: clarify_mcp::HttpOptions::default(),

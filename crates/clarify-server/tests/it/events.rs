@@ -511,3 +511,119 @@ async fn a_two_of_two_approval_counts_votes_and_says_so_everywhere() {
     check(&sse.expect().await, "request.voted", &id, "answered");
     check(&sse.expect().await, "request.answered", &id, "answered");
 }
+
+/// The stall rule: a client that stops reading while events keep coming has its stream closed
+/// (instead of the server holding its connection, and events for it, for ever); a client that
+/// reads is not touched, and the stopped one, reconnecting with `Last-Event-ID`, loses nothing.
+#[tokio::test]
+async fn a_stream_whose_client_stopped_reading_is_closed_and_resumes_without_loss() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let s = TestServer::build("memory:", StoreOptions::default(), |config| {
+        config.stream_stall = Duration::from_secs(1);
+    })
+    .await;
+    let mut reader = Sse::open(&s, &s.admin, None).await;
+    // The stalled client: a small receive buffer, the request sent, the head read, then nothing.
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.set_recv_buffer_size(4096).expect("buffer size");
+    let address = s.url.trim_start_matches("http://").parse().expect("address");
+    let mut stalled = socket.connect(address).await.expect("connected");
+    stalled
+        .write_all(
+            format!(
+                "GET /v1/events HTTP/1.1\r\nhost: clarify\r\nauthorization: Bearer {}\r\n\r\n",
+                s.admin
+            )
+            .as_bytes(),
+        )
+        .await
+        .expect("request sent");
+    let mut head = vec![0u8; 256];
+    let n = stalled.read(&mut head).await.expect("head read");
+    assert!(
+        String::from_utf8_lossy(&head[..n]).starts_with("HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&head[..n])
+    );
+    let waiters = async || {
+        let text = s
+            .client
+            .get(format!("{}/metrics", s.url))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("text");
+        text.lines()
+            .find_map(|l| l.strip_prefix("clarify_waiters "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(-1.0)
+    };
+    assert_eq!(waiters().await, 2.0, "both streams are open");
+    // Events of 16 KiB each until the stalled client's buffers are full and it has taken
+    // nothing for the stall time; the reader keeps up all along.
+    let text = "A line of the change to review, long enough to fill buffers.\n".repeat(260);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut made = Vec::new();
+    let mut read = 0;
+    while waiters().await > 1.0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stalled stream was not closed after {} events",
+            made.len()
+        );
+        for _ in 0..20 {
+            let record = s
+                .ask(
+                    &s.admin,
+                    json!({"question": "Apply?", "display": [{"type": "markdown", "text": text}]}),
+                )
+                .await;
+            made.push(id_of(&record));
+        }
+        while read < made.len() {
+            let event = reader.expect().await;
+            assert_eq!(event.record()["id"], made[read].as_str());
+            read += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The reader was not cut off: it still receives.
+    let last = id_of(&s.ask(&s.admin, question("after the stall")).await);
+    check(&reader.expect().await, "request.created", &last, "pending");
+    // The stalled client finds its connection closed after what was sent, and resumes from
+    // the last event it got with nothing missing.
+    let mut received = head[..n].to_vec();
+    tokio::time::timeout(Duration::from_secs(10), stalled.read_to_end(&mut received))
+        .await
+        .expect("the closed connection ends")
+        .ok();
+    // Complete events end in a blank line: the text after the last one is cut short (and
+    // hyper's chunk sizes sit between events, on lines of their own).
+    let got = String::from_utf8_lossy(&received);
+    let complete = got.rsplit_once("\n\n").map_or("", |(whole, _)| whole);
+    let last_id = complete
+        .split("\n\n")
+        .filter(|block| block.contains("\ndata: "))
+        .filter_map(|block| block.lines().find_map(|l| l.strip_prefix("id: ")))
+        .filter_map(|id| id.trim().parse::<u64>().ok())
+        .last();
+    let mut resumed = Sse::open(&s, &s.admin, last_id).await;
+    let first = resumed.expect().await;
+    let ids: Vec<&str> = made
+        .iter()
+        .map(String::as_str)
+        .chain([last.as_str()])
+        .collect();
+    let at = ids
+        .iter()
+        .position(|id| first.record()["id"] == *id)
+        .expect("a request of this test");
+    assert!(at > 0, "the stalled client had received some events");
+    let mut expected = ids[at..].iter();
+    assert_eq!(expected.next(), Some(&first.record()["id"].as_str().unwrap_or("")));
+    for id in expected {
+        assert_eq!(resumed.expect().await.record()["id"], *id, "no gap after resuming");
+    }
+}
