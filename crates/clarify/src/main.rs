@@ -194,9 +194,10 @@ struct ServeArgs {
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     webhook_timeout: Duration,
     /// The most long-polls, event streams and /mcp requests open at once; past it they get
-    /// 503 too_many_waiters.
-    #[arg(long, env = "CLARIFY_MAX_WAITERS", default_value_t = 10_000)]
-    max_waiters: usize,
+    /// 503 too_many_waiters. Default: the open-file limit (raised to its hard limit at start)
+    /// less 1,024, at most 100,000.
+    #[arg(long, env = "CLARIFY_MAX_WAITERS")]
+    max_waiters: Option<usize>,
     /// Requests per second each key may send (a burst of that many); past it 429
     /// rate_limited with Retry-After. Default: no limit.
     #[arg(long, env = "CLARIFY_RATE_LIMIT")]

@@ -10,6 +10,35 @@ use crate::ServeArgs;
 
 /// Runs the server with `args`, where a setting not `given` as a flag (or its environment
 /// variable) is taken from the configuration file when it has one.
+/// Waiters allowed by default at most, and the open files kept for everything else.
+const MOST_WAITERS: u64 = 100_000;
+const FILES_KEPT: u64 = 1_024;
+
+/// `--max-waiters` when not given: as many as the process may open files for, less
+/// `FILES_KEPT` (the store, outbound calls and ordinary requests need files too), at most
+/// `MOST_WAITERS`. Each waiter is one connection, so past the file limit new connections would
+/// fail anyway; below it, the cap leaves a refusal a caller understands (`503 too_many_waiters`
+/// with `Retry-After`) instead of a refused connection. The soft file limit is first raised to
+/// the hard one, as a server expecting many connections should (the soft default of a shell is
+/// often 1,024). A waiting agent costs the server about 10 KiB (`BENCHMARKS.md`, "A fleet
+/// waiting at once"), so the largest default, 100,000, is about 1 GiB.
+fn default_max_waiters() -> usize {
+    let files = match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(files) => files,
+        Err(e) => {
+            tracing::warn!(error = %e, "reading the open-file limit failed; allowing 1,024 waiters");
+            return 1_024;
+        }
+    };
+    let waiters = files.saturating_sub(FILES_KEPT).clamp(64, MOST_WAITERS);
+    tracing::info!(
+        open_files = files,
+        max_waiters = waiters,
+        "long-polls, event streams and /mcp calls open at once are capped by the open-file limit; raise it (LimitNOFILE, ulimit -n) for more"
+    );
+    usize::try_from(waiters).unwrap_or(usize::MAX)
+}
+
 pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> {
     let (args, channels, routes, people, rules, suggest) = match &args.config {
         None => (
@@ -92,7 +121,10 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     config.webhooks.first_backoff = chrono::TimeDelta::from_std(args.webhook_first_retry)
         .context("--webhook-first-retry is too long")?;
     config.webhooks.timeout = args.webhook_timeout;
-    config.max_waiters = args.max_waiters;
+    config.max_waiters = match args.max_waiters {
+        Some(n) => n,
+        None => default_max_waiters(),
+    };
     config.rate_limit = args.rate_limit;
     config.outbound = clarify_server::OutboundGuard::allowing(&args.outbound_allow)
         .map_err(|e| anyhow::anyhow!("--outbound-allow: {e}"))?;
