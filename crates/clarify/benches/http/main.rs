@@ -22,14 +22,16 @@
 //! - `display` (only when named): round trips of a request with display blocks (a 20-line diff,
 //!   markdown, fields) against a plain one, alternating; then a 2,000-line diff created, its
 //!   record read and its blocks rendered as the inbox shows them, each with p50 and p99.
-//! - `fleet` (only when named): N agents waiting at once, each holding a long-poll
-//!   (`GET /v1/requests/{id}/wait`) on its own connection to one server on SQLite; N = 1,000
-//!   and 5,000, or the list in `CLARIFY_BENCH_FLEET` (`1000,5000,18000`; the process needs a file
-//!   limit above 2N + 100, `ulimit -n`). Prints the time to accept the crowd, the server's RSS
-//!   before and with it and the growth per waiting agent, its CPU over 5 s while the crowd waits
-//!   idle, and the answer-to-wake latency of 100 of them answered one by one (p50, p99, max).
-//!   With `CLARIFY_BENCH_FLEET_IDLE=1`, N connections that send nothing instead: what a
-//!   connection costs the server before any request.
+//! - `fleet` (only when named): N agents waiting at once, each on its own connection, held by
+//!   crowd processes: N = 1,000 and 5,000, or the list in `CLARIFY_BENCH_FLEET`
+//!   (`1000,5000,18000`). Long-polls by default; `CLARIFY_BENCH_FLEET_MODE=events`, `mcp` or
+//!   `idle` for event streams, MCP `ask_human` calls or bare connections;
+//!   `CLARIFY_BENCH_FLEET_DB=postgres` with `CLARIFY_BENCH_FLEET_INSTANCES=2` for two instances
+//!   sharing PostgreSQL. Prints the time to accept the crowd, the servers' RSS before and with
+//!   it and the growth per agent (and the kernel's TCP memory apart), their CPU while the crowd
+//!   waits idle, answer-to-wake latency of 100 agents answered one by one beside one waiter's
+//!   alone, and 32 other agents' round trips beside the crowd against alone; in `events` mode,
+//!   each subscriber's deliveries of a stream of creates. See `fleet.rs`.
 //! - `rules` (only when named): 32 clients creating an approval and answering it, on SQLite,
 //!   against a server with 100 `[[rules]]` (none matching, ten conditions evaluated per create)
 //!   and against one without rules, alternating three times each; prints both and the ratio.
@@ -40,6 +42,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+mod fleet;
 
 const BIN: &str = env!("CARGO_BIN_EXE_clarify");
 
@@ -64,7 +68,19 @@ impl Server {
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
             .expect("free port");
-        let child = Command::new(bin)
+        // `CLARIFY_BENCH_WRAP="heaptrack -o /tmp/h"` runs the server under a profiler (its
+        // figures are then the wrapper's; read the profile instead).
+        let wrap = std::env::var("CLARIFY_BENCH_WRAP").unwrap_or_default();
+        let mut words = wrap.split_whitespace();
+        let mut command = match words.next() {
+            Some(program) => {
+                let mut c = Command::new(program);
+                c.args(words).arg(bin);
+                c
+            }
+            None => Command::new(bin),
+        };
+        let child = command
             .args([
                 "serve",
                 "--listen",
@@ -377,6 +393,50 @@ async fn roundtrip_of(
     );
     let admin = key_of(bin, &db, "admin", "default");
     let server = Server::start_with(bin, &db, extra).await;
+    let load = agents(&server, &admin, clients, run_for, (ask, answer)).await;
+    let (count, elapsed, server_cpu, all) = (
+        load.count,
+        load.elapsed,
+        load.server_cpu,
+        load.latencies,
+    );
+    let figures = Roundtrips {
+        per_second: count as f64 / elapsed.as_secs_f64(),
+        cpu_us: server_cpu * 1e6 / count.max(1) as f64,
+    };
+    println!(
+        "roundtrip sqlite{label}, {clients} clients: {:.0} ask+answer round trips/s over {:.1} s; server CPU {:.0} µs per round trip (used {:.2} of the 2 cores, the load generator the rest); round trip p50 {:.2} ms, p99 {:.2} ms; server peak RSS {} KiB",
+        figures.per_second,
+        elapsed.as_secs_f64(),
+        figures.cpu_us,
+        server_cpu / elapsed.as_secs_f64(),
+        ms(percentile(&all, 0.5)),
+        ms(percentile(&all, 0.99)),
+        server.peak_rss_kib()
+    );
+    figures
+}
+
+/// What [`agents`] measured.
+struct Load {
+    /// Round trips in the measured window.
+    count: u64,
+    elapsed: Duration,
+    /// The server's CPU seconds in the window.
+    server_cpu: f64,
+    /// Every round trip's latency, sorted.
+    latencies: Vec<Duration>,
+}
+
+/// `clients` agents, each creating a request on `server` and answering it, over and over: a
+/// second of warm-up, then `run_for` measured.
+async fn agents(
+    server: &Server,
+    admin: &str,
+    clients: usize,
+    run_for: Duration,
+    (ask, answer): (&'static [u8], &'static [u8]),
+) -> Load {
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     // The bodies are serialised once and only the id is read back, so the load generator, which
@@ -431,21 +491,12 @@ async fn roundtrip_of(
         all.extend(t.await.unwrap_or_default());
     }
     all.sort();
-    let figures = Roundtrips {
-        per_second: count as f64 / elapsed.as_secs_f64(),
-        cpu_us: server_cpu * 1e6 / count.max(1) as f64,
-    };
-    println!(
-        "roundtrip sqlite{label}, {clients} clients: {:.0} ask+answer round trips/s over {:.1} s; server CPU {:.0} µs per round trip (used {:.2} of the 2 cores, the load generator the rest); round trip p50 {:.2} ms, p99 {:.2} ms; server peak RSS {} KiB",
-        figures.per_second,
-        elapsed.as_secs_f64(),
-        figures.cpu_us,
-        server_cpu / elapsed.as_secs_f64(),
-        ms(percentile(&all, 0.5)),
-        ms(percentile(&all, 0.99)),
-        server.peak_rss_kib()
-    );
-    figures
+    Load {
+        count,
+        elapsed,
+        server_cpu,
+        latencies: all,
+    }
 }
 
 /// 100 rules as a configuration would have them: 90 for other tools, 10 for every tool whose
@@ -794,173 +845,13 @@ fn status_kib(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// This process's soft limit of open files.
-fn open_files_limit() -> u64 {
-    std::fs::read_to_string("/proc/self/limits")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Max open files"))
-                .and_then(|l| l.split_whitespace().nth(3))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-/// `clarify_waiters` from the server's `/metrics`.
-async fn waiters_open(client: &reqwest::Client, url: &str) -> u64 {
-    let Ok(response) = client.get(format!("{url}/metrics")).send().await else {
-        return 0;
-    };
-    let text = response.text().await.unwrap_or_default();
-    text.lines()
-        .find(|l| l.starts_with("clarify_waiters "))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse::<f64>().ok())
-        .map_or(0, |v| v as u64)
-}
-
-/// N agents waiting on one server at once; see the module comment.
-async fn fleet(dir: &std::path::Path, n: usize) {
-    let needed = 2 * n as u64 + 100;
-    if open_files_limit() < needed {
-        println!(
-            "fleet {n}: skipped: this process may open {} files and needs {needed}; raise it with `ulimit -n`",
-            open_files_limit()
-        );
-        return;
-    }
-    let db = format!("sqlite://{}", dir.join(format!("fleet-{n}.db")).display());
-    let admin = key(&db, "admin", "default");
-    let max = (n + 100).to_string();
-    let server = Server::start_with(BIN, &db, &["--max-waiters", &max]).await;
-    let client = reqwest::Client::new();
-    // The requests the crowd waits on, created 32 at a time.
-    let mut ids = Vec::with_capacity(n);
-    for chunk in (0..n).collect::<Vec<_>>().chunks(32) {
-        let made = futures_util::future::join_all(chunk.iter().map(|i| {
-            post(
-                &client,
-                format!("{}/v1/requests", server.url),
-                &admin,
-                json!({"question": format!("Agent {i}: deploy?"), "choices": ["yes", "no"],
-                       "timeout_seconds": 0}),
-            )
-        }))
-        .await;
-        ids.extend(
-            made.into_iter()
-                .map(|r| r["id"].as_str().expect("id").to_owned()),
-        );
-    }
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let before = server.rss_kib();
-    // Each waiter on its own connection: a client that keeps none idle and opens one per
-    // request in flight.
-    let crowd = reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
-        .timeout(Duration::from_secs(120))
-        .build()
-        .expect("client");
-    if std::env::var("CLARIFY_BENCH_FLEET_IDLE").is_ok() {
-        // Connections that send nothing: what a connection alone costs.
-        let address = server.url.trim_start_matches("http://").to_owned();
-        let mut idle = Vec::with_capacity(n);
-        for _ in 0..n {
-            idle.push(
-                tokio::net::TcpStream::connect(&address)
-                    .await
-                    .expect("connect"),
-            );
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let with = server.rss_kib();
-        println!(
-            "fleet {n} idle connections: server RSS {:.1} MiB before, {:.1} MiB with them: {:.1} KiB each",
-            before as f64 / 1024.0,
-            with as f64 / 1024.0,
-            with.saturating_sub(before) as f64 / n as f64
-        );
-        return;
-    }
-    let started = Instant::now();
-    let mut waiting = Vec::with_capacity(n);
-    for id in &ids {
-        let (crowd, url, admin) = (crowd.clone(), server.url.clone(), admin.clone());
-        let id = id.clone();
-        waiting.push(tokio::spawn(async move {
-            loop {
-                let response = crowd
-                    .get(format!("{url}/v1/requests/{id}/wait?timeout=60"))
-                    .bearer_auth(&admin)
-                    .send()
-                    .await;
-                match response {
-                    Ok(r) if r.status().is_success() => {
-                        let body: Value = r.json().await.unwrap_or(Value::Null);
-                        if body["status"] != "pending" {
-                            return Instant::now();
-                        }
-                    }
-                    // Refused or cut: try again shortly, as an agent would.
-                    _ => tokio::time::sleep(Duration::from_millis(100)).await,
-                }
-            }
-        }));
-    }
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while waiters_open(&client, &server.url).await < n as u64 {
-        assert!(Instant::now() < deadline, "the crowd did not connect");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let accepted = started.elapsed();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let with = server.rss_kib();
-    let cpu = server.cpu_seconds();
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let idle_cpu = (server.cpu_seconds() - cpu) / 5.0;
-    // Answer 100 of them one by one; each wake timed from the answer's send.
-    let mut wakes = Vec::new();
-    let sample = n.min(100);
-    let mut tasks: Vec<Option<tokio::task::JoinHandle<Instant>>> =
-        waiting.into_iter().map(Some).collect();
-    for i in 0..sample {
-        let k = i * (n / sample);
-        let sent = Instant::now();
-        post(
-            &client,
-            format!("{}/v1/requests/{}/answer", server.url, ids[k]),
-            &admin,
-            json!({"option": "yes"}),
-        )
-        .await;
-        let woke = tasks[k]
-            .take()
-            .expect("a waiter")
-            .await
-            .expect("the waiter ends");
-        wakes.push(woke.saturating_duration_since(sent));
-    }
-    wakes.sort();
-    println!(
-        "fleet {n}: crowd accepted in {:.2} s ({:.0} connections/s); server RSS {:.1} MiB before, {:.1} MiB with the crowd: {:.1} KiB per waiting agent; server CPU while the crowd waits idle {:.1} % of a core; answer -> wake over {sample}: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-        accepted.as_secs_f64(),
-        n as f64 / accepted.as_secs_f64(),
-        before as f64 / 1024.0,
-        with as f64 / 1024.0,
-        with.saturating_sub(before) as f64 / n as f64,
-        idle_cpu * 100.0,
-        ms(percentile(&wakes, 0.5)),
-        ms(percentile(&wakes, 0.99)),
-        ms(wakes.last().copied().unwrap_or_default()),
-    );
-    for task in tasks.into_iter().flatten() {
-        task.abort();
-    }
-}
-
 #[tokio::main]
 async fn main() {
+    // A crowd process of the `fleet` benchmark (see `fleet`).
+    if let Ok(spec) = std::env::var("CLARIFY_BENCH_CROWD") {
+        fleet::crowd(&spec).await;
+        return;
+    }
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -994,11 +885,12 @@ async fn main() {
     }
     if args.iter().any(|a| a == "fleet") {
         let sizes = std::env::var("CLARIFY_BENCH_FLEET").unwrap_or_else(|_| "1000,5000".into());
+        let mode = fleet::Mode::from_env();
         for n in sizes
             .split(',')
             .filter_map(|n| n.trim().parse::<usize>().ok())
         {
-            fleet(&dir, n).await;
+            fleet::fleet(&dir, mode, n).await;
         }
     }
     if args.iter().any(|a| a == "clients") {
