@@ -125,7 +125,9 @@ impl ClientAsk {
     /// This ask as one input request (2026-07-28: no `elicitationId`; the retry or
     /// `tasks/update` brings the answer), with `note` above the message.
     pub(crate) fn input_request(&self, id: &str, note: Option<&str>) -> Option<InputRequest> {
-        let params = self.params(id, note, false)?;
+        // 2026-07-28 dropped `elicitationId`, but rmcp's URL parameters always carry one (empty
+        // when unset): the request id at least means something to a client that reads it.
+        let params = self.params(id, note, true)?;
         serde_json::from_value(json!({
             "method": "elicitation/create",
             "params": params,
