@@ -27,7 +27,8 @@
 //! 2026-07-28 among them). A client that can show forms is asked too, racing every other surface
 //! (module `surface`; on 2026-07-28 through `input_required` and a sealed `requestState`, `state`),
 //! and a client that declares the tasks extension gets `ask_human` as a task that is the stored
-//! request (module `tasks`).
+//! request (module `tasks`; on 2026-07-28 a pending task asks the client through its
+//! `inputRequests`, answered with `tasks/update`).
 //!
 //! Arguments that do not make a valid request come back as a tool error (`isError: true`) with
 //! the validation message, so the model can correct itself. This is the only crate that uses
@@ -129,6 +130,8 @@ struct Inner {
     states: state::RequestStates,
     /// Who calls over stdio, for binding request states: this process, whose one client it is.
     instance: String,
+    /// Asking tasks' requests in the client (2026-07-28): the round each is in.
+    task_asks: std::sync::Mutex<std::collections::HashMap<String, tasks::TaskAsk>>,
 }
 
 #[derive(Debug)]
@@ -186,6 +189,7 @@ impl ClarifyMcp {
                 client_gone: CancellationToken::new(),
                 states,
                 instance: format!("stdio:{}", uuid_like()),
+                task_asks: std::sync::Mutex::default(),
             }),
         }
     }

@@ -9,7 +9,8 @@
 //! first the client's pending elicitation is withdrawn with `notifications/cancelled` (a URL
 //! elicitation the user accepted is closed with `notifications/elicitation/complete`). On
 //! 2026-07-28 the ask travels in an `input_required` result with a sealed `requestState`
-//! ([`crate::state`]), and the client's retry brings the answer ([`ClarifyMcp::resume`]).
+//! ([`crate::state`]), and the client's retry brings the answer ([`ClarifyMcp::resume`]); for a
+//! task it travels in the task's `inputRequests`, answered with `tasks/update` ([`crate::tasks`]).
 //!
 //! An answer from the client resolves the request through the store like any other answer
 //! (`Upstream::answer`, channel `mcp`), so chat announcements are edited to the outcome. One that
@@ -121,6 +122,19 @@ impl ClientAsk {
         }
     }
 
+    /// This ask as one input request (2026-07-28: no `elicitationId`; the retry or
+    /// `tasks/update` brings the answer), with `note` above the message.
+    pub(crate) fn input_request(&self, id: &str, note: Option<&str>) -> Option<InputRequest> {
+        // 2026-07-28 dropped `elicitationId`, but rmcp's URL parameters always carry one (empty
+        // when unset): the request id at least means something to a client that reads it.
+        let params = self.params(id, note, true)?;
+        serde_json::from_value(json!({
+            "method": "elicitation/create",
+            "params": params,
+        }))
+        .ok()
+    }
+
     /// An `input_required` result asking this, with `state`.
     pub(crate) fn input_required(
         &self,
@@ -128,12 +142,7 @@ impl ClientAsk {
         note: Option<&str>,
         state: String,
     ) -> Option<InputRequiredResult> {
-        let params = self.params(id, note, false)?;
-        let request: InputRequest = serde_json::from_value(json!({
-            "method": "elicitation/create",
-            "params": params,
-        }))
-        .ok()?;
+        let request = self.input_request(id, note)?;
         let requests = BTreeMap::from([(INPUT_KEY.to_owned(), request)]);
         Some(InputRequiredResult::new(Some(requests), Some(state)))
     }

@@ -1,21 +1,23 @@
 //! An MCP client that drives a clarify MCP server the way an agent's client would, over any
 //! rmcp transport (a pipe, a child process's stdio, Streamable HTTP), and records the progress
 //! notifications it receives. A client may also declare form and URL elicitation (each
-//! `elicitation/create` is handed to the test, which answers it) and the tasks extension.
+//! `elicitation/create` is handed to the test, which answers it, and the notifications rmcp has
+//! no type for, such as `notifications/elicitation/complete`, are kept) and the tasks extension.
 
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientCapabilities, ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult,
-    ElicitationAction, Implementation, ProgressNotificationParam, ProtocolVersion, ServerResult,
+    ClientCapabilities, ClientConfig, ClientRequest, CustomNotification, ElicitRequestParams,
+    ElicitResult, ElicitationAction, Implementation, ProgressNotificationParam, ProtocolVersion,
+    ServerResult,
 };
 use rmcp::service::{
     NotificationContext, PeerRequestOptions, RequestContext, RequestHandle, RoleClient,
     RunningService,
 };
 use rmcp::transport::IntoTransport;
-use rmcp::{ClientHandler, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
@@ -99,6 +101,7 @@ pub struct Listener {
     progress: mpsc::UnboundedSender<ProgressNotificationParam>,
     elicitations: mpsc::UnboundedSender<Elicited>,
     cancelled: mpsc::UnboundedSender<CancelledNotificationParam>,
+    notices: mpsc::UnboundedSender<CustomNotification>,
     declared: Declared,
 }
 
@@ -133,6 +136,14 @@ impl ClientHandler for Listener {
         let _ = self.cancelled.send(params);
     }
 
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.notices.send(notification);
+    }
+
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
@@ -149,6 +160,7 @@ pub struct McpAgent {
     progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
     elicitations: mpsc::UnboundedReceiver<Elicited>,
     cancelled: mpsc::UnboundedReceiver<CancelledNotificationParam>,
+    notices: mpsc::UnboundedReceiver<CustomNotification>,
 }
 
 impl McpAgent {
@@ -179,22 +191,52 @@ impl McpAgent {
         let (tx, progress) = mpsc::unbounded_channel();
         let (elicit_tx, elicitations) = mpsc::unbounded_channel();
         let (cancel_tx, cancelled) = mpsc::unbounded_channel();
+        let (notice_tx, notices) = mpsc::unbounded_channel();
+        let version = declared.version.clone();
         let listener = Listener {
             progress: tx,
             elicitations: elicit_tx,
             cancelled: cancel_tx,
+            notices: notice_tx,
             declared,
         };
-        let client = tokio::time::timeout(PATIENCE, listener.serve(transport))
-            .await
-            .expect("initialized in time")
-            .expect("the session initializes");
+        // 2026-07-28 has no `initialize`: offered there, a server would settle on 2025-11-25.
+        let lifecycle = if version.as_str() >= ProtocolVersion::V_2026_07_28.as_str() {
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![version.clone()],
+            }
+        } else {
+            ClientLifecycleMode::Initialize
+        };
+        let client = tokio::time::timeout(
+            PATIENCE,
+            listener.serve_with_lifecycle(transport, lifecycle),
+        )
+        .await
+        .expect("initialized in time")
+        .expect("the session initializes");
+        if let Some(info) = client.peer().peer_info() {
+            assert_eq!(
+                info.protocol_version, version,
+                "the server settled on another version than the one offered"
+            );
+        }
         Self {
             client,
             progress,
             elicitations,
             cancelled,
+            notices,
         }
+    }
+
+    /// The next notification the server sent that rmcp has no type for (such as
+    /// `notifications/elicitation/complete`).
+    pub async fn next_notice(&mut self) -> CustomNotification {
+        tokio::time::timeout(PATIENCE, self.notices.recv())
+            .await
+            .expect("a notification in time")
+            .expect("the client is running")
     }
 
     /// The next `elicitation/create` the server sent.

@@ -1,16 +1,19 @@
 //! `/mcp` at every protocol version it speaks, and the calling client as a place to answer:
-//! tasks, form elicitation racing the other surfaces (2025-11-25), and on 2026-07-28 the
-//! `input_required` round trip with its sealed `requestState`, driven by raw JSON-RPC so the
-//! tampered states can be sent as a misbehaving client would.
+//! tasks (on 2026-07-28 asking through `input_required` and answered with `tasks/update`), form
+//! elicitation racing the other surfaces (2025-11-25), the answer link through URL mode, and on
+//! 2026-07-28 the `input_required` round trip of `ask_human` and `approve_tool_use` with its
+//! sealed `requestState`, driven by raw JSON-RPC so the tampered, replayed and expired states can
+//! be sent as a misbehaving client would.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use clarify_store::Role;
+use clarify_store::{ManualClock, Role, StoreOptions};
 use clarify_testkit::mcp::{Declared, McpAgent, PATIENCE, finish, question, structured, text};
 use reqwest::StatusCode;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ElicitationAction, GetTaskParams,
-    ProtocolVersion, TaskStatus,
+    InputResponses, ProtocolVersion, TaskStatus, UpdateTaskParams,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -370,12 +373,26 @@ async fn an_answer_elsewhere_withdraws_the_clients_form() {
     assert_eq!(permission["behavior"], "deny", "{permission}");
 }
 
-/// One JSON-RPC request to `/mcp` on 2026-07-28 with `key`; the response's JSON-RPC message.
-async fn rpc(server: &TestServer, key: &str, id: u64, method: &str, mut params: Value) -> Value {
+/// One JSON-RPC request to `/mcp` on 2026-07-28 with `key`, from a client declaring form
+/// elicitation; the response's JSON-RPC message.
+async fn rpc(server: &TestServer, key: &str, id: u64, method: &str, params: Value) -> Value {
+    let form = json!({"elicitation": {"form": {}}});
+    rpc_as(server, key, &form, id, method, params).await
+}
+
+/// [`rpc`] from a client declaring `capabilities`.
+async fn rpc_as(
+    server: &TestServer,
+    key: &str,
+    capabilities: &Value,
+    id: u64,
+    method: &str,
+    mut params: Value,
+) -> Value {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "raw-client", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
     });
     let response = server
         .client
@@ -527,4 +544,419 @@ async fn the_2026_round_trip_answers_once_with_a_sealed_request_state() {
     let outcome = record.outcome().expect("outcome");
     assert_eq!(outcome.answered_by.as_deref(), Some("bot"));
     assert_eq!(outcome.questions[0].answer, json!("SQLite"));
+}
+
+/// `params` of a 2026-07-28 retry: the same call with the sealed `state` and the client's
+/// `response` to clarify's input request.
+fn retry(call: &Value, state: &str, response: Value) -> Value {
+    let mut params = call.clone();
+    params["requestState"] = Value::String(state.to_owned());
+    params["inputResponses"] = json!({ "clarify": response });
+    params
+}
+
+fn accepted(content: Value) -> Value {
+    json!({"action": "accept", "content": content})
+}
+
+/// The `requestState` of an `input_required` response.
+fn state_of(response: &Value) -> String {
+    assert_eq!(
+        response["result"]["resultType"], "input_required",
+        "{response}"
+    );
+    response["result"]["requestState"]
+        .as_str()
+        .expect("requestState")
+        .to_owned()
+}
+
+/// What `approve_tool_use` answered: `{"behavior": ...}` from the result's text.
+fn permission_of(response: &Value) -> Value {
+    let text = response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text: {response}"));
+    serde_json::from_str(text).expect("permission JSON")
+}
+
+#[tokio::test]
+async fn approve_tool_use_on_2026_asks_through_input_required_and_takes_each_decision() {
+    let server = server().await;
+    let key = server.key(Role::Agent, "bot", "default").await;
+    let call = |command: &str| {
+        json!({"name": "approve_tool_use",
+               "arguments": {"tool_name": "Bash", "input": {"command": command}}})
+    };
+
+    // The form: approve, deny or request changes, a reason, and once or always.
+    let make = call("make test");
+    let first = rpc(&server, &key, 1, "tools/call", make.clone()).await;
+    let state = state_of(&first);
+    let ask = &first["result"]["inputRequests"]["clarify"];
+    assert_eq!(ask["method"], "elicitation/create", "{first}");
+    let schema = &ask["params"]["requestedSchema"];
+    let decisions: Vec<&str> = schema["properties"]["decision"]["oneOf"]
+        .as_array()
+        .expect("decisions")
+        .iter()
+        .filter_map(|d| d["const"].as_str())
+        .collect();
+    assert_eq!(decisions, ["approve", "deny", "revise"], "{schema}");
+    assert!(schema["properties"]["reason"].is_object(), "{schema}");
+    assert!(schema["properties"]["scope"].is_object(), "{schema}");
+    let id = pending_id(&server).await;
+
+    // A state is bound to its tool: an approval's state does nothing for ask_human, and is
+    // still good for the approval afterwards.
+    let wrong_tool = json!({"name": "ask_human", "arguments": question("Other?")});
+    let refused = rpc(
+        &server,
+        &key,
+        2,
+        "tools/call",
+        retry(&wrong_tool, &state, accepted(json!({"answer": "postgres"}))),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+
+    let approved = rpc(
+        &server,
+        &key,
+        3,
+        "tools/call",
+        retry(&make, &state, accepted(json!({"decision": "approve"}))),
+    )
+    .await;
+    let permission = permission_of(&approved);
+    assert_eq!(permission["behavior"], "allow", "{permission}");
+    assert_eq!(permission["updatedInput"], json!({"command": "make test"}));
+    let record = server
+        .store
+        .get("default", &id)
+        .await
+        .expect("read")
+        .expect("exists");
+    let outcome = record.outcome().expect("outcome");
+    assert_eq!(outcome.answered_by.as_deref(), Some("bot"));
+    assert_eq!(outcome.answered_via.as_deref(), Some("mcp"));
+
+    // Deny with a reason, request changes, and decline: each is a denial the agent can read.
+    for (n, (command, response, said)) in [
+        (
+            "rm -rf /",
+            accepted(json!({"decision": "deny", "reason": "never on this host"})),
+            "never on this host",
+        ),
+        (
+            "git push --force",
+            accepted(json!({"decision": "revise", "reason": "push without --force"})),
+            "Changes requested: push without --force",
+        ),
+        (
+            "curl evil.example",
+            json!({"action": "decline"}),
+            "declined in the MCP client",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let asked = call(command);
+        let n = 10 + 2 * n as u64;
+        let first = rpc(&server, &key, n, "tools/call", asked.clone()).await;
+        let state = state_of(&first);
+        let settled = rpc(
+            &server,
+            &key,
+            n + 1,
+            "tools/call",
+            retry(&asked, &state, response),
+        )
+        .await;
+        let permission = permission_of(&settled);
+        assert_eq!(permission["behavior"], "deny", "{command}: {permission}");
+        assert!(
+            permission["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(said)),
+            "{command}: {permission}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_expired_request_state_is_refused_and_answers_nothing() {
+    let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
+    let server = TestServer::build(
+        "memory:",
+        StoreOptions {
+            clock: clock.clone(),
+            ..StoreOptions::default()
+        },
+        |config| config.mcp.progress_interval = Duration::from_millis(200),
+    )
+    .await;
+    let key = server.key(Role::Agent, "bot", "default").await;
+    let call = json!({"name": "ask_human", "arguments": question("Still there?")});
+    let first = rpc(&server, &key, 1, "tools/call", call.clone()).await;
+    let state = state_of(&first);
+    let id = pending_id(&server).await;
+    // States last 30 minutes; the request itself an hour.
+    clock.advance(chrono::TimeDelta::minutes(31));
+    let refused = rpc(
+        &server,
+        &key,
+        2,
+        "tools/call",
+        retry(&call, &state, accepted(json!({"answer": "sqlite"}))),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("expired")),
+        "{refused}"
+    );
+    let record = server
+        .store
+        .get("default", &id)
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(record.status, clarify_core::Status::Pending);
+}
+
+/// Answers request `id` through its signed answer link, as the page does.
+async fn answer_through_link(server: &TestServer, link: &str, body: Value) {
+    let response = server
+        .client
+        .post(link)
+        .json(&body)
+        .send()
+        .await
+        .expect("sent");
+    assert!(
+        response.status().is_success(),
+        "{}: {}",
+        response.status(),
+        response.text().await.unwrap_or_default()
+    );
+}
+
+/// A request no flat form holds: it names who may answer.
+fn for_alice(text: &str) -> Value {
+    let mut ask = question(text);
+    ask["responders"] = json!(["alice"]);
+    ask
+}
+
+#[tokio::test]
+async fn a_question_no_form_holds_sends_the_answer_link_in_url_mode() {
+    let server = server().await;
+    let key = server.key(Role::Agent, "bot", "default").await;
+
+    // 2025-11-25: the link is sent while the call waits; once the person answered on the page,
+    // the client is told the elicitation is complete and the call returns the outcome.
+    let mut agent = connect(
+        &server,
+        &key,
+        Declared {
+            form: true,
+            url: true,
+            ..Declared::plain(ProtocolVersion::V_2025_11_25)
+        },
+    )
+    .await;
+    let call = agent.begin("ask_human", for_alice("Which region?")).await;
+    let shown = agent.next_elicitation().await;
+    let wire = shown.json();
+    assert_eq!(wire["mode"], "url", "{wire}");
+    let id = pending_id(&server).await;
+    let (_, record) = server
+        .get(&format!("/v1/requests/{id}"), &server.admin)
+        .await;
+    let link = record["answer_url"].as_str().expect("link").to_owned();
+    assert_eq!(wire["url"], link.as_str());
+    assert_eq!(wire["elicitationId"], id.as_str());
+    assert!(
+        wire["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("Which region?")),
+        "{wire}"
+    );
+    // The user agrees to open the link, and answers there. (The consent travels in a POST of
+    // its own; an answer arriving before it would withdraw the elicitation instead.)
+    shown.answer(ElicitationAction::Accept);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    answer_through_link(&server, &link, json!({"option": "sqlite"})).await;
+    let complete = agent.next_notice().await;
+    assert_eq!(complete.method, "notifications/elicitation/complete");
+    assert_eq!(
+        complete.params.as_ref().map(|p| p["elicitationId"].clone()),
+        Some(json!(id))
+    );
+    let result = finish(call).await;
+    assert_eq!(structured(&result)["status"], "answered");
+    assert_eq!(structured(&result)["questions"][0]["answer"], "SQLite");
+    assert_eq!(structured(&result)["answered_via"], "link");
+
+    // 2026-07-28: the link comes in the input_required result; the retry after the user opened
+    // it waits for the answer and returns it.
+    let capabilities = json!({"elicitation": {"form": {}, "url": {}}});
+    let call = json!({"name": "ask_human", "arguments": for_alice("Which zone?")});
+    let first = rpc_as(&server, &key, &capabilities, 1, "tools/call", call.clone()).await;
+    let state = state_of(&first);
+    let ask = &first["result"]["inputRequests"]["clarify"]["params"];
+    assert_eq!(ask["mode"], "url", "{first}");
+    // 2026-07-28 has no elicitationId; rmcp's model always writes one, so it is the request's.
+    let zone = pending_id(&server).await;
+    assert!(
+        ask.get("elicitationId")
+            .is_none_or(|given| given == zone.as_str()),
+        "{first}"
+    );
+    let link = ask["url"].as_str().expect("url").to_owned();
+    let consented = retry(&call, &state, json!({"action": "accept"}));
+    let (answered, ()) = tokio::join!(
+        rpc_as(&server, &key, &capabilities, 2, "tools/call", consented),
+        async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            answer_through_link(&server, &link, json!({"option": "postgres"})).await;
+        }
+    );
+    assert_eq!(
+        answered["result"]["structuredContent"]["questions"][0]["answer"], "Postgres",
+        "{answered}"
+    );
+}
+
+#[tokio::test]
+async fn a_task_on_2026_asks_the_client_through_input_required_and_tasks_update() {
+    let server = server().await;
+    let key = server.key(Role::Agent, "bot", "default").await;
+    let alice = server.key(Role::Responder, "alice", "default").await;
+    let agent = connect(
+        &server,
+        &key,
+        Declared {
+            tasks: true,
+            form: true,
+            ..Declared::plain(ProtocolVersion::V_2026_07_28)
+        },
+    )
+    .await;
+    let start = |text: &str| {
+        let params = CallToolRequestParams::new("ask_human").with_arguments(args(question(text)));
+        let client = &agent.client;
+        async move {
+            match client.call_tool_once(params).await.expect("tools/call") {
+                CallToolResponse::Task(created) => created.task,
+                other => panic!("not a task: {other:?}"),
+            }
+        }
+    };
+    let get = |id: &str| {
+        let params = GetTaskParams::new(id.to_owned());
+        let client = &agent.client;
+        async move {
+            let task = client.get_task(params).await.expect("tasks/get");
+            serde_json::to_value(&task).expect("JSON")
+        }
+    };
+    let update = |id: &str, key: &str, response: Value| {
+        let params = UpdateTaskParams::new(
+            id.to_owned(),
+            InputResponses::from([(key.to_owned(), response)]),
+        );
+        let client = &agent.client;
+        async move { client.update_task(params).await.expect("tasks/update") }
+    };
+
+    let created = start("Which database?").await;
+    assert_eq!(created.status, TaskStatus::Working);
+    let id = created.task_id;
+    let asking = get(&id).await;
+    assert_eq!(asking["status"], "input_required", "{asking}");
+    let ask = &asking["inputRequests"]["clarify"];
+    assert_eq!(ask["method"], "elicitation/create", "{asking}");
+    assert_eq!(ask["params"]["message"], "Which database?");
+    assert_eq!(
+        ask["params"]["requestedSchema"]["properties"]["answer"]["oneOf"][0]["const"],
+        "postgres"
+    );
+
+    // An answer that does not fit is acknowledged; the next poll asks again, under a new key,
+    // saying what was wrong.
+    update(&id, "clarify", accepted(json!({"answer": "mysql"}))).await;
+    let again = get(&id).await;
+    assert_eq!(again["status"], "input_required", "{again}");
+    assert!(again["inputRequests"].get("clarify").is_none(), "{again}");
+    let message = again["inputRequests"]["clarify-2"]["params"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(message.starts_with("That answer did not fit"), "{again}");
+    assert!(
+        again["statusMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("did not fit")),
+        "{again}"
+    );
+    let record = server
+        .store
+        .get("default", &id)
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(record.status, clarify_core::Status::Pending);
+
+    // Responses under keys clarify never asked are ignored.
+    update(&id, "other", accepted(json!({"answer": "sqlite"}))).await;
+    assert_eq!(get(&id).await["status"], "input_required");
+
+    update(&id, "clarify-2", accepted(json!({"answer": "sqlite"}))).await;
+    let done = get(&id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let outcome = &done["result"]["structuredContent"];
+    assert_eq!(outcome["questions"][0]["answer"], "SQLite", "{done}");
+    assert_eq!(outcome["answered_by"], "bot");
+    assert_eq!(outcome["answered_via"], "mcp");
+
+    // Answered in the inbox first: the next poll shows that, and a late answer from the client
+    // changes nothing.
+    let second = start("Which cache?").await.task_id;
+    assert_eq!(get(&second).await["status"], "input_required");
+    let (status, _) = server
+        .post(
+            &format!("/v1/requests/{second}/answer"),
+            &alice,
+            json!({"option": "postgres"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    update(&second, "clarify", accepted(json!({"answer": "sqlite"}))).await;
+    let done = get(&second).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["structuredContent"]["answered_by"], "alice");
+    assert_eq!(
+        done["result"]["structuredContent"]["questions"][0]["answer"],
+        "Postgres"
+    );
+
+    // Dismissed in the client: not asked again; the task waits for the other surfaces.
+    let third = start("Which queue?").await.task_id;
+    update(&third, "clarify", json!({"action": "cancel"})).await;
+    let waiting = get(&third).await;
+    assert_eq!(waiting["status"], "working", "{waiting}");
+    assert!(waiting.get("inputRequests").is_none(), "{waiting}");
+
+    // A task that is no request of this tenant cannot be updated.
+    let unknown = agent
+        .client
+        .update_task(UpdateTaskParams::new(
+            "no-such-task",
+            InputResponses::from([("clarify".to_owned(), json!({"action": "cancel"}))]),
+        ))
+        .await;
+    assert!(unknown.is_err(), "an unknown task id is an error");
 }

@@ -394,6 +394,28 @@ async fn the_gated_servers_elicitations_become_clarify_form_requests() {
     let id = record["id"].as_str().expect("id");
     let (_, resolved) = api.get(&format!("/v1/requests/{id}")).await;
     assert_eq!(resolved["status"], "answered", "{resolved}");
+
+    // Answered in clarify first: the client's form is withdrawn and the server gets clarify's
+    // answer.
+    let call = gated.agent.begin("confirm", json!({})).await;
+    let shown = gated.agent.next_elicitation().await;
+    let record = pending(&api).await;
+    answer(
+        &api,
+        &record,
+        json!({"answers": {"q1": {"values": {"confirm": true}}}}),
+    )
+    .await;
+    let withdrawn = gated.agent.next_cancelled().await;
+    assert_eq!(withdrawn.reason.as_deref(), Some("answered elsewhere"));
+    let result = finish(call).await;
+    let body: Value = serde_json::from_str(&text(&result)).expect("JSON");
+    assert_eq!(
+        body["elicited"]["content"],
+        json!({"confirm": true}),
+        "{body}"
+    );
+    drop(shown);
 }
 
 #[tokio::test]

@@ -817,3 +817,34 @@ async fn an_answer_elsewhere_withdraws_the_form_shown_in_the_client() {
     assert_eq!(text(&result), "answered by alice: SQLite");
     drop(shown);
 }
+
+#[tokio::test]
+async fn a_form_answered_in_the_client_on_2025_06_18_resolves_the_request() {
+    let db = temp_db("mcp-form-2025-06-18");
+    let person = Person::open(&db).await;
+    let (mut agent, _) = start_as(
+        &db,
+        Declared {
+            form: true,
+            ..Declared::plain(ProtocolVersion::V_2025_06_18)
+        },
+    )
+    .await;
+    let call = agent.begin("ask_human", question("Oldest form?")).await;
+    let shown = agent.next_elicitation().await;
+    // 2025-06-18 has no titled choices: the options are an enumeration with their names beside.
+    let answer = shown.json()["requestedSchema"]["properties"]["answer"].clone();
+    assert_eq!(answer["enum"], json!(["postgres", "sqlite"]), "{answer}");
+    assert_eq!(
+        answer["enumNames"],
+        json!(["Postgres", "SQLite"]),
+        "{answer}"
+    );
+    let record = person.wait_pending("Oldest form?").await;
+    shown.accept(json!({"answer": "sqlite"}));
+    let result = finish(call).await;
+    assert_eq!(text(&result), format!("answered by {CLIENT_NAME}: SQLite"));
+    assert_eq!(structured(&result)["answered_via"], "mcp");
+    let resolved = person.wait_resolved(&record.id).await;
+    assert_eq!(resolved.status, clarify_core::Status::Answered);
+}
