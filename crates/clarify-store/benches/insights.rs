@@ -14,8 +14,12 @@
 //! Printed: the fill's rate, then for each reading (the whole year; a month; the year for one
 //! tool; the year for one tag; the year for one responder) the median and the slowest of 9.
 //! SQLite's file is built once under the target dir (`clarify-bench/insights-<N>.db`) and
-//! reused; PostgreSQL's data lives in the database `clarify_bench_insights` (on the server of
+//! reused; PostgreSQL's data lives in the database `clarify_bench_insights_<N>` (on the server of
 //! `CLARIFY_TEST_POSTGRES`), also kept for the next run.
+//!
+//! `postgres-copy` measures PostgreSQL's reading of the very rollup the SQLite fill left (its
+//! rows copied into a fresh store's `clarify_insights`), for when filling PostgreSQL through the
+//! API would take too long: a reading touches only the rollup and the pending requests.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -266,7 +270,7 @@ fn requests_wanted() -> u64 {
 fn wanted(name: &str) -> bool {
     let named: Vec<String> = std::env::args()
         .skip(1)
-        .filter(|a| a == "sqlite" || a == "postgres")
+        .filter(|a| a == "sqlite" || a == "postgres" || a == "postgres-copy")
         .collect();
     named.is_empty() || named.iter().any(|a| a == name)
 }
@@ -357,6 +361,86 @@ async fn run_postgres(n: u64) {
     measure("postgres", &store).await;
 }
 
+/// PostgreSQL reading the rollup SQLite's fill of `n` requests left, copied row for row.
+async fn run_postgres_copy(n: u64) {
+    let path = target_dir().join(format!("insights-{n}.db"));
+    let sqlite = rusqlite::Connection::open(&path)
+        .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    type Row = (String, String, i64, String, String, String, String, String, i64, String);
+    let rows: Vec<Row> = {
+        let mut stmt = sqlite
+            .prepare(
+                "SELECT tenant, tag, day, agent, tool, surface, responder, ending, n, times \
+                 FROM insights",
+            )
+            .unwrap_or_else(|e| panic!("read the rollup (fill it with `sqlite` first): {e}"));
+        stmt.query_map([], |r| {
+            Ok((
+                r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?,
+                r.get(7)?, r.get(8)?, r.get(9)?,
+            ))
+        })
+        .and_then(|rows| rows.collect())
+        .unwrap_or_else(|e| panic!("read the rollup: {e}"))
+    };
+    let base = std::env::var("CLARIFY_TEST_POSTGRES")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let mut admin = match sqlx::PgConnection::connect(&base).await {
+        Ok(c) => c,
+        Err(e) => {
+            println!("postgres-copy: skipped, cannot connect to {base}: {e}");
+            return;
+        }
+    };
+    let db = format!("clarify_bench_insights_copy_{n}");
+    let _ = admin
+        .execute(format!("DROP DATABASE IF EXISTS {db}").as_str())
+        .await;
+    admin
+        .execute(format!("CREATE DATABASE {db}").as_str())
+        .await
+        .unwrap_or_else(|e| panic!("create database {db}: {e}"));
+    let url = match base.rfind('/') {
+        Some(i) => format!("{}/{db}", &base[..i]),
+        None => panic!("CLARIFY_TEST_POSTGRES has no database name: {base}"),
+    };
+    let clock = std::sync::Arc::new(ManualClock::new(start() + TimeDelta::days(DAYS)));
+    let store = Store::open(&url, options(&clock))
+        .await
+        .unwrap_or_else(|e| panic!("open {url}: {e}"));
+    let mut conn = sqlx::PgConnection::connect(&url)
+        .await
+        .unwrap_or_else(|e| panic!("connect {url}: {e}"));
+    for chunk in rows.chunks(10_000) {
+        let col = |f: fn(&Row) -> String| chunk.iter().map(f).collect::<Vec<String>>();
+        let days: Vec<i64> = chunk.iter().map(|r| r.2).collect();
+        let counts: Vec<i64> = chunk.iter().map(|r| r.8).collect();
+        sqlx::query(
+            "INSERT INTO clarify_insights (tenant, tag, day, agent, tool, surface, responder, \
+             ending, n, times) SELECT t, g, d, a, o, s, r, e, n, string_to_array(h, ',')::bigint[] \
+             FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], \
+             $6::text[], $7::text[], $8::text[], $9::bigint[], $10::text[]) \
+             AS u(t, g, d, a, o, s, r, e, n, h)",
+        )
+        .bind(col(|r| r.0.clone()))
+        .bind(col(|r| r.1.clone()))
+        .bind(days)
+        .bind(col(|r| r.3.clone()))
+        .bind(col(|r| r.4.clone()))
+        .bind(col(|r| r.5.clone()))
+        .bind(col(|r| r.6.clone()))
+        .bind(col(|r| r.7.clone()))
+        .bind(counts)
+        .bind(col(|r| r.9.clone()))
+        .execute(&mut conn)
+        .await
+        .unwrap_or_else(|e| panic!("copy the rollup: {e}"));
+    }
+    let _ = conn.execute("VACUUM ANALYZE clarify_insights").await;
+    println!("postgres-copy: rollup rows: {} (copied from the SQLite fill)", rows.len());
+    measure("postgres", &store).await;
+}
+
 fn main() {
     let n = requests_wanted();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -369,6 +453,9 @@ fn main() {
         }
         if wanted("postgres") {
             run_postgres(n).await;
+        }
+        if std::env::args().any(|a| a == "postgres-copy") {
+            run_postgres_copy(n).await;
         }
     });
 }
