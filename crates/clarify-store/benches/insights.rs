@@ -366,7 +366,18 @@ async fn run_postgres_copy(n: u64) {
     let path = target_dir().join(format!("insights-{n}.db"));
     let sqlite = rusqlite::Connection::open(&path)
         .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
-    type Row = (String, String, i64, String, String, String, String, String, i64, String);
+    type Row = (
+        String,
+        String,
+        i64,
+        String,
+        String,
+        String,
+        String,
+        String,
+        i64,
+        String,
+    );
     let rows: Vec<Row> = {
         let mut stmt = sqlite
             .prepare(
@@ -376,8 +387,16 @@ async fn run_postgres_copy(n: u64) {
             .unwrap_or_else(|e| panic!("read the rollup (fill it with `sqlite` first): {e}"));
         stmt.query_map([], |r| {
             Ok((
-                r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?,
-                r.get(7)?, r.get(8)?, r.get(9)?,
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get(7)?,
+                r.get(8)?,
+                r.get(9)?,
             ))
         })
         .and_then(|rows| rows.collect())
@@ -437,7 +456,10 @@ async fn run_postgres_copy(n: u64) {
         .unwrap_or_else(|e| panic!("copy the rollup: {e}"));
     }
     let _ = conn.execute("VACUUM ANALYZE clarify_insights").await;
-    println!("postgres-copy: rollup rows: {} (copied from the SQLite fill)", rows.len());
+    println!(
+        "postgres-copy: rollup rows: {} (copied from the SQLite fill)",
+        rows.len()
+    );
     measure("postgres", &store).await;
 }
 
