@@ -12,6 +12,7 @@ use clarify_core::{Answers, NewRequest};
 use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, Outbox, TokenKind};
 use crate::error::StoreError;
 use crate::grant::{GrantFilter, StoredGrant};
+use crate::insights::{Cell, InsightsQuery, Key};
 use crate::memory::MemoryBackend;
 use crate::postgres::PgBackend;
 use crate::record::{Created, Event, ListQuery, Page, RequestRecord, StoredResolution};
@@ -243,6 +244,27 @@ impl Backend {
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
         dispatch!(self, b => b.purge_resolved(before, limit).await)
+    }
+
+    /// The insights rollup rows of `tenant` that `query` counts (its tag's, days `from..=to`,
+    /// matching its filters).
+    pub(crate) async fn insight_rows(
+        &self,
+        tenant: &str,
+        query: &InsightsQuery,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<(Key, Cell)>, StoreError> {
+        dispatch!(self, b => b.insight_rows(tenant, query, from, to).await)
+    }
+
+    /// `tenant`'s pending requests (of `agent`, when given), oldest first.
+    pub(crate) async fn pending_of(
+        &self,
+        tenant: &str,
+        agent: Option<&str>,
+    ) -> Result<Vec<RequestRecord>, StoreError> {
+        dispatch!(self, b => b.pending_of(tenant, agent).await)
     }
 
     /// Events with a sequence above `after`, oldest first, of one tenant or of all.

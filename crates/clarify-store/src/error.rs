@@ -23,6 +23,10 @@ pub enum StoreError {
     Corrupt(String),
     #[error("invalid cursor; pass the next_cursor of the previous page")]
     InvalidCursor,
+    /// A reading asked for something the store cannot give (an insights range that ends
+    /// before it starts, or is too long); the message names it.
+    #[error("{0}")]
+    InvalidQuery(String),
     /// The request validates alone but not against what is stored (a `revises` naming no
     /// resolved request of the tenant); nothing was stored.
     #[error(transparent)]

@@ -41,6 +41,7 @@ mod error;
 mod gate;
 mod grant;
 mod identity;
+mod insights;
 mod memory;
 mod postgres;
 mod record;
@@ -70,6 +71,10 @@ pub use error::{AskError, ResolveError, StoreError};
 pub use gate::{Gate, GateError, Gated, Proposal};
 pub use grant::StoredGrant;
 pub use identity::LinkedIdentity;
+pub use insights::{
+    AgeFigures, BOUNDS, DayFigures, FAST_APPROVAL_SECONDS, Insights, InsightsQuery, MAX_DAYS,
+    ResponderFigures, SurfaceFigures, TimeToDecision, ToolFigures,
+};
 pub use record::{
     Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution,
 };
@@ -470,6 +475,34 @@ impl Store {
             Some(c) => Some(record::decode_cursor(c).ok_or(StoreError::InvalidCursor)?),
         };
         self.inner.backend.list(tenant, query, before).await
+    }
+
+    /// What `tenant`'s decisions add up to over the query's days (see [`Insights`]): read from
+    /// the rollup, so its cost grows with the days and the distinct combinations they saw,
+    /// not with the number of requests; pending requests are read as they are now.
+    pub async fn insights(
+        &self,
+        tenant: &str,
+        query: &InsightsQuery,
+    ) -> Result<Insights, StoreError> {
+        let now = self.now();
+        let (from, to) = query
+            .days(now.date_naive())
+            .map_err(StoreError::InvalidQuery)?;
+        let (first, last) = insights::day_range(from, to);
+        // PostgreSQL counts a resolution when its event is numbered: wait for what is
+        // committed, so a reading after an answer includes it.
+        self.sync_feed().await?;
+        let backend = &self.inner.backend;
+        let rows = backend.insight_rows(tenant, query, first, last).await?;
+        let pending: Vec<DateTime<Utc>> = backend
+            .pending_of(tenant, query.agent.as_deref())
+            .await?
+            .iter()
+            .filter(|r| query.keeps_pending(r))
+            .map(|r| r.created_at)
+            .collect();
+        Ok(insights::summarize(from, to, rows, &pending, now))
     }
 
     /// Answers (or skips) the request with a raw answer body, checked against the live request.

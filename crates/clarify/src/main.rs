@@ -19,6 +19,7 @@ mod policy;
 #[cfg(test)]
 mod reference;
 mod render;
+mod report;
 mod serve;
 mod settings;
 
@@ -110,6 +111,27 @@ enum Command {
             global = true
         )]
         db: String,
+    },
+    /// Write an evidence pack of a tenant's decisions: every decision, the insights and their
+    /// charts, the audit chain's head and how to verify it.
+    #[command(
+        after_help = "Examples:\n  clarify report --since 30d --out report.html\n  clarify report --since 2026-10-01T00:00:00Z --format csv --out decisions.csv\n  clarify report --format json --db postgres://clarify@db/clarify\n\nHTML is one self-contained file (its style and charts inline; nothing is fetched) that\nprints; JSON holds the same content for programs; CSV one line per decision. Reads the\nstore directly, also while servers use it."
+    )]
+    Report {
+        /// The period: a duration back from now (30d, 12h) or an RFC 3339 time.
+        #[arg(long, default_value = "30d")]
+        since: String,
+        #[arg(long, default_value = "html", value_parser = ["html", "json", "csv"])]
+        format: String,
+        /// The file to write; standard output when absent.
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+        /// The store: sqlite://PATH or postgres://...
+        #[arg(long, env = "CLARIFY_DB", default_value = "sqlite://clarify.db")]
+        db: String,
+        /// The tenant whose decisions to report.
+        #[arg(long, default_value = "default")]
+        tenant: String,
     },
     /// Write a consistent copy of a SQLite store to a new file, also while servers use it.
     #[command(
@@ -318,6 +340,22 @@ async fn run(cli: Cli, given: Vec<String>) -> anyhow::Result<ExitCode> {
         } => Ok(config::check_command(&path)),
         Command::Keys { command, db } => keys::run(command, &db).await,
         Command::Audit { command, db } => audit::run(command, &db).await,
+        Command::Report {
+            since,
+            format,
+            out,
+            db,
+            tenant,
+        } => {
+            report::run(report::ReportArgs {
+                since,
+                format,
+                out,
+                db,
+                tenant,
+            })
+            .await
+        }
         Command::Backup { db, out } => {
             let report = clarify_store::backup(&db, &out).await?;
             println!(

@@ -15,6 +15,7 @@ pub mod events;
 pub mod grants;
 pub mod health;
 pub mod identities;
+pub mod insights;
 pub mod keys;
 pub mod openapi;
 pub mod policy;
@@ -74,6 +75,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/v1/identities/{id}", delete(identities::remove))
         .route("/v1/webhook-secret", get(webhooks::webhook_secret))
         .route("/v1/audit", get(audit::list))
+        .route("/v1/insights", get(insights::insights))
         .route("/v1/login", post(sessions::login))
         .route("/v1/logout", post(sessions::logout))
         .route("/v1/session", get(sessions::session))

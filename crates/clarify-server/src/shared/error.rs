@@ -93,6 +93,7 @@ impl ApiError {
         tracing::warn!(error = %e, "store operation failed");
         match e {
             StoreError::InvalidCursor => Self::bad_request("invalid_cursor", e.to_string()),
+            StoreError::InvalidQuery(m) => Self::bad_request("invalid_range", m.clone()),
             _ => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "store_unavailable",

@@ -4,10 +4,11 @@
 //! The vocabulary the doors share: every error response ([`error`]), the JSON of a request and
 //! its outcome ([`wire`]), request bodies and queries read with the API's errors ([`extract`]),
 //! HMACs, constant-time comparison, hex and the answer link's token ([`sign`]), HTML escaping
-//! ([`html`]), a display block's image as a response ([`media`]), and the guard of outbound calls
+//! ([`html`]), the insights drawn as SVG charts ([`charts`]), a display block's image as a response ([`media`]), and the guard of outbound calls
 //! to addresses others chose ([`outbound`]). `tests/it/structure.rs` fails, naming the file, line
 //! and path, when anything here refers to the crate outside this folder.
 
+pub mod charts;
 pub mod error;
 pub mod extract;
 pub mod html;

@@ -81,6 +81,16 @@ fn page_with_head(
     response
 }
 
+/// The Insights page: `body` (the filters and the charts, made by `web::insights`) with the
+/// charts' stylesheet beside the shared one. No script: the charts are drawn on the server.
+pub fn insights_page(body: &str) -> Response {
+    let head = format!(
+        "<link rel=\"stylesheet\" href=\"{}\">",
+        asset_path("insights.css")
+    );
+    page_with_head(StatusCode::OK, "Insights", body, None, None, &head)
+}
+
 /// A page that only says something.
 pub fn message_page(status: StatusCode, title: &str, message: &str) -> Response {
     page(

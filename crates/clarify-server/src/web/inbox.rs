@@ -45,6 +45,7 @@ macro_rules! asset {
 
 const ASSETS: &[Asset] = &[
     asset!("clarify.css", "text/css; charset=utf-8"),
+    asset!("insights.css", "text/css; charset=utf-8"),
     asset!("icon.svg", "image/svg+xml"),
     asset!("dom.js", JS),
     asset!("api.js", JS),

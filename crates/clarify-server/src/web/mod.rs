@@ -2,7 +2,8 @@
 //! only through [`escape`](crate::shared::html::escape) or clarify-render's sanitised HTML.
 //!
 //! The web inbox at `/` and its embedded assets ([`inbox`]; the page is a shell whose script
-//! reads the JSON API), the signed answer links `/a/<token>` that need no key ([`links`]), the
+//! reads the JSON API), the Insights page `/insights`, whose charts are drawn here
+//! ([`insights`]), the signed answer links `/a/<token>` that need no key ([`links`]), the
 //! one-time login links `/login/<token>` ([`login`]), the links that link a chat account to a
 //! person `/link/<token>` ([`accounts`]), OpenID Connect sign-in under `/auth/oidc`
 //! ([`oidc`]), the server-rendered pages they show
@@ -14,6 +15,7 @@ pub mod accounts;
 pub mod display;
 pub mod html;
 pub mod inbox;
+pub mod insights;
 pub mod links;
 pub mod login;
 pub mod oidc;
@@ -29,6 +31,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/", get(inbox::page))
         .route("/assets/{version}/{name}", get(inbox::asset))
         .route("/display/{id}", get(display::fragment))
+        .route("/insights", get(insights::page))
         .route("/a/{token}", get(links::page).post(links::answer))
         .route("/a/{token}/display", get(links::display))
         .route("/a/{token}/display/{n}", get(links::image))

@@ -22,6 +22,7 @@ mod google_chat;
 mod grants;
 mod groups;
 mod inbox;
+mod insights;
 mod keys;
 mod limits;
 mod links;

@@ -7,12 +7,13 @@
 //! How it is laid out. Everything lives in one [`State`] behind one mutex, so each operation is
 //! atomic as a transaction is in the SQL backends; this file holds that state. The operations
 //! are in files named as the concerns of the SQL backends (`sqlite/`, `postgres/`): `requests`,
-//! `votes`, `schedule`, `retention`, `feed`, `outbox`, `grants` and `keys`, so each concern's
+//! `votes`, `schedule`, `retention`, `feed`, `outbox`, `grants`, `keys` and `insights`, so each concern's
 //! three implementations can be read side by side. It has no `migrations`: nothing outlives
 //! the process.
 
 mod feed;
 mod grants;
+mod insights;
 mod keys;
 mod outbox;
 mod requests;

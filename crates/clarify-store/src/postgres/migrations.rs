@@ -21,12 +21,12 @@ use crate::error::StoreError;
 const MIGRATION_LOCK: i64 = 0x636c_6172_6966_7901;
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-pub(super) const SCHEMA_VERSION: i64 = 12;
+pub(super) const SCHEMA_VERSION: i64 = 13;
 
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
-    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12,
+    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -230,6 +230,27 @@ ALTER TABLE clarify_event_inbox ADD COLUMN principal text;
 ALTER TABLE clarify_events ADD COLUMN principal text;
 ";
 
+/// Schema version 13: the insights rollup (see the store's `insights` module): per tenant, tag
+/// (empty: every request), UTC day and combination of the filters, how many requests resolved
+/// so and a histogram of the times people took (`times`, one count per bucket). Its key leads
+/// with what every reading fixes (tenant, tag) and ranges over (day). The requests already
+/// resolved are counted into it by the migration.
+const SCHEMA_V13: &str = "
+CREATE TABLE clarify_insights (
+    tenant text NOT NULL,
+    tag text NOT NULL,
+    day bigint NOT NULL,
+    agent text NOT NULL,
+    tool text NOT NULL,
+    surface text NOT NULL,
+    responder text NOT NULL,
+    ending text NOT NULL,
+    n bigint NOT NULL,
+    times bigint[] NOT NULL,
+    PRIMARY KEY (tenant, tag, day, agent, tool, surface, responder, ending)
+);
+";
+
 /// Hashes, in order, the events stored before the audit chain existed (schema 9), in the
 /// migrating transaction, holding the event-log lock.
 async fn hash_unhashed(conn: &mut PgConnection) -> Result<(), StoreError> {
@@ -308,6 +329,9 @@ pub(super) async fn migrate(conn: &mut PgConnection) -> Result<(), StoreError> {
             .map_err(|e| StoreError::Backend(format!("migrating to schema {version}: {e}")))?;
         if version == 9 {
             hash_unhashed(&mut tx).await?;
+        }
+        if version == 13 {
+            super::insights::backfill(&mut tx).await?;
         }
         sqlx::query("INSERT INTO clarify_schema (version) VALUES ($1)")
             .bind(version)

@@ -41,6 +41,7 @@
 
 mod feed;
 mod grants;
+mod insights;
 mod keys;
 mod listener;
 mod migrations;

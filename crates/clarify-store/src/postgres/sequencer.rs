@@ -18,6 +18,7 @@ use super::{LISTEN_BACKOFF_MAX, LISTEN_BACKOFF_MIN, corrupt_row, db_err};
 use crate::audit;
 use crate::codec::EventParts;
 use crate::error::StoreError;
+use crate::record::EventKind;
 
 /// Advisory lock (transaction-level) taken by each numbering round of the sequencer, and by the
 /// migration that hashed the events stored before the audit chain. Writers never take it. It
@@ -228,6 +229,11 @@ async fn number_round(conn: &mut PgConnection) -> Result<usize, StoreError> {
         hashes.push(hash.clone());
         numbered.push(event);
     }
+    let resolved: Vec<String> = numbered
+        .iter()
+        .filter(|e| EventKind::parse(&e.kind).is_some_and(EventKind::resolves))
+        .map(|e| e.request_id.clone())
+        .collect();
     let payload = wake_payload(seq, &numbered);
     let mut columns = EventColumns::with_capacity(n);
     for e in numbered {
@@ -262,6 +268,9 @@ async fn number_round(conn: &mut PgConnection) -> Result<usize, StoreError> {
     .execute(&mut *tx)
     .await
     .map_err(db_err)?;
+    // The requests whose resolution this round numbers are counted into the insights now,
+    // once: a failed round rolls this back with the numbering.
+    super::insights::count(&mut tx, &resolved).await?;
     tx.commit().await.map_err(db_err)?;
     Ok(n)
 }

@@ -13,7 +13,7 @@ use crate::audit;
 use crate::codec::{EVENT_COLUMNS_BEFORE_PRINCIPAL, EventParts};
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-pub(super) const SCHEMA_VERSION: i64 = 13;
+pub(super) const SCHEMA_VERSION: i64 = 14;
 
 /// Schema version 1: requests, their tags, the event log and grants.
 const SCHEMA_V1: &str = "
@@ -228,10 +228,31 @@ const SCHEMA_V13: &str = "
 ALTER TABLE events ADD COLUMN principal TEXT;
 ";
 
+/// Schema version 14: the insights rollup (see the store's `insights` module): per tenant, tag
+/// (empty: every request), UTC day and combination of the filters, how many requests resolved
+/// so and a histogram of the times people took. Its key leads with what every reading fixes
+/// (tenant, tag) and ranges over (day). The requests already resolved are counted into it by
+/// the migration.
+const SCHEMA_V14: &str = "
+CREATE TABLE insights (
+    tenant TEXT NOT NULL,
+    tag TEXT NOT NULL,
+    day INTEGER NOT NULL,
+    agent TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    surface TEXT NOT NULL,
+    responder TEXT NOT NULL,
+    ending TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    times TEXT NOT NULL,
+    PRIMARY KEY (tenant, tag, day, agent, tool, surface, responder, ending)
+) WITHOUT ROWID;
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
-    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13,
+    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -296,6 +317,9 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
             conn.execute_batch(sql)?;
             if version == 9 {
                 hash_unhashed(conn)?;
+            }
+            if version == 14 {
+                super::insights::backfill(conn)?;
             }
             if let Some(high_water) = high_water {
                 keep_high_water(conn, high_water)?;

@@ -43,6 +43,7 @@
 mod decoded;
 mod feed;
 mod grants;
+mod insights;
 mod keys;
 mod migrations;
 mod outbox;

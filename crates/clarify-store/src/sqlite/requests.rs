@@ -255,6 +255,7 @@ pub(super) fn resolve(
                 queue_delivery(conn, &record.id, &record.tenant, url, at, None)?;
             }
             insert_grants(conn, &record.tenant, grants)?;
+            super::insights::count(conn, &record)?;
             // Every announcement of it is edited to show the outcome.
             if announced {
                 follow_up(conn, id, EventKind::for_status(status), at)?;
@@ -290,7 +291,7 @@ static RESOLVE_REQUEST: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-fn row_parts(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowParts> {
+pub(super) fn row_parts(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowParts> {
     Ok(RowParts {
         id: row.get(0)?,
         tenant: row.get(1)?,

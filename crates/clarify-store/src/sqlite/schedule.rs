@@ -8,6 +8,7 @@ use rusqlite::{Connection, params};
 use super::SqliteBackend;
 use super::feed::append_event;
 use super::outbox::{follow_up, queue_delivery};
+use super::requests::get;
 use crate::codec::{due_column, millis, next_reminder_at, reaped_callback_url};
 use crate::error::StoreError;
 use crate::record::{Actor, EventKind};
@@ -18,7 +19,9 @@ impl SqliteBackend {
         now: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
+        let decoded = std::sync::Arc::clone(&self.decoded);
         self.write(move |conn| {
+            let decoded = &decoded;
             let now_ms = millis(now);
             let expired: Vec<(String, String, String)> = {
                 let mut stmt = conn.prepare_cached(
@@ -38,6 +41,9 @@ impl SqliteBackend {
                 }
                 follow_up(conn, id, EventKind::Expired, now_ms)?;
                 append_event(conn, tenant, id, EventKind::Expired, Some(&Actor::system()), now_ms)?;
+                if let Some(record) = get(conn, decoded, id)? {
+                    super::insights::count(conn, &record)?;
+                }
             }
             Ok(expired.into_iter().map(|(id, _, _)| id).collect())
         })

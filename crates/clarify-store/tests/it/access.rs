@@ -1267,6 +1267,26 @@ async fn sqlite_v1_database_migrates_to_v2_keeping_its_requests() {
     // The events stored before the audit chain were hashed in order by the migration.
     assert_eq!(store.verify_audit().await.expect("verify"), Ok(4));
 
+    // The request resolved before the insights existed was counted into them by the migration.
+    let day = resolved_at.date_naive();
+    let figures = store
+        .insights(
+            "t",
+            &clarify_store::InsightsQuery {
+                from: Some(day),
+                to: Some(day),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("insights");
+    assert_eq!(figures.by_status.get("cancelled"), Some(&1));
+    assert_eq!(
+        figures.by_responder.len(),
+        0,
+        "a cancellation is nobody's decision"
+    );
+
     // The new tables work, and the old request resolves with its webhook queued.
     let answered = store
         .answer("t", "r1", &json!({"option": "yes"}), &bob())
@@ -1300,11 +1320,11 @@ async fn sqlite_v1_database_migrates_to_v2_keeping_its_requests() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("version");
     assert_eq!(
-        version, 13,
+        version, 14,
         "migrated to the current version (3: grant ids, 4: retention indexes, 5: votes, \
          reminders and escalation, 6: channel notifications, 7: announcements by message, \
          8: cursors, 9: the audit chain, 10: a leaner event table, 11: events by tenant, \
-         12: bounded grants, 13: principals in the event log)"
+         12: bounded grants, 13: principals in the event log, 14: the insights rollup)"
     );
     let leftovers: i64 = conn
         .query_row(

@@ -54,6 +54,7 @@ mod decisions;
 mod feed;
 mod gate;
 mod identities;
+mod insights;
 mod people;
 mod rules;
 mod support;

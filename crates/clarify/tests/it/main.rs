@@ -9,6 +9,7 @@ mod faults;
 mod flood;
 mod gate;
 mod hooks;
+mod insights;
 mod mcp;
 mod operating;
 mod seen;

@@ -1,0 +1,212 @@
+//! Insights: the rollup (`insights`, see the store's `insights` module), counted into in the
+//! writer's transaction that resolves a request, and read by day range with the filters as
+//! equality conditions on its primary key's columns.
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::SqliteBackend;
+use super::requests::row_parts;
+use crate::codec::COLUMNS;
+use crate::error::StoreError;
+use crate::insights::{Cell, Ending, Histogram, InsightsQuery, Key, fold, rows_of};
+use crate::record::RequestRecord;
+
+/// How many resolved requests the migration that makes the rollup reads at a time.
+const BACKFILL_BATCH: i64 = 10_000;
+
+impl SqliteBackend {
+    pub(crate) async fn insight_rows(
+        &self,
+        tenant: &str,
+        query: &InsightsQuery,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<(Key, Cell)>, StoreError> {
+        // The primary key leads with (tenant, tag, day), so the range is one index range.
+        let mut sql = "SELECT day, agent, tool, surface, responder, ending, n, times \
+                       FROM insights WHERE tenant = ?1 AND tag = ?2 AND day BETWEEN ?3 AND ?4"
+            .to_owned();
+        let mut args: Vec<rusqlite::types::Value> = vec![
+            tenant.to_owned().into(),
+            query.tag_key().to_owned().into(),
+            from.into(),
+            to.into(),
+        ];
+        for (column, value) in [
+            ("agent", &query.agent),
+            ("tool", &query.tool),
+            ("surface", &query.channel),
+            ("responder", &query.responder),
+        ] {
+            if let Some(value) = value {
+                args.push(value.clone().into());
+                sql.push_str(&format!(" AND {column} = ?{}", args.len()));
+            }
+        }
+        let tag = query.tag_key().to_owned();
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, String>(5)?,
+                    r.get::<_, i64>(6)?,
+                    r.get::<_, String>(7)?,
+                ))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (day, agent, tool, surface, responder, ending, n, times) = row?;
+                let ending = Ending::parse(&ending)
+                    .ok_or_else(|| StoreError::Corrupt(format!("insights ending {ending:?}")))?;
+                let times = Histogram::from_text(&times)
+                    .ok_or_else(|| StoreError::Corrupt(format!("insights times {times:?}")))?;
+                out.push((
+                    Key {
+                        tenant: tenant.to_owned(),
+                        tag: tag.clone(),
+                        day,
+                        agent,
+                        tool,
+                        surface,
+                        responder,
+                        ending,
+                    },
+                    Cell {
+                        n: u64::try_from(n).unwrap_or(0),
+                        times,
+                    },
+                ));
+            }
+            Ok(out)
+        })
+    }
+
+    pub(crate) async fn pending_of(
+        &self,
+        tenant: &str,
+        agent: Option<&str>,
+    ) -> Result<Vec<RequestRecord>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM requests WHERE tenant = ?1 AND status = 'pending' \
+                 AND (?2 IS NULL OR agent = ?2) ORDER BY seq"
+            ))?;
+            let rows = stmt.query_map(params![tenant, agent], row_parts)?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row?.decode()?);
+            }
+            Ok(out)
+        })
+    }
+}
+
+/// Counts a request that just resolved into the rollup; runs in the resolving transaction (the
+/// single writer's, so reading a row and writing it back races with nothing).
+pub(super) fn count(conn: &Connection, record: &RequestRecord) -> Result<(), StoreError> {
+    if let Some(rows) = rows_of(record) {
+        let mut one = HashMap::new();
+        fold(&mut one, rows);
+        add(conn, one)?;
+    }
+    Ok(())
+}
+
+/// Adds rollup rows to the stored ones.
+fn add(conn: &Connection, rows: HashMap<Key, Cell>) -> Result<(), StoreError> {
+    let mut read = conn.prepare_cached(
+        "SELECT n, times FROM insights WHERE tenant = ?1 AND tag = ?2 AND day = ?3 \
+         AND agent = ?4 AND tool = ?5 AND surface = ?6 AND responder = ?7 AND ending = ?8",
+    )?;
+    let mut write = conn.prepare_cached(
+        "INSERT INTO insights (tenant, tag, day, agent, tool, surface, responder, ending, n, \
+         times) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+         ON CONFLICT (tenant, tag, day, agent, tool, surface, responder, ending) \
+         DO UPDATE SET n = excluded.n, times = excluded.times",
+    )?;
+    for (key, mut cell) in rows {
+        let stored: Option<(i64, String)> = read
+            .query_row(
+                params![
+                    key.tenant,
+                    key.tag,
+                    key.day,
+                    key.agent,
+                    key.tool,
+                    key.surface,
+                    key.responder,
+                    key.ending.as_str()
+                ],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        if let Some((n, times)) = stored {
+            cell.n += u64::try_from(n).unwrap_or(0);
+            let times = Histogram::from_text(&times)
+                .ok_or_else(|| StoreError::Corrupt(format!("insights times {times:?}")))?;
+            cell.times.add(&times);
+        }
+        write.execute(params![
+            key.tenant,
+            key.tag,
+            key.day,
+            key.agent,
+            key.tool,
+            key.surface,
+            key.responder,
+            key.ending.as_str(),
+            i64::try_from(cell.n).unwrap_or(i64::MAX),
+            cell.times.to_text(),
+        ])?;
+    }
+    Ok(())
+}
+
+/// Counts the requests resolved before the rollup existed (the migration that makes it). A row
+/// that does not decode is left out of the figures, with a warning, rather than stopping the
+/// store from opening.
+pub(super) fn backfill(conn: &Connection) -> rusqlite::Result<()> {
+    // The migration speaks rusqlite's errors; this carries the store's through as its source.
+    backfill_rows(conn).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
+fn backfill_rows(conn: &Connection) -> Result<(), StoreError> {
+    let mut rollup = HashMap::new();
+    let mut after = 0_i64;
+    loop {
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {COLUMNS}, seq FROM requests WHERE seq > ?1 AND status <> 'pending' \
+             ORDER BY seq LIMIT ?2"
+        ))?;
+        let rows = stmt.query_map(params![after, BACKFILL_BATCH], |r| {
+            Ok((row_parts(r)?, r.get::<_, i64>(13)?))
+        })?;
+        let mut read = 0;
+        for row in rows {
+            let (parts, seq) = row?;
+            after = seq;
+            read += 1;
+            match parts.decode() {
+                Ok(record) => {
+                    if let Some(rows) = rows_of(&record) {
+                        fold(&mut rollup, rows);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(seq, error = %e, "a resolved request left out of the insights")
+                }
+            }
+        }
+        if read < BACKFILL_BATCH {
+            break;
+        }
+    }
+    add(conn, rollup)
+}

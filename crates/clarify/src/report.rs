@@ -1,0 +1,490 @@
+//! `clarify report`: an evidence pack of a tenant's decisions, read directly from the store.
+//!
+//! Every decision of the period (who, when, through what, what the person was shown: the
+//! request's summary of its display blocks, the decision and its reason, how long it took), the
+//! insights of the same days with their charts, the audit chain's head with the exact command
+//! that verifies it, and a section mapping these records to the logging and human-oversight
+//! duties regulated users cite. As HTML (one self-contained file: its style and charts inline,
+//! nothing fetched, printable), JSON (the same content for programs), or CSV (one line per
+//! decision, for spreadsheets).
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use chrono::{DateTime, TimeDelta, Utc};
+use clarify_core::QuestionKind;
+use clarify_server::api::insights::InsightsBody;
+use clarify_server::shared::charts;
+use clarify_server::shared::html::escape;
+use clarify_store::{Insights, InsightsQuery, ListQuery, RequestRecord, Store, StoreOptions};
+use serde::Serialize;
+use serde_json::Value;
+
+/// What `clarify report` was asked for.
+#[derive(Debug)]
+pub struct ReportArgs {
+    pub since: String,
+    pub format: String,
+    pub out: Option<std::path::PathBuf>,
+    pub db: String,
+    pub tenant: String,
+}
+
+/// One decision, as every format gives it.
+#[derive(Debug, Serialize)]
+pub struct Decision {
+    pub id: String,
+    pub created_at: String,
+    pub resolved_at: String,
+    /// `answered`, `skipped`, `expired`, `cancelled`.
+    pub status: String,
+    pub agent: Option<String>,
+    pub session: Option<String>,
+    /// An approval's tool.
+    pub tool: Option<String>,
+    /// What the person was shown, in one line: the request's summary (its display blocks',
+    /// or derived from its questions).
+    pub shown: String,
+    /// `approve`, `revise`, `deny` for an approval; the answer for anything else; `default:
+    /// ...` when an expiry applied the request's default.
+    pub decision: Option<String>,
+    pub reason: Option<String>,
+    pub answered_by: Option<String>,
+    pub answered_via: Option<String>,
+    pub seconds_to_decide: Option<f64>,
+}
+
+impl Decision {
+    fn of(record: &RequestRecord) -> Option<Self> {
+        let outcome = record.outcome()?;
+        let resolved_at = outcome.resolved_at;
+        let request = &record.request;
+        let tool = request.questions.iter().find_map(|q| match &q.kind {
+            QuestionKind::Approval(a) => Some(a.action.name.clone()),
+            _ => None,
+        });
+        let answers: Vec<String> = outcome
+            .questions
+            .iter()
+            .filter_map(|q| match (&q.decision, &q.answer) {
+                (Some(d), _) => Some(d.as_str().to_owned()),
+                (None, Value::Null) => None,
+                (None, Value::String(s)) => Some(s.clone()),
+                (None, other) => Some(other.to_string()),
+            })
+            .collect();
+        let decision = (!answers.is_empty()).then(|| {
+            let joined = answers.join("; ");
+            if outcome.default_applied {
+                format!("default: {joined}")
+            } else {
+                joined
+            }
+        });
+        let person = outcome.answered_by.is_some()
+            && outcome.answered_via.as_deref() != Some("policy")
+            && matches!(outcome.status.as_str(), "answered" | "skipped");
+        Some(Self {
+            id: record.id.clone(),
+            created_at: time(record.created_at),
+            resolved_at: time(resolved_at),
+            status: outcome.status.as_str().to_owned(),
+            agent: request.agent.clone(),
+            session: request.session.clone(),
+            tool,
+            shown: request.summary.clone(),
+            decision,
+            reason: outcome.questions.iter().find_map(|q| q.reason.clone()),
+            answered_by: outcome.answered_by.clone(),
+            answered_via: outcome.answered_via.clone(),
+            seconds_to_decide: person
+                .then(|| (resolved_at - record.created_at).num_milliseconds() as f64 / 1000.0),
+        })
+    }
+}
+
+fn time(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// The audit chain as the report found it.
+#[derive(Debug, Serialize)]
+pub struct AuditHead {
+    /// How many events the chain holds (every tenant's: the chain is one per store).
+    pub events: u64,
+    /// The newest event's sequence number and hash: a later report or verification that finds
+    /// this hash at this number shows nothing before it was changed.
+    pub head_seq: u64,
+    pub head_hash: String,
+    /// Whether the whole chain verified when the report was made.
+    pub verified: bool,
+    /// The first event that did not verify, when one did not.
+    pub broken_at: Option<String>,
+    /// The command that recomputes it.
+    pub verify_command: String,
+}
+
+/// One duty and the records of this report that speak to it.
+#[derive(Debug, Serialize)]
+pub struct Duty {
+    pub duty: &'static str,
+    pub source: &'static str,
+    pub evidence: &'static str,
+}
+
+/// The duties section. Wording is deliberately about what the records show, not about what the
+/// law requires of anyone: that is for the reader's counsel.
+pub const DUTIES: &[Duty] = &[
+    Duty {
+        duty: "Automatic recording of events (logs) over the system's lifetime",
+        source: "EU AI Act, Article 12 (record-keeping); Article 19 (automatically generated logs)",
+        evidence: "Every request's creation and resolution is an event in a hash-chained log, with the time, the actor and the authenticated principal. The chain's head and the command that recomputes it are given above; any change to a past event breaks it.",
+    },
+    Duty {
+        duty: "Effective oversight by natural persons, who can decide not to use, override or reverse an output",
+        source: "EU AI Act, Article 14 (human oversight), in particular 14(4)(d) and (e)",
+        evidence: "Each decision lists the person who made it, when, through which surface, what they were shown, and what they decided (approve, request changes, deny) with their reason. Revisions and denials by tool show that people did override the agents.",
+    },
+    Duty {
+        duty: "Awareness of automation bias (over-relying on the system's output)",
+        source: "EU AI Act, Article 14(4)(b)",
+        evidence: "Time to decide per decision, per responder and per tool, and the approvals given within 10 seconds per tool, point at approvals that may have been given without reading.",
+    },
+    Duty {
+        duty: "Deployers monitor operation, assign oversight to competent people, and keep the logs under their control for at least six months",
+        source: "EU AI Act, Article 26(1), (2), (5) and (6)",
+        evidence: "Who decides (by responder), requests that timed out or fell back to a default, and pending requests by age show the monitoring; the store keeps resolved requests until --retain-resolved purges them, and the audit chain stays verifiable after a purge.",
+    },
+    Duty {
+        duty: "A right to human intervention in decisions based solely on automated processing",
+        source: "GDPR, Article 22(3)",
+        evidence: "Requests answered by a person are told apart from those a rule decided (surface `policy`, responder `policy:<rule>`).",
+    },
+    Duty {
+        duty: "Operating and monitoring records of an AI management system; monitoring of system components",
+        source: "ISO/IEC 42001 (operation, monitoring and records); SOC 2 CC7.2 (system monitoring)",
+        evidence: "This report itself: the period, the figures, every decision and the chain head, produced on demand from the store.",
+    },
+];
+
+const DISCLAIMER: &str = "This section maps clarify's records to duties that regulated users commonly cite. It is evidence for your assessment, not legal advice: whether these records meet a duty depends on your system, its risk class and your counsel's reading.";
+
+#[derive(Debug, Serialize)]
+struct Json<'a> {
+    generated_at: String,
+    tenant: &'a str,
+    since: String,
+    insights: InsightsBody,
+    decisions: &'a [Decision],
+    audit: &'a AuditHead,
+    duties: &'a [Duty],
+    duties_note: &'static str,
+}
+
+pub async fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let path = args
+        .db
+        .trim()
+        .strip_prefix("sqlite://")
+        .or_else(|| args.db.trim().strip_prefix("sqlite:"));
+    if let Some(path) = path.filter(|p| !std::path::Path::new(p).exists()) {
+        anyhow::bail!("there is no store at {path}; pass the store's --db (or CLARIFY_DB)");
+    }
+    let options = StoreOptions {
+        reaper_interval: None,
+        ..StoreOptions::default()
+    };
+    let store = Store::open(&args.db, options)
+        .await
+        .with_context(|| format!("cannot open the store {}", args.db))?;
+    let now = store.now();
+    let since = parse_since(&args.since, now)?;
+    let decisions = decisions(&store, &args.tenant, since).await?;
+    let query = InsightsQuery {
+        from: Some(since.date_naive()),
+        to: Some(now.date_naive()),
+        ..InsightsQuery::default()
+    };
+    let insights = store
+        .insights(&args.tenant, &query)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}; pass a shorter --since"))?;
+    let audit = audit_head(&store, &args.db).await?;
+    let text = match args.format.as_str() {
+        "json" => {
+            let doc = Json {
+                generated_at: time(now),
+                tenant: &args.tenant,
+                since: time(since),
+                insights: InsightsBody::from(&insights),
+                decisions: &decisions,
+                audit: &audit,
+                duties: DUTIES,
+                duties_note: DISCLAIMER,
+            };
+            serde_json::to_string_pretty(&doc)? + "\n"
+        }
+        "csv" => csv(&decisions),
+        _ => html(&args.tenant, since, now, &insights, &decisions, &audit),
+    };
+    match &args.out {
+        Some(out) => {
+            std::fs::write(out, text).with_context(|| format!("cannot write {}", out.display()))?;
+            eprintln!(
+                "clarify: wrote {} decisions to {}",
+                decisions.len(),
+                out.display()
+            );
+        }
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--since`: an RFC 3339 time, or a duration back from now (`30d`, `12h`).
+fn parse_since(text: &str, now: DateTime<Utc>) -> anyhow::Result<DateTime<Utc>> {
+    if let Ok(at) = DateTime::parse_from_rfc3339(text) {
+        return Ok(at.with_timezone(&Utc));
+    }
+    let back = crate::duration::parse_duration(text).map_err(|e| {
+        anyhow::anyhow!(
+            "--since {text:?} is neither an RFC 3339 time (2026-11-01T00:00:00Z) nor a duration \
+             (30d, 12h): {e}"
+        )
+    })?;
+    let back = TimeDelta::from_std(back).context("--since is too far back")?;
+    Ok(now - back)
+}
+
+/// The tenant's requests created since `since` and resolved, oldest first.
+async fn decisions(
+    store: &Store,
+    tenant: &str,
+    since: DateTime<Utc>,
+) -> anyhow::Result<Vec<Decision>> {
+    let mut out = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = store
+            .list(
+                tenant,
+                &ListQuery {
+                    limit: Some(ListQuery::MAX_LIMIT),
+                    cursor: cursor.take(),
+                    ..ListQuery::default()
+                },
+            )
+            .await?;
+        let mut older = false;
+        for record in &page.records {
+            if record.created_at < since {
+                older = true;
+                break;
+            }
+            out.extend(Decision::of(record));
+        }
+        match page.next_cursor {
+            Some(next) if !older => cursor = Some(next),
+            _ => break,
+        }
+    }
+    out.reverse();
+    Ok(out)
+}
+
+async fn audit_head(store: &Store, db: &str) -> anyhow::Result<AuditHead> {
+    store.sync_feed().await?;
+    let head_seq = store.last_event_seq().await?;
+    let head = store
+        .audit_events(None, head_seq.saturating_sub(1), 1)
+        .await?
+        .into_iter()
+        .next();
+    let (verified, broken_at) = match store.verify_audit().await? {
+        Ok(_) => (true, None),
+        Err(at) => (false, Some(at.to_string())),
+    };
+    Ok(AuditHead {
+        events: head_seq,
+        head_seq,
+        head_hash: head.map(|e| e.hash).unwrap_or_default(),
+        verified,
+        broken_at,
+        verify_command: format!("clarify audit verify --db {}", shell_quote(db)),
+    })
+}
+
+/// `text` as one shell word: as it is when it is made of safe characters, else in single
+/// quotes.
+fn shell_quote(text: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "/._-:@=+,%".contains(c);
+    if !text.is_empty() && text.chars().all(safe) {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+/// RFC 4180 CSV, hand-written: nine text columns need only quoting, which is shorter than a
+/// dependency. A field that a spreadsheet would run as a formula (`=`, `+`, `-`, `@` first) is
+/// prefixed with `'`, since agents write some of these texts.
+fn csv(decisions: &[Decision]) -> String {
+    fn field(v: &str) -> String {
+        let v = if v.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+            format!("'{v}")
+        } else {
+            v.to_owned()
+        };
+        if v.contains([',', '"', '\n', '\r']) {
+            format!("\"{}\"", v.replace('"', "\"\""))
+        } else {
+            v
+        }
+    }
+    let mut out = String::from(
+        "id,created_at,resolved_at,status,agent,session,tool,shown,decision,reason,answered_by,answered_via,seconds_to_decide\r\n",
+    );
+    for d in decisions {
+        let cells = [
+            d.id.clone(),
+            d.created_at.clone(),
+            d.resolved_at.clone(),
+            d.status.clone(),
+            d.agent.clone().unwrap_or_default(),
+            d.session.clone().unwrap_or_default(),
+            d.tool.clone().unwrap_or_default(),
+            d.shown.clone(),
+            d.decision.clone().unwrap_or_default(),
+            d.reason.clone().unwrap_or_default(),
+            d.answered_by.clone().unwrap_or_default(),
+            d.answered_via.clone().unwrap_or_default(),
+            d.seconds_to_decide
+                .map(|s| format!("{s:.3}"))
+                .unwrap_or_default(),
+        ];
+        let line: Vec<String> = cells.iter().map(|c| field(c)).collect();
+        out.push_str(&line.join(","));
+        out.push_str("\r\n");
+    }
+    out
+}
+
+fn html(
+    tenant: &str,
+    since: DateTime<Utc>,
+    now: DateTime<Utc>,
+    insights: &Insights,
+    decisions: &[Decision],
+    audit: &AuditHead,
+) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
+         <title>clarify report: {tenant} since {since}</title><style>{style}</style></head>\
+         <body><main class=\"insights\"><h1>Decisions of {tenant}</h1>\
+         <p class=\"range\">From {since} to {now} (UTC), generated {now}. {n} decisions.</p>",
+        tenant = escape(tenant),
+        since = time(since),
+        now = time(now),
+        n = decisions.len(),
+        style = charts::STYLE,
+    );
+    out.push_str(&charts::all(insights));
+    out.push_str("<h2>The audit chain</h2>");
+    let _ = write!(
+        out,
+        "<p>The event log holds {} events; its head is event {} with hash</p><pre>{}</pre>\
+         <p>{}</p><p>Recompute it on the store with:</p><pre>{}</pre>",
+        audit.events,
+        audit.head_seq,
+        escape(&audit.head_hash),
+        if audit.verified {
+            "The whole chain verified when this report was made.".to_owned()
+        } else {
+            format!(
+                "The chain did NOT verify when this report was made: it breaks at {}.",
+                escape(audit.broken_at.as_deref().unwrap_or("?"))
+            )
+        },
+        escape(&audit.verify_command)
+    );
+    out.push_str("<h2>Logging and human-oversight duties</h2>");
+    let _ = write!(out, "<p class=\"notice\">{}</p>", escape(DISCLAIMER));
+    out.push_str(
+        "<table class=\"decisions\"><thead><tr><th>Duty</th><th>Where it is cited</th>\
+         <th>What these records show</th></tr></thead><tbody>",
+    );
+    for d in DUTIES {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(d.duty),
+            escape(d.source),
+            escape(d.evidence)
+        );
+    }
+    out.push_str("</tbody></table><h2>Every decision</h2>");
+    if decisions.is_empty() {
+        out.push_str("<p class=\"empty\">No decisions in this period.</p>");
+    } else {
+        out.push_str(
+            "<table class=\"decisions\"><thead><tr><th>Resolved</th><th>Shown</th>\
+             <th>Decision</th><th>Who, via</th><th>Time to decide</th><th>Request</th></tr>\
+             </thead><tbody>",
+        );
+        for d in decisions {
+            let who = match (&d.answered_by, &d.answered_via) {
+                (Some(by), Some(via)) => format!("{by}, via {via}"),
+                (Some(by), None) => by.clone(),
+                _ => "nobody".to_owned(),
+            };
+            let decision = match (&d.decision, &d.reason) {
+                (Some(dec), Some(r)) => format!("{dec}: {r}"),
+                (Some(dec), None) => dec.clone(),
+                (None, _) => d.status.clone(),
+            };
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code><br>{}</td></tr>",
+                escape(&d.resolved_at),
+                escape(&d.shown),
+                d.tool
+                    .as_ref()
+                    .map(|t| format!(" <small>({})</small>", escape(t)))
+                    .unwrap_or_default(),
+                escape(&decision),
+                escape(&who),
+                d.seconds_to_decide
+                    .map(|s| escape(&charts::short_duration(s)))
+                    .unwrap_or_else(|| "–".to_owned()),
+                escape(&d.id),
+                escape(d.agent.as_deref().unwrap_or("")),
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    out.push_str("</main></body></html>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_words_are_quoted_only_when_needed() {
+        assert_eq!(shell_quote("sqlite://clarify.db"), "sqlite://clarify.db");
+        assert_eq!(
+            shell_quote("sqlite:///tmp/a b.db"),
+            "'sqlite:///tmp/a b.db'"
+        );
+        assert_eq!(
+            shell_quote("postgres://u:p'w@h/db"),
+            "'postgres://u:p'\\''w@h/db'"
+        );
+    }
+}
