@@ -11,7 +11,7 @@ use crate::ServeArgs;
 /// Runs the server with `args`, where a setting not `given` as a flag (or its environment
 /// variable) is taken from the configuration file when it has one.
 pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> {
-    let (args, channels, routes, people, rules, suggest) = match &args.config {
+    let (args, channels, routes, people, rules, suggest, a2a) = match &args.config {
         None => (
             args,
             Vec::new(),
@@ -19,6 +19,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
             People::default(),
             None,
             Default::default(),
+            false,
         ),
         Some(path) => {
             let mut file = crate::config::load(path).map_err(anyhow::Error::msg)?;
@@ -39,6 +40,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
                 people,
                 rules,
                 suggest,
+                file.a2a,
             )
         }
     };
@@ -100,6 +102,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     config.identities = people.identities;
     config.oidc = people.oidc;
     config.suggest = suggest;
+    config.a2a = a2a;
     if let Some((key, login)) = clarify_server::bootstrap(&store, &public_url).await? {
         eprintln!("clarify: created the first admin key (shown once; keep it):");
         eprintln!("  {}", key.token);
