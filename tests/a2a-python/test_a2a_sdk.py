@@ -501,6 +501,24 @@ def rpc(server: Server, method: str, params: Any, version: str | None) -> dict[s
             "1.0",
             -32005,
         ),
+        (
+            "SendMessage",
+            {
+                "message": {
+                    "messageId": "m",
+                    "role": "ROLE_USER",
+                    "parts": [{"data": {"question": "Again?", "revises": "no-such-request"}}],
+                }
+            },
+            "1.0",
+            -32602,
+        ),
+        (
+            "message/send",
+            {"message": {"kind": "message", "messageId": "m", "role": "user", "taskId": "gone", "parts": [{"kind": "text", "text": "More?"}]}},
+            None,
+            -32001,
+        ),
     ],
 )
 def test_json_rpc_errors_carry_a2a_codes(

@@ -16,7 +16,7 @@ use std::time::Duration;
 use axum::Json;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use clarify_store::{RequestRecord, ResolveError};
+use clarify_store::{RequestRecord, ResolveError, StoreError};
 use futures_util::StreamExt;
 use futures_util::stream;
 use serde_json::{Map, Value, json};
@@ -85,7 +85,12 @@ pub(super) async fn send(call: Call, stream: bool) -> Result<Response, RpcError>
         .store
         .create(call.tenant(), request)
         .await
-        .map_err(|e| RpcError::store(&e))?;
+        .map_err(|e| match e {
+            // Valid alone but not against what is stored (a `revises` naming no resolved
+            // request): the caller's to fix, like any other invalid request.
+            StoreError::Rejected(e) => RpcError::params(format!("the request: {e}")),
+            e => RpcError::store(&e),
+        })?;
     let record = created.record;
     if created.created {
         call.state.metrics.created();
