@@ -48,6 +48,8 @@ pub struct Config {
     pub rules: Option<clarify_core::rules::Rules>,
     /// `[suggestions]`: when the inbox suggests always allowing an action.
     pub suggest: clarify_store::Suggest,
+    /// `[a2a] enabled`.
+    pub a2a: bool,
 }
 
 /// `[server]`: the settings `clarify serve` also takes as flags.
@@ -472,6 +474,7 @@ pub fn parse(
     Ok(Config {
         rules,
         suggest,
+        a2a: raw.a2a.enabled,
         server,
         channels,
         routes: raw.routes,
@@ -582,6 +585,18 @@ pub(crate) struct RawConfig {
     /// When the inbox offers "Always allow this" for an action people keep approving `once`.
     #[serde(default)]
     suggestions: RawSuggestions,
+    /// clarify as an A2A agent: its agent card at `/.well-known/agent-card.json` and JSON-RPC
+    /// at `/a2a`, where other agents ask people through tasks.
+    #[serde(default)]
+    a2a: RawA2a,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawA2a {
+    /// Serve the agent card and `/a2a` (with an agent key, as `/mcp`).
+    #[serde(default)]
+    enabled: bool,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -1571,6 +1586,7 @@ mod tests {
         );
         assert_eq!(config.rules.as_ref().map(|r| r.len()), Some(2));
         assert_eq!(config.suggest.approvals, 3);
+        assert!(config.a2a);
         let oidc = config.oidc.expect("[oidc]");
         assert_eq!(oidc.client_secret.as_deref(), Some("from-env"));
         assert_eq!(config.groups["sre"], ["alice", "bob"]);

@@ -40,7 +40,7 @@ fn default_max_waiters() -> usize {
 }
 
 pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> {
-    let (args, channels, routes, people, rules, suggest) = match &args.config {
+    let (args, channels, routes, people, rules, suggest, a2a) = match &args.config {
         None => (
             args,
             Vec::new(),
@@ -48,6 +48,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
             People::default(),
             None,
             Default::default(),
+            false,
         ),
         Some(path) => {
             let mut file = crate::config::load(path).map_err(anyhow::Error::msg)?;
@@ -68,6 +69,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
                 people,
                 rules,
                 suggest,
+                file.a2a,
             )
         }
     };
@@ -132,6 +134,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     config.identities = people.identities;
     config.oidc = people.oidc;
     config.suggest = suggest;
+    config.a2a = a2a;
     if let Some((key, login)) = clarify_server::bootstrap(&store, &public_url).await? {
         eprintln!("clarify: created the first admin key (shown once; keep it):");
         eprintln!("  {}", key.token);

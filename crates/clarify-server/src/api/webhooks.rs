@@ -17,6 +17,11 @@
 //! when connecting, ends the delivery at once with the attempt recorded as `refused: address
 //! not allowed (...)`, naming the rule and never anything of the target.
 //!
+//! A request that is an A2A task with a push configuration (given through `/a2a`) is delivered
+//! in A2A's shape instead: the task as body (`application/a2a+json`), with the
+//! configuration's `Authorization` and `X-A2A-Notification-Token`; a deleted configuration
+//! ends the delivery unsent.
+//!
 //! Each POST is signed: `Clarify-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>` over
 //! `"<t>." + body`, with the tenant's webhook secret (`GET /v1/webhook-secret`).
 
@@ -30,6 +35,7 @@ use utoipa::ToSchema;
 
 use crate::api::events::event_name;
 use crate::middleware::auth::Caller;
+use crate::shared::a2a::{self, PushConfig};
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::outbound::{OutboundGuard, Refusal};
 use crate::shared::sign::{hex, mac};
@@ -210,6 +216,30 @@ async fn deliver(state: &AppState, client: &reqwest::Client, delivery: Delivery)
             )
         }
     };
+    let push = match a2a_push(state, &record, &delivery).await {
+        Ok(push) => push,
+        Err(e) => {
+            tracing::warn!(error = %e, "reading a task's A2A push configuration failed; retrying later");
+            return;
+        }
+    };
+    if push.as_ref().is_some_and(|p| p.deleted) {
+        finish(
+            state,
+            &delivery,
+            number,
+            None,
+            Some("the A2A push configuration was deleted".to_owned()),
+            0,
+            AfterAttempt::GiveUp,
+        )
+        .await;
+        return;
+    }
+    let body = match &push {
+        Some(push) => serde_json::to_vec(&push.body(&record)),
+        None => body,
+    };
     let Ok(body) = body else { return };
     let refused = match url::Url::parse(&delivery.url) {
         Ok(url) => state.config.outbound.check_literal(&url).err(),
@@ -223,9 +253,19 @@ async fn deliver(state: &AppState, client: &reqwest::Client, delivery: Delivery)
     let now = state.store.now();
     let secret = tenant_secret(state, &delivery.tenant);
     let started = Instant::now();
-    let sent = client
-        .post(&delivery.url)
-        .header("content-type", "application/json")
+    let mut post = client.post(&delivery.url);
+    if let Some(push) = &push {
+        for (name, value) in push.headers() {
+            post = post.header(name, value);
+        }
+    }
+    let content_type = if push.is_some() {
+        "application/a2a+json"
+    } else {
+        "application/json"
+    };
+    let sent = post
+        .header("content-type", content_type)
         .header("clarify-delivery", delivery.id.to_string())
         .header("clarify-event", event_name(event))
         .header(
@@ -269,6 +309,22 @@ async fn deliver(state: &AppState, client: &reqwest::Client, delivery: Delivery)
         after,
     )
     .await;
+}
+
+/// The A2A push configuration `delivery` goes out under: the one kept for its request when the
+/// request is an A2A task whose message gave this URL. Its deliveries carry the task in A2A's
+/// shape, with the configuration's credentials, instead of a clarify webhook.
+async fn a2a_push(
+    state: &AppState,
+    record: &clarify_store::RequestRecord,
+    delivery: &Delivery,
+) -> Result<Option<PushConfig>, clarify_store::StoreError> {
+    let Some(bytes) = state.store.kept(&a2a::push_key(&record.id)).await? else {
+        return Ok(None);
+    };
+    Ok(serde_json::from_slice::<PushConfig>(&bytes)
+        .ok()
+        .filter(|c| c.tenant == record.tenant && c.url == delivery.url))
 }
 
 /// Ends a delivery the outbound guard refused: recorded, never retried.

@@ -5,8 +5,10 @@
 //! MCP, the only crate that imports rmcp); this room mounts its endpoint, checks the caller's
 //! key and role, scopes its calls to the caller's tenant, counts it against the limits, and
 //! tells the instance about the changes it makes, as the `/v1` routes do. Today: [`mcp`], the
-//! MCP tools over Streamable HTTP at `/mcp`.
+//! MCP tools over Streamable HTTP at `/mcp`, and [`a2a`], clarify as an A2A agent at `/a2a`
+//! (with its agent card), when `[a2a]` enables it.
 
+pub mod a2a;
 pub mod mcp;
 
 use axum::Router;
@@ -15,5 +17,7 @@ use crate::state::AppState;
 
 /// Every route of this room.
 pub(crate) fn routes(state: &AppState) -> Router<AppState> {
-    Router::new().merge(mcp::routes(state))
+    Router::new()
+        .merge(mcp::routes(state))
+        .merge(a2a::routes(state))
 }

@@ -41,6 +41,8 @@ pub struct Config {
     /// OpenID Connect sign-in for the inbox (`[oidc]`); `None`: people sign in with keys and
     /// login links only.
     pub oidc: Option<OidcConfig>,
+    /// `[a2a] enabled`: serve `/a2a` and the agent card.
+    pub a2a: bool,
 }
 
 /// `[oidc]`: signing people in to the inbox through an OpenID Connect provider.
@@ -125,6 +127,7 @@ impl Config {
             outbound: crate::shared::outbound::OutboundGuard::public_only(),
             suggest: clarify_store::Suggest::default(),
             oidc: None,
+            a2a: false,
         }
     }
 }
