@@ -293,12 +293,23 @@ mod tests {
         let seqs = |v: Option<(Vec<Arc<Frame>>, u64)>| {
             v.map(|(v, _)| v.iter().map(|f| f.seq).collect::<Vec<_>>())
         };
-        assert_eq!(seqs(hub.after("a", 10, 100)), Some(vec![12, 14, 16, 18, 20]));
+        assert_eq!(
+            seqs(hub.after("a", 10, 100)),
+            Some(vec![12, 14, 16, 18, 20])
+        );
         assert_eq!(seqs(hub.after("a", 15, 2)), Some(vec![16, 18]));
         assert_eq!(seqs(hub.after("b", 20, 100)), Some(vec![]));
         assert_eq!(seqs(hub.after("a", 9, 100)), None, "older than the ring");
-        assert_eq!(hub.after("a", 15, 2).map(|(_, seen)| seen), Some(18), "cut by max");
-        assert_eq!(hub.after("b", 15, 9).map(|(_, seen)| seen), Some(20), "the ring's end");
+        assert_eq!(
+            hub.after("a", 15, 2).map(|(_, seen)| seen),
+            Some(18),
+            "cut by max"
+        );
+        assert_eq!(
+            hub.after("b", 15, 9).map(|(_, seen)| seen),
+            Some(20),
+            "the ring's end"
+        );
     }
 
     #[test]
@@ -313,7 +324,8 @@ mod tests {
         hub.push(frame(RING_EVENTS as u64 + 11, "t", RING_BYTES / 4));
         hub.push(frame(RING_EVENTS as u64 + 12, "t", RING_BYTES / 4));
         assert_eq!(
-            hub.after("t", RING_EVENTS as u64 + 10, 9).map(|(v, _)| v.len()),
+            hub.after("t", RING_EVENTS as u64 + 10, 9)
+                .map(|(v, _)| v.len()),
             Some(2)
         );
         hub.push(frame(RING_EVENTS as u64 + 13, "t", 1));
@@ -339,7 +351,10 @@ mod tests {
         reading_watch.after.store(6, Ordering::Relaxed);
         behind_watch.taken_at.store(100_000, Ordering::Relaxed);
         assert_eq!(hub.sweep(60_000), 1);
-        assert!(idle.is_cancelled(), "stalled for 120 s with an event waiting");
+        assert!(
+            idle.is_cancelled(),
+            "stalled for 120 s with an event waiting"
+        );
         assert!(!reading.is_cancelled(), "sent everything");
         assert!(!behind.is_cancelled(), "took something 20 s ago");
         drop((idle_watch, reading_watch, behind_watch));

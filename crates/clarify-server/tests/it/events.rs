@@ -526,7 +526,11 @@ async fn a_stream_whose_client_stopped_reading_is_closed_and_resumes_without_los
     // The stalled client: a small receive buffer, the request sent, the head read, then nothing.
     let socket = tokio::net::TcpSocket::new_v4().expect("socket");
     socket.set_recv_buffer_size(4096).expect("buffer size");
-    let address = s.url.trim_start_matches("http://").parse().expect("address");
+    let address = s
+        .url
+        .trim_start_matches("http://")
+        .parse()
+        .expect("address");
     let mut stalled = socket.connect(address).await.expect("connected");
     stalled
         .write_all(
@@ -622,8 +626,15 @@ async fn a_stream_whose_client_stopped_reading_is_closed_and_resumes_without_los
         .expect("a request of this test");
     assert!(at > 0, "the stalled client had received some events");
     let mut expected = ids[at..].iter();
-    assert_eq!(expected.next(), Some(&first.record()["id"].as_str().unwrap_or("")));
+    assert_eq!(
+        expected.next(),
+        Some(&first.record()["id"].as_str().unwrap_or(""))
+    );
     for id in expected {
-        assert_eq!(resumed.expect().await.record()["id"], *id, "no gap after resuming");
+        assert_eq!(
+            resumed.expect().await.record()["id"],
+            *id,
+            "no gap after resuming"
+        );
     }
 }

@@ -158,7 +158,11 @@ impl Drop for Database {
     fn drop(&mut self) {
         if let Some((base, name)) = &self.drop_with {
             let _ = Command::new("psql")
-                .args([base, "-qc", &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")])
+                .args([
+                    base,
+                    "-qc",
+                    &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+                ])
                 .status();
         }
     }
@@ -373,7 +377,13 @@ pub(crate) async fn fleet(dir: &std::path::Path, mode: Mode, n: usize) {
     // a waiter), or, for idle connections, the server's RSS stopped growing.
     let deadline = Instant::now() + Duration::from_secs(300);
     if mode == Mode::Idle {
-        let lines = |c: &Crowd| c.lines.lock().expect("lock").iter().any(|l| l == "connected");
+        let lines = |c: &Crowd| {
+            c.lines
+                .lock()
+                .expect("lock")
+                .iter()
+                .any(|l| l == "connected")
+        };
         while !crowds.iter().all(lines) {
             assert!(Instant::now() < deadline, "the crowd did not connect");
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -534,7 +544,10 @@ async fn events_stream(servers: &[Server], admin: &str, crowds: &mut [Crowd], n:
         }
         let (client, url, admin) = (client.clone(), url.clone(), admin.to_owned());
         tasks.spawn(async move {
-            let body = format!(r#"{{"question":"sent {}","timeout_seconds":0}}"#, unix_micros());
+            let body = format!(
+                r#"{{"question":"sent {}","timeout_seconds":0}}"#,
+                unix_micros()
+            );
             let _ = client
                 .post(format!("{url}/v1/requests"))
                 .bearer_auth(admin)
@@ -735,7 +748,8 @@ async fn ask_over_mcp(
         }
         request.send()
     };
-    let mut params = json!({"name": "ask_human", "arguments": {"question": format!("fleet {index}")}});
+    let mut params =
+        json!({"name": "ask_human", "arguments": {"question": format!("fleet {index}")}});
     let mut session_id = None;
     if session {
         let init = post(
@@ -746,7 +760,13 @@ async fn ask_over_mcp(
         )
         .await
         .ok()?;
-        session_id = Some(init.headers().get("mcp-session-id")?.to_str().ok()?.to_owned());
+        session_id = Some(
+            init.headers()
+                .get("mcp-session-id")?
+                .to_str()
+                .ok()?
+                .to_owned(),
+        );
         let _ = init.bytes().await;
         let _ = post(
             json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),

@@ -394,12 +394,8 @@ async fn roundtrip_of(
     let admin = key_of(bin, &db, "admin", "default");
     let server = Server::start_with(bin, &db, extra).await;
     let load = agents(&server, &admin, clients, run_for, (ask, answer)).await;
-    let (count, elapsed, server_cpu, all) = (
-        load.count,
-        load.elapsed,
-        load.server_cpu,
-        load.latencies,
-    );
+    let (count, elapsed, server_cpu, all) =
+        (load.count, load.elapsed, load.server_cpu, load.latencies);
     let figures = Roundtrips {
         per_second: count as f64 / elapsed.as_secs_f64(),
         cpu_us: server_cpu * 1e6 / count.max(1) as f64,
