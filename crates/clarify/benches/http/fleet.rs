@@ -389,13 +389,23 @@ pub(crate) async fn fleet(dir: &std::path::Path, mode: Mode, n: usize) {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     } else {
+        // An MCP call is counted once its request exists (the gauge of pending requests).
+        let gauge = if mode == Mode::Mcp {
+            "clarify_requests_pending"
+        } else {
+            "clarify_waiters"
+        };
         for (k, server) in servers.iter().enumerate() {
-            let want = (((k + 1) * share).min(n) - k * share) as u64;
-            while metric(&client, &server.url, "clarify_waiters").await < want {
+            let want = if mode == Mode::Mcp {
+                n as u64
+            } else {
+                (((k + 1) * share).min(n) - k * share) as u64
+            };
+            while metric(&client, &server.url, gauge).await < want {
                 assert!(
                     Instant::now() < deadline,
                     "the crowd did not connect: {} of {want} waiting",
-                    metric(&client, &server.url, "clarify_waiters").await
+                    metric(&client, &server.url, gauge).await
                 );
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
@@ -506,7 +516,7 @@ async fn pending_ids(client: &reqwest::Client, url: &str, admin: &str, n: usize)
             .await
             .expect("a page");
         for record in body["requests"].as_array().into_iter().flatten() {
-            let index = record["question"]
+            let index = record["questions"][0]["text"]
                 .as_str()
                 .and_then(|q| q.strip_prefix("fleet "))
                 .and_then(|i| i.parse::<usize>().ok());
@@ -742,6 +752,11 @@ async fn ask_over_mcp(
             .bearer_auth(key)
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", version)
+            .header("mcp-method", body["method"].as_str().unwrap_or_default())
+            .header(
+                "mcp-name",
+                body["params"]["name"].as_str().unwrap_or_default(),
+            )
             .json(&body);
         if let Some(id) = session_id {
             request = request.header("mcp-session-id", id);
