@@ -146,7 +146,7 @@ async fn accept(
         // stall rule: then the connection is dropped at once.
         let kill = token.child_token();
         let service = {
-            let (app, connection) = (app.clone(), Connection(kill.clone()));
+            let (app, connection) = (app.clone(), state::hub::Connection(kill.clone()));
             hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
                 request.extensions_mut().insert(connection.clone());
                 tower::ServiceExt::oneshot(app.clone(), request)
@@ -171,10 +171,6 @@ async fn accept(
     connections.wait().await;
     Ok(())
 }
-
-/// The connection a request came on, in its extensions: cancelling it closes the connection.
-#[derive(Clone, Debug)]
-pub struct Connection(pub(crate) tokio_util::sync::CancellationToken);
 
 /// On first start with an empty store: creates an admin key and a one-time inbox login link.
 /// Returns `None` when the store already has keys (or another instance won the race).

@@ -13,7 +13,7 @@
 //!
 //! Rules a client sees: a keep-alive comment every 15 s; a stream ends when its key is revoked
 //! (at once when revoked on this instance, within a second elsewhere) and when the server
-//! stops; and a stream whose client has taken nothing for `STALL` while events wait for it is
+//! stops; and a stream whose client has taken nothing for `Config::stream_stall` (60 s) while events wait for it is
 //! closed (the stall rule), so a client that stopped reading holds no connection and no memory:
 //! it resumes with `Last-Event-ID` and loses nothing.
 
@@ -50,10 +50,6 @@ const MAX_GAP: Duration = Duration::from_millis(25);
 
 /// How often every stream sends a keep-alive comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
-
-/// The stall rule: a stream whose client has taken nothing for this long while events wait
-/// for it is closed.
-pub const STALL: Duration = Duration::from_secs(60);
 
 /// How long a stream trusts its credentials between checks, when nothing was revoked here.
 const RECHECK: Duration = Duration::from_secs(1);
@@ -225,7 +221,7 @@ pub fn event_name(kind: EventKind) -> &'static str {
 pub async fn stream(
     State(state): State<AppState>,
     caller: Caller,
-    connection: Option<axum::Extension<crate::Connection>>,
+    connection: Option<axum::Extension<crate::state::hub::Connection>>,
     headers: HeaderMap,
 ) -> Response {
     let resume = match headers.get("last-event-id") {

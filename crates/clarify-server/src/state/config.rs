@@ -118,7 +118,7 @@ impl Config {
             max_waiters: 10_000,
             rate_limit: None,
             event_poll: Duration::from_millis(100),
-            stream_stall: crate::api::events::STALL,
+            stream_stall: Duration::from_secs(60),
             webhooks: WebhookConfig::default(),
             session_ttl: chrono::TimeDelta::days(7),
             mcp: clarify_mcp::HttpOptions::default(),

@@ -26,6 +26,11 @@ const RING_EVENTS: usize = 4096;
 /// The most bytes of rendered events the ring holds.
 const RING_BYTES: usize = 16 * 1024 * 1024;
 
+/// The connection a request came on, in its extensions: cancelling it closes the connection
+/// (the stall rule's way to cut a stream off).
+#[derive(Clone, Debug)]
+pub struct Connection(pub(crate) CancellationToken);
+
 /// One event as every stream of its tenant sends it.
 #[derive(Debug)]
 pub struct Frame {
