@@ -180,8 +180,7 @@ fn render_event(
     event: &clarify_store::Event,
     record: &clarify_store::RequestRecord,
 ) -> Bytes {
-    let link = links.then(|| state.answer_url(&record.id));
-    let body = crate::shared::wire::RecordBody::new(record, link);
+    let body = crate::api::render_for(state, links, record);
     let data = serde_json::to_string(&body).unwrap_or_else(|_| "null".to_owned());
     Bytes::from(format!(
         "id: {}\nevent: {}\ndata: {data}\n\n",

@@ -96,6 +96,12 @@ pub(crate) fn start(state: &AppState) -> Vec<JoinHandle<()>> {
 
 /// `record` as `caller` sees it: with its answer link for the roles that create requests.
 pub(crate) fn render(state: &AppState, caller: &Caller, record: &RequestRecord) -> RecordBody {
-    let link = caller.sees_links().then(|| state.answer_url(&record.id));
+    render_for(state, caller.sees_links(), record)
+}
+
+/// `record` with its answer link or without: [`render`] for a caller of either kind, before
+/// the caller is known (the event streams render each event once for each kind).
+pub(crate) fn render_for(state: &AppState, links: bool, record: &RequestRecord) -> RecordBody {
+    let link = links.then(|| state.answer_url(&record.id));
     RecordBody::new(record, link)
 }

@@ -9,9 +9,9 @@
 //! has a queue of its own that could grow.
 //!
 //! `newest` (a `watch`) says how far the ring reaches and wakes the streams; `beat` wakes them
-//! all for a keep-alive, so an open stream holds no timer of its own. `stalled` closes the
-//! connection of a stream whose client stopped reading while events wait for it (the stall
-//! rule, see [`EventHub::sweep`]).
+//! all for a keep-alive, so an open stream holds no timer of its own. [`EventHub::sweep`]
+//! applies the stall rule: it closes the connection of a stream whose client stopped reading
+//! while events wait for it.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -549,29 +549,18 @@ async fn a_stream_whose_client_stopped_reading_is_closed_and_resumes_without_los
         "{}",
         String::from_utf8_lossy(&head[..n])
     );
-    let waiters = async || {
-        let text = s
-            .client
-            .get(format!("{}/metrics", s.url))
-            .send()
-            .await
-            .expect("metrics")
-            .text()
-            .await
-            .expect("text");
-        text.lines()
-            .find_map(|l| l.strip_prefix("clarify_waiters "))
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .unwrap_or(-1.0)
-    };
-    assert_eq!(waiters().await, 2.0, "both streams are open");
+    assert_eq!(
+        s.metric("clarify_waiters").await,
+        2.0,
+        "both streams are open"
+    );
     // Events of 16 KiB each until the stalled client's buffers are full and it has taken
     // nothing for the stall time; the reader keeps up all along.
     let text = "A line of the change to review, long enough to fill buffers.\n".repeat(260);
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let mut made = Vec::new();
     let mut read = 0;
-    while waiters().await > 1.0 {
+    while s.metric("clarify_waiters").await > 1.0 {
         assert!(
             std::time::Instant::now() < deadline,
             "the stalled stream was not closed after {} events",

@@ -13,23 +13,6 @@ use serde_json::{Value, json};
 
 use crate::support::{TestServer, code};
 
-/// The value of the unlabelled metric `name` in a scrape.
-async fn metric(s: &TestServer, name: &str) -> f64 {
-    let text = s
-        .client
-        .get(format!("{}/metrics", s.url))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("metrics text");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
-}
-
 async fn refused(response: reqwest::Response, status: StatusCode, expected: &str) {
     assert_eq!(response.status(), status);
     let retry_after = response
@@ -83,7 +66,7 @@ async fn long_polls_event_streams_and_mcp_share_the_waiter_limit() {
     assert_eq!(stream.status(), StatusCode::OK);
     let poll = tokio::spawn(wait(&s));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while metric(&s, "clarify_waiters").await < 2.0 {
+    while s.metric("clarify_waiters").await < 2.0 {
         assert!(
             tokio::time::Instant::now() < deadline,
             "the long-poll never waited"
@@ -108,7 +91,7 @@ async fn long_polls_event_streams_and_mcp_share_the_waiter_limit() {
         )
         .await;
     }
-    assert_eq!(metric(&s, "clarify_waiters_refused_total").await, 3.0);
+    assert_eq!(s.metric("clarify_waiters_refused_total").await, 3.0);
     // Other routes are not limited.
     let (status, _) = s.get(&format!("/v1/requests/{id}"), &s.admin).await;
     assert_eq!(status, StatusCode::OK);
@@ -128,7 +111,7 @@ async fn long_polls_event_streams_and_mcp_share_the_waiter_limit() {
         .expect("the long-poll returns");
     assert_eq!(polled.status(), StatusCode::OK);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while metric(&s, "clarify_waiters").await > 1.0 {
+    while s.metric("clarify_waiters").await > 1.0 {
         assert!(
             tokio::time::Instant::now() < deadline,
             "the place was not given back"
@@ -185,7 +168,7 @@ async fn a_key_past_its_rate_gets_429_with_retry_after_and_other_keys_do_not() {
     // Unauthenticated calls are refused before they count, and unlimited routes stay open.
     let (status, _) = s.get("/v1/requests", "ck_nobody").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    assert_eq!(metric(&s, "clarify_rate_limited_total").await, 2.0);
+    assert_eq!(s.metric("clarify_rate_limited_total").await, 2.0);
 
     // At 2 per second, one more request is allowed every 500 ms.
     clock.advance(TimeDelta::milliseconds(499));

@@ -715,39 +715,25 @@ async fn the_pending_gauge_follows_every_instance() {
     let options = clarify_store::StoreOptions::default;
     let a = TestServer::build(&url, options(), |_| {}).await;
     let b = TestServer::build(&url, options(), |_| {}).await;
-    let pending = |s: &TestServer| {
-        let url = format!("{}/metrics", s.url);
-        let client = s.client.clone();
-        async move {
-            let text = client
-                .get(url)
-                .send()
-                .await
-                .expect("sent")
-                .text()
-                .await
-                .expect("text");
-            text.lines()
-                .find_map(|l| l.strip_prefix("clarify_requests_pending "))
-                .and_then(|n| n.trim().parse::<i64>().ok())
-                .expect("the gauge")
-        }
-    };
-    assert_eq!(pending(&a).await, 0);
+    assert_eq!(a.metric("clarify_requests_pending").await, 0.0);
     let first = a.ask(&a.admin, deploy()).await;
     b.ask(&b.admin, json!({"question": "Name?"})).await;
     b.ask(&b.admin, json!({"question": "Colour?"})).await;
-    assert_eq!(pending(&a).await, 3, "b's requests count on a too");
+    assert_eq!(
+        a.metric("clarify_requests_pending").await,
+        3.0,
+        "b's requests count on a too"
+    );
     let id = first["id"].as_str().expect("id");
     let (status, _) = b
         .post(&format!("/v1/requests/{id}/cancel"), &b.admin, json!({}))
         .await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(pending(&a).await, 2);
-    assert_eq!(pending(&b).await, 2);
+    assert_eq!(a.metric("clarify_requests_pending").await, 2.0);
+    assert_eq!(b.metric("clarify_requests_pending").await, 2.0);
     // A third instance, started now, counts the same.
     let c = TestServer::build(&url, options(), |_| {}).await;
-    assert_eq!(pending(&c).await, 2);
+    assert_eq!(c.metric("clarify_requests_pending").await, 2.0);
 }
 
 /// A client that sends `{}` with `POST .../cancel` in a second packet, as httpx may, and then

@@ -23,6 +23,23 @@ pub struct TestServer {
 }
 
 impl TestServer {
+    /// The value of the unlabelled metric `name` in a scrape of `/metrics`.
+    pub async fn metric(&self, name: &str) -> f64 {
+        let text = self
+            .client
+            .get(format!("{}/metrics", self.url))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("metrics text");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
+    }
+
     /// A server on a fresh memory store with default settings.
     pub async fn start() -> Self {
         Self::build("memory:", StoreOptions::default(), |_| {}).await

@@ -49,12 +49,7 @@ pub(crate) enum Mode {
 
 impl Mode {
     pub(crate) fn from_env() -> Self {
-        match std::env::var("CLARIFY_BENCH_FLEET_MODE").as_deref() {
-            Ok("mcp") => Self::Mcp,
-            Ok("events") => Self::Events,
-            Ok("idle") => Self::Idle,
-            _ => Self::Wait,
-        }
+        Self::of(&std::env::var("CLARIFY_BENCH_FLEET_MODE").unwrap_or_default())
     }
 
     fn name(self) -> &'static str {
