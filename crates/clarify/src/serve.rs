@@ -20,8 +20,8 @@ const FILES_KEPT: u64 = 1_024;
 /// fail anyway; below it, the cap leaves a refusal a caller understands (`503 too_many_waiters`
 /// with `Retry-After`) instead of a refused connection. The soft file limit is first raised to
 /// the hard one, as a server expecting many connections should (the soft default of a shell is
-/// often 1,024). A waiting agent costs the server about 10 KiB (`BENCHMARKS.md`, "A fleet
-/// waiting at once"), so the largest default, 100,000, is about 1 GiB.
+/// often 1,024). A waiting agent costs the server about 23 KiB (`BENCHMARKS.md`, "A fleet
+/// waiting at once"), so the largest default, 100,000, is about 2.2 GiB.
 fn default_max_waiters() -> usize {
     let files = match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(files) => files,

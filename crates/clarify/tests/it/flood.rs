@@ -118,8 +118,8 @@ async fn floods_of_streams_long_polls_and_bodies_keep_memory_bounded() {
         mib(refused_once.saturating_sub(held)),
         mib(refused_twice.saturating_sub(refused_once)),
     );
-    // About 12 KiB a stream in the debug build since connections are hyper's HTTP/1 alone
-    // (98 KiB under axum::serve's HTTP/1 + HTTP/2 connection): the bound keeps it small.
+    // Connections are served HTTP/1 only (98 KiB a stream under axum::serve's HTTP/1 + HTTP/2
+    // connection): the bound keeps it small.
     assert!(
         held.saturating_sub(baseline) < 32 * MIB,
         "an open stream costs under 32 KiB"
