@@ -17,6 +17,7 @@
 //! [`tool`] derives the LLM-facing `ask_human` tool definitions from the types, and
 //! [`transcript`] keeps an agent's OpenAI-style chat history valid for the model.
 
+pub mod agui;
 pub mod answer;
 pub mod coerce;
 pub mod display;

@@ -443,6 +443,54 @@ impl Backend {
         dispatch!(self, b => b.secret(name, candidate).await)
     }
 
+    pub(crate) async fn agui_insert(&self, run: crate::AguiRun) -> Result<(), StoreError> {
+        dispatch!(self, b => b.agui_insert(run).await)
+    }
+
+    pub(crate) async fn agui_runs(
+        &self,
+        tenant: &str,
+        agent: &str,
+        thread_id: &str,
+    ) -> Result<Vec<crate::AguiRun>, StoreError> {
+        dispatch!(self, b => b.agui_runs(tenant, agent, thread_id).await)
+    }
+
+    /// Waiting runs whose lease is free at `now`, oldest first, at most `limit`.
+    pub(crate) async fn agui_waiting(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<crate::AguiRun>, StoreError> {
+        dispatch!(self, b => b.agui_waiting(now, limit).await)
+    }
+
+    /// Leases waiting run `id` until `until` when its lease is free at `now`.
+    pub(crate) async fn agui_claim(
+        &self,
+        id: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.agui_claim(id, now, until).await)
+    }
+
+    pub(crate) async fn agui_release(
+        &self,
+        id: &str,
+        at: Option<DateTime<Utc>>,
+    ) -> Result<(), StoreError> {
+        dispatch!(self, b => b.agui_release(id, at).await)
+    }
+
+    pub(crate) async fn agui_finish(
+        &self,
+        id: &str,
+        events: Option<String>,
+    ) -> Result<(), StoreError> {
+        dispatch!(self, b => b.agui_finish(id, events).await)
+    }
+
     pub(crate) async fn kept(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
         dispatch!(self, b => b.kept(name).await)
     }

@@ -32,6 +32,7 @@
 
 mod access;
 mod agent;
+mod agui;
 mod audit;
 mod backend;
 mod backup;
@@ -64,6 +65,7 @@ pub use access::{
     TokenKind,
 };
 pub use agent::{Asked, Clarify};
+pub use agui::{AGUI_BATCH, AguiRun};
 pub use audit::{AdminEvent, AdminKind, AuditEvent, ChainBreak};
 pub use backup::{BackupError, BackupReport, backup};
 pub use clock::{Clock, IdGenerator, ManualClock, RandomIds, SequentialIds, SystemClock};

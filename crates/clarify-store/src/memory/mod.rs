@@ -7,10 +7,11 @@
 //! How it is laid out. Everything lives in one [`State`] behind one mutex, so each operation is
 //! atomic as a transaction is in the SQL backends; this file holds that state. The operations
 //! are in files named as the concerns of the SQL backends (`sqlite/`, `postgres/`): `requests`,
-//! `votes`, `schedule`, `retention`, `feed`, `outbox`, `grants`, `keys` and `insights`, so each concern's
+//! `votes`, `schedule`, `retention`, `feed`, `outbox`, `grants`, `keys`, `insights` and `agui`, so each concern's
 //! three implementations can be read side by side. It has no `migrations`: nothing outlives
 //! the process.
 
+mod agui;
 mod feed;
 mod grants;
 mod insights;
@@ -75,6 +76,8 @@ struct State {
     cursors: HashMap<String, i64>,
     deliveries: BTreeMap<u64, Delivery>,
     next_delivery: u64,
+    /// AG-UI runs waiting for people, and resumed ones, oldest first.
+    agui_runs: Vec<crate::AguiRun>,
 }
 
 /// A stored request, with what the indexes of `State` need to find it again.

@@ -21,12 +21,12 @@ use crate::error::StoreError;
 const MIGRATION_LOCK: i64 = 0x636c_6172_6966_7901;
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-pub(super) const SCHEMA_VERSION: i64 = 13;
+pub(super) const SCHEMA_VERSION: i64 = 14;
 
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
-    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13,
+    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -249,6 +249,26 @@ CREATE TABLE clarify_insights (
     times bigint[] NOT NULL,
     PRIMARY KEY (tenant, tag, day, agent, tool, surface, responder, ending)
 );
+";
+
+/// Schema version 14: AG-UI runs that ended waiting for people (the store's `agui` module):
+/// what resuming each needs, its lease while an instance resumes it, and the resumed run's
+/// events. Read by thread, and (the resume worker) the waiting ones in order.
+const SCHEMA_V14: &str = "
+CREATE TABLE clarify_agui_runs (
+    seq bigserial PRIMARY KEY,
+    id text NOT NULL UNIQUE,
+    tenant text NOT NULL,
+    agent text NOT NULL,
+    thread_id text NOT NULL,
+    data text NOT NULL,
+    done boolean NOT NULL DEFAULT false,
+    lease_until bigint,
+    created_at bigint NOT NULL,
+    events text
+);
+CREATE INDEX clarify_agui_runs_thread ON clarify_agui_runs (tenant, agent, thread_id, seq);
+CREATE INDEX clarify_agui_runs_waiting ON clarify_agui_runs (seq) WHERE NOT done;
 ";
 
 /// Hashes, in order, the events stored before the audit chain existed (schema 9), in the

@@ -39,6 +39,7 @@
 //! (API keys, tokens, server secrets) and `migrations` (the schema, version by version). A new
 //! concern is a new file here and one of the same name there.
 
+mod agui;
 mod feed;
 mod grants;
 mod insights;

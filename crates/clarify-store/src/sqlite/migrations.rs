@@ -13,7 +13,7 @@ use crate::audit;
 use crate::codec::{EVENT_COLUMNS_BEFORE_PRINCIPAL, EventParts};
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-pub(super) const SCHEMA_VERSION: i64 = 14;
+pub(super) const SCHEMA_VERSION: i64 = 15;
 
 /// Schema version 1: requests, their tags, the event log and grants.
 const SCHEMA_V1: &str = "
@@ -249,10 +249,30 @@ CREATE TABLE insights (
 ) WITHOUT ROWID;
 ";
 
+/// Schema version 15: AG-UI runs that ended waiting for people (the store's `agui` module):
+/// what resuming each needs, its lease while an instance resumes it, and the resumed run's
+/// events. Read by thread, and (the resume worker) the waiting ones in order.
+const SCHEMA_V15: &str = "
+CREATE TABLE agui_runs (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    tenant TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    thread_id TEXT NOT NULL,
+    data TEXT NOT NULL,
+    done INTEGER NOT NULL DEFAULT 0,
+    lease_until INTEGER,
+    created_at INTEGER NOT NULL,
+    events TEXT
+);
+CREATE INDEX agui_runs_thread ON agui_runs (tenant, agent, thread_id, seq);
+CREATE INDEX agui_runs_waiting ON agui_runs (seq) WHERE done = 0;
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
-    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
+    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 

@@ -37,9 +37,10 @@
 //! concern's statements and row readers: `requests` (create, read, list, resolve), `votes`,
 //! `schedule` (expiry, reminders, escalation), `retention`, `feed` (the event log and its audit
 //! chain), `outbox` (webhook deliveries, channel notifications, channel cursors), `grants`, `keys`
-//! (API keys, tokens, server secrets) and `migrations` (the schema, version by version). A new
+//! (API keys, tokens, server secrets), `agui` (AG-UI runs waiting for people) and `migrations` (the schema, version by version). A new
 //! concern is a new file here and one of the same name there.
 
+mod agui;
 mod decoded;
 mod feed;
 mod grants;

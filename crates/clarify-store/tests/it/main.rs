@@ -48,6 +48,7 @@ macro_rules! conformance {
 }
 
 mod access;
+mod agui;
 mod audit;
 mod conformance;
 mod decisions;
