@@ -90,6 +90,7 @@ pub async fn serve(
     let token = state.shutdown.clone();
     let api_tasks = api::start(&state);
     let announcer = chat::start(&state);
+    let resumer = protocols::start(&state);
     let signal = {
         let token = token.clone();
         async move {
@@ -107,6 +108,9 @@ pub async fn serve(
         let _ = task.await;
     }
     let _ = announcer.await;
+    if let Some(resumer) = resumer {
+        let _ = resumer.await;
+    }
     result
 }
 

@@ -33,7 +33,7 @@ use tokio::sync::watch;
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::state::AppState;
-use crate::state::hub::{Frame, StreamWatch};
+use crate::state::hub::{Frame, StreamWatch, Subject};
 
 /// How many events one read of the log returns.
 const BATCH: usize = 100;
@@ -147,6 +147,11 @@ async fn fill(state: &AppState, seq: u64) -> u64 {
                     let with = render_event(state, true, &event, &record);
                     let without = render_event(state, false, &event, &record);
                     Frame {
+                        subject: Some(Subject {
+                            request_id: event.request_id.clone(),
+                            session: record.request.session.clone(),
+                            kind: event.kind,
+                        }),
                         seq: event.seq,
                         tenant: event.tenant,
                         with_link: with,
@@ -159,6 +164,7 @@ async fn fill(state: &AppState, seq: u64) -> u64 {
                     tenant: String::new(),
                     with_link: Bytes::new(),
                     without_link: Bytes::new(),
+                    subject: None,
                 },
                 Err(e) => {
                     tracing::warn!(error = %e, "reading a record for the event streams failed; retrying");

@@ -6,9 +6,11 @@
 //! key and role, scopes its calls to the caller's tenant, counts it against the limits, and
 //! tells the instance about the changes it makes, as the `/v1` routes do. Today: [`mcp`], the
 //! MCP tools over Streamable HTTP at `/mcp`, and [`a2a`], clarify as an A2A agent at `/a2a`
-//! (with its agent card), when `[a2a]` enables it.
+//! (with its agent card), when `[a2a]` enables it, and [`agui`], the AG-UI proxy at `/agui/{name}`
+//! for the `[[agui]]` agents.
 
 pub mod a2a;
+pub mod agui;
 pub mod mcp;
 
 use axum::Router;
@@ -20,4 +22,10 @@ pub(crate) fn routes(state: &AppState) -> Router<AppState> {
     Router::new()
         .merge(mcp::routes(state))
         .merge(a2a::routes(state))
+        .merge(agui::routes(state))
+}
+
+/// Starts this room's background task: the AG-UI resume worker (only with `[[agui]]` agents).
+pub(crate) fn start(state: &AppState) -> Option<tokio::task::JoinHandle<()>> {
+    (!state.config.agui.is_empty()).then(|| tokio::spawn(agui::resume_worker(state.clone())))
 }

@@ -238,6 +238,18 @@ impl OutboundGuard {
         Ok(guard)
     }
 
+    /// This guard, also allowing `host` (a name, or an address written in a URL): for an
+    /// address the admin configured, such as an `[[agui]]` agent's.
+    pub fn with_host(mut self, host: &str) -> Self {
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        if let Ok(ip) = bare.parse::<IpAddr>() {
+            self.ranges.push(IpNet::from(ip));
+        } else if let Some(host) = host_name(bare) {
+            self.hosts.push(host);
+        }
+        self
+    }
+
     /// This guard, resolving names with `lookup` instead of the system's resolver.
     pub fn with_lookup(mut self, lookup: Arc<dyn Lookup>) -> Self {
         self.lookup = lookup;

@@ -43,6 +43,44 @@ pub struct Config {
     pub oidc: Option<OidcConfig>,
     /// `[a2a] enabled`: serve `/a2a` and the agent card.
     pub a2a: bool,
+    /// `[[agui]]`: the AG-UI agents `POST /agui/{name}` proxies.
+    pub agui: Vec<std::sync::Arc<AguiAgent>>,
+}
+
+/// One `[[agui]]` entry: an AG-UI agent the proxy serves at `/agui/{name}`.
+pub struct AguiAgent {
+    pub name: String,
+    /// Where its runs are POSTed (the AG-UI HTTP + SSE binding).
+    pub url: url::Url,
+    /// Headers sent with every run (an `Authorization` the agent wants, say).
+    pub headers: Vec<(String, String)>,
+    /// Its HTTP client, made at first use.
+    pub client: std::sync::OnceLock<reqwest::Client>,
+}
+
+impl AguiAgent {
+    pub fn new(name: impl Into<String>, url: url::Url, headers: Vec<(String, String)>) -> Self {
+        Self {
+            name: name.into(),
+            url,
+            headers,
+            client: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+impl std::fmt::Debug for AguiAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Header values may be credentials: only their names are shown.
+        f.debug_struct("AguiAgent")
+            .field("name", &self.name)
+            .field("url", &self.url.as_str())
+            .field(
+                "headers",
+                &self.headers.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 /// `[oidc]`: signing people in to the inbox through an OpenID Connect provider.
@@ -128,6 +166,7 @@ impl Config {
             suggest: clarify_store::Suggest::default(),
             oidc: None,
             a2a: false,
+            agui: Vec::new(),
         }
     }
 }

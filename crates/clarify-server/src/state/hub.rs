@@ -40,6 +40,17 @@ pub struct Frame {
     pub with_link: Bytes,
     /// The SSE event for a caller who does not.
     pub without_link: Bytes,
+    /// What the event is about, for readers that pick events by request (the AG-UI emitter
+    /// picks a run's thread); `None` for an event of a forgotten request.
+    pub subject: Option<Subject>,
+}
+
+/// The request an event is about: its id, its session, and what happened to it.
+#[derive(Debug, Clone)]
+pub struct Subject {
+    pub request_id: String,
+    pub session: Option<String>,
+    pub kind: clarify_store::EventKind,
 }
 
 impl Frame {
@@ -286,6 +297,7 @@ mod tests {
             tenant: tenant.to_owned(),
             with_link: Bytes::from(vec![b'a'; size]),
             without_link: Bytes::from(vec![b'b'; size]),
+            subject: None,
         }
     }
 

@@ -14,7 +14,7 @@ pub mod limits;
 pub mod metrics;
 pub mod oidc;
 
-pub use config::{Config, OidcConfig, WebhookConfig};
+pub use config::{AguiAgent, Config, OidcConfig, WebhookConfig};
 
 use std::sync::Arc;
 

@@ -1,6 +1,7 @@
 //! Integration tests of the HTTP server on a real socket.
 
 mod abuse;
+mod agui;
 mod audit;
 mod browser;
 mod channels;
