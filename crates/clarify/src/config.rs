@@ -50,6 +50,8 @@ pub struct Config {
     pub suggest: clarify_store::Suggest,
     /// `[a2a] enabled`.
     pub a2a: bool,
+    /// `[[agui]]`, checked.
+    pub agui: Vec<clarify_server::state::AguiAgent>,
 }
 
 /// `[server]`: the settings `clarify serve` also takes as flags.
@@ -471,7 +473,22 @@ pub fn parse(
         }
     }
     let oidc = raw.oidc.map(|o| o.check(env, &fail)).transpose()?;
+    let mut agui = Vec::with_capacity(raw.agui.len());
+    for (i, entry) in raw.agui.into_iter().enumerate() {
+        let agent = entry.check(&format!("agui[{i}]"), &fail)?;
+        if agui
+            .iter()
+            .any(|a: &clarify_server::state::AguiAgent| a.name == agent.name)
+        {
+            return Err(fail(
+                &format!("agui[{i}].name"),
+                format!("{:?} is the name of another [[agui]] entry", agent.name),
+            ));
+        }
+        agui.push(agent);
+    }
     Ok(Config {
+        agui,
         rules,
         suggest,
         a2a: raw.a2a.enabled,
@@ -589,6 +606,72 @@ pub(crate) struct RawConfig {
     /// at `/a2a`, where other agents ask people through tasks.
     #[serde(default)]
     a2a: RawA2a,
+    /// AG-UI agents clarify proxies at `POST /agui/{name}`: their interrupts become requests,
+    /// and clarify resumes a run once people answered them.
+    #[serde(default)]
+    agui: Vec<RawAgui>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawAgui {
+    /// The agent's name in the proxy's URL (`/agui/<name>`): 1 to 64 of A-Z a-z 0-9 - _.
+    name: String,
+    /// Where the agent takes runs (AG-UI's HTTP + SSE binding), `http` or `https`.
+    url: String,
+    /// Headers sent with every run to the agent, such as an `Authorization` it wants.
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+}
+
+impl RawAgui {
+    fn check(self, at: &str, fail: Fail<'_>) -> Result<clarify_server::state::AguiAgent, String> {
+        let valid = (1..=64).contains(&self.name.len())
+            && self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !valid {
+            return Err(fail(
+                &format!("{at}.name"),
+                format!(
+                    "{:?} must be 1 to 64 of A-Z a-z 0-9 - _ (it is part of a URL)",
+                    self.name
+                ),
+            ));
+        }
+        let url = match url::Url::parse(&self.url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host() => u,
+            _ => {
+                return Err(fail(
+                    &format!("{at}.url"),
+                    format!("{:?} is not an http or https URL", self.url),
+                ));
+            }
+        };
+        for (name, value) in &self.headers {
+            let fits = header_name(name) && !value.chars().any(char::is_control);
+            if !fits {
+                return Err(fail(
+                    &format!("{at}.headers.{name}"),
+                    "is not an HTTP header name with a printable value".to_owned(),
+                ));
+            }
+        }
+        Ok(clarify_server::state::AguiAgent::new(
+            self.name,
+            url,
+            self.headers.into_iter().collect(),
+        ))
+    }
+}
+
+/// Whether `name` is an HTTP header name (RFC 9110 token characters).
+fn header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c))
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -1587,6 +1670,14 @@ mod tests {
         assert_eq!(config.rules.as_ref().map(|r| r.len()), Some(2));
         assert_eq!(config.suggest.approvals, 3);
         assert!(config.a2a);
+        assert_eq!(
+            config
+                .agui
+                .iter()
+                .map(|a| (a.name.as_str(), a.url.as_str(), a.headers.len()))
+                .collect::<Vec<_>>(),
+            [("deployer", "http://127.0.0.1:8000/agent", 1)]
+        );
         let oidc = config.oidc.expect("[oidc]");
         assert_eq!(oidc.client_secret.as_deref(), Some("from-env"));
         assert_eq!(config.groups["sre"], ["alice", "bob"]);
@@ -1860,6 +1951,22 @@ mod tests {
             (
                 "[claude_code]\nallow = [\"\"]\n",
                 "clarify.toml: claude_code: has an empty pattern",
+            ),
+            (
+                "[[agui]]\nname = \"a b\"\nurl = \"http://x\"\n",
+                "clarify.toml: agui[0].name: \"a b\" must be 1 to 64 of",
+            ),
+            (
+                "[[agui]]\nname = \"a\"\nurl = \"ftp://x\"\n",
+                "clarify.toml: agui[0].url: \"ftp://x\" is not an http or https URL",
+            ),
+            (
+                "[[agui]]\nname = \"a\"\nurl = \"http://x\"\n[[agui]]\nname = \"a\"\nurl = \"http://y\"\n",
+                "clarify.toml: agui[1].name: \"a\" is the name of another [[agui]] entry",
+            ),
+            (
+                "[[agui]]\nname = \"a\"\nurl = \"http://x\"\nheaders = { \"Bad Name\" = \"v\" }\n",
+                "clarify.toml: agui[0].headers.Bad Name: is not an HTTP header name",
             ),
         ];
         for (text, expected) in cases {

@@ -5,6 +5,7 @@
 //! `CLARIFY_TOKEN`; `mcp` serves MCP on stdio over either. Errors are one line on stderr saying what went wrong and what to do.
 
 mod acp;
+mod agui;
 mod audit;
 mod client;
 mod config;
@@ -170,6 +171,11 @@ enum Command {
         after_help = "Examples (as the agent command an editor such as Zed starts):\n  clarify acp -- gemini --experimental-acp\n  clarify acp --policy policy.toml -- claude-code-acp\n\nApprovals go to the server at CLARIFY_URL with the key in CLARIFY_TOKEN; stdout carries only\nthe agent's messages."
     )]
     Acp(acp::AcpArgs),
+    /// AG-UI agents: run one headless to its end, asking people for its interrupts.
+    Agui {
+        #[command(subcommand)]
+        command: agui::AguiCommand,
+    },
     /// Check a configuration file: exit 0 when `clarify serve --config` would accept it, or 1
     /// with one line naming the key and the problem.
     #[command(
@@ -382,5 +388,6 @@ async fn run(cli: Cli, given: Vec<String>) -> anyhow::Result<ExitCode> {
         Command::Hook { command } => hook::run(command).await,
         Command::Gate(args) => gate::run(args).await,
         Command::Acp(args) => acp::run(args).await,
+        Command::Agui { command } => agui::run(command).await,
     }
 }

@@ -40,7 +40,7 @@ fn default_max_waiters() -> usize {
 }
 
 pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> {
-    let (args, channels, routes, people, rules, suggest, a2a) = match &args.config {
+    let (args, channels, routes, people, rules, suggest, a2a, agui) = match &args.config {
         None => (
             args,
             Vec::new(),
@@ -49,6 +49,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
             None,
             Default::default(),
             false,
+            Vec::new(),
         ),
         Some(path) => {
             let mut file = crate::config::load(path).map_err(anyhow::Error::msg)?;
@@ -62,6 +63,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
             };
             let rules = file.rules.take();
             let suggest = file.suggest;
+            let agui = std::mem::take(&mut file.agui);
             (
                 with_file(args, given, file.server),
                 channels,
@@ -70,6 +72,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
                 rules,
                 suggest,
                 file.a2a,
+                agui,
             )
         }
     };
@@ -135,6 +138,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     config.oidc = people.oidc;
     config.suggest = suggest;
     config.a2a = a2a;
+    config.agui = agui.into_iter().map(std::sync::Arc::new).collect();
     if let Some((key, login)) = clarify_server::bootstrap(&store, &public_url).await? {
         eprintln!("clarify: created the first admin key (shown once; keep it):");
         eprintln!("  {}", key.token);
