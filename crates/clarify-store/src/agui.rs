@@ -20,6 +20,8 @@ use crate::error::StoreError;
 pub struct AguiRun {
     /// The store's id of the run (the server chooses it).
     pub id: String,
+    /// Its place in the order runs were stored (set by the store; 0 before).
+    pub seq: u64,
     pub tenant: String,
     /// The `[[agui]]` entry the run went to.
     pub agent: String,
@@ -51,6 +53,7 @@ impl Store {
     ) -> Result<AguiRun, StoreError> {
         let run = AguiRun {
             id: id.to_owned(),
+            seq: 0,
             tenant: tenant.to_owned(),
             agent: agent.to_owned(),
             thread_id: thread_id.to_owned(),
@@ -60,8 +63,8 @@ impl Store {
             created_at: self.now(),
             events: None,
         };
-        self.inner.backend.agui_insert(run.clone()).await?;
-        Ok(run)
+        let seq = self.inner.backend.agui_insert(run.clone()).await?;
+        Ok(AguiRun { seq, ..run })
     }
 
     /// The runs of thread `thread_id` of agent `agent` in `tenant`, oldest first.
@@ -74,12 +77,12 @@ impl Store {
         self.inner.backend.agui_runs(tenant, agent, thread_id).await
     }
 
-    /// Up to [`AGUI_BATCH`] waiting runs no one holds now, oldest first: what the resume worker
-    /// looks at.
-    pub async fn agui_waiting(&self) -> Result<Vec<AguiRun>, StoreError> {
+    /// Up to [`AGUI_BATCH`] waiting runs no one holds now, stored after `after` (a run's `seq`;
+    /// 0 for the first), oldest first: what the resume worker looks at, page by page.
+    pub async fn agui_waiting(&self, after: u64) -> Result<Vec<AguiRun>, StoreError> {
         self.inner
             .backend
-            .agui_waiting(self.now(), AGUI_BATCH)
+            .agui_waiting(self.now(), after, AGUI_BATCH)
             .await
     }
 

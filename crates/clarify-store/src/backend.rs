@@ -443,7 +443,8 @@ impl Backend {
         dispatch!(self, b => b.secret(name, candidate).await)
     }
 
-    pub(crate) async fn agui_insert(&self, run: crate::AguiRun) -> Result<(), StoreError> {
+    /// Stores `run`; its `seq`.
+    pub(crate) async fn agui_insert(&self, run: crate::AguiRun) -> Result<u64, StoreError> {
         dispatch!(self, b => b.agui_insert(run).await)
     }
 
@@ -456,13 +457,15 @@ impl Backend {
         dispatch!(self, b => b.agui_runs(tenant, agent, thread_id).await)
     }
 
-    /// Waiting runs whose lease is free at `now`, oldest first, at most `limit`.
+    /// Waiting runs whose lease is free at `now`, stored after `after`, oldest first, at most
+    /// `limit`.
     pub(crate) async fn agui_waiting(
         &self,
         now: DateTime<Utc>,
+        after: u64,
         limit: usize,
     ) -> Result<Vec<crate::AguiRun>, StoreError> {
-        dispatch!(self, b => b.agui_waiting(now, limit).await)
+        dispatch!(self, b => b.agui_waiting(now, after, limit).await)
     }
 
     /// Leases waiting run `id` until `until` when its lease is free at `now`.

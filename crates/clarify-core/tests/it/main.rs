@@ -1,5 +1,6 @@
 //! Integration tests of the core model, one module per topic, compiled into one binary.
 
+mod agui;
 mod answers;
 mod approvals;
 mod coercion;

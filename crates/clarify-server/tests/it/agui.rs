@@ -56,6 +56,26 @@ async fn agent(State(received): State<Received>, body: Bytes) -> axum::response:
                 ]});
                 let _ = tx.send(frame(&finished)).await;
             }
+            // Proposes a tool call and interrupts for its approval, edits allowed.
+            "tool" if input.get("resume").is_none() => {
+                for event in [
+                    json!({"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "deploy"}),
+                    json!({"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "{\"env\": "}),
+                    json!({"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "\"prod\"}"}),
+                    json!({"type": "TOOL_CALL_END", "toolCallId": "c1"}),
+                    json!({"type": "STATE_SNAPSHOT", "snapshot": {"step": "approve"}}),
+                ] {
+                    let _ = tx.send(frame(&event)).await;
+                }
+                let mut finished = finished;
+                finished["outcome"] = json!({"type": "interrupt", "interrupts": [
+                    {"id": "approve-1", "reason": "tool_call", "toolCallId": "c1",
+                     "message": "Deploy to prod?",
+                     "responseSchema": {"type": "object", "properties": {
+                        "approved": {"type": "boolean"}, "editedArgs": {"type": "object"}}}},
+                ]});
+                let _ = tx.send(frame(&finished)).await;
+            }
             "slow" => {
                 tokio::time::sleep(PAUSE).await;
                 let _ = tx
@@ -353,5 +373,100 @@ async fn events_pass_through_as_they_come_and_the_threads_requests_join_the_stre
     assert_eq!(
         rest.last().map(|e| e["type"].clone()),
         Some(json!("RUN_FINISHED"))
+    );
+}
+
+#[tokio::test]
+async fn a_tool_call_approved_elsewhere_with_edits_is_resumed_by_clarify_and_replayed() {
+    let (server, received, key) = setup().await;
+    let thread = format!("tool-{}", crate::support::suffix());
+    let events = run(&server, &key, &input(&thread)).await.all().await;
+    let announced = events
+        .iter()
+        .find(|e| e["name"] == "clarify.requests")
+        .expect("clarify.requests");
+    let id = announced["value"]["requests"][0]["requestId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let (status, record) = server.get(&format!("/v1/requests/{id}"), &key).await;
+    assert_eq!(status, StatusCode::OK, "{record}");
+    let question = &record["questions"][0];
+    assert_eq!(question["kind"], "approval");
+    assert_eq!(question["action"]["name"], "deploy");
+    assert_eq!(question["action"]["arguments"], json!({"env": "prod"}));
+    assert_eq!(question["allow_edit"], true);
+    assert_eq!(record["session"], json!(thread));
+
+    // Approved in the inbox, with the arguments edited; the frontend is gone.
+    let person = server.key(Role::Responder, "alice", "default").await;
+    let (status, _) = server
+        .post(
+            &format!("/v1/requests/{id}/answer"),
+            &person,
+            json!({"decision": "approve", "edited_arguments": {"env": "staging"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let resumed = loop {
+        let last = received.lock().ok().and_then(|r| r.last().cloned());
+        if let Some(last) = last.filter(|l| l.get("resume").is_some()) {
+            break last;
+        }
+        assert!(Instant::now() < deadline, "clarify did not resume the run");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(resumed["threadId"], json!(thread));
+    assert_ne!(resumed["runId"], input(&thread)["runId"], "a new run");
+    assert_eq!(
+        resumed["state"],
+        json!({"step": "approve"}),
+        "from the last snapshot"
+    );
+    assert_eq!(
+        resumed["resume"],
+        json!([{"interruptId": "approve-1", "status": "resolved",
+                "payload": {"approved": true, "editedArgs": {"env": "staging"}}}])
+    );
+
+    // A frontend coming back reads the resumed run's events.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let response = server
+            .client
+            .get(format!("{}/agui/fake/threads/{thread}/events", server.url))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(response.status(), StatusCode::OK);
+        let text = response.text().await.expect("text");
+        if text.contains("RUN_FINISHED") {
+            assert!(text.starts_with("data: {"), "{text}");
+            assert!(
+                text.contains(&format!("\"runId\":{}", resumed["runId"])),
+                "{text}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the resumed run's events were not kept"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Resuming it through the proxy now is a conflict naming who answered.
+    let mut late = input(&thread);
+    late["resume"] = json!([{"interruptId": "approve-1", "status": "resolved",
+                              "payload": {"approved": false}}]);
+    let (status, error) = server.post("/agui/fake", &key, late).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{error}");
+    assert_eq!(code(&error), "already_resolved");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("alice")),
+        "{error}"
     );
 }

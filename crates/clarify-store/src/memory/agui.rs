@@ -7,7 +7,7 @@ use crate::AguiRun;
 use crate::error::StoreError;
 
 impl MemoryBackend {
-    pub(crate) async fn agui_insert(&self, run: AguiRun) -> Result<(), StoreError> {
+    pub(crate) async fn agui_insert(&self, mut run: AguiRun) -> Result<u64, StoreError> {
         let mut state = self.state();
         if state.agui_runs.iter().any(|r| r.id == run.id) {
             return Err(StoreError::Backend(format!(
@@ -21,8 +21,10 @@ impl MemoryBackend {
         {
             state.agui_runs.remove(oldest);
         }
+        run.seq = state.agui_runs.last().map_or(1, |r| r.seq + 1);
+        let seq = run.seq;
         state.agui_runs.push(run);
-        Ok(())
+        Ok(seq)
     }
 
     pub(crate) async fn agui_runs(
@@ -43,13 +45,14 @@ impl MemoryBackend {
     pub(crate) async fn agui_waiting(
         &self,
         now: DateTime<Utc>,
+        after: u64,
         limit: usize,
     ) -> Result<Vec<AguiRun>, StoreError> {
         Ok(self
             .state()
             .agui_runs
             .iter()
-            .filter(|r| !r.done && r.lease_until.is_none_or(|at| at <= now))
+            .filter(|r| r.seq > after && !r.done && r.lease_until.is_none_or(|at| at <= now))
             .take(limit)
             .cloned()
             .collect())

@@ -11,6 +11,7 @@ use crate::codec::{from_millis, millis};
 use crate::error::StoreError;
 
 const COLUMNS: &str = "id, tenant, agent, thread_id, data, done, lease_until, created_at, events";
+const READ: &str = "id, tenant, agent, thread_id, data, done, lease_until, created_at, events, seq";
 
 fn run(row: &PgRow) -> Result<AguiRun, StoreError> {
     let lease: Option<i64> = row.try_get("lease_until").map_err(corrupt_row)?;
@@ -25,13 +26,15 @@ fn run(row: &PgRow) -> Result<AguiRun, StoreError> {
         lease_until: lease.and_then(from_millis),
         created_at: from_millis(created).unwrap_or_default(),
         events: row.try_get("events").map_err(corrupt_row)?,
+        seq: u64::try_from(row.try_get::<i64, _>("seq").map_err(corrupt_row)?).unwrap_or_default(),
     })
 }
 
 impl PgBackend {
-    pub(crate) async fn agui_insert(&self, run: AguiRun) -> Result<(), StoreError> {
-        sqlx::query(&format!(
-            "INSERT INTO clarify_agui_runs ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+    pub(crate) async fn agui_insert(&self, run: AguiRun) -> Result<u64, StoreError> {
+        let seq: i64 = sqlx::query_scalar(&format!(
+            "INSERT INTO clarify_agui_runs ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+             RETURNING seq"
         ))
         .bind(&run.id)
         .bind(&run.tenant)
@@ -42,10 +45,10 @@ impl PgBackend {
         .bind(run.lease_until.map(millis))
         .bind(millis(run.created_at))
         .bind(&run.events)
-        .execute(&self.pool)
+        .fetch_one(&self.pool)
         .await
         .map_err(db_err)?;
-        Ok(())
+        Ok(u64::try_from(seq).unwrap_or_default())
     }
 
     pub(crate) async fn agui_runs(
@@ -55,7 +58,7 @@ impl PgBackend {
         thread_id: &str,
     ) -> Result<Vec<AguiRun>, StoreError> {
         let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM clarify_agui_runs \
+            "SELECT {READ} FROM clarify_agui_runs \
              WHERE tenant = $1 AND agent = $2 AND thread_id = $3 ORDER BY seq"
         ))
         .bind(tenant)
@@ -70,14 +73,16 @@ impl PgBackend {
     pub(crate) async fn agui_waiting(
         &self,
         now: DateTime<Utc>,
+        after: u64,
         limit: usize,
     ) -> Result<Vec<AguiRun>, StoreError> {
         let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM clarify_agui_runs WHERE NOT done \
+            "SELECT {READ} FROM clarify_agui_runs WHERE NOT done AND seq > $3 \
              AND (lease_until IS NULL OR lease_until <= $1) ORDER BY seq LIMIT $2"
         ))
         .bind(millis(now))
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .bind(i64::try_from(after).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
         .await
         .map_err(db_err)?;

@@ -10,6 +10,7 @@ use crate::codec::{from_millis, millis};
 use crate::error::StoreError;
 
 const COLUMNS: &str = "id, tenant, agent, thread_id, data, done, lease_until, created_at, events";
+const READ: &str = "id, tenant, agent, thread_id, data, done, lease_until, created_at, events, seq";
 
 fn run(row: &rusqlite::Row<'_>) -> rusqlite::Result<AguiRun> {
     let lease: Option<i64> = row.get(6)?;
@@ -24,11 +25,14 @@ fn run(row: &rusqlite::Row<'_>) -> rusqlite::Result<AguiRun> {
         lease_until: lease.and_then(from_millis),
         created_at: from_millis(created).unwrap_or_default(),
         events: row.get(8)?,
+        seq: row
+            .get::<_, i64>(9)
+            .map(|s| u64::try_from(s).unwrap_or_default())?,
     })
 }
 
 impl SqliteBackend {
-    pub(crate) async fn agui_insert(&self, run: AguiRun) -> Result<(), StoreError> {
+    pub(crate) async fn agui_insert(&self, run: AguiRun) -> Result<u64, StoreError> {
         self.write(move |conn| {
             conn.prepare_cached(&format!(
                 "INSERT INTO agui_runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
@@ -44,7 +48,7 @@ impl SqliteBackend {
                 millis(run.created_at),
                 run.events,
             ])?;
-            Ok(())
+            Ok(u64::try_from(conn.last_insert_rowid()).unwrap_or_default())
         })
         .await
     }
@@ -57,7 +61,7 @@ impl SqliteBackend {
     ) -> Result<Vec<AguiRun>, StoreError> {
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM agui_runs \
+                "SELECT {READ} FROM agui_runs \
                  WHERE tenant = ?1 AND agent = ?2 AND thread_id = ?3 ORDER BY seq"
             ))?;
             let rows = stmt
@@ -70,16 +74,18 @@ impl SqliteBackend {
     pub(crate) async fn agui_waiting(
         &self,
         now: DateTime<Utc>,
+        after: u64,
         limit: usize,
     ) -> Result<Vec<AguiRun>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM agui_runs WHERE done = 0 \
+                "SELECT {READ} FROM agui_runs WHERE done = 0 AND seq > ?3 \
                  AND (lease_until IS NULL OR lease_until <= ?1) ORDER BY seq LIMIT ?2"
             ))?;
             let rows = stmt
-                .query_map(params![millis(now), limit], run)?
+                .query_map(params![millis(now), limit, after], run)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             Ok(rows)
         })

@@ -33,15 +33,23 @@ async fn insert(store: &Store, env: &Env, thread: &str) -> AguiRun {
         .expect("insert")
 }
 
+/// This case's waiting runs, read page by page as the resume worker reads them.
 async fn waiting_ids(store: &Store, env: &Env) -> Vec<String> {
-    store
-        .agui_waiting()
-        .await
-        .expect("waiting")
-        .into_iter()
-        .filter(|r| r.tenant == env.tenant)
-        .map(|r| r.id)
-        .collect()
+    let mut ids = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = store.agui_waiting(after).await.expect("waiting");
+        let Some(last) = page.last() else {
+            return ids;
+        };
+        assert!(last.seq > after, "pages move on");
+        after = last.seq;
+        ids.extend(
+            page.into_iter()
+                .filter(|r| r.tenant == env.tenant)
+                .map(|r| r.id),
+        );
+    }
 }
 
 async fn a_waiting_run_is_claimed_by_one_and_finished_with_its_events(store: Store, env: Env) {
@@ -70,6 +78,23 @@ async fn a_waiting_run_is_claimed_by_one_and_finished_with_its_events(store: Sto
     assert_eq!(
         waiting_ids(&store, &env).await,
         [first.id.clone(), second.id.clone(), other.id.clone()]
+    );
+    assert!(
+        first.seq < second.seq && second.seq < other.seq,
+        "stored in order"
+    );
+    let after_first: Vec<String> = store
+        .agui_waiting(first.seq)
+        .await
+        .expect("waiting")
+        .into_iter()
+        .filter(|r| r.tenant == env.tenant)
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(
+        after_first,
+        [second.id.clone(), other.id.clone()],
+        "a page starts after a run"
     );
 
     // Eight claims race; one wins.

@@ -320,63 +320,77 @@ pub(crate) async fn run(state: AppState) {
     }
 }
 
-/// One look at the waiting runs.
+/// One look at the waiting runs, page by page.
 async fn look(state: &AppState) {
-    let waiting = match state.store.agui_waiting().await {
-        Ok(w) => w,
-        Err(e) => {
-            tracing::warn!(error = %e, "reading the waiting AG-UI runs failed; retrying");
+    let mut after = 0;
+    loop {
+        let page = match state.store.agui_waiting(after).await {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the waiting AG-UI runs failed; retrying");
+                return;
+            }
+        };
+        let Some(last) = page.last() else { return };
+        after = last.seq;
+        let full = page.len() == clarify_store::AGUI_BATCH;
+        for run in page {
+            consider(state, run).await;
+        }
+        if !full {
             return;
         }
-    };
-    for run in waiting {
-        let Some(agent) = state
-            .config
-            .agui
-            .iter()
-            .find(|a| a.name == run.agent)
-            .cloned()
-        else {
-            continue;
-        };
-        let Some(kept) = read(&run) else {
-            tracing::error!(run = %run.id, "a kept AG-UI run cannot be read; it is not resumed");
-            let _ = state.store.agui_finish(&run.id, None).await;
-            continue;
-        };
-        let mut outcomes = Vec::with_capacity(kept.interrupts.len());
-        for asked in &kept.interrupts {
-            match state.store.get(&run.tenant, &asked.request_id).await {
-                Ok(Some(record)) if record.status.is_resolved() => {
-                    let outcome = record
-                        .outcome()
-                        .and_then(|o| serde_json::to_value(OutcomeBody::from(&o)).ok())
-                        .unwrap_or(Value::Null);
-                    outcomes.push(outcome);
-                }
-                Ok(Some(_)) => break,
-                // Purged: nobody's answer is left to give.
-                Ok(None) => outcomes.push(json!({"status": "cancelled"})),
-                Err(e) => {
-                    tracing::warn!(error = %e, "reading an AG-UI run's request failed; retrying");
-                    break;
-                }
-            }
-        }
-        if outcomes.len() < kept.interrupts.len() {
-            continue;
-        }
-        match state.store.agui_claim(&run.id, LEASE).await {
-            Ok(true) => {}
-            Ok(false) => continue,
-            Err(e) => {
-                tracing::warn!(error = %e, "claiming an AG-UI run failed; retrying");
-                continue;
-            }
-        }
-        let state = state.clone();
-        tokio::spawn(async move { resume(&state, &agent, run, kept, outcomes).await });
     }
+}
+
+/// Resumes waiting run `run` when all its requests are resolved and this instance claims it.
+async fn consider(state: &AppState, run: AguiRun) {
+    let Some(agent) = state
+        .config
+        .agui
+        .iter()
+        .find(|a| a.name == run.agent)
+        .cloned()
+    else {
+        return;
+    };
+    let Some(kept) = read(&run) else {
+        tracing::error!(run = %run.id, "a kept AG-UI run cannot be read; it is not resumed");
+        let _ = state.store.agui_finish(&run.id, None).await;
+        return;
+    };
+    let mut outcomes = Vec::with_capacity(kept.interrupts.len());
+    for asked in &kept.interrupts {
+        match state.store.get(&run.tenant, &asked.request_id).await {
+            Ok(Some(record)) if record.status.is_resolved() => {
+                let outcome = record
+                    .outcome()
+                    .and_then(|o| serde_json::to_value(OutcomeBody::from(&o)).ok())
+                    .unwrap_or(Value::Null);
+                outcomes.push(outcome);
+            }
+            Ok(Some(_)) => break,
+            // Purged: nobody's answer is left to give.
+            Ok(None) => outcomes.push(json!({"status": "cancelled"})),
+            Err(e) => {
+                tracing::warn!(error = %e, "reading an AG-UI run's request failed; retrying");
+                break;
+            }
+        }
+    }
+    if outcomes.len() < kept.interrupts.len() {
+        return;
+    }
+    match state.store.agui_claim(&run.id, LEASE).await {
+        Ok(true) => {}
+        Ok(false) => return,
+        Err(e) => {
+            tracing::warn!(error = %e, "claiming an AG-UI run failed; retrying");
+            return;
+        }
+    }
+    let state = state.clone();
+    tokio::spawn(async move { resume(&state, &agent, run, kept, outcomes).await });
 }
 
 /// Resumes claimed run `run` with its requests' outcomes, keeping the resumed run's events.
