@@ -10,7 +10,8 @@
 //! - [`web`]: what a browser opens: the inbox and its assets, answer links, login links, and
 //!   the HTML they render;
 //! - [`chat`]: the channel worker and each chat platform's inbound routes and connections;
-//! - [`protocols`]: agent protocols (MCP) behind the API's keys;
+//! - [`protocols`]: agent protocols (MCP, A2A, the AG-UI proxy) behind the API's keys; the AG-UI
+//!   resume worker;
 //! - [`middleware`]: what runs around every handler: who is calling, logs, metrics, path checks.
 //!
 //! Below the rooms, used by all of them and using none:

@@ -30,6 +30,9 @@ fn origin<'a>(tool_call: Option<(&'a str, &'a Value)>) -> Origin<'a> {
     }
 }
 
+/// An interrupt, the tool call the run streamed, what it asks, and the question kind.
+type Case<'a> = (Interrupt, Option<(&'a str, &'a Value)>, Ask, &'static str);
+
 #[test]
 fn every_interrupt_reason_becomes_the_request_it_asks() {
     let arguments = json!({"env": "prod", "build": 481});
@@ -37,7 +40,7 @@ fn every_interrupt_reason_becomes_the_request_it_asks() {
         "approved": {"type": "boolean"}, "editedArgs": {"type": "object"}}});
     let form = json!({"type": "object", "properties": {
         "budget": {"type": "number", "maximum": 5000}}, "required": ["budget"]});
-    let cases: [(Interrupt, Option<(&str, &Value)>, Ask, &str); 6] = [
+    let cases: [Case<'_>; 6] = [
         (
             interrupt("tool_call", Some(edits)),
             Some(("deploy", &arguments)),
