@@ -314,7 +314,7 @@ mod tests {
         drop(backend);
         let written = writers * writes * 4 * 4096;
         assert!(
-            wal < written / 4,
+            wal < written / 2,
             "the WAL grew to {wal} bytes of the {written} written"
         );
     }
