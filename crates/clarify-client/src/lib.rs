@@ -295,6 +295,33 @@ impl Client {
         })
     }
 
+    /// The caller's key as the server sees it (`GET /v1/session`): `name`, `role`, `tenant`.
+    pub async fn session(&self) -> Result<Value, ClientError> {
+        let (_, body) = self
+            .send(reqwest::Method::GET, "/v1/session", &[], None, None)
+            .await?;
+        Ok(body)
+    }
+
+    /// The caller tenant's figures from `from` to `to` (`YYYY-MM-DD`), `GET /v1/insights`.
+    pub async fn insights(&self, from: &str, to: &str) -> Result<Value, ClientError> {
+        let query = [("from", from.to_owned()), ("to", to.to_owned())];
+        let (_, body) = self
+            .send(reqwest::Method::GET, "/v1/insights", &query, None, None)
+            .await?;
+        Ok(body)
+    }
+
+    /// At most `limit` of the caller tenant's audit events after sequence number `after`,
+    /// oldest first (`GET /v1/audit`, admins): `{"events", "next_after"}`.
+    pub async fn audit(&self, after: u64, limit: u32) -> Result<Value, ClientError> {
+        let query = [("after", after.to_string()), ("limit", limit.to_string())];
+        let (_, body) = self
+            .send(reqwest::Method::GET, "/v1/audit", &query, None, None)
+            .await?;
+        Ok(body)
+    }
+
     /// Answers (or skips, with `{"skip": true}`) a request; returns the outcome.
     pub async fn answer(&self, id: &str, body: &Value) -> Result<Value, ClientError> {
         let path = format!("/v1/requests/{}/answer", segment(id));

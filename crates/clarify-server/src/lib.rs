@@ -50,6 +50,7 @@ use tower_http::set_header::SetResponseHeaderLayer;
 use crate::shared::error::ApiError;
 
 pub use crate::shared::outbound::OutboundGuard;
+pub use crate::state::telemetry::OtlpConfig;
 pub use crate::state::{AppState, Config};
 
 /// The router: every room's routes, the fallbacks, and the middleware around them.
@@ -92,6 +93,10 @@ pub async fn serve(
     let api_tasks = api::start(&state);
     let announcer = chat::start(&state);
     let resumer = protocols::start(&state);
+    let exporter = state
+        .telemetry
+        .as_ref()
+        .and_then(|t| t.start(state.clone()));
     let signal = {
         let token = token.clone();
         async move {
@@ -111,6 +116,10 @@ pub async fn serve(
     let _ = announcer.await;
     if let Some(resumer) = resumer {
         let _ = resumer.await;
+    }
+    // Last: what the workers did while stopping is exported too.
+    if let Some(exporter) = exporter {
+        let _ = exporter.await;
     }
     result
 }

@@ -18,8 +18,12 @@
 //! `CLARIFY_TEST_POSTGRES`), also kept for the next run.
 //!
 //! `postgres-copy` measures PostgreSQL's reading of the very rollup the SQLite fill left (its
-//! rows copied into a fresh store's `clarify_insights`), for when filling PostgreSQL through the
-//! API would take too long: a reading touches only the rollup and the pending requests.
+//! day rows copied into a fresh store's `clarify_insights`), for when filling PostgreSQL through
+//! the API would take too long: a reading touches only the rollups and the pending requests.
+//!
+//! Before the timed readings, one broad reading counts the days not yet in the month and
+//! day-total rollups into them, and its time is printed: on a fresh fill or copy, the whole
+//! year, as the first reading after the migration that makes those rollups does.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -237,6 +241,17 @@ async fn measure(name: &str, store: &Store) {
             year(|q| q.responder = Some("person-0-0".into())),
         ),
     ];
+    // A store's first broad reading counts its days into the coarser rollups (all of them,
+    // after the migration that makes them); every later one only the days since.
+    let began = Instant::now();
+    store
+        .insights(TENANT, &readings[0].1)
+        .await
+        .unwrap_or_else(|e| panic!("insights: {e}"));
+    println!(
+        "{name}: the first broad reading, counting the days not yet in the month and day-total rollups: {:.1} ms",
+        began.elapsed().as_secs_f64() * 1000.0
+    );
     for (what, q) in readings {
         let mut times: Vec<Duration> = Vec::new();
         let mut decisions = 0;
@@ -278,7 +293,8 @@ fn wanted(name: &str) -> bool {
 fn target_dir() -> PathBuf {
     let dir = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("target"))
+        // Cargo's target dir, also when a config file (not the environment) moved it.
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(".."))
         .join("clarify-bench");
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
     dir
@@ -298,11 +314,16 @@ async fn run_sqlite(n: u64) {
             path.display()
         );
         fill(&store, &clock, n).await;
+    } else {
+        // The readings are made the day after the year, as right after the fill.
+        clock.advance(TimeDelta::days(DAYS));
     }
-    let rows: i64 = rusqlite::Connection::open(&path)
-        .and_then(|c| c.query_row("SELECT count(*) FROM insights", [], |r| r.get(0)))
-        .unwrap_or(-1);
-    println!("sqlite: rollup rows: {rows}");
+    for table in ["insights", "insights_months", "insights_days"] {
+        let rows: i64 = rusqlite::Connection::open(&path)
+            .and_then(|c| c.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)))
+            .unwrap_or(-1);
+        println!("sqlite: {table}: {rows} rows");
+    }
     measure("sqlite", &store).await;
 }
 
@@ -351,13 +372,22 @@ async fn run_postgres(n: u64) {
             .sync_feed()
             .await
             .unwrap_or_else(|e| panic!("sync: {e}"));
-        let _ = conn.execute("VACUUM ANALYZE clarify_insights").await;
+        for table in ["insights", "insights_months", "insights_days"] {
+            let _ = conn
+                .execute(format!("VACUUM ANALYZE clarify_{table}").as_str())
+                .await;
+        }
+    } else {
+        // The readings are made the day after the year, as right after the fill.
+        clock.advance(TimeDelta::days(DAYS));
     }
-    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM clarify_insights")
-        .fetch_one(&mut conn)
-        .await
-        .unwrap_or(-1);
-    println!("postgres: rollup rows: {rows}");
+    for table in ["insights", "insights_months", "insights_days"] {
+        let rows: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM clarify_{table}"))
+            .fetch_one(&mut conn)
+            .await
+            .unwrap_or(-1);
+        println!("postgres: {table}: {rows} rows");
+    }
     measure("postgres", &store).await;
 }
 
@@ -378,12 +408,12 @@ async fn run_postgres_copy(n: u64) {
         i64,
         String,
     );
-    let rows: Vec<Row> = {
+    let read = |table: &str| -> Vec<Row> {
         let mut stmt = sqlite
-            .prepare(
+            .prepare(&format!(
                 "SELECT tenant, tag, day, agent, tool, surface, responder, ending, n, times \
-                 FROM insights",
-            )
+                 FROM {table}"
+            ))
             .unwrap_or_else(|e| panic!("read the rollup (fill it with `sqlite` first): {e}"));
         stmt.query_map([], |r| {
             Ok((
@@ -402,6 +432,9 @@ async fn run_postgres_copy(n: u64) {
         .and_then(|rows| rows.collect())
         .unwrap_or_else(|e| panic!("read the rollup: {e}"))
     };
+    // The day rollup only: the coarser ones are counted from it by the first broad reading, as
+    // after the migration that makes them.
+    let tables: Vec<(&str, Vec<Row>)> = ["insights"].into_iter().map(|t| (t, read(t))).collect();
     let base = std::env::var("CLARIFY_TEST_POSTGRES")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
     let mut admin = match sqlx::PgConnection::connect(&base).await {
@@ -430,36 +463,41 @@ async fn run_postgres_copy(n: u64) {
     let mut conn = sqlx::PgConnection::connect(&url)
         .await
         .unwrap_or_else(|e| panic!("connect {url}: {e}"));
-    for chunk in rows.chunks(10_000) {
-        let col = |f: fn(&Row) -> String| chunk.iter().map(f).collect::<Vec<String>>();
-        let days: Vec<i64> = chunk.iter().map(|r| r.2).collect();
-        let counts: Vec<i64> = chunk.iter().map(|r| r.8).collect();
-        sqlx::query(
-            "INSERT INTO clarify_insights (tenant, tag, day, agent, tool, surface, responder, \
-             ending, n, times) SELECT t, g, d, a, o, s, r, e, n, string_to_array(h, ',')::bigint[] \
-             FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], \
-             $6::text[], $7::text[], $8::text[], $9::bigint[], $10::text[]) \
-             AS u(t, g, d, a, o, s, r, e, n, h)",
-        )
-        .bind(col(|r| r.0.clone()))
-        .bind(col(|r| r.1.clone()))
-        .bind(days)
-        .bind(col(|r| r.3.clone()))
-        .bind(col(|r| r.4.clone()))
-        .bind(col(|r| r.5.clone()))
-        .bind(col(|r| r.6.clone()))
-        .bind(col(|r| r.7.clone()))
-        .bind(counts)
-        .bind(col(|r| r.9.clone()))
-        .execute(&mut conn)
-        .await
-        .unwrap_or_else(|e| panic!("copy the rollup: {e}"));
+    for (table, rows) in &tables {
+        for chunk in rows.chunks(10_000) {
+            let col = |f: fn(&Row) -> String| chunk.iter().map(f).collect::<Vec<String>>();
+            let days: Vec<i64> = chunk.iter().map(|r| r.2).collect();
+            let counts: Vec<i64> = chunk.iter().map(|r| r.8).collect();
+            sqlx::query(&format!(
+                "INSERT INTO clarify_{table} (tenant, tag, day, agent, tool, surface, \
+                 responder, ending, n, times) SELECT t, g, d, a, o, s, r, e, n, \
+                 string_to_array(h, ',')::bigint[] \
+                 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], \
+                 $6::text[], $7::text[], $8::text[], $9::bigint[], $10::text[]) \
+                 AS u(t, g, d, a, o, s, r, e, n, h)"
+            ))
+            .bind(col(|r| r.0.clone()))
+            .bind(col(|r| r.1.clone()))
+            .bind(days)
+            .bind(col(|r| r.3.clone()))
+            .bind(col(|r| r.4.clone()))
+            .bind(col(|r| r.5.clone()))
+            .bind(col(|r| r.6.clone()))
+            .bind(col(|r| r.7.clone()))
+            .bind(counts)
+            .bind(col(|r| r.9.clone()))
+            .execute(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("copy the rollup: {e}"));
+        }
+        let _ = conn
+            .execute(format!("VACUUM ANALYZE clarify_{table}").as_str())
+            .await;
+        println!(
+            "postgres-copy: {table}: {} rows (copied from the SQLite fill)",
+            rows.len()
+        );
     }
-    let _ = conn.execute("VACUUM ANALYZE clarify_insights").await;
-    println!(
-        "postgres-copy: rollup rows: {} (copied from the SQLite fill)",
-        rows.len()
-    );
     measure("postgres", &store).await;
 }
 

@@ -58,7 +58,8 @@ fn request() -> NewRequest {
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("target"))
+        // Cargo's target dir, also when a config file (not the environment) moved it.
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(".."))
         .join("clarify-bench");
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
     dir.join(name)

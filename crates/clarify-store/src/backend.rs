@@ -12,7 +12,7 @@ use clarify_core::{Answers, NewRequest};
 use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, KeyRow, Outbox, TokenKind};
 use crate::error::StoreError;
 use crate::grant::{GrantFilter, StoredGrant};
-use crate::insights::{Cell, InsightsQuery, Key};
+use crate::insights::{Cell, Grain, InsightsQuery, Key};
 use crate::memory::MemoryBackend;
 use crate::postgres::PgBackend;
 use crate::record::{Created, Event, ListQuery, Page, RequestRecord, StoredResolution};
@@ -246,16 +246,36 @@ impl Backend {
         dispatch!(self, b => b.purge_resolved(before, limit).await)
     }
 
-    /// The insights rollup rows of `tenant` that `query` counts (its tag's, days `from..=to`,
-    /// matching its filters).
+    /// The insights rollup rows of `grain` of `tenant` that `query` counts (its tag's, days
+    /// `from..=to` (months starting in it, for the month grain), matching its filters).
     pub(crate) async fn insight_rows(
         &self,
         tenant: &str,
         query: &InsightsQuery,
+        grain: Grain,
         from: i64,
         to: i64,
     ) -> Result<Vec<(Key, Cell)>, StoreError> {
-        dispatch!(self, b => b.insight_rows(tenant, query, from, to).await)
+        dispatch!(self, b => b.insight_rows(tenant, query, grain, from, to).await)
+    }
+
+    /// The last day `tenant`'s coarser insights rollups hold; `None` when the backend keeps
+    /// none.
+    pub(crate) async fn insights_compacted_through(
+        &self,
+        tenant: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        dispatch!(self, b => b.insights_compacted_through(tenant).await)
+    }
+
+    /// Counts `tenant`'s day rows up to day `through` into the coarser rollups; the last day
+    /// they hold.
+    pub(crate) async fn compact_insights(
+        &self,
+        tenant: &str,
+        through: i64,
+    ) -> Result<i64, StoreError> {
+        dispatch!(self, b => b.compact_insights(tenant, through).await)
     }
 
     /// `tenant`'s pending requests (of `agent`, when given), oldest first.

@@ -9,12 +9,27 @@
 //! with the number of distinct combinations a day sees, never with the number of requests
 //! (`cargo bench -p clarify-store --bench insights` measures it at a million).
 //!
-//! The SQL backends keep the rollup in a table (`insights`): SQLite counts a request into it in
-//! the writer's transaction that resolves it; PostgreSQL in the sequencer's round that numbers
-//! its resolution event, so resolving writers never wait on a shared counter row. Both count a
-//! request once and only with its resolution. The memory backend folds its records at each
-//! reading through the same functions, so all three give the same figures. Retention purges
-//! requests, not the rollup: figures outlive the requests they count.
+//! Two coarser rollups beside it keep long ranges cheap ([`Grain`]): the same combinations by
+//! calendar month, and per day the totals of each outcome without the combinations. They are
+//! counted at reading, not at writing: a tenant's reading with no filter but the tag
+//! ([`InsightsQuery::is_broad`]) first counts the day rows of the days that ended since its last
+//! one (up to two days ago: a resolution is counted under the day it was made, on PostgreSQL by
+//! the round just after) into them, and moves the tenant's mark; so a resolution still costs one
+//! upsert per rollup row. Such a reading, over a range holding whole months ([`split`]) up to the
+//! mark, reads the day totals (for the per-day series, the statuses and the percentiles), and
+//! the combinations of its whole months from the month rollup and of the days at either edge
+//! (and after the mark) from the day rollup (for the per-tool, per-responder and per-surface
+//! figures): a year is twelve months' combinations and 365 days' totals instead of 365 days'
+//! combinations.
+//!
+//! The SQL backends keep the rollups in tables (`insights`, `insights_months`,
+//! `insights_days`, and each tenant's mark in `insights_compacted`): SQLite counts a request
+//! into the day rollup in the writer's transaction that resolves it; PostgreSQL in the
+//! sequencer's round that numbers its resolution event, so resolving writers never wait on a
+//! shared counter row. Both count a request once and only with its resolution. The memory
+//! backend folds its records at each reading through the same functions (day by day: it keeps no
+//! coarser rollups), so all three give the same figures. Retention purges requests, not the
+//! rollups: figures outlive the requests they count.
 //!
 //! Percentiles come from the histograms: exact at bucket bounds, linearly interpolated between
 //! them ([`BOUNDS`]: buckets from one second to a week, each at most half again as wide as the
@@ -22,7 +37,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
+use chrono::{DateTime, Datelike as _, NaiveDate, TimeDelta, Utc};
 use clarify_core::{Decision, QuestionKind, Status};
 
 use crate::record::RequestRecord;
@@ -79,11 +94,15 @@ impl Histogram {
 
     /// Stored as the counts separated by commas (SQLite's text, PostgreSQL's array input).
     pub(crate) fn to_text(&self) -> String {
-        self.0
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(",")
+        use std::fmt::Write as _;
+        let mut text = String::with_capacity(BUCKETS * 2);
+        for (i, count) in self.0.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            let _ = write!(text, "{count}");
+        }
+        text
     }
 
     /// Reads [`Histogram::to_text`] back; `None` for text that is not one.
@@ -298,6 +317,110 @@ pub(crate) fn fold(into: &mut HashMap<Key, Cell>, rows: Vec<(Key, Cell)>) {
     }
 }
 
+/// A rollup's grain: which of the three a row belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Grain {
+    /// Per day and combination (`insights`): what every filtered reading reads.
+    Day,
+    /// Per calendar month (the row's `day` is the month's first) and combination
+    /// (`insights_months`).
+    Month,
+    /// Per day and outcome, the combination left empty (`insights_days`).
+    Total,
+}
+
+impl Grain {
+    /// The SQL backends' table of this grain (without PostgreSQL's `clarify_` prefix).
+    pub(crate) fn table(self) -> &'static str {
+        match self {
+            Self::Day => "insights",
+            Self::Month => "insights_months",
+            Self::Total => "insights_days",
+        }
+    }
+
+    /// `key` at this grain.
+    pub(crate) fn key(self, key: &Key) -> Key {
+        match self {
+            Self::Day => key.clone(),
+            Self::Month => Key {
+                day: month_of(key.day),
+                ..key.clone()
+            },
+            Self::Total => Key {
+                agent: String::new(),
+                tool: String::new(),
+                surface: String::new(),
+                responder: String::new(),
+                ..key.clone()
+            },
+        }
+    }
+
+    /// Day-grain `rows` at this grain, merged.
+    pub(crate) fn of(self, rows: &HashMap<Key, Cell>) -> HashMap<Key, Cell> {
+        let mut out: HashMap<Key, Cell> = HashMap::new();
+        for (key, cell) in rows {
+            let slot = out.entry(self.key(key)).or_default();
+            slot.n += cell.n;
+            slot.times.add(&cell.times);
+        }
+        out
+    }
+}
+
+/// The first day of the calendar month holding `day` (both as days since 1970-01-01).
+pub(crate) fn month_of(day: i64) -> i64 {
+    let date = date_of(day);
+    date.with_day(1).map(day_of_date).unwrap_or(day)
+}
+
+/// How a broad reading of days `first..=last` is read from the coarser rollups: the month rows
+/// of `months` (first days of the first and last whole month), and the day rows of `edges`, the
+/// days before and after them. `None` when the range holds no whole month.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Split {
+    pub months: (i64, i64),
+    pub edges: Vec<(i64, i64)>,
+}
+
+pub(crate) fn split(first: i64, last: i64) -> Option<Split> {
+    // The first whole month starts on `first`'s month's first day, or the next month's.
+    let start = if month_of(first) == first {
+        first
+    } else {
+        next_month(first)
+    };
+    // The last whole month ends the day before `last + 1`'s month starts, when `last` ends it.
+    let end_next = if month_of(last + 1) == last + 1 {
+        last + 1
+    } else {
+        month_of(last)
+    };
+    if start >= end_next {
+        return None;
+    }
+    let mut edges = Vec::new();
+    if first < start {
+        edges.push((first, start - 1));
+    }
+    if end_next <= last {
+        edges.push((end_next, last));
+    }
+    Some(Split {
+        months: (start, month_of(end_next - 1)),
+        edges,
+    })
+}
+
+/// The first day of the month after the one holding `day`.
+fn next_month(day: i64) -> i64 {
+    let date = date_of(month_of(day));
+    date.checked_add_months(chrono::Months::new(1))
+        .map(day_of_date)
+        .unwrap_or(day + 31)
+}
+
 /// The UTC day of `at`, as days since 1970-01-01.
 pub(crate) fn day_of(at: DateTime<Utc>) -> i64 {
     at.timestamp_millis().div_euclid(DAY_MS)
@@ -366,6 +489,14 @@ impl InsightsQuery {
 
     pub(crate) fn tag_key(&self) -> &str {
         self.tag.as_deref().unwrap_or("")
+    }
+
+    /// Whether nothing but the tag narrows the reading, so the coarser rollups answer it.
+    pub(crate) fn is_broad(&self) -> bool {
+        self.agent.is_none()
+            && self.tool.is_none()
+            && self.channel.is_none()
+            && self.responder.is_none()
     }
 
     /// Whether a pending request is one this reading counts (the responder and channel filters
@@ -475,7 +606,7 @@ pub struct AgeFigures {
 }
 
 /// Ages of pending requests, as (name, from seconds).
-const AGES: [(&str, u64); 7] = [
+pub const AGES: [(&str, u64); 7] = [
     ("under_5m", 0),
     ("5m_to_15m", 300),
     ("15m_to_1h", 900),
@@ -494,165 +625,246 @@ pub(crate) fn summarize(
     pending_created: &[DateTime<Utc>],
     now: DateTime<Utc>,
 ) -> Insights {
-    let (first, last) = (day_of_date(from), day_of_date(to));
-    let mut by_status: BTreeMap<&'static str, u64> = [
-        Status::Pending,
-        Status::Answered,
-        Status::Skipped,
-        Status::Expired,
-        Status::Cancelled,
-    ]
-    .into_iter()
-    .map(|s| (s.as_str(), 0))
-    .collect();
-    let mut overall = Histogram::default();
-    let mut days: BTreeMap<i64, (u64, Histogram)> = (first..=last)
-        .map(|d| (d, (0, Histogram::default())))
-        .collect();
-    let mut tools: BTreeMap<String, (ToolFigures, Histogram)> = BTreeMap::new();
-    let mut responders: BTreeMap<String, (ResponderFigures, Histogram)> = BTreeMap::new();
-    let mut surfaces: BTreeMap<String, u64> = BTreeMap::new();
-    let mut defaults_applied = 0;
+    let mut tally = Tally::new(from, to);
     for (key, cell) in rows {
-        *by_status.entry(key.ending.status().as_str()).or_default() += cell.n;
-        overall.add(&cell.times);
-        if let Some((resolved, times)) = days.get_mut(&key.day) {
+        tally.totals(&key, &cell);
+        tally.sections(&key, &cell);
+    }
+    tally.finish(from, to, pending_created, now)
+}
+
+/// [`summarize`] of a broad reading read from the coarser rollups ([`split`]): `totals`, the
+/// day totals of the range, give what does not depend on the combination (statuses, the
+/// percentiles, the per-day series, defaults); `sections`, the combinations of its whole months
+/// and edge days, give the per-tool, per-responder and per-surface figures. The same figures
+/// as [`summarize`] of the range's day rows.
+pub(crate) fn summarize_split(
+    from: NaiveDate,
+    to: NaiveDate,
+    totals: impl IntoIterator<Item = (Key, Cell)>,
+    sections: impl IntoIterator<Item = (Key, Cell)>,
+    pending_created: &[DateTime<Utc>],
+    now: DateTime<Utc>,
+) -> Insights {
+    let mut tally = Tally::new(from, to);
+    for (key, cell) in totals {
+        tally.totals(&key, &cell);
+    }
+    for (key, cell) in sections {
+        tally.sections(&key, &cell);
+    }
+    tally.finish(from, to, pending_created, now)
+}
+
+/// The figures being added up, row by row.
+struct Tally {
+    by_status: BTreeMap<&'static str, u64>,
+    overall: Histogram,
+    days: BTreeMap<i64, (u64, Histogram)>,
+    tools: BTreeMap<String, (ToolFigures, Histogram)>,
+    responders: BTreeMap<String, (ResponderFigures, Histogram)>,
+    surfaces: BTreeMap<String, u64>,
+    defaults_applied: u64,
+}
+
+impl Tally {
+    fn new(from: NaiveDate, to: NaiveDate) -> Self {
+        let (first, last) = (day_of_date(from), day_of_date(to));
+        Self {
+            by_status: [
+                Status::Pending,
+                Status::Answered,
+                Status::Skipped,
+                Status::Expired,
+                Status::Cancelled,
+            ]
+            .into_iter()
+            .map(|s| (s.as_str(), 0))
+            .collect(),
+            overall: Histogram::default(),
+            days: (first..=last)
+                .map(|d| (d, (0, Histogram::default())))
+                .collect(),
+            tools: BTreeMap::new(),
+            responders: BTreeMap::new(),
+            surfaces: BTreeMap::new(),
+            defaults_applied: 0,
+        }
+    }
+
+    /// What a row adds whatever its combination: statuses, times, the day's figures, defaults.
+    fn totals(&mut self, key: &Key, cell: &Cell) {
+        *self
+            .by_status
+            .entry(key.ending.status().as_str())
+            .or_default() += cell.n;
+        self.overall.add(&cell.times);
+        if let Some((resolved, times)) = self.days.get_mut(&key.day) {
             *resolved += cell.n;
             times.add(&cell.times);
         }
         if key.ending == Ending::Default {
-            defaults_applied += cell.n;
+            self.defaults_applied += cell.n;
         }
+    }
+
+    /// What a row adds to its tool, its responder and its surface.
+    fn sections(&mut self, key: &Key, cell: &Cell) {
         if !key.tool.is_empty() {
-            let (t, approve_times) = tools.entry(key.tool.clone()).or_insert_with(|| {
-                (
-                    ToolFigures {
-                        tool: key.tool.clone(),
-                        ..ToolFigures::default()
-                    },
-                    Histogram::default(),
-                )
-            });
-            match key.ending {
-                Ending::Approve => {
-                    t.approve += cell.n;
-                    approve_times.add(&cell.times);
+            if !self.tools.contains_key(&key.tool) {
+                let fresh = ToolFigures {
+                    tool: key.tool.clone(),
+                    ..ToolFigures::default()
+                };
+                self.tools
+                    .insert(key.tool.clone(), (fresh, Histogram::default()));
+            }
+            if let Some((t, approve_times)) = self.tools.get_mut(&key.tool) {
+                match key.ending {
+                    Ending::Approve => {
+                        t.approve += cell.n;
+                        approve_times.add(&cell.times);
+                    }
+                    Ending::Revise => t.revise += cell.n,
+                    Ending::Deny => t.deny += cell.n,
+                    Ending::Expired => t.expired += cell.n,
+                    Ending::Default => {
+                        t.expired += cell.n;
+                        t.defaults += cell.n;
+                    }
+                    Ending::Cancelled => t.cancelled += cell.n,
+                    Ending::Answered | Ending::Skipped => {}
                 }
-                Ending::Revise => t.revise += cell.n,
-                Ending::Deny => t.deny += cell.n,
-                Ending::Expired => t.expired += cell.n,
-                Ending::Default => {
-                    t.expired += cell.n;
-                    t.defaults += cell.n;
-                }
-                Ending::Cancelled => t.cancelled += cell.n,
-                Ending::Answered | Ending::Skipped => {}
             }
         }
         if !key.responder.is_empty() {
-            let (r, times) = responders.entry(key.responder.clone()).or_insert_with(|| {
-                (
-                    ResponderFigures {
-                        responder: key.responder.clone(),
-                        ..ResponderFigures::default()
-                    },
-                    Histogram::default(),
-                )
-            });
-            r.decisions += cell.n;
-            match key.ending {
-                Ending::Approve => r.approve += cell.n,
-                Ending::Revise => r.revise += cell.n,
-                Ending::Deny => r.deny += cell.n,
-                _ => {}
+            if !self.responders.contains_key(&key.responder) {
+                let fresh = ResponderFigures {
+                    responder: key.responder.clone(),
+                    ..ResponderFigures::default()
+                };
+                self.responders
+                    .insert(key.responder.clone(), (fresh, Histogram::default()));
             }
-            times.add(&cell.times);
+            if let Some((r, times)) = self.responders.get_mut(&key.responder) {
+                r.decisions += cell.n;
+                match key.ending {
+                    Ending::Approve => r.approve += cell.n,
+                    Ending::Revise => r.revise += cell.n,
+                    Ending::Deny => r.deny += cell.n,
+                    _ => {}
+                }
+                times.add(&cell.times);
+            }
         }
         if !key.surface.is_empty() {
-            *surfaces.entry(key.surface.clone()).or_default() += cell.n;
+            match self.surfaces.get_mut(&key.surface) {
+                Some(n) => *n += cell.n,
+                None => {
+                    self.surfaces.insert(key.surface.clone(), cell.n);
+                }
+            }
         }
     }
-    by_status.insert(Status::Pending.as_str(), pending_created.len() as u64);
-    let per_day = days
-        .into_iter()
-        .map(|(day, (resolved, times))| DayFigures {
-            day: date_of(day),
-            resolved,
-            count: times.total(),
-            p50: times.quantile(0.5),
-            p90: times.quantile(0.9),
-        })
-        .collect();
-    let mut by_tool: Vec<ToolFigures> = tools
-        .into_values()
-        .map(|(mut t, approve_times)| {
-            t.fast_approvals = approve_times.at_most(FAST_APPROVAL_SECONDS);
-            t.approve_p50 = approve_times.quantile(0.5);
-            t
-        })
-        .collect();
-    by_tool.sort_by(|a, b| {
-        let total = |t: &ToolFigures| t.approve + t.revise + t.deny + t.expired + t.cancelled;
-        total(b).cmp(&total(a)).then_with(|| a.tool.cmp(&b.tool))
-    });
-    let mut by_responder: Vec<ResponderFigures> = responders
-        .into_values()
-        .map(|(mut r, times)| {
-            r.p50 = times.quantile(0.5);
-            r.p90 = times.quantile(0.9);
-            r
-        })
-        .collect();
-    by_responder.sort_by(|a, b| {
-        b.decisions
-            .cmp(&a.decisions)
-            .then_with(|| a.responder.cmp(&b.responder))
-    });
-    let mut by_surface: Vec<SurfaceFigures> = surfaces
-        .into_iter()
-        .map(|(surface, decisions)| SurfaceFigures { surface, decisions })
-        .collect();
-    by_surface.sort_by(|a, b| {
-        b.decisions
-            .cmp(&a.decisions)
-            .then_with(|| a.surface.cmp(&b.surface))
-    });
-    let mut pending_by_age: Vec<AgeFigures> = AGES
-        .iter()
-        .enumerate()
-        .map(|(i, (age, from_seconds))| AgeFigures {
-            age,
-            from_seconds: *from_seconds,
-            to_seconds: AGES.get(i + 1).map(|(_, s)| *s),
-            count: 0,
-        })
-        .collect();
-    for created in pending_created {
-        let waited = u64::try_from((now - *created).num_seconds()).unwrap_or(0);
-        if let Some(bucket) = pending_by_age
-            .iter_mut()
-            .rev()
-            .find(|b| waited >= b.from_seconds)
-        {
-            bucket.count += 1;
+
+    fn finish(
+        self,
+        from: NaiveDate,
+        to: NaiveDate,
+        pending_created: &[DateTime<Utc>],
+        now: DateTime<Utc>,
+    ) -> Insights {
+        let Tally {
+            mut by_status,
+            overall,
+            days,
+            tools,
+            responders,
+            surfaces,
+            defaults_applied,
+        } = self;
+        by_status.insert(Status::Pending.as_str(), pending_created.len() as u64);
+        let per_day = days
+            .into_iter()
+            .map(|(day, (resolved, times))| DayFigures {
+                day: date_of(day),
+                resolved,
+                count: times.total(),
+                p50: times.quantile(0.5),
+                p90: times.quantile(0.9),
+            })
+            .collect();
+        let mut by_tool: Vec<ToolFigures> = tools
+            .into_values()
+            .map(|(mut t, approve_times)| {
+                t.fast_approvals = approve_times.at_most(FAST_APPROVAL_SECONDS);
+                t.approve_p50 = approve_times.quantile(0.5);
+                t
+            })
+            .collect();
+        by_tool.sort_by(|a, b| {
+            let total = |t: &ToolFigures| t.approve + t.revise + t.deny + t.expired + t.cancelled;
+            total(b).cmp(&total(a)).then_with(|| a.tool.cmp(&b.tool))
+        });
+        let mut by_responder: Vec<ResponderFigures> = responders
+            .into_values()
+            .map(|(mut r, times)| {
+                r.p50 = times.quantile(0.5);
+                r.p90 = times.quantile(0.9);
+                r
+            })
+            .collect();
+        by_responder.sort_by(|a, b| {
+            b.decisions
+                .cmp(&a.decisions)
+                .then_with(|| a.responder.cmp(&b.responder))
+        });
+        let mut by_surface: Vec<SurfaceFigures> = surfaces
+            .into_iter()
+            .map(|(surface, decisions)| SurfaceFigures { surface, decisions })
+            .collect();
+        by_surface.sort_by(|a, b| {
+            b.decisions
+                .cmp(&a.decisions)
+                .then_with(|| a.surface.cmp(&b.surface))
+        });
+        let mut pending_by_age: Vec<AgeFigures> = AGES
+            .iter()
+            .enumerate()
+            .map(|(i, (age, from_seconds))| AgeFigures {
+                age,
+                from_seconds: *from_seconds,
+                to_seconds: AGES.get(i + 1).map(|(_, s)| *s),
+                count: 0,
+            })
+            .collect();
+        for created in pending_created {
+            let waited = u64::try_from((now - *created).num_seconds()).unwrap_or(0);
+            if let Some(bucket) = pending_by_age
+                .iter_mut()
+                .rev()
+                .find(|b| waited >= b.from_seconds)
+            {
+                bucket.count += 1;
+            }
         }
-    }
-    Insights {
-        from,
-        to,
-        by_status,
-        time_to_decision: TimeToDecision {
-            count: overall.total(),
-            p50: overall.quantile(0.5),
-            p90: overall.quantile(0.9),
-            p99: overall.quantile(0.99),
-            per_day,
-        },
-        by_tool,
-        by_responder,
-        by_surface,
-        defaults_applied,
-        pending_by_age,
+        Insights {
+            from,
+            to,
+            by_status,
+            time_to_decision: TimeToDecision {
+                count: overall.total(),
+                p50: overall.quantile(0.5),
+                p90: overall.quantile(0.9),
+                p99: overall.quantile(0.99),
+                per_day,
+            },
+            by_tool,
+            by_responder,
+            by_surface,
+            defaults_applied,
+            pending_by_age,
+        }
     }
 }
 
@@ -697,5 +909,117 @@ mod tests {
     #[test]
     fn fast_approvals_count_up_to_the_bound() {
         assert_eq!(hist(&[1.0, 9.9, 10.0, 10.1, 400.0]).at_most(10.0), 3);
+    }
+
+    fn day(y: i32, m: u32, d: u32) -> i64 {
+        day_of_date(NaiveDate::from_ymd_opt(y, m, d).expect("a date"))
+    }
+
+    #[test]
+    fn a_range_splits_into_its_whole_months_and_the_days_at_either_edge() {
+        // A year back from a day in November: December to October whole, two edge stretches.
+        assert_eq!(
+            split(day(2025, 11, 26), day(2026, 11, 26)),
+            Some(Split {
+                months: (day(2025, 12, 1), day(2026, 10, 1)),
+                edges: vec![
+                    (day(2025, 11, 26), day(2025, 11, 30)),
+                    (day(2026, 11, 1), day(2026, 11, 26)),
+                ],
+            })
+        );
+        // Exactly whole months: no edges; February of a leap year ends on the 29th.
+        assert_eq!(
+            split(day(2024, 1, 1), day(2024, 2, 29)),
+            Some(Split {
+                months: (day(2024, 1, 1), day(2024, 2, 1)),
+                edges: vec![],
+            })
+        );
+        assert_eq!(
+            split(day(2024, 1, 1), day(2024, 1, 31)),
+            Some(Split {
+                months: (day(2024, 1, 1), day(2024, 1, 1)),
+                edges: vec![],
+            })
+        );
+        // No whole month inside: read day by day.
+        assert_eq!(split(day(2026, 1, 15), day(2026, 2, 20)), None);
+        assert_eq!(split(day(2026, 1, 1), day(2026, 1, 30)), None);
+        assert_eq!(split(day(2026, 11, 1), day(2026, 11, 1)), None);
+    }
+
+    #[test]
+    fn a_broad_reading_from_the_coarser_rollups_equals_the_one_from_the_day_rows() {
+        // A deterministic year of rows over many combinations, some outside the range.
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut dice = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let (first, last) = (day(2025, 3, 17), day(2026, 3, 9));
+        let mut rows: HashMap<Key, Cell> = HashMap::new();
+        for _ in 0..20_000 {
+            let ending = Ending::ALL[dice(Ending::ALL.len() as u64) as usize];
+            let person = matches!(ending.status(), Status::Answered | Status::Skipped);
+            let key = Key {
+                tenant: "t".into(),
+                tag: String::new(),
+                day: first - 20 + dice((last - first + 40) as u64) as i64,
+                agent: format!("agent-{}", dice(3)),
+                tool: if dice(5) == 0 {
+                    String::new()
+                } else {
+                    format!("tool-{}", dice(6))
+                },
+                surface: if person {
+                    format!("surface-{}", dice(3))
+                } else {
+                    String::new()
+                },
+                responder: if person {
+                    format!("person-{}", dice(7))
+                } else {
+                    String::new()
+                },
+                ending,
+            };
+            let mut cell = Cell {
+                n: 1,
+                times: Histogram::default(),
+            };
+            if person {
+                cell.times.record(dice(100_000) as f64 / 10.0);
+            }
+            fold(&mut rows, vec![(key, cell)]);
+        }
+        let within = |from: i64, to: i64| -> Vec<(Key, Cell)> {
+            rows.iter()
+                .filter(|(k, _)| k.day >= from && k.day <= to)
+                .map(|(k, c)| (k.clone(), c.clone()))
+                .collect()
+        };
+        let now = DateTime::<Utc>::UNIX_EPOCH + TimeDelta::days(last + 1);
+        let (from, to) = (date_of(first), date_of(last));
+        let by_days = summarize(from, to, within(first, last), &[], now);
+
+        let plan = split(first, last).expect("whole months inside");
+        let months = Grain::Month.of(&rows);
+        let mut sections: Vec<(Key, Cell)> = months
+            .into_iter()
+            .filter(|(k, _)| k.day >= plan.months.0 && k.day <= plan.months.1)
+            .collect();
+        for (a, b) in &plan.edges {
+            sections.extend(within(*a, *b));
+        }
+        let totals: Vec<(Key, Cell)> = Grain::Total
+            .of(&within(first, last).into_iter().collect())
+            .into_iter()
+            .collect();
+        let by_grains = summarize_split(from, to, totals, sections, &[], now);
+        assert!(by_days.by_tool.len() > 3 && by_days.time_to_decision.count > 1_000);
+        assert_eq!(by_grains, by_days);
     }
 }

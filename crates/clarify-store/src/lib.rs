@@ -73,9 +73,10 @@ pub use error::{AskError, ResolveError, StoreError};
 pub use gate::{Gate, GateError, Gated, Proposal};
 pub use grant::StoredGrant;
 pub use identity::LinkedIdentity;
+use insights::Grain;
 pub use insights::{
-    AgeFigures, BOUNDS, DayFigures, FAST_APPROVAL_SECONDS, Insights, InsightsQuery, MAX_DAYS,
-    ResponderFigures, SurfaceFigures, TimeToDecision, ToolFigures,
+    AGES as PENDING_AGES, AgeFigures, BOUNDS, DayFigures, FAST_APPROVAL_SECONDS, Insights,
+    InsightsQuery, MAX_DAYS, ResponderFigures, SurfaceFigures, TimeToDecision, ToolFigures,
 };
 pub use record::{
     Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution,
@@ -187,6 +188,31 @@ struct Inner {
     rules: Option<clarify_core::rules::Rules>,
     groups: Arc<BTreeMap<String, Vec<String>>>,
     forbid_self_approval: bool,
+    /// Told of the changes this process makes (see [`Store::observe`]).
+    observer: std::sync::OnceLock<Arc<dyn Observer>>,
+}
+
+/// Told of each change this process makes to a request, once it is stored: what the server's
+/// OpenTelemetry export turns into spans. Called inline on the write path (and only for writes
+/// made here, so each change is told once whatever the instances), so it must not block or
+/// fail: hand the change on and return.
+pub trait Observer: Send + Sync + std::fmt::Debug {
+    /// A request was created (not one an idempotency key or `dedupe` returned).
+    fn created(&self, record: &RequestRecord);
+    /// A request was resolved here: answered, skipped, cancelled, expired, or decided by a rule.
+    fn resolved(&self, record: &RequestRecord);
+    /// The reaper expired these requests; their records are not read back here.
+    fn expired(&self, ids: &[String]);
+}
+
+/// The rollup rows an insights reading read: day rows, or the coarser rollups' (see
+/// [`insights::split`]).
+enum Read {
+    Days(Vec<(insights::Key, insights::Cell)>),
+    Split {
+        totals: Vec<(insights::Key, insights::Cell)>,
+        sections: Vec<(insights::Key, insights::Cell)>,
+    },
 }
 
 /// How many overdue requests one reaper pass expires.
@@ -244,6 +270,7 @@ impl Store {
                 rules: options.rules.filter(|r| !r.is_empty()),
                 groups: options.groups,
                 forbid_self_approval: options.forbid_self_approval,
+                observer: std::sync::OnceLock::new(),
             }),
         };
         // Requests that fell due while no process was running are expired now.
@@ -258,6 +285,18 @@ impl Store {
             }
         }
         Ok(store)
+    }
+
+    /// Tells `observer` of every change this process makes from now on (every clone of this
+    /// handle included). The first observer set stays; `false` when one already was.
+    pub fn observe(&self, observer: Arc<dyn Observer>) -> bool {
+        self.inner.observer.set(observer).is_ok()
+    }
+
+    fn observed(&self, tell: impl FnOnce(&dyn Observer)) {
+        if let Some(observer) = self.inner.observer.get() {
+            tell(observer.as_ref());
+        }
     }
 
     /// The backend's name: `memory`, `sqlite` or `postgres`.
@@ -344,6 +383,9 @@ impl Store {
                 announce: channels,
             })
             .await?;
+        if created.created {
+            self.observed(|o| o.created(&created.record));
+        }
         match decided {
             Some(rule) if created.created => self.resolve_by_rule(created, &rule).await,
             _ => Ok(created),
@@ -496,7 +538,46 @@ impl Store {
         // committed, so a reading after an answer includes it.
         self.sync_feed().await?;
         let backend = &self.inner.backend;
-        let rows = backend.insight_rows(tenant, query, first, last).await?;
+        // A broad reading over whole months reads the coarser rollups (see `insights`), as far
+        // as they reach, after counting into them the days that ended since a reading last did.
+        let through = match query.is_broad() {
+            true => self.compacted_insights(tenant, now).await?,
+            false => None,
+        };
+        let plan = through.and_then(|through| insights::split(first, last.min(through)));
+        let rows = match (plan, through) {
+            (Some(plan), Some(through)) => {
+                let totals_to = last.min(through);
+                let mut totals = backend
+                    .insight_rows(tenant, query, Grain::Total, first, totals_to)
+                    .await?;
+                let (m0, m1) = plan.months;
+                let mut sections = backend
+                    .insight_rows(tenant, query, Grain::Month, m0, m1)
+                    .await?;
+                for (a, b) in &plan.edges {
+                    sections.extend(
+                        backend
+                            .insight_rows(tenant, query, Grain::Day, *a, *b)
+                            .await?,
+                    );
+                }
+                // The days after the coarser rollups' last count in both, from the day rows.
+                if totals_to < last {
+                    let tail = backend
+                        .insight_rows(tenant, query, Grain::Day, totals_to + 1, last)
+                        .await?;
+                    totals.extend(tail.iter().cloned());
+                    sections.extend(tail);
+                }
+                Read::Split { totals, sections }
+            }
+            _ => Read::Days(
+                backend
+                    .insight_rows(tenant, query, Grain::Day, first, last)
+                    .await?,
+            ),
+        };
         let pending: Vec<DateTime<Utc>> = backend
             .pending_of(tenant, query.agent.as_deref())
             .await?
@@ -504,7 +585,32 @@ impl Store {
             .filter(|r| query.keeps_pending(r))
             .map(|r| r.created_at)
             .collect();
-        Ok(insights::summarize(from, to, rows, &pending, now))
+        Ok(match rows {
+            Read::Days(rows) => insights::summarize(from, to, rows, &pending, now),
+            Read::Split { totals, sections } => {
+                insights::summarize_split(from, to, totals, sections, &pending, now)
+            }
+        })
+    }
+
+    /// The last day `tenant`'s coarser insights rollups hold, after moving it on to two days ago (a
+    /// resolution is counted under the day it was made, and on PostgreSQL by the sequencer's
+    /// round just after: a day two days past gets no more rows); `None` for a backend without
+    /// them.
+    async fn compacted_insights(
+        &self,
+        tenant: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<i64>, StoreError> {
+        let backend = &self.inner.backend;
+        let Some(done) = backend.insights_compacted_through(tenant).await? else {
+            return Ok(None);
+        };
+        let due = insights::day_of(now) - 2;
+        if due <= done {
+            return Ok(Some(done));
+        }
+        Ok(Some(backend.compact_insights(tenant, due).await?))
     }
 
     /// Answers (or skips) the request with a raw answer body, checked against the live request.
@@ -594,6 +700,9 @@ impl Store {
             .await?;
         for id in &ids {
             self.inner.waiters.notify(id);
+        }
+        if !ids.is_empty() {
+            self.observed(|o| o.expired(&ids));
         }
         Ok(ids.len())
     }
@@ -939,6 +1048,7 @@ impl Store {
             Cast::Counted(record) => {
                 if record.status.is_resolved() {
                     self.inner.waiters.resolved(&record);
+                    self.observed(|o| o.resolved(&record));
                 }
                 Ok(record)
             }
@@ -978,6 +1088,7 @@ impl Store {
         match self.inner.backend.resolve(id, stored, grants).await? {
             Resolved::Won(record) => {
                 self.inner.waiters.resolved(&record);
+                self.observed(|o| o.resolved(&record));
                 Ok(record)
             }
             Resolved::Lost(record) if record.status == Status::Pending => {
@@ -996,6 +1107,7 @@ impl Store {
         Ok(match self.inner.backend.resolve(id, expired, &[]).await? {
             Resolved::Won(record) => {
                 self.inner.waiters.resolved(&record);
+                self.observed(|o| o.resolved(&record));
                 Some(record)
             }
             Resolved::Lost(record) => Some(record),

@@ -69,6 +69,7 @@ pub struct Server {
     pub durability: Option<crate::serve::Durability>,
     pub log_format: Option<LogFormat>,
     pub outbound_allow: Option<Vec<String>>,
+    pub otlp_endpoint: Option<String>,
 }
 
 /// A secret read from the file or the environment; never printed.
@@ -968,6 +969,8 @@ pub(crate) struct RawServer {
     log_format: Option<LogFormat>,
     /// For example `["10.20.0.0/16", "hooks.internal"]`.
     outbound_allow: Option<Vec<String>>,
+    /// The OTLP/HTTP collector's base URL, e.g. `http://127.0.0.1:4318`.
+    otlp_endpoint: Option<String>,
 }
 
 impl RawServer {
@@ -994,6 +997,14 @@ impl RawServer {
                     clarify_server::OutboundGuard::allowing(&allow)
                         .map_err(|e| fail("server.outbound_allow", e.to_string()))?;
                     Some(allow)
+                }
+            },
+            otlp_endpoint: match self.otlp_endpoint {
+                None => None,
+                Some(url) => {
+                    clarify_server::OtlpConfig::new(&url)
+                        .map_err(|e| fail("server.otlp_endpoint", e))?;
+                    Some(url)
                 }
             },
         })
@@ -1892,6 +1903,10 @@ mod tests {
             (
                 "[server]\nretain_resolved = \"forever\"\n",
                 "clarify.toml: server.retain_resolved:",
+            ),
+            (
+                "[server]\notlp_endpoint = \"collector:4318\"\n",
+                "clarify.toml: server.otlp_endpoint: \"collector:4318\" is not an http:// or https:// address",
             ),
             (
                 "[server]\ndurability = \"maybe\"\n",

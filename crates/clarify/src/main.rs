@@ -116,7 +116,7 @@ enum Command {
     /// Write an evidence pack of a tenant's decisions: every decision, the insights and their
     /// charts, the audit chain's head and how to verify it.
     #[command(
-        after_help = "Examples:\n  clarify report --since 30d --out report.html\n  clarify report --since 2026-10-01T00:00:00Z --format csv --out decisions.csv\n  clarify report --format json --db postgres://clarify@db/clarify\n\nHTML is one self-contained file (its style and charts inline; nothing is fetched) that\nprints; JSON holds the same content for programs; CSV one line per decision. Reads the\nstore directly, also while servers use it."
+        after_help = "Examples:\n  clarify report --since 30d --out report.html\n  clarify report --since 2026-10-01T00:00:00Z --format csv --out decisions.csv\n  clarify report --format json --db postgres://clarify@db/clarify\n  clarify report --url https://clarify.example.com --out report.html   (key in CLARIFY_TOKEN)\n\nHTML is one self-contained file (its style and charts inline; nothing is fetched) that\nprints; JSON holds the same content for programs; CSV one line per decision. Reads the\nstore directly, also while servers use it, or a running server with an admin key."
     )]
     Report {
         /// The period: a duration back from now (30d, 12h) or an RFC 3339 time.
@@ -130,9 +130,16 @@ enum Command {
         /// The store: sqlite://PATH or postgres://...
         #[arg(long, env = "CLARIFY_DB", default_value = "sqlite://clarify.db")]
         db: String,
-        /// The tenant whose decisions to report.
+        /// The tenant whose decisions to report (with --db; over --url it is the key's).
         #[arg(long, default_value = "default")]
         tenant: String,
+        /// Read from a running server instead of the store: its URL, or CLARIFY_URL when given
+        /// without one. Needs an admin key (--token or CLARIFY_TOKEN); --db is then not read.
+        #[arg(long, num_args = 0..=1, default_missing_value = "")]
+        url: Option<String>,
+        /// An admin key (`ck_...`), with --url.
+        #[arg(long, env = "CLARIFY_TOKEN", hide_env_values = true)]
+        token: Option<String>,
     },
     /// Write a consistent copy of a SQLite store to a new file, also while servers use it.
     #[command(
@@ -249,6 +256,11 @@ struct ServeArgs {
     /// refused otherwise.
     #[arg(long, env = "CLARIFY_OUTBOUND_ALLOW", value_delimiter = ',')]
     outbound_allow: Vec<String>,
+    /// Send OpenTelemetry over OTLP/HTTP to the collector at this base URL
+    /// (http://127.0.0.1:4318): a trace per request on /v1/traces and the metrics of /metrics on
+    /// /v1/metrics. Nothing is sent without it; a collector that is down costs requests nothing.
+    #[arg(long, env = "CLARIFY_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -352,13 +364,25 @@ async fn run(cli: Cli, given: Vec<String>) -> anyhow::Result<ExitCode> {
             out,
             db,
             tenant,
+            url,
+            token,
         } => {
+            let source = match url {
+                None => report::Source::Store { db, tenant },
+                Some(url) => report::Source::Server {
+                    url: match url.trim() {
+                        "" => std::env::var("CLARIFY_URL")
+                            .unwrap_or_else(|_| "http://127.0.0.1:7420".to_owned()),
+                        given => given.to_owned(),
+                    },
+                    token,
+                },
+            };
             report::run(report::ReportArgs {
                 since,
                 format,
                 out,
-                db,
-                tenant,
+                source,
             })
             .await
         }

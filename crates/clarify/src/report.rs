@@ -1,4 +1,5 @@
-//! `clarify report`: an evidence pack of a tenant's decisions, read directly from the store.
+//! `clarify report`: an evidence pack of a tenant's decisions, read directly from the store or
+//! from a running server (`--url`, with an admin key).
 //!
 //! Every decision of the period (who, when, through what, what the person was shown: the
 //! request's summary of its display blocks, the decision and its reason, how long it took), the
@@ -27,8 +28,26 @@ pub struct ReportArgs {
     pub since: String,
     pub format: String,
     pub out: Option<std::path::PathBuf>,
-    pub db: String,
-    pub tenant: String,
+    pub source: Source,
+}
+
+/// Where the records are read.
+#[derive(Debug)]
+pub enum Source {
+    /// The store itself (`--db`), for `tenant`.
+    Store { db: String, tenant: String },
+    /// A running server (`--url`), for the tenant of the admin key `token`.
+    Server { url: String, token: Option<String> },
+}
+
+/// What a report is made of, wherever it was read.
+struct Read {
+    tenant: String,
+    now: DateTime<Utc>,
+    since: DateTime<Utc>,
+    decisions: Vec<Decision>,
+    insights: Insights,
+    audit: AuditHead,
 }
 
 /// One decision, as every format gives it.
@@ -55,10 +74,25 @@ pub struct Decision {
     pub seconds_to_decide: Option<f64>,
 }
 
+/// What a decision is made of, from a stored record or a server's.
+struct Parts {
+    id: String,
+    created_at: DateTime<Utc>,
+    resolved_at: DateTime<Utc>,
+    status: String,
+    agent: Option<String>,
+    session: Option<String>,
+    tool: Option<String>,
+    shown: String,
+    reason: Option<String>,
+    answered_by: Option<String>,
+    answered_via: Option<String>,
+    default_applied: bool,
+}
+
 impl Decision {
     fn of(record: &RequestRecord) -> Option<Self> {
         let outcome = record.outcome()?;
-        let resolved_at = outcome.resolved_at;
         let request = &record.request;
         let tool = request.questions.iter().find_map(|q| match &q.kind {
             QuestionKind::Approval(a) => Some(a.action.name.clone()),
@@ -74,33 +108,54 @@ impl Decision {
                 (None, other) => Some(other.to_string()),
             })
             .collect();
+        Some(Self::new(
+            Parts {
+                id: record.id.clone(),
+                created_at: record.created_at,
+                resolved_at: outcome.resolved_at,
+                status: outcome.status.as_str().to_owned(),
+                agent: request.agent.clone(),
+                session: request.session.clone(),
+                tool,
+                shown: request.summary.clone(),
+                reason: outcome.questions.iter().find_map(|q| q.reason.clone()),
+                answered_by: outcome.answered_by.clone(),
+                answered_via: outcome.answered_via.clone(),
+                default_applied: outcome.default_applied,
+            },
+            answers,
+        ))
+    }
+
+    /// The decision of `p` with its `answers` (decisions, chosen options or texts).
+    fn new(p: Parts, answers: Vec<String>) -> Self {
         let decision = (!answers.is_empty()).then(|| {
             let joined = answers.join("; ");
-            if outcome.default_applied {
+            if p.default_applied {
                 format!("default: {joined}")
             } else {
                 joined
             }
         });
-        let person = outcome.answered_by.is_some()
-            && outcome.answered_via.as_deref() != Some("policy")
-            && matches!(outcome.status.as_str(), "answered" | "skipped");
-        Some(Self {
-            id: record.id.clone(),
-            created_at: time(record.created_at),
-            resolved_at: time(resolved_at),
-            status: outcome.status.as_str().to_owned(),
-            agent: request.agent.clone(),
-            session: request.session.clone(),
-            tool,
-            shown: request.summary.clone(),
+        let person = p.answered_by.is_some()
+            && p.answered_via.as_deref() != Some("policy")
+            && matches!(p.status.as_str(), "answered" | "skipped");
+        Self {
+            id: p.id,
+            created_at: time(p.created_at),
+            resolved_at: time(p.resolved_at),
+            status: p.status,
+            agent: p.agent,
+            session: p.session,
+            tool: p.tool,
+            shown: p.shown,
             decision,
-            reason: outcome.questions.iter().find_map(|q| q.reason.clone()),
-            answered_by: outcome.answered_by.clone(),
-            answered_via: outcome.answered_via.clone(),
+            reason: p.reason,
+            answered_by: p.answered_by,
+            answered_via: p.answered_via,
             seconds_to_decide: person
-                .then(|| (resolved_at - record.created_at).num_milliseconds() as f64 / 1000.0),
-        })
+                .then(|| (p.resolved_at - p.created_at).num_milliseconds() as f64 / 1000.0),
+        }
     }
 }
 
@@ -117,8 +172,10 @@ pub struct AuditHead {
     /// this hash at this number shows nothing before it was changed.
     pub head_seq: u64,
     pub head_hash: String,
-    /// Whether the whole chain verified when the report was made.
-    pub verified: bool,
+    /// Whether the whole chain verified when the report was made; `null` when the report was
+    /// read from a server, which shows a tenant its own events only (the chain is checked
+    /// where the store is, with `verify_command`).
+    pub verified: Option<bool>,
     /// The first event that did not verify, when one did not.
     pub broken_at: Option<String>,
     /// The command that recomputes it.
@@ -183,39 +240,23 @@ struct Json<'a> {
 }
 
 pub async fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let path = args
-        .db
-        .trim()
-        .strip_prefix("sqlite://")
-        .or_else(|| args.db.trim().strip_prefix("sqlite:"));
-    if let Some(path) = path.filter(|p| !std::path::Path::new(p).exists()) {
-        anyhow::bail!("there is no store at {path}; pass the store's --db (or CLARIFY_DB)");
-    }
-    let options = StoreOptions {
-        reaper_interval: None,
-        ..StoreOptions::default()
+    let read = match &args.source {
+        Source::Store { db, tenant } => from_store(db, tenant, &args.since).await?,
+        Source::Server { url, token } => from_server(url, token.clone(), &args.since).await?,
     };
-    let store = Store::open(&args.db, options)
-        .await
-        .with_context(|| format!("cannot open the store {}", args.db))?;
-    let now = store.now();
-    let since = parse_since(&args.since, now)?;
-    let decisions = decisions(&store, &args.tenant, since).await?;
-    let query = InsightsQuery {
-        from: Some(since.date_naive()),
-        to: Some(now.date_naive()),
-        ..InsightsQuery::default()
-    };
-    let insights = store
-        .insights(&args.tenant, &query)
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}; pass a shorter --since"))?;
-    let audit = audit_head(&store, &args.db).await?;
+    let Read {
+        tenant,
+        now,
+        since,
+        decisions,
+        insights,
+        audit,
+    } = read;
     let text = match args.format.as_str() {
         "json" => {
             let doc = Json {
                 generated_at: time(now),
-                tenant: &args.tenant,
+                tenant: &tenant,
                 since: time(since),
                 insights: InsightsBody::from(&insights),
                 decisions: &decisions,
@@ -226,7 +267,7 @@ pub async fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             serde_json::to_string_pretty(&doc)? + "\n"
         }
         "csv" => csv(&decisions),
-        _ => html(&args.tenant, since, now, &insights, &decisions, &audit),
+        _ => html(&tenant, since, now, &insights, &decisions, &audit),
     };
     match &args.out {
         Some(out) => {
@@ -240,6 +281,234 @@ pub async fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         None => print!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+async fn from_store(db: &str, tenant: &str, since: &str) -> anyhow::Result<Read> {
+    let path = db
+        .trim()
+        .strip_prefix("sqlite://")
+        .or_else(|| db.trim().strip_prefix("sqlite:"));
+    if let Some(path) = path.filter(|p| !std::path::Path::new(p).exists()) {
+        anyhow::bail!("there is no store at {path}; pass the store's --db (or CLARIFY_DB)");
+    }
+    let options = StoreOptions {
+        reaper_interval: None,
+        ..StoreOptions::default()
+    };
+    let store = Store::open(db, options)
+        .await
+        .with_context(|| format!("cannot open the store {db}"))?;
+    let now = store.now();
+    let since = parse_since(since, now)?;
+    let decisions = decisions(&store, tenant, since).await?;
+    let query = InsightsQuery {
+        from: Some(since.date_naive()),
+        to: Some(now.date_naive()),
+        ..InsightsQuery::default()
+    };
+    let insights = store
+        .insights(tenant, &query)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}; pass a shorter --since"))?;
+    let audit = audit_head(&store, db).await?;
+    Ok(Read {
+        tenant: tenant.to_owned(),
+        now,
+        since,
+        decisions,
+        insights,
+        audit,
+    })
+}
+
+/// The same report from a running server: the requests (`/v1/requests`), the figures
+/// (`/v1/insights`) and the newest of the tenant's audit events (`/v1/audit`, found in a number
+/// of calls that grows with the logarithm of the log's length).
+async fn from_server(url: &str, token: Option<String>, since: &str) -> anyhow::Result<Read> {
+    let client = clarify_client::Client::new(url, token)?;
+    let session = client
+        .session()
+        .await
+        .with_context(|| format!("cannot read the key's session at {url}"))?;
+    if session["role"].as_str() != Some("admin") {
+        anyhow::bail!(
+            "the report needs an admin key (the audit log is for admins); this key is {}",
+            session["role"].as_str().unwrap_or("unknown")
+        );
+    }
+    let tenant = session["tenant"].as_str().unwrap_or("default").to_owned();
+    // The server's clock is not asked for; the report's "now" is this machine's.
+    let now = Utc::now();
+    let since = parse_since(since, now)?;
+    let mut decisions = Vec::new();
+    let mut cursor = None;
+    'pages: loop {
+        let page = client
+            .list(&clarify_client::ListFilter {
+                limit: Some(ListQuery::MAX_LIMIT),
+                cursor: cursor.take(),
+                ..clarify_client::ListFilter::default()
+            })
+            .await?;
+        for record in &page.requests {
+            let wire: WireRecord = serde_json::from_value(record.0.clone())
+                .context("the server sent a request record this report cannot read")?;
+            if wire.created_at < since {
+                break 'pages;
+            }
+            decisions.extend(wire.decision());
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    decisions.reverse();
+    let body: InsightsBody = serde_json::from_value(
+        client
+            .insights(
+                &since.date_naive().to_string(),
+                &now.date_naive().to_string(),
+            )
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}; pass a shorter --since"))?,
+    )
+    .context("the server sent figures this report cannot read")?;
+    let insights = body.figures().map_err(anyhow::Error::msg)?;
+    let audit = server_audit_head(&client).await?;
+    Ok(Read {
+        tenant,
+        now,
+        since,
+        decisions,
+        insights,
+        audit,
+    })
+}
+
+/// The newest of the caller tenant's audit events: a search for the last sequence number after
+/// which the log still has one (doubling, then halving).
+async fn server_audit_head(client: &clarify_client::Client) -> anyhow::Result<AuditHead> {
+    let any_after = async |after: u64| -> anyhow::Result<Option<Value>> {
+        let page = client.audit(after, 1).await?;
+        Ok(page["events"].as_array().and_then(|e| e.first()).cloned())
+    };
+    let verify_command = "clarify audit verify --db <the server's store>".to_owned();
+    let Some(first) = any_after(0).await? else {
+        return Ok(AuditHead {
+            events: 0,
+            head_seq: 0,
+            head_hash: String::new(),
+            verified: None,
+            broken_at: None,
+            verify_command,
+        });
+    };
+    // `lo` has an event after it, `hi` none.
+    let mut lo = first["seq"].as_u64().unwrap_or(1).saturating_sub(1);
+    let mut hi = lo.saturating_add(1).max(1);
+    while any_after(hi).await?.is_some() {
+        lo = hi;
+        hi = hi.saturating_mul(2);
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if any_after(mid).await?.is_some() {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let head = any_after(lo).await?.unwrap_or(first);
+    let head_seq = head["seq"].as_u64().unwrap_or(0);
+    Ok(AuditHead {
+        events: head_seq,
+        head_seq,
+        head_hash: head["hash"].as_str().unwrap_or_default().to_owned(),
+        verified: None,
+        broken_at: None,
+        verify_command,
+    })
+}
+
+/// The parts of a request record (`GET /v1/requests`) a decision is made of.
+#[derive(Debug, serde::Deserialize)]
+struct WireRecord {
+    id: String,
+    created_at: DateTime<Utc>,
+    #[serde(default)]
+    agent: Option<String>,
+    #[serde(default)]
+    session: Option<String>,
+    #[serde(default)]
+    summary: String,
+    #[serde(default)]
+    questions: Vec<Value>,
+    #[serde(default)]
+    outcome: Option<WireOutcome>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct WireOutcome {
+    status: String,
+    resolved_at: DateTime<Utc>,
+    #[serde(default)]
+    answered_by: Option<String>,
+    #[serde(default)]
+    answered_via: Option<String>,
+    #[serde(default)]
+    default_applied: bool,
+    #[serde(default)]
+    questions: Vec<WireAnswer>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct WireAnswer {
+    #[serde(default)]
+    decision: Option<String>,
+    #[serde(default)]
+    answer: Value,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+impl WireRecord {
+    /// The decision, as [`Decision::of`] makes it from a stored record; `None` while pending.
+    fn decision(self) -> Option<Decision> {
+        let outcome = self.outcome?;
+        let tool = self.questions.iter().find_map(|q| {
+            (q["kind"] == "approval")
+                .then(|| q["action"]["name"].as_str().map(str::to_owned))
+                .flatten()
+        });
+        let answers: Vec<String> = outcome
+            .questions
+            .iter()
+            .filter_map(|q| match (&q.decision, &q.answer) {
+                (Some(d), _) => Some(d.clone()),
+                (None, Value::Null) => None,
+                (None, Value::String(s)) => Some(s.clone()),
+                (None, other) => Some(other.to_string()),
+            })
+            .collect();
+        Some(Decision::new(
+            Parts {
+                id: self.id,
+                created_at: self.created_at,
+                resolved_at: outcome.resolved_at,
+                status: outcome.status,
+                agent: self.agent,
+                session: self.session,
+                tool,
+                shown: self.summary,
+                reason: outcome.questions.iter().find_map(|q| q.reason.clone()),
+                answered_by: outcome.answered_by,
+                answered_via: outcome.answered_via,
+                default_applied: outcome.default_applied,
+            },
+            answers,
+        ))
+    }
 }
 
 /// `--since`: an RFC 3339 time, or a duration back from now (`30d`, `12h`).
@@ -302,8 +571,8 @@ async fn audit_head(store: &Store, db: &str) -> anyhow::Result<AuditHead> {
         .into_iter()
         .next();
     let (verified, broken_at) = match store.verify_audit().await? {
-        Ok(_) => (true, None),
-        Err(at) => (false, Some(at.to_string())),
+        Ok(_) => (Some(true), None),
+        Err(at) => (Some(false), Some(at.to_string())),
     };
     Ok(AuditHead {
         events: head_seq,
@@ -402,13 +671,15 @@ fn html(
         audit.events,
         audit.head_seq,
         escape(&audit.head_hash),
-        if audit.verified {
-            "The whole chain verified when this report was made.".to_owned()
-        } else {
-            format!(
+        match audit.verified {
+            Some(true) => "The whole chain verified when this report was made.".to_owned(),
+            Some(false) => format!(
                 "The chain did NOT verify when this report was made: it breaks at {}.",
                 escape(audit.broken_at.as_deref().unwrap_or("?"))
-            )
+            ),
+            None => "This report was read from a server, which shows a tenant its own events: \
+                     the chain (one for every tenant) was not checked. Check it where the store is."
+                .to_owned(),
         },
         escape(&audit.verify_command)
     );

@@ -138,6 +138,15 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     config.oidc = people.oidc;
     config.suggest = suggest;
     config.a2a = a2a;
+    config.otlp = args
+        .otlp_endpoint
+        .as_deref()
+        .map(clarify_server::OtlpConfig::new)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--otlp-endpoint: {e}"))?;
+    if let Some(otlp) = &config.otlp {
+        tracing::info!(endpoint = %otlp.endpoint, "sending traces and metrics over OTLP/HTTP");
+    }
     config.agui = agui.into_iter().map(std::sync::Arc::new).collect();
     if let Some((key, login)) = clarify_server::bootstrap(&store, &public_url).await? {
         eprintln!("clarify: created the first admin key (shown once; keep it):");
@@ -223,7 +232,8 @@ fn with_file(mut args: ServeArgs, given: &[String], file: crate::config::Server)
         retain_resolved,
         durability,
         log_format,
-        outbound_allow
+        outbound_allow,
+        otlp_endpoint
     );
     args
 }

@@ -87,7 +87,7 @@ fn date(name: &str, value: Option<&str>) -> Result<Option<NaiveDate>, ApiError> 
 /// and an expiry take nobody's time). Percentiles come from histograms: exact on their bucket
 /// bounds (1, 2, 3, 5, 7, 10, 15, 20, 30, 45, 60, 90 s, ... up to a week), interpolated
 /// between them. `null` where nothing was decided.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TimeToDecisionBody {
     /// How many decisions the percentiles are of.
     pub count: u64,
@@ -98,7 +98,7 @@ pub struct TimeToDecisionBody {
     pub per_day: Vec<DayBody>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct DayBody {
     /// `YYYY-MM-DD`, UTC.
     pub day: String,
@@ -123,7 +123,7 @@ impl From<&DayFigures> for DayBody {
 }
 
 /// One tool's approvals: how they ended.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ToolBody {
     pub tool: String,
     pub approve: u64,
@@ -159,7 +159,7 @@ impl From<&ToolFigures> for ToolBody {
 }
 
 /// One responder's load (`answered_by`; a rule's is `policy:<name>`).
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ResponderBody {
     pub responder: String,
     /// Answers and skips.
@@ -187,7 +187,7 @@ impl From<&ResponderFigures> for ResponderBody {
 }
 
 /// Decisions that came through one surface (`answered_via`).
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct SurfaceBody {
     pub surface: String,
     pub decisions: u64,
@@ -203,7 +203,7 @@ impl From<&SurfaceFigures> for SurfaceBody {
 }
 
 /// Pending requests that have waited this long.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AgeBody {
     /// `under_5m`, `5m_to_15m`, `15m_to_1h`, `1h_to_4h`, `4h_to_1d`, `1d_to_7d`, `over_7d`.
     pub age: String,
@@ -226,7 +226,7 @@ impl From<&AgeFigures> for AgeBody {
 }
 
 /// The figures of a range of days.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct InsightsBody {
     /// The first day counted (`YYYY-MM-DD`, UTC).
     pub from: String,
@@ -276,6 +276,108 @@ impl From<&Insights> for InsightsBody {
             defaults_applied: i.defaults_applied,
             pending_by_age: i.pending_by_age.iter().map(AgeBody::from).collect(),
         }
+    }
+}
+
+impl InsightsBody {
+    /// The figures again, as the server computed them: what a client of `/v1/insights` (the
+    /// report made over HTTP) draws its charts from.
+    pub fn figures(self) -> Result<Insights, String> {
+        fn day(text: &str) -> Result<NaiveDate, String> {
+            text.parse()
+                .map_err(|e| format!("{text:?} is not a day (YYYY-MM-DD): {e}"))
+        }
+        const STATUSES: [&str; 5] = ["pending", "answered", "skipped", "expired", "cancelled"];
+        let by_status = self
+            .by_status
+            .into_iter()
+            .map(|(k, v)| {
+                STATUSES
+                    .iter()
+                    .find(|s| **s == k)
+                    .map(|s| (*s, v))
+                    .ok_or_else(|| format!("unknown status {k:?}"))
+            })
+            .collect::<Result<_, _>>()?;
+        let t = self.time_to_decision;
+        Ok(Insights {
+            from: day(&self.from)?,
+            to: day(&self.to)?,
+            by_status,
+            time_to_decision: clarify_store::TimeToDecision {
+                count: t.count,
+                p50: t.p50,
+                p90: t.p90,
+                p99: t.p99,
+                per_day: t
+                    .per_day
+                    .into_iter()
+                    .map(|d| {
+                        Ok(DayFigures {
+                            day: day(&d.day)?,
+                            resolved: d.resolved,
+                            count: d.count,
+                            p50: d.p50,
+                            p90: d.p90,
+                        })
+                    })
+                    .collect::<Result<_, String>>()?,
+            },
+            by_tool: self
+                .by_tool
+                .into_iter()
+                .map(|t| ToolFigures {
+                    tool: t.tool,
+                    approve: t.approve,
+                    revise: t.revise,
+                    deny: t.deny,
+                    expired: t.expired,
+                    defaults: t.defaults,
+                    cancelled: t.cancelled,
+                    fast_approvals: t.fast_approvals,
+                    approve_p50: t.approve_p50,
+                })
+                .collect(),
+            by_responder: self
+                .by_responder
+                .into_iter()
+                .map(|r| ResponderFigures {
+                    responder: r.responder,
+                    decisions: r.decisions,
+                    approve: r.approve,
+                    revise: r.revise,
+                    deny: r.deny,
+                    p50: r.p50,
+                    p90: r.p90,
+                })
+                .collect(),
+            by_surface: self
+                .by_surface
+                .into_iter()
+                .map(|s| SurfaceFigures {
+                    surface: s.surface,
+                    decisions: s.decisions,
+                })
+                .collect(),
+            defaults_applied: self.defaults_applied,
+            pending_by_age: self
+                .pending_by_age
+                .into_iter()
+                .map(|a| {
+                    let age = clarify_store::PENDING_AGES
+                        .iter()
+                        .find(|(name, _)| *name == a.age)
+                        .map(|(name, _)| *name)
+                        .ok_or_else(|| format!("unknown age {:?}", a.age))?;
+                    Ok(AgeFigures {
+                        age,
+                        from_seconds: a.from_seconds,
+                        to_seconds: a.to_seconds,
+                        count: a.count,
+                    })
+                })
+                .collect::<Result<_, String>>()?,
+        })
     }
 }
 

@@ -360,6 +360,9 @@ async fn finish(
         error,
         duration_ms,
     };
+    if let Some(telemetry) = &state.telemetry {
+        telemetry.attempted(delivery, &attempt);
+    }
     if let Err(e) = state
         .store
         .finish_attempt(delivery.id, attempt, after)

@@ -143,6 +143,9 @@ async fn notify(state: &AppState, client: &reqwest::Client, n: Delivery) {
         error,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     };
+    if let Some(telemetry) = &state.telemetry {
+        telemetry.attempted(&n, &attempt);
+    }
     if let Err(e) = state
         .store
         .finish_notification(n.id, attempt, after, message_ref)

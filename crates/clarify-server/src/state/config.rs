@@ -43,6 +43,8 @@ pub struct Config {
     pub oidc: Option<OidcConfig>,
     /// `[a2a] enabled`: serve `/a2a` and the agent card.
     pub a2a: bool,
+    /// `--otlp-endpoint`: OpenTelemetry sent to a collector; `None`: nothing is sent.
+    pub otlp: Option<crate::state::telemetry::OtlpConfig>,
     /// `[[agui]]`: the AG-UI agents `POST /agui/{name}` proxies.
     pub agui: Vec<std::sync::Arc<AguiAgent>>,
 }
@@ -166,6 +168,7 @@ impl Config {
             suggest: clarify_store::Suggest::default(),
             oidc: None,
             a2a: false,
+            otlp: None,
             agui: Vec::new(),
         }
     }

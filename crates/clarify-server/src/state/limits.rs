@@ -118,4 +118,11 @@ impl Waiters {
     pub fn open(&self) -> usize {
         self.max.saturating_sub(self.permits.available_permits())
     }
+
+    /// Reads [`Waiters::open`] later, from elsewhere (a metrics callback).
+    pub fn reader(&self) -> impl Fn() -> usize + Send + Sync + 'static {
+        let permits = Arc::clone(&self.permits);
+        let max = self.max;
+        move || max.saturating_sub(permits.available_permits())
+    }
 }

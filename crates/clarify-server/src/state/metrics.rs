@@ -13,7 +13,15 @@
 //! - `clarify_webhook_failures_total`: failed delivery attempts;
 //! - `clarify_waiters`: long-polls, event streams and `/mcp` requests open now, read at scrape
 //!   time; `clarify_waiters_refused_total`: those refused past `--max-waiters`;
-//! - `clarify_rate_limited_total`: requests refused by `--rate-limit`.
+//! - `clarify_rate_limited_total`: requests refused by `--rate-limit`;
+//! - `clarify_otlp_dropped_total`: changes not sent to the OTLP collector because its queue was
+//!   full; `clarify_otlp_export_failures_total{signal}`: exports that failed (`traces`,
+//!   `metrics`). Both stay 0 without `--otlp-endpoint`.
+//!
+//! With `--otlp-endpoint` every instrument is mirrored into OpenTelemetry's under the same name
+//! (the registry's base name: `clarify_http_requests` for `clarify_http_requests_total`), with
+//! the same labels as attributes and the same histogram buckets, for the telemetry worker to
+//! export.
 
 use std::time::Duration;
 
@@ -48,6 +56,36 @@ struct ResultLabel {
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SignalLabel {
+    signal: &'static str,
+}
+
+/// The registry's instruments in OpenTelemetry's, when `--otlp-endpoint` is set.
+#[derive(Debug)]
+struct Mirror {
+    http_requests: opentelemetry::metrics::Counter<u64>,
+    http_duration: opentelemetry::metrics::Histogram<f64>,
+    created: opentelemetry::metrics::Counter<u64>,
+    resolved: opentelemetry::metrics::Counter<u64>,
+    waits: opentelemetry::metrics::Histogram<f64>,
+    time_to_answer: opentelemetry::metrics::Histogram<f64>,
+    webhook_failures: opentelemetry::metrics::Counter<u64>,
+    waiters_refused: opentelemetry::metrics::Counter<u64>,
+    rate_limited: opentelemetry::metrics::Counter<u64>,
+    /// Read at collection: `clarify_requests_pending`, `clarify_waiters` and the export's own
+    /// counters. Kept so their callbacks stay registered.
+    _observed: Vec<opentelemetry::metrics::ObservableGauge<i64>>,
+    _counted: Vec<opentelemetry::metrics::ObservableCounter<u64>>,
+}
+
+/// Exponential bucket bounds, as `exponential_buckets` makes them for the registry.
+fn bounds(start: f64, factor: f64, count: usize) -> Vec<f64> {
+    std::iter::successors(Some(start), |b| Some(b * factor))
+        .take(count)
+        .collect()
+}
+
 /// The server's metrics.
 #[derive(Debug)]
 pub struct Metrics {
@@ -65,6 +103,8 @@ pub struct Metrics {
     waiters: Gauge,
     waiters_refused: Counter,
     rate_limited: Counter,
+    export: crate::state::telemetry::ExportCounters,
+    mirror: Option<Mirror>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -175,6 +215,29 @@ impl Metrics {
             "Requests refused by the per-key --rate-limit",
             rate_limited.clone(),
         );
+        let failures = Family::<SignalLabel, Counter>::default();
+        // One at a time: a family's guard holds its lock until dropped.
+        let trace_failures = failures
+            .get_or_create(&SignalLabel { signal: "traces" })
+            .clone();
+        let metric_failures = failures
+            .get_or_create(&SignalLabel { signal: "metrics" })
+            .clone();
+        let export = crate::state::telemetry::ExportCounters {
+            dropped: Counter::default(),
+            trace_failures,
+            metric_failures,
+        };
+        registry.register(
+            "clarify_otlp_dropped",
+            "Changes not sent to the OTLP collector because its queue was full",
+            export.dropped.clone(),
+        );
+        registry.register(
+            "clarify_otlp_export_failures",
+            "Exports to the OTLP collector that failed, by signal",
+            failures,
+        );
         Self {
             registry,
             http_requests,
@@ -189,11 +252,125 @@ impl Metrics {
             waiters,
             waiters_refused,
             rate_limited,
+            export,
+            mirror: None,
         }
+    }
+
+    /// The counters of the OTLP export itself.
+    pub fn export_counters(&self) -> crate::state::telemetry::ExportCounters {
+        self.export.clone()
+    }
+
+    /// Mirrors every instrument into `meter` from now on; `waiters` reads how many wait now.
+    pub fn mirror(
+        &mut self,
+        meter: &opentelemetry::metrics::Meter,
+        waiters: impl Fn() -> usize + Send + Sync + 'static,
+    ) {
+        let gauge = |value: Gauge| {
+            move |o: &dyn opentelemetry::metrics::AsyncInstrument<i64>| o.observe(value.get(), &[])
+        };
+        let count = |value: Counter| {
+            move |o: &dyn opentelemetry::metrics::AsyncInstrument<u64>| o.observe(value.get(), &[])
+        };
+        let latency = bounds(0.0005, 2.0, 18);
+        self.mirror = Some(Mirror {
+            http_requests: meter
+                .u64_counter("clarify_http_requests")
+                .with_description("HTTP requests by route and status code")
+                .build(),
+            http_duration: meter
+                .f64_histogram("clarify_http_request_duration_seconds")
+                .with_unit("s")
+                .with_description("HTTP request handling time by route")
+                .with_boundaries(latency.clone())
+                .build(),
+            created: meter
+                .u64_counter("clarify_requests_created")
+                .with_description("Requests created through this instance")
+                .build(),
+            resolved: meter
+                .u64_counter("clarify_requests_resolved")
+                .with_description("Requests resolved through this instance, by status")
+                .build(),
+            waits: meter
+                .f64_histogram("clarify_wait_seconds")
+                .with_unit("s")
+                .with_description("How long long-polls waited, by result")
+                .with_boundaries(latency)
+                .build(),
+            time_to_answer: meter
+                .f64_histogram("clarify_time_to_answer_seconds")
+                .with_unit("s")
+                .with_description("From creation to resolution, for resolutions made here")
+                .with_boundaries(bounds(0.01, 2.0, 24))
+                .build(),
+            webhook_failures: meter
+                .u64_counter("clarify_webhook_failures")
+                .with_description("Failed webhook delivery attempts")
+                .build(),
+            waiters_refused: meter
+                .u64_counter("clarify_waiters_refused")
+                .with_description(
+                    "Long-polls, event streams and /mcp requests refused past --max-waiters",
+                )
+                .build(),
+            rate_limited: meter
+                .u64_counter("clarify_rate_limited")
+                .with_description("Requests refused by the per-key --rate-limit")
+                .build(),
+            _observed: vec![
+                meter
+                    .i64_observable_gauge("clarify_requests_pending")
+                    .with_description("Pending requests in the store")
+                    .with_callback(gauge(self.pending.clone()))
+                    .build(),
+                meter
+                    .i64_observable_gauge("clarify_waiters")
+                    .with_description(
+                        "Long-polls, event streams and /mcp requests open on this instance",
+                    )
+                    .with_callback(move |o| {
+                        o.observe(i64::try_from(waiters()).unwrap_or(i64::MAX), &[])
+                    })
+                    .build(),
+            ],
+            _counted: vec![
+                meter
+                    .u64_observable_counter("clarify_otlp_dropped")
+                    .with_description(
+                        "Changes not sent to the OTLP collector because its queue was full",
+                    )
+                    .with_callback(count(self.export.dropped.clone()))
+                    .build(),
+                {
+                    let traces = self.export.trace_failures.clone();
+                    let metrics = self.export.metric_failures.clone();
+                    meter
+                        .u64_observable_counter("clarify_otlp_export_failures")
+                        .with_description("Exports to the OTLP collector that failed, by signal")
+                        .with_callback(move |o| {
+                            o.observe(
+                                traces.get(),
+                                &[opentelemetry::KeyValue::new("signal", "traces")],
+                            );
+                            o.observe(
+                                metrics.get(),
+                                &[opentelemetry::KeyValue::new("signal", "metrics")],
+                            );
+                        })
+                        .build()
+                },
+            ],
+        });
     }
 
     pub fn created(&self) {
         self.created.inc();
+        if let Some(m) = &self.mirror {
+            m.created.add(1, &[]);
+        }
     }
 
     pub fn resolved(&self, record: &RequestRecord) {
@@ -202,9 +379,21 @@ impl Metrics {
                 status: record.status.to_string(),
             })
             .inc();
-        if let Some(at) = record.resolved_at() {
-            let secs = (at - record.created_at).num_milliseconds().max(0) as f64 / 1000.0;
+        let secs = record
+            .resolved_at()
+            .map(|at| (at - record.created_at).num_milliseconds().max(0) as f64 / 1000.0);
+        if let Some(secs) = secs {
             self.time_to_answer.observe(secs);
+        }
+        if let Some(m) = &self.mirror {
+            let status = [opentelemetry::KeyValue::new(
+                "status",
+                record.status.to_string(),
+            )];
+            m.resolved.add(1, &status);
+            if let Some(secs) = secs {
+                m.time_to_answer.record(secs, &[]);
+            }
         }
     }
 
@@ -213,23 +402,51 @@ impl Metrics {
         self.waits
             .get_or_create(&ResultLabel { result })
             .observe(took.as_secs_f64());
+        if let Some(m) = &self.mirror {
+            m.waits.record(
+                took.as_secs_f64(),
+                &[opentelemetry::KeyValue::new("result", result)],
+            );
+        }
     }
 
     pub fn webhook_failed(&self) {
         self.webhook_failures.inc();
+        if let Some(m) = &self.mirror {
+            m.webhook_failures.add(1, &[]);
+        }
     }
 
     pub fn waiter_refused(&self) {
         self.waiters_refused.inc();
+        if let Some(m) = &self.mirror {
+            m.waiters_refused.add(1, &[]);
+        }
     }
 
     pub fn rate_limited(&self) {
         self.rate_limited.inc();
+        if let Some(m) = &self.mirror {
+            m.rate_limited.add(1, &[]);
+        }
     }
 
     /// Counts one HTTP request to `route` (the matched route, never the raw path) that answered
     /// `status` after `took`.
     pub fn http_request(&self, route: String, status: u16, took: Duration) {
+        if let Some(m) = &self.mirror {
+            m.http_requests.add(
+                1,
+                &[
+                    opentelemetry::KeyValue::new("route", route.clone()),
+                    opentelemetry::KeyValue::new("status", i64::from(status)),
+                ],
+            );
+            m.http_duration.record(
+                took.as_secs_f64(),
+                &[opentelemetry::KeyValue::new("route", route.clone())],
+            );
+        }
         self.http_requests
             .get_or_create(&RouteStatus {
                 route: route.clone(),

@@ -4,7 +4,8 @@
 //! [`AppState`] carries the store, the server secrets, the [`Config`], and the parts that live
 //! as long as the instance: the event hub streams wait on ([`hub`]), the metrics registry
 //! ([`metrics`]), the waiter pool and per-key rate limits ([`limits`]), and the keys verified in
-//! the last half second ([`key_cache`]). Each of them is plain state with its own logic; the
+//! the last half second ([`key_cache`]), and the OpenTelemetry export with its worker
+//! ([`telemetry`]). Each of them is plain state with its own logic; the
 //! rooms and the middleware use it, and nothing here uses a room.
 
 mod config;
@@ -13,6 +14,7 @@ pub mod key_cache;
 pub mod limits;
 pub mod metrics;
 pub mod oidc;
+pub mod telemetry;
 
 pub use config::{AguiAgent, Config, OidcConfig, WebhookConfig};
 
@@ -53,6 +55,8 @@ pub struct Shared {
     pub http: reqwest::Client,
     /// The OpenID Connect provider people sign in with, when `[oidc]` is configured.
     pub oidc: Option<oidc::Provider>,
+    /// The OTLP export, when `--otlp-endpoint` is configured.
+    pub telemetry: Option<Arc<crate::state::telemetry::Telemetry>>,
 }
 
 /// Server secrets, read from the store at start so every instance shares them.
@@ -89,6 +93,22 @@ impl AppState {
         };
         let hub = hub::EventHub::new(store.last_event_seq().await?);
         let waiters = limits::Waiters::new(config.max_waiters);
+        let mut metrics = metrics::Metrics::new();
+        // A collector that cannot be set up is logged, and the server runs without it: the
+        // address was checked when the configuration was read.
+        let telemetry = match config.otlp.as_ref().map(crate::state::telemetry::setup) {
+            None => None,
+            Some(Ok(setup)) => {
+                metrics.mirror(&setup.meter, waiters.reader());
+                let telemetry = setup.finish(metrics.export_counters());
+                store.observe(Arc::clone(&telemetry) as Arc<dyn clarify_store::Observer>);
+                Some(telemetry)
+            }
+            Some(Err(e)) => {
+                tracing::error!(error = %e, "OpenTelemetry is not exported");
+                None
+            }
+        };
         let rate_limit = config
             .rate_limit
             .map(|n| limits::RateLimit::new(n, store.clock()));
@@ -96,7 +116,8 @@ impl AppState {
             store,
             secrets,
             hub,
-            metrics: metrics::Metrics::new(),
+            metrics,
+            telemetry,
             webhooks_due: Notify::new(),
             channels_due: Notify::new(),
             shutdown: CancellationToken::new(),

@@ -32,6 +32,7 @@ mod mcp;
 mod mcp_client;
 mod oidc;
 mod openapi;
+mod otlp;
 mod outage;
 mod outbound;
 mod personal_links;

@@ -18,7 +18,7 @@ use crate::fake_slack::{
 };
 use crate::support::TestServer;
 
-fn slack_channel(fake: &FakeSlack, socket_mode: bool) -> Channel {
+pub(crate) fn slack_channel(fake: &FakeSlack, socket_mode: bool) -> Channel {
     Channel {
         name: "ops".to_owned(),
         platform: Platform::Slack(Slack {

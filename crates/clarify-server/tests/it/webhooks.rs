@@ -49,15 +49,15 @@ struct Inbox {
 }
 
 /// A webhook receiver on 127.0.0.1; stops when dropped.
-struct Receiver {
-    url: String,
+pub(crate) struct Receiver {
+    pub(crate) url: String,
     inbox: Arc<Inbox>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Receiver {
     /// A receiver that answers 500 to its first `failures` calls.
-    async fn start(failures: usize) -> Self {
+    pub(crate) async fn start(failures: usize) -> Self {
         let inbox = Arc::new(Inbox {
             failures_left: AtomicUsize::new(failures),
             ..Inbox::default()

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use super::MemoryBackend;
 use crate::error::StoreError;
-use crate::insights::{Cell, InsightsQuery, Key, fold, rows_of};
+use crate::insights::{Cell, Grain, InsightsQuery, Key, fold, rows_of};
 use crate::record::RequestRecord;
 
 impl MemoryBackend {
@@ -13,6 +13,7 @@ impl MemoryBackend {
         &self,
         tenant: &str,
         query: &InsightsQuery,
+        grain: Grain,
         from: i64,
         to: i64,
     ) -> Result<Vec<(Key, Cell)>, StoreError> {
@@ -26,11 +27,31 @@ impl MemoryBackend {
                 fold(&mut rollup, rows);
             }
         }
+        if grain != Grain::Day {
+            rollup = grain.of(&rollup);
+        }
         let tag = query.tag_key();
         Ok(rollup
             .into_iter()
             .filter(|(k, _)| k.tag == tag && query.keeps(k, from, to))
             .collect())
+    }
+
+    /// The memory store folds its records at each reading and keeps no coarser rollups: every
+    /// reading is read day by day.
+    pub(crate) async fn insights_compacted_through(
+        &self,
+        _tenant: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        Ok(None)
+    }
+
+    pub(crate) async fn compact_insights(
+        &self,
+        _tenant: &str,
+        through: i64,
+    ) -> Result<i64, StoreError> {
+        Ok(through)
     }
 
     pub(crate) async fn pending_of(

@@ -1,4 +1,5 @@
-//! Insights: the rollup (`clarify_insights`, see the store's `insights` module), counted into by
+//! Insights: the rollups (`clarify_insights`, `clarify_insights_months`, `clarify_insights_days`,
+//! see the store's `insights` module), counted into by
 //! the sequencer's round that numbers a request's resolution event, in that round's
 //! transaction: the round runs alone under the event-log lock and numbers each event once, so
 //! each resolution is counted once, and the writers that resolve never wait on a shared row.
@@ -13,7 +14,7 @@ use super::requests::parts;
 use super::{PgBackend, corrupt_row, db_err};
 use crate::codec::COLUMNS;
 use crate::error::StoreError;
-use crate::insights::{Cell, Ending, Histogram, InsightsQuery, Key, fold, rows_of};
+use crate::insights::{Cell, Ending, Grain, Histogram, InsightsQuery, Key, fold, rows_of};
 use crate::record::RequestRecord;
 
 /// How many resolved requests the migration that makes the rollup reads at a time.
@@ -24,15 +25,17 @@ impl PgBackend {
         &self,
         tenant: &str,
         query: &InsightsQuery,
+        grain: Grain,
         from: i64,
         to: i64,
     ) -> Result<Vec<(Key, Cell)>, StoreError> {
-        let rows = sqlx::query(
+        let rows = sqlx::query(&format!(
             "SELECT day, agent, tool, surface, responder, ending, n, times \
-             FROM clarify_insights WHERE tenant = $1 AND tag = $2 AND day BETWEEN $3 AND $4 \
+             FROM clarify_{} WHERE tenant = $1 AND tag = $2 AND day BETWEEN $3 AND $4 \
              AND ($5::text IS NULL OR agent = $5) AND ($6::text IS NULL OR tool = $6) \
              AND ($7::text IS NULL OR surface = $7) AND ($8::text IS NULL OR responder = $8)",
-        )
+            grain.table()
+        ))
         .bind(tenant)
         .bind(query.tag_key())
         .bind(from)
@@ -111,11 +114,16 @@ pub(super) async fn count(conn: &mut PgConnection, ids: &[String]) -> Result<(),
             fold(&mut rollup, rows);
         }
     }
-    add(conn, rollup).await
+    add(conn, Grain::Day, rollup).await
 }
 
-/// Adds rollup rows to the stored ones in one statement (histograms added bucket by bucket).
-async fn add(conn: &mut PgConnection, rows: HashMap<Key, Cell>) -> Result<(), StoreError> {
+/// Adds rollup rows of `grain` to the stored ones in one statement (histograms added bucket by
+/// bucket).
+async fn add(
+    conn: &mut PgConnection,
+    grain: Grain,
+    rows: HashMap<Key, Cell>,
+) -> Result<(), StoreError> {
     if rows.is_empty() {
         return Ok(());
     }
@@ -132,8 +140,8 @@ async fn add(conn: &mut PgConnection, rows: HashMap<Key, Cell>) -> Result<(), St
         c.n.push(i64::try_from(cell.n).unwrap_or(i64::MAX));
         c.times.push(cell.times.to_text());
     }
-    sqlx::query(
-        "INSERT INTO clarify_insights AS i (tenant, tag, day, agent, tool, surface, responder, \
+    sqlx::query(&format!(
+        "INSERT INTO clarify_{} AS i (tenant, tag, day, agent, tool, surface, responder, \
              ending, n, times) \
          SELECT t, g, d, a, o, s, r, e, n, string_to_array(h, ',')::bigint[] \
          FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], \
@@ -143,7 +151,8 @@ async fn add(conn: &mut PgConnection, rows: HashMap<Key, Cell>) -> Result<(), St
          SET n = i.n + excluded.n, \
              times = ARRAY(SELECT x + y FROM unnest(i.times, excluded.times) \
                            WITH ORDINALITY AS b(x, y, k) ORDER BY k)",
-    )
+        grain.table()
+    ))
     .bind(&c.tenant)
     .bind(&c.tag)
     .bind(&c.day)
@@ -208,5 +217,99 @@ pub(super) async fn backfill(conn: &mut PgConnection) -> Result<(), StoreError> 
             break;
         }
     }
-    add(conn, rollup).await
+    add(conn, Grain::Day, rollup).await
+}
+
+/// Nothing compacted yet: before any day.
+const NEVER: i64 = -1_000_000;
+
+impl PgBackend {
+    /// The last day `tenant`'s coarser rollups hold (see `Store::insights`).
+    pub(crate) async fn insights_compacted_through(
+        &self,
+        tenant: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        let done: Option<i64> = sqlx::query_scalar(
+            "SELECT through_day FROM clarify_insights_compacted WHERE tenant = $1",
+        )
+        .bind(tenant)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(Some(done.unwrap_or(NEVER)))
+    }
+
+    /// Counts `tenant`'s day rows after the last compacted day up to `through` into the month
+    /// and day-total rollups, in one transaction holding the tenant's watermark row, so
+    /// instances that compact at once count each day once; returns the last day they now hold.
+    pub(crate) async fn compact_insights(
+        &self,
+        tenant: &str,
+        through: i64,
+    ) -> Result<i64, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO clarify_insights_compacted (tenant, through_day) VALUES ($1, $2) \
+             ON CONFLICT (tenant) DO NOTHING",
+        )
+        .bind(tenant)
+        .bind(NEVER)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let done: i64 = sqlx::query_scalar(
+            "SELECT through_day FROM clarify_insights_compacted WHERE tenant = $1 FOR UPDATE",
+        )
+        .bind(tenant)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if through <= done {
+            return Ok(done);
+        }
+        let rows = sqlx::query(
+            "SELECT tenant, tag, day, agent, tool, surface, responder, ending, n, times \
+             FROM clarify_insights WHERE tenant = $1 AND day > $2 AND day <= $3",
+        )
+        .bind(tenant)
+        .bind(done)
+        .bind(through)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let mut days = HashMap::new();
+        for row in &rows {
+            let ending: String = row.try_get("ending").map_err(corrupt_row)?;
+            let times: Vec<i64> = row.try_get("times").map_err(corrupt_row)?;
+            let n: i64 = row.try_get("n").map_err(corrupt_row)?;
+            let key = Key {
+                tenant: row.try_get("tenant").map_err(corrupt_row)?,
+                tag: row.try_get("tag").map_err(corrupt_row)?,
+                day: row.try_get("day").map_err(corrupt_row)?,
+                agent: row.try_get("agent").map_err(corrupt_row)?,
+                tool: row.try_get("tool").map_err(corrupt_row)?,
+                surface: row.try_get("surface").map_err(corrupt_row)?,
+                responder: row.try_get("responder").map_err(corrupt_row)?,
+                ending: Ending::parse(&ending)
+                    .ok_or_else(|| StoreError::Corrupt(format!("insights ending {ending:?}")))?,
+            };
+            let cell = Cell {
+                n: u64::try_from(n).unwrap_or(0),
+                times: Histogram::from_counts(&times).ok_or_else(|| {
+                    StoreError::Corrupt(format!("insights times of {} buckets", times.len()))
+                })?,
+            };
+            fold(&mut days, vec![(key, cell)]);
+        }
+        add(&mut *tx, Grain::Month, Grain::Month.of(&days)).await?;
+        add(&mut *tx, Grain::Total, Grain::Total.of(&days)).await?;
+        sqlx::query("UPDATE clarify_insights_compacted SET through_day = $1 WHERE tenant = $2")
+            .bind(through)
+            .bind(tenant)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(through)
+    }
 }

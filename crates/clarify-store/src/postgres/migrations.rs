@@ -21,12 +21,12 @@ use crate::error::StoreError;
 const MIGRATION_LOCK: i64 = 0x636c_6172_6966_7901;
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-pub(super) const SCHEMA_VERSION: i64 = 14;
+pub(super) const SCHEMA_VERSION: i64 = 15;
 
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
-    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
+    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -269,6 +269,20 @@ CREATE TABLE clarify_agui_runs (
 );
 CREATE INDEX clarify_agui_runs_thread ON clarify_agui_runs (tenant, agent, thread_id, seq);
 CREATE INDEX clarify_agui_runs_waiting ON clarify_agui_runs (seq) WHERE NOT done;
+";
+
+/// Schema version 15: the insights' coarser rollups (see the store's `insights` module), shaped
+/// as `clarify_insights`: per calendar month (`day` is the month's first) and combination, and
+/// per day and outcome with the combination left empty; and, per tenant, the last day they
+/// hold, which readings move on by counting the day rows after it in (none yet: a tenant's
+/// first reading counts them all).
+const SCHEMA_V15: &str = "
+CREATE TABLE clarify_insights_months (LIKE clarify_insights INCLUDING ALL);
+CREATE TABLE clarify_insights_days (LIKE clarify_insights INCLUDING ALL);
+CREATE TABLE clarify_insights_compacted (
+    tenant text PRIMARY KEY,
+    through_day bigint NOT NULL
+);
 ";
 
 /// Hashes, in order, the events stored before the audit chain existed (schema 9), in the

@@ -1,6 +1,6 @@
-//! Insights: the rollup (`insights`, see the store's `insights` module), counted into in the
-//! writer's transaction that resolves a request, and read by day range with the filters as
-//! equality conditions on its primary key's columns.
+//! Insights: the rollups (`insights`, `insights_months`, `insights_days`, see the store's
+//! `insights` module), counted into in the writer's transaction that resolves a request, and
+//! read by day range with the filters as equality conditions on their primary key's columns.
 
 use std::collections::HashMap;
 
@@ -10,7 +10,7 @@ use super::SqliteBackend;
 use super::requests::row_parts;
 use crate::codec::COLUMNS;
 use crate::error::StoreError;
-use crate::insights::{Cell, Ending, Histogram, InsightsQuery, Key, fold, rows_of};
+use crate::insights::{Cell, Ending, Grain, Histogram, InsightsQuery, Key, fold, rows_of};
 use crate::record::RequestRecord;
 
 /// How many resolved requests the migration that makes the rollup reads at a time.
@@ -21,13 +21,16 @@ impl SqliteBackend {
         &self,
         tenant: &str,
         query: &InsightsQuery,
+        grain: Grain,
         from: i64,
         to: i64,
     ) -> Result<Vec<(Key, Cell)>, StoreError> {
         // The primary key leads with (tenant, tag, day), so the range is one index range.
-        let mut sql = "SELECT day, agent, tool, surface, responder, ending, n, times \
-                       FROM insights WHERE tenant = ?1 AND tag = ?2 AND day BETWEEN ?3 AND ?4"
-            .to_owned();
+        let mut sql = format!(
+            "SELECT day, agent, tool, surface, responder, ending, n, times \
+             FROM {} WHERE tenant = ?1 AND tag = ?2 AND day BETWEEN ?3 AND ?4",
+            grain.table()
+        );
         let mut args: Vec<rusqlite::types::Value> = vec![
             tenant.to_owned().into(),
             query.tag_key().to_owned().into(),
@@ -114,45 +117,23 @@ pub(super) fn count(conn: &Connection, record: &RequestRecord) -> Result<(), Sto
     if let Some(rows) = rows_of(record) {
         let mut one = HashMap::new();
         fold(&mut one, rows);
-        add(conn, one)?;
+        add(conn, Grain::Day, one)?;
     }
     Ok(())
 }
 
-/// Adds rollup rows to the stored ones.
-fn add(conn: &Connection, rows: HashMap<Key, Cell>) -> Result<(), StoreError> {
-    let mut read = conn.prepare_cached(
-        "SELECT n, times FROM insights WHERE tenant = ?1 AND tag = ?2 AND day = ?3 \
-         AND agent = ?4 AND tool = ?5 AND surface = ?6 AND responder = ?7 AND ending = ?8",
-    )?;
-    let mut write = conn.prepare_cached(
-        "INSERT INTO insights (tenant, tag, day, agent, tool, surface, responder, ending, n, \
+/// Adds rollup rows of `grain` to the stored ones: one upsert a row, the histograms added by
+/// [`register_functions`]' `clarify_histogram_add` inside it, so counting a resolution costs one
+/// statement per rollup row rather than a read and a write.
+fn add(conn: &Connection, grain: Grain, rows: HashMap<Key, Cell>) -> Result<(), StoreError> {
+    let table = grain.table();
+    let mut write = conn.prepare_cached(&format!(
+        "INSERT INTO {table} (tenant, tag, day, agent, tool, surface, responder, ending, n, \
          times) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
          ON CONFLICT (tenant, tag, day, agent, tool, surface, responder, ending) \
-         DO UPDATE SET n = excluded.n, times = excluded.times",
-    )?;
-    for (key, mut cell) in rows {
-        let stored: Option<(i64, String)> = read
-            .query_row(
-                params![
-                    key.tenant,
-                    key.tag,
-                    key.day,
-                    key.agent,
-                    key.tool,
-                    key.surface,
-                    key.responder,
-                    key.ending.as_str()
-                ],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        if let Some((n, times)) = stored {
-            cell.n += u64::try_from(n).unwrap_or(0);
-            let times = Histogram::from_text(&times)
-                .ok_or_else(|| StoreError::Corrupt(format!("insights times {times:?}")))?;
-            cell.times.add(&times);
-        }
+         DO UPDATE SET n = n + excluded.n, times = clarify_histogram_add(times, excluded.times)"
+    ))?;
+    for (key, cell) in rows {
         write.execute(params![
             key.tenant,
             key.tag,
@@ -167,6 +148,35 @@ fn add(conn: &Connection, rows: HashMap<Key, Cell>) -> Result<(), StoreError> {
         ])?;
     }
     Ok(())
+}
+
+/// Registers `clarify_histogram_add(a, b)` on `conn`: the sum of two histograms as
+/// [`Histogram::to_text`] writes them. Deterministic; a text that is not a histogram is an
+/// error, which fails the statement (and the transaction counting into it) rather than losing
+/// counts.
+pub(super) fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    conn.create_scalar_function(
+        "clarify_histogram_add",
+        2,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            let read = |i: usize| -> rusqlite::Result<Histogram> {
+                let text = ctx
+                    .get_raw(i)
+                    .as_str()
+                    .map_err(|e| rusqlite::Error::UserFunctionError(Box::new(e)))?;
+                Histogram::from_text(text).ok_or_else(|| {
+                    rusqlite::Error::UserFunctionError(
+                        format!("insights times {text:?} is not a histogram").into(),
+                    )
+                })
+            };
+            let mut sum = read(0)?;
+            sum.add(&read(1)?);
+            Ok(sum.to_text())
+        },
+    )
 }
 
 /// Counts the requests resolved before the rollup existed (the migration that makes it). A row
@@ -208,5 +218,99 @@ fn backfill_rows(conn: &Connection) -> Result<(), StoreError> {
             break;
         }
     }
-    add(conn, rollup)
+    add(conn, Grain::Day, rollup)
+}
+
+impl SqliteBackend {
+    /// The last day `tenant`'s coarser rollups hold (see `Store::insights`).
+    pub(crate) async fn insights_compacted_through(
+        &self,
+        tenant: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        self.read(|conn| Ok(Some(compacted_through(conn, tenant)?)))
+    }
+
+    /// Counts `tenant`'s day rows after the last compacted day up to `through` into the month
+    /// and day-total rollups, in one write; returns the last day they now hold.
+    pub(crate) async fn compact_insights(
+        &self,
+        tenant: &str,
+        through: i64,
+    ) -> Result<i64, StoreError> {
+        let tenant = tenant.to_owned();
+        self.write(move |conn| compact(conn, &tenant, through))
+            .await
+    }
+}
+
+/// Nothing compacted yet: before any day.
+const NEVER: i64 = -1_000_000;
+
+fn compacted_through(conn: &Connection, tenant: &str) -> Result<i64, StoreError> {
+    Ok(conn
+        .query_row(
+            "SELECT through_day FROM insights_compacted WHERE tenant = ?1",
+            params![tenant],
+            |r| r.get(0),
+        )
+        .optional()?
+        .unwrap_or(NEVER))
+}
+
+fn compact(conn: &Connection, tenant: &str, through: i64) -> Result<i64, StoreError> {
+    let done = compacted_through(conn, tenant)?;
+    if through <= done {
+        return Ok(done);
+    }
+    let mut days = HashMap::new();
+    {
+        let mut stmt = conn.prepare_cached(
+            "SELECT tenant, tag, day, agent, tool, surface, responder, ending, n, times \
+             FROM insights WHERE tenant = ?1 AND day > ?2 AND day <= ?3",
+        )?;
+        let rows = stmt.query_map(params![tenant, done, through], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, String>(5)?,
+                r.get::<_, String>(6)?,
+                r.get::<_, String>(7)?,
+                r.get::<_, i64>(8)?,
+                r.get::<_, String>(9)?,
+            ))
+        })?;
+        for row in rows {
+            let (tenant, tag, day, agent, tool, surface, responder, ending, n, times) = row?;
+            let ending = Ending::parse(&ending)
+                .ok_or_else(|| StoreError::Corrupt(format!("insights ending {ending:?}")))?;
+            let times = Histogram::from_text(&times)
+                .ok_or_else(|| StoreError::Corrupt(format!("insights times {times:?}")))?;
+            let key = Key {
+                tenant,
+                tag,
+                day,
+                agent,
+                tool,
+                surface,
+                responder,
+                ending,
+            };
+            let cell = Cell {
+                n: u64::try_from(n).unwrap_or(0),
+                times,
+            };
+            fold(&mut days, vec![(key, cell)]);
+        }
+    }
+    add(conn, Grain::Month, Grain::Month.of(&days))?;
+    add(conn, Grain::Total, Grain::Total.of(&days))?;
+    conn.execute(
+        "INSERT INTO insights_compacted (tenant, through_day) VALUES (?1, ?2) \
+         ON CONFLICT (tenant) DO UPDATE SET through_day = excluded.through_day",
+        params![tenant, through],
+    )?;
+    Ok(through)
 }

@@ -13,7 +13,7 @@ use crate::audit;
 use crate::codec::{EVENT_COLUMNS_BEFORE_PRINCIPAL, EventParts};
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-pub(super) const SCHEMA_VERSION: i64 = 15;
+pub(super) const SCHEMA_VERSION: i64 = 16;
 
 /// Schema version 1: requests, their tags, the event log and grants.
 const SCHEMA_V1: &str = "
@@ -269,10 +269,48 @@ CREATE INDEX agui_runs_thread ON agui_runs (tenant, agent, thread_id, seq);
 CREATE INDEX agui_runs_waiting ON agui_runs (seq) WHERE done = 0;
 ";
 
+/// Schema version 16: the insights' coarser rollups (see the store's `insights` module), shaped
+/// as `insights`: per calendar month (`day` is the month's first) and combination, and per day
+/// and outcome with the combination left empty; and, per tenant, the last day they hold, which
+/// readings move on by counting the day rows after it in (none yet: a tenant's first reading
+/// counts them all).
+const SCHEMA_V16: &str = "
+CREATE TABLE insights_months (
+    tenant TEXT NOT NULL,
+    tag TEXT NOT NULL,
+    day INTEGER NOT NULL,
+    agent TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    surface TEXT NOT NULL,
+    responder TEXT NOT NULL,
+    ending TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    times TEXT NOT NULL,
+    PRIMARY KEY (tenant, tag, day, agent, tool, surface, responder, ending)
+) WITHOUT ROWID;
+CREATE TABLE insights_days (
+    tenant TEXT NOT NULL,
+    tag TEXT NOT NULL,
+    day INTEGER NOT NULL,
+    agent TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    surface TEXT NOT NULL,
+    responder TEXT NOT NULL,
+    ending TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    times TEXT NOT NULL,
+    PRIMARY KEY (tenant, tag, day, agent, tool, surface, responder, ending)
+) WITHOUT ROWID;
+CREATE TABLE insights_compacted (
+    tenant TEXT PRIMARY KEY,
+    through_day INTEGER NOT NULL
+) WITHOUT ROWID;
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
-    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15,
+    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 

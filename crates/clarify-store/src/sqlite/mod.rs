@@ -223,6 +223,7 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "journal_size_limit", JOURNAL_SIZE_LIMIT)?;
     // Reading pages through a memory map saves a system call per page.
     conn.pragma_update(None, "mmap_size", 1i64 << 30)?;
+    insights::register_functions(conn)?;
     Ok(())
 }
 

@@ -4,13 +4,18 @@
 
 use chrono::TimeDelta;
 use clarify_core::Status;
-use clarify_store::{Actor, Insights, InsightsQuery, Store, StoreError};
+use std::sync::Arc;
+
+use clarify_store::{Actor, Clock as _, Insights, InsightsQuery, ManualClock, Store, StoreError};
 use serde_json::{Value, json};
 
-use crate::support::{Env, SHORT, request};
+use crate::support::{
+    Env, SHORT, TempDir, in_scratch_database, options, postgres_url, random_name, request,
+    start_time,
+};
 
 conformance! {
-    every: [insights_count_known_requests],
+    every: [insights_count_known_requests, a_broad_reading_over_months_equals_the_one_day_by_day],
     durable: [],
 }
 
@@ -258,4 +263,146 @@ async fn insights_count_known_requests(store: Store, env: Env) {
     let other = read(&store, &env.other_tenant(), InsightsQuery::default()).await;
     assert_eq!(other.time_to_decision.count, 0);
     assert!(other.by_tool.is_empty());
+}
+
+/// About four months of decisions, resolved every other day or so, by two people through two
+/// surfaces, over four tools, some tagged, a few expiring with their default.
+async fn four_months(store: &Store, tenant: &str, advance: impl Fn(i64)) {
+    let people = [Actor::new("alice", "inbox"), Actor::new("bob", "slack")];
+    for i in 0..60_usize {
+        let tags: &[&str] = if i % 3 == 0 { &["prod"] } else { &[] };
+        let mut raw = approval(["deploy", "shell", "migrate", "read"][i % 4], "ci", tags);
+        if i % 11 == 0 {
+            raw["timeout_seconds"] = json!(SHORT);
+            raw["on_timeout"] = json!({"decision": "deny"});
+        }
+        let id = store
+            .create(tenant, request(raw))
+            .await
+            .expect("create")
+            .record
+            .id;
+        advance(30 * (i as i64 % 9) + 5);
+        if i % 11 == 0 {
+            advance(SHORT as i64);
+            store.expire_due().await.expect("expire");
+        } else {
+            let decision = ["approve", "approve", "deny", "revise"][i % 4];
+            store
+                .answer(
+                    tenant,
+                    &id,
+                    &json!({"decision": decision, "reason": "as agreed"}),
+                    &people[i % 2],
+                )
+                .await
+                .expect("answer");
+        }
+        advance(86_400 * 2 + 3_600 * (i as i64 % 5));
+    }
+}
+
+/// A reading with every request matched by a filter, so it is read day by day.
+fn narrowed(q: &InsightsQuery) -> InsightsQuery {
+    InsightsQuery {
+        agent: Some("ci".to_owned()),
+        ..q.clone()
+    }
+}
+
+async fn a_broad_reading_over_months_equals_the_one_day_by_day(store: Store, env: Env) {
+    let _clock = env.exclusive_clock().await;
+    let t = &env.tenant;
+    four_months(&store, t, |s| env.advance(s)).await;
+    let today = env.now().date_naive();
+    for tag in [None, Some("prod".to_owned())] {
+        let broad = InsightsQuery {
+            from: Some(today - TimeDelta::days(130)),
+            to: Some(today),
+            tag,
+            ..InsightsQuery::default()
+        };
+        let months = read(&store, t, broad.clone()).await;
+        let days = read(&store, t, narrowed(&broad)).await;
+        assert_eq!(months, days, "the same figures either way");
+        assert!(months.time_to_decision.count > 10);
+        assert_eq!(months.time_to_decision.per_day.len(), 131);
+    }
+    let all = read(
+        &store,
+        t,
+        InsightsQuery {
+            from: Some(today - TimeDelta::days(130)),
+            to: Some(today),
+            ..InsightsQuery::default()
+        },
+    )
+    .await;
+    assert_eq!(all.by_status.get("answered"), Some(&54));
+    assert_eq!(
+        (all.by_status.get("expired"), all.defaults_applied),
+        (Some(&6), 6)
+    );
+    let deploy = all
+        .by_tool
+        .iter()
+        .find(|x| x.tool == "deploy")
+        .expect("deploy");
+    assert_eq!((deploy.approve, deploy.expired), (13, 2));
+}
+
+/// A year's reading as a store kept it before the coarser rollups existed, and after the
+/// migration that makes them (the first reading fills them from the day rollup): the same
+/// figures.
+async fn migrated(url: &str, drop_grains: impl AsyncFnOnce(&str)) {
+    let clock = Arc::new(ManualClock::new(start_time()));
+    let store = Store::open(url, options(&clock)).await.expect("open");
+    four_months(&store, "t", |s| clock.advance(TimeDelta::seconds(s))).await;
+    let today = clock.now().date_naive();
+    let year = InsightsQuery {
+        from: Some(today - TimeDelta::days(364)),
+        to: Some(today),
+        ..InsightsQuery::default()
+    };
+    let before = read(&store, "t", year.clone()).await;
+    assert_eq!(before.by_status.get("answered"), Some(&54));
+    drop(store);
+    drop_grains(url).await;
+    let store = Store::open(url, options(&clock)).await.expect("migrated");
+    assert_eq!(read(&store, "t", year.clone()).await, before);
+    assert_eq!(read(&store, "t", narrowed(&year)).await, before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_migration_fills_the_coarser_rollups_from_the_days() {
+    let dir = TempDir::new();
+    let path = dir.0.join("clarify.db");
+    let url = format!("sqlite://{}", path.display());
+    migrated(&url, async |_| {
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        conn.execute_batch(
+            "DROP TABLE insights_months; DROP TABLE insights_days; \
+             DROP TABLE insights_compacted; PRAGMA user_version = 15;",
+        )
+        .expect("back to schema 15");
+    })
+    .await;
+
+    let Some(pg) = postgres_url() else { return };
+    let db = random_name("clarify_test_grains");
+    in_scratch_database(&pg, &db, |url| async move {
+        migrated(&url, async |url| {
+            use sqlx::Connection as _;
+            let mut conn = sqlx::PgConnection::connect(url).await.expect("connect");
+            sqlx::raw_sql(
+                "DROP TABLE clarify_insights_months, clarify_insights_days, \
+                 clarify_insights_compacted; DELETE FROM clarify_schema WHERE version = 15;",
+            )
+            .execute(&mut conn)
+            .await
+            .expect("back to schema 14");
+        })
+        .await
+    })
+    .await;
 }

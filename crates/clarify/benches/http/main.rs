@@ -32,6 +32,11 @@
 //!   waits idle, answer-to-wake latency of 100 agents answered one by one beside one waiter's
 //!   alone, and 32 other agents' round trips beside the crowd against alone; in `events` mode,
 //!   each subscriber's deliveries of a stream of creates. See `fleet.rs`.
+//! - `otlp` (only when named): 32 clients creating an approval and answering it, on SQLite,
+//!   against a server sending OpenTelemetry to a collector that takes everything (a receiver in
+//!   this process answering 200), to one that is down (a closed port), to one that accepts
+//!   connections and never answers, and against a server sending nothing, four rounds each
+//!   starting with another case; prints the means and their ratios to sending nothing.
 //! - `rules` (only when named): 32 clients creating an approval and answering it, on SQLite,
 //!   against a server with 100 `[[rules]]` (none matching, ten conditions evaluated per create)
 //!   and against one without rules, alternating three times each; prints both and the ratio.
@@ -564,6 +569,91 @@ async fn rules(dir: &std::path::Path) {
     );
 }
 
+/// A collector on 127.0.0.1 that reads whatever is posted and answers 200 (`taking`), or
+/// accepts connections and never answers (not `taking`); its base URL.
+async fn collector(taking: bool) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    if taking {
+        let app = axum::Router::new().fallback(|body: axum::body::Bytes| async move {
+            drop(body);
+            ""
+        });
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+    } else {
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                held.push(stream);
+            }
+        });
+    }
+    url
+}
+
+/// What OpenTelemetry costs a round trip: see the module's `otlp`.
+async fn otlp(dir: &std::path::Path) {
+    let ask: &'static [u8] = br#"{"agent":"bench","questions":[{"text":"Deploy?","kind":"approval","action":{"name":"deploy","arguments":{"env":"staging"}}}]}"#;
+    let answer: &'static [u8] = br#"{"decision":"approve"}"#;
+    let taking = collector(true).await;
+    let silent = collector(false).await;
+    let down = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        format!("http://{}", listener.local_addr().expect("addr"))
+    };
+    let cases: [(&str, Option<&str>); 4] = [
+        ("no export", None),
+        ("collector taking", Some(&taking)),
+        ("collector down", Some(&down)),
+        ("collector never answering", Some(&silent)),
+    ];
+    let mut runs: Vec<Vec<Roundtrips>> = cases.iter().map(|_| Vec::new()).collect();
+    // Each round starts with another case, so none always runs first (on the machine the last
+    // round left warm).
+    for round in 0..cases.len() {
+        for k in 0..cases.len() {
+            let i = (round + k) % cases.len();
+            let (name, endpoint) = &cases[i];
+            let extra: Vec<&str> = match endpoint {
+                Some(url) => vec!["--otlp-endpoint", url],
+                None => Vec::new(),
+            };
+            let label = format!(" ({name})");
+            runs[i].push(
+                roundtrip_of(
+                    dir,
+                    BIN,
+                    &label,
+                    32,
+                    Duration::from_secs(8),
+                    &extra,
+                    (ask, answer),
+                )
+                .await,
+            );
+        }
+    }
+    let mean =
+        |v: &[Roundtrips], f: fn(&Roundtrips) -> f64| v.iter().map(f).sum::<f64>() / v.len() as f64;
+    let base = mean(&runs[0], |r| r.per_second);
+    let base_cpu = mean(&runs[0], |r| r.cpu_us);
+    for (i, (name, _)) in cases.iter().enumerate() {
+        let (rate, cpu) = (
+            mean(&runs[i], |r| r.per_second),
+            mean(&runs[i], |r| r.cpu_us),
+        );
+        println!(
+            "otlp: {name}: {rate:.0} round trips/s (ratio to no export {:.3}), server CPU per round trip {cpu:.0} µs (ratio {:.3})",
+            rate / base,
+            cpu / base_cpu
+        );
+    }
+}
+
 #[derive(serde::Deserialize)]
 struct Created {
     id: String,
@@ -878,6 +968,9 @@ async fn main() {
     }
     if args.iter().any(|a| a == "rules") {
         rules(&dir).await;
+    }
+    if args.iter().any(|a| a == "otlp") {
+        otlp(&dir).await;
     }
     if args.iter().any(|a| a == "fleet") {
         let sizes = std::env::var("CLARIFY_BENCH_FLEET").unwrap_or_else(|_| "1000,5000".into());

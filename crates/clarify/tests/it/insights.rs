@@ -3,7 +3,8 @@
 //! scrolling sideways, a screenshot of each for the handbook), and `clarify report` in each
 //! format against the same store while it serves: JSON with every decision and the audit
 //! chain's head, whose verify command really verifies; CSV with one line per decision; HTML
-//! opened in Chromium, where it shows its charts with no request leaving the page.
+//! opened in Chromium, where it shows its charts with no request leaving the page; and the same
+//! report read from the running server over HTTP (`--url`) with an admin key.
 
 use std::path::Path;
 use std::process::Command;
@@ -222,6 +223,62 @@ async fn the_insights_page_and_the_report_show_the_decisions_made() {
     assert!(
         csv.contains("Drop table orders,deny,never in prod,admin,api,"),
         "{csv}"
+    );
+
+    // The same report read from the server over HTTP with the admin key: the same decisions,
+    // figures and chain head, without the store.
+    let over_http = |format: &str, token: &str| {
+        Command::new(BIN)
+            .args([
+                "report",
+                "--since",
+                "1d",
+                "--format",
+                format,
+                "--url",
+                &server.url,
+            ])
+            .env("CLARIFY_TOKEN", token)
+            .env("CLARIFY_DB", "sqlite:///nonexistent/clarify.db")
+            .output()
+            .expect("clarify report --url runs")
+    };
+    let ran = over_http("json", &key);
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let remote: Value = serde_json::from_slice(&ran.stdout).expect("JSON report over HTTP");
+    assert_eq!(
+        remote["decisions"], doc["decisions"],
+        "the same decisions, in the same order"
+    );
+    assert_eq!(remote["insights"], doc["insights"], "the same figures");
+    assert_eq!(remote["tenant"], "default");
+    assert_eq!(remote["audit"]["head_seq"], audit["head_seq"]);
+    assert_eq!(remote["audit"]["head_hash"], audit["head_hash"]);
+    assert_eq!(
+        remote["audit"]["verified"],
+        Value::Null,
+        "not checked over HTTP"
+    );
+    let ran = over_http("csv", &key);
+    assert!(ran.status.success());
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), csv, "the same CSV");
+    let ran = over_http("html", &key);
+    let remote_html = String::from_utf8_lossy(&ran.stdout);
+    assert!(
+        remote_html.contains("was not checked"),
+        "the HTML says the chain was not verified"
+    );
+    let responder = crate::support::create_key(&db, "responder", "reader", "default");
+    let ran = over_http("json", &responder);
+    assert!(!ran.status.success(), "a responder key makes no report");
+    assert!(
+        String::from_utf8_lossy(&ran.stderr).contains("needs an admin key"),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
     );
 
     let html_path = dir.join("report.html");
