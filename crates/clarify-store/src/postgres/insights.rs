@@ -301,8 +301,8 @@ impl PgBackend {
             };
             fold(&mut days, vec![(key, cell)]);
         }
-        add(&mut *tx, Grain::Month, Grain::Month.of(&days)).await?;
-        add(&mut *tx, Grain::Total, Grain::Total.of(&days)).await?;
+        add(&mut tx, Grain::Month, Grain::Month.of(&days)).await?;
+        add(&mut tx, Grain::Total, Grain::Total.of(&days)).await?;
         sqlx::query("UPDATE clarify_insights_compacted SET through_day = $1 WHERE tenant = $2")
             .bind(through)
             .bind(tenant)
