@@ -232,6 +232,21 @@ fn approval(agent: &str) -> Value {
     })
 }
 
+/// Asks `body` as the admin and answers it with `decision`; returns the request's id.
+async fn decided(s: &TestServer, body: Value, decision: &str) -> String {
+    let record = s.ask(&s.admin, body).await;
+    let id = record["id"].as_str().expect("id").to_owned();
+    let (status, outcome) = s
+        .post(
+            &format!("/v1/requests/{id}/answer"),
+            &s.admin,
+            json!({"decision": decision}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{outcome}");
+    id
+}
+
 /// The attribute `key` of `span`.
 fn attribute(span: &Span, key: &str) -> Option<String> {
     attributes(&span.attributes).get(key).cloned()
@@ -408,16 +423,7 @@ async fn the_metrics_of_the_metrics_page_are_sent_with_their_labels() {
         c.otlp = Some(otlp(&endpoint));
     })
     .await;
-    let record = s.ask(&s.admin, approval("metrics-bot")).await;
-    let id = record["id"].as_str().expect("id");
-    let (status, _) = s
-        .post(
-            &format!("/v1/requests/{id}/answer"),
-            &s.admin,
-            json!({"decision": "deny"}),
-        )
-        .await;
-    assert_eq!(status, reqwest::StatusCode::OK);
+    decided(&s, approval("metrics-bot"), "deny").await;
     let deadline = Instant::now() + Duration::from_secs(10);
     while collector.sum("clarify_requests_resolved", "status=answered") != Some(1.0) {
         assert!(
@@ -481,16 +487,7 @@ async fn a_collector_that_never_answers_or_is_down_costs_requests_nothing_and_dr
     tokio::time::sleep(clarify_server::state::telemetry::LINGER + Duration::from_millis(500)).await;
     let started = Instant::now();
     for n in 0..60 {
-        let record = s.ask(&s.admin, approval(&format!("bot-{n}"))).await;
-        let id = record["id"].as_str().expect("id");
-        let (status, _) = s
-            .post(
-                &format!("/v1/requests/{id}/answer"),
-                &s.admin,
-                json!({"decision": "approve"}),
-            )
-            .await;
-        assert_eq!(status, reqwest::StatusCode::OK);
+        decided(&s, approval(&format!("bot-{n}")), "approve").await;
     }
     // 120 calls against a collector that holds every export for 30 s.
     assert!(
@@ -514,16 +511,7 @@ async fn a_collector_that_never_answers_or_is_down_costs_requests_nothing_and_dr
         c.otlp = Some(otlp(&down));
     })
     .await;
-    let record = s.ask(&s.admin, approval("lonely")).await;
-    let id = record["id"].as_str().expect("id");
-    let (status, _) = s
-        .post(
-            &format!("/v1/requests/{id}/answer"),
-            &s.admin,
-            json!({"decision": "approve"}),
-        )
-        .await;
-    assert_eq!(status, reqwest::StatusCode::OK);
+    decided(&s, approval("lonely"), "approve").await;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let text = s

@@ -16,6 +16,49 @@ use crate::record::RequestRecord;
 /// How many resolved requests the migration that makes the rollup reads at a time.
 const BACKFILL_BATCH: i64 = 10_000;
 
+/// A rollup row as a statement's first eight columns give it: day, agent, tool, surface,
+/// responder, ending, count, times.
+type RawRow = (i64, String, String, String, String, String, i64, String);
+
+fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+        r.get(7)?,
+    ))
+}
+
+/// `tenant`'s row of `tag` as the store's key and cell; a stored value that is not one is
+/// corruption, named.
+fn decode(tenant: &str, tag: String, raw: RawRow) -> Result<(Key, Cell), StoreError> {
+    let (day, agent, tool, surface, responder, ending, n, times) = raw;
+    let ending = Ending::parse(&ending)
+        .ok_or_else(|| StoreError::Corrupt(format!("insights ending {ending:?}")))?;
+    let times = Histogram::from_text(&times)
+        .ok_or_else(|| StoreError::Corrupt(format!("insights times {times:?}")))?;
+    Ok((
+        Key {
+            tenant: tenant.to_owned(),
+            tag,
+            day,
+            agent,
+            tool,
+            surface,
+            responder,
+            ending,
+        },
+        Cell {
+            n: u64::try_from(n).unwrap_or(0),
+            times,
+        },
+    ))
+}
+
 impl SqliteBackend {
     pub(crate) async fn insight_rows(
         &self,
@@ -51,41 +94,10 @@ impl SqliteBackend {
         let tag = query.tag_key().to_owned();
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(&sql)?;
-            let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, String>(5)?,
-                    r.get::<_, i64>(6)?,
-                    r.get::<_, String>(7)?,
-                ))
-            })?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), raw_row)?;
             let mut out = Vec::new();
             for row in rows {
-                let (day, agent, tool, surface, responder, ending, n, times) = row?;
-                let ending = Ending::parse(&ending)
-                    .ok_or_else(|| StoreError::Corrupt(format!("insights ending {ending:?}")))?;
-                let times = Histogram::from_text(&times)
-                    .ok_or_else(|| StoreError::Corrupt(format!("insights times {times:?}")))?;
-                out.push((
-                    Key {
-                        tenant: tenant.to_owned(),
-                        tag: tag.clone(),
-                        day,
-                        agent,
-                        tool,
-                        surface,
-                        responder,
-                        ending,
-                    },
-                    Cell {
-                        n: u64::try_from(n).unwrap_or(0),
-                        times,
-                    },
-                ));
+                out.push(decode(tenant, tag.clone(), row?)?);
             }
             Ok(out)
         })
@@ -265,43 +277,15 @@ fn compact(conn: &Connection, tenant: &str, through: i64) -> Result<i64, StoreEr
     let mut days = HashMap::new();
     {
         let mut stmt = conn.prepare_cached(
-            "SELECT tenant, tag, day, agent, tool, surface, responder, ending, n, times \
+            "SELECT day, agent, tool, surface, responder, ending, n, times, tag \
              FROM insights WHERE tenant = ?1 AND day > ?2 AND day <= ?3",
         )?;
         let rows = stmt.query_map(params![tenant, done, through], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, i64>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, String>(4)?,
-                r.get::<_, String>(5)?,
-                r.get::<_, String>(6)?,
-                r.get::<_, String>(7)?,
-                r.get::<_, i64>(8)?,
-                r.get::<_, String>(9)?,
-            ))
+            Ok((raw_row(r)?, r.get::<_, String>(8)?))
         })?;
         for row in rows {
-            let (tenant, tag, day, agent, tool, surface, responder, ending, n, times) = row?;
-            let ending = Ending::parse(&ending)
-                .ok_or_else(|| StoreError::Corrupt(format!("insights ending {ending:?}")))?;
-            let times = Histogram::from_text(&times)
-                .ok_or_else(|| StoreError::Corrupt(format!("insights times {times:?}")))?;
-            let key = Key {
-                tenant,
-                tag,
-                day,
-                agent,
-                tool,
-                surface,
-                responder,
-                ending,
-            };
-            let cell = Cell {
-                n: u64::try_from(n).unwrap_or(0),
-                times,
-            };
+            let (raw, tag) = row?;
+            let (key, cell) = decode(tenant, tag, raw)?;
             fold(&mut days, vec![(key, cell)]);
         }
     }
