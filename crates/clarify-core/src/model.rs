@@ -108,6 +108,14 @@ pub enum RecommendedWord {
 }
 
 impl NewRequest {
+    /// The tool an approval asks about: its first approval question's action name.
+    pub fn tool(&self) -> Option<&str> {
+        self.questions.iter().find_map(|q| match &q.kind {
+            QuestionKind::Approval(a) => Some(a.action.name.as_str()),
+            _ => None,
+        })
+    }
+
     /// The question with this id.
     pub fn question(&self, id: &str) -> Option<&Question> {
         self.questions.iter().find(|q| q.id == id)

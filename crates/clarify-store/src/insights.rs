@@ -246,10 +246,7 @@ pub(crate) struct Cell {
 pub(crate) fn rows_of(record: &RequestRecord) -> Option<Vec<(Key, Cell)>> {
     let resolution = record.resolution.as_ref()?;
     let outcome = record.outcome()?;
-    let tool = record.request.questions.iter().find_map(|q| match &q.kind {
-        QuestionKind::Approval(a) => Some(a.action.name.clone()),
-        _ => None,
-    });
+    let tool = record.request.tool().map(str::to_owned);
     let decision = outcome.questions.iter().find_map(|q| q.decision);
     let ending = match record.status {
         Status::Pending => return None,

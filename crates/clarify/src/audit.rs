@@ -12,8 +12,9 @@ use crate::AuditCommand;
 /// Events read per round trip.
 const PAGE: usize = 1_000;
 
-pub async fn run(command: AuditCommand, db: &str) -> anyhow::Result<ExitCode> {
-    // Opening a SQLite URL creates the file; an audit of a store that is not there is a typo.
+/// Opens the store at `db` for reading it (no reaper). Opening a SQLite URL creates the file, so
+/// a file that is not there is refused first: reading a store that does not exist is a typo.
+pub(crate) async fn open_existing(db: &str) -> anyhow::Result<Store> {
     let path = db
         .trim()
         .strip_prefix("sqlite://")
@@ -25,9 +26,13 @@ pub async fn run(command: AuditCommand, db: &str) -> anyhow::Result<ExitCode> {
         reaper_interval: None,
         ..StoreOptions::default()
     };
-    let store = Store::open(db, options)
+    Store::open(db, options)
         .await
-        .with_context(|| format!("cannot open the store {db}"))?;
+        .with_context(|| format!("cannot open the store {db}"))
+}
+
+pub async fn run(command: AuditCommand, db: &str) -> anyhow::Result<ExitCode> {
+    let store = open_existing(db).await?;
     // Events committed moments ago are numbered (PostgreSQL numbers them just after commit).
     store.sync_feed().await?;
     match command {

@@ -14,11 +14,10 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
-use clarify_core::QuestionKind;
 use clarify_server::api::insights::InsightsBody;
 use clarify_server::shared::charts;
 use clarify_server::shared::html::escape;
-use clarify_store::{Insights, InsightsQuery, ListQuery, RequestRecord, Store, StoreOptions};
+use clarify_store::{Insights, InsightsQuery, ListQuery, RequestRecord, Store};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -94,10 +93,7 @@ impl Decision {
     fn of(record: &RequestRecord) -> Option<Self> {
         let outcome = record.outcome()?;
         let request = &record.request;
-        let tool = request.questions.iter().find_map(|q| match &q.kind {
-            QuestionKind::Approval(a) => Some(a.action.name.clone()),
-            _ => None,
-        });
+        let tool = request.tool().map(str::to_owned);
         let answers: Vec<String> = outcome
             .questions
             .iter()
@@ -284,20 +280,7 @@ pub async fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn from_store(db: &str, tenant: &str, since: &str) -> anyhow::Result<Read> {
-    let path = db
-        .trim()
-        .strip_prefix("sqlite://")
-        .or_else(|| db.trim().strip_prefix("sqlite:"));
-    if let Some(path) = path.filter(|p| !std::path::Path::new(p).exists()) {
-        anyhow::bail!("there is no store at {path}; pass the store's --db (or CLARIFY_DB)");
-    }
-    let options = StoreOptions {
-        reaper_interval: None,
-        ..StoreOptions::default()
-    };
-    let store = Store::open(db, options)
-        .await
-        .with_context(|| format!("cannot open the store {db}"))?;
+    let store = crate::audit::open_existing(db).await?;
     let now = store.now();
     let since = parse_since(since, now)?;
     let decisions = decisions(&store, tenant, since).await?;

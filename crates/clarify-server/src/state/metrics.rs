@@ -79,13 +79,6 @@ struct Mirror {
     _counted: Vec<opentelemetry::metrics::ObservableCounter<u64>>,
 }
 
-/// Exponential bucket bounds, as `exponential_buckets` makes them for the registry.
-fn bounds(start: f64, factor: f64, count: usize) -> Vec<f64> {
-    std::iter::successors(Some(start), |b| Some(b * factor))
-        .take(count)
-        .collect()
-}
-
 /// The server's metrics.
 #[derive(Debug)]
 pub struct Metrics {
@@ -274,7 +267,7 @@ impl Metrics {
         let count = |value: Counter| {
             move |o: &dyn opentelemetry::metrics::AsyncInstrument<u64>| o.observe(value.get(), &[])
         };
-        let latency = bounds(0.0005, 2.0, 18);
+        let latency: Vec<f64> = exponential_buckets(0.0005, 2.0, 18).collect();
         self.mirror = Some(Mirror {
             http_requests: meter
                 .u64_counter("clarify_http_requests")
@@ -304,7 +297,7 @@ impl Metrics {
                 .f64_histogram("clarify_time_to_answer_seconds")
                 .with_unit("s")
                 .with_description("From creation to resolution, for resolutions made here")
-                .with_boundaries(bounds(0.01, 2.0, 24))
+                .with_boundaries(exponential_buckets(0.01, 2.0, 24).collect())
                 .build(),
             webhook_failures: meter
                 .u64_counter("clarify_webhook_failures")

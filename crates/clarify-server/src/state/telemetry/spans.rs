@@ -8,7 +8,6 @@ use std::borrow::Cow;
 use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
-use clarify_core::QuestionKind;
 use clarify_store::{RequestRecord, Store};
 use opentelemetry::trace::{
     SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
@@ -81,12 +80,8 @@ fn request_attributes(record: &RequestRecord) -> Vec<KeyValue> {
     if let Some(session) = &request.session {
         attributes.push(KeyValue::new("clarify.session", session.clone()));
     }
-    let tool = request.questions.iter().find_map(|q| match &q.kind {
-        QuestionKind::Approval(a) => Some(a.action.name.clone()),
-        _ => None,
-    });
-    if let Some(tool) = tool {
-        attributes.push(KeyValue::new("clarify.tool", tool));
+    if let Some(tool) = request.tool() {
+        attributes.push(KeyValue::new("clarify.tool", tool.to_owned()));
     }
     if !request.tags.is_empty() {
         attributes.push(KeyValue::new(
