@@ -75,6 +75,7 @@ const state = {
 // ---- session ---------------------------------------------------------------------------
 
 async function start() {
+  registerWorker();
   document.getElementById("logout").addEventListener("click", logout);
   notifyAsk.addEventListener("click", askToNotify);
   // The answer can change in the browser's settings meanwhile; show it again on coming back.
@@ -88,6 +89,16 @@ async function start() {
     if (e.status === 401) showLogin(null);
     else showLogin(e.message);
   }
+}
+
+/**
+ * Registers the service worker (`/sw.js`), which makes the inbox an installable app that opens
+ * at once and says so when it is offline. The inbox works the same without one (an insecure
+ * context, or a browser without service workers).
+ */
+function registerWorker() {
+  if (!window.isSecureContext || !("serviceWorker" in navigator)) return;
+  navigator.serviceWorker.register("/sw.js").catch((e) => console.warn("no service worker:", e));
 }
 
 function signedIn(session) {

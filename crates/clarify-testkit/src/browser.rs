@@ -357,6 +357,13 @@ impl Browser {
         reply["value"].clone()
     }
 
+    /// Runs the DevTools protocol command `cmd` with `params` on the current tab (chromedriver
+    /// forwards it) and returns its result.
+    pub async fn cdp(&self, cmd: &str, params: Value) -> Value {
+        self.command("/goog/cdp/execute", json!({"cmd": cmd, "params": params}))
+            .await
+    }
+
     /// Sets the page's permission `name` (`notifications`, say) to `state`, as a person's
     /// answer to the browser's prompt would (WebDriver's Permissions extension).
     pub async fn set_permission(&self, name: &str, state: &str) {
@@ -370,9 +377,9 @@ impl Browser {
     /// Runs `script` in every document the current tab opens from now on, before the page's
     /// own scripts (through the DevTools protocol, which chromedriver forwards).
     pub async fn before_each_page(&self, script: &str) {
-        self.command(
-            "/goog/cdp/execute",
-            json!({"cmd": "Page.addScriptToEvaluateOnNewDocument", "params": {"source": script}}),
+        self.cdp(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({"source": script}),
         )
         .await;
     }

@@ -102,6 +102,22 @@ pub fn message_page(status: StatusCode, title: &str, message: &str) -> Response 
     )
 }
 
+/// The page the service worker shows when a page cannot be loaded (`/offline`, kept in its
+/// cache): it says why nothing can be answered and that nothing waits to be sent.
+pub fn offline_page() -> Response {
+    page(
+        StatusCode::OK,
+        "Offline",
+        "<h1>You are offline</h1>\
+         <p id=\"offline\">clarify cannot reach its server from here, so it cannot show or answer \
+         requests right now. Nothing is kept to be sent later: an answer needs the network, and \
+         you will see whether it was taken.</p>\
+         <p><a href=\"/\">Try again</a></p>",
+        None,
+        None,
+    )
+}
+
 /// The page of a link-account link: a button that links the chat account, and whom the
 /// browser is signed in as (`name`), or that it must sign in first.
 pub fn link_account_page(account: &str, name: Option<&str>) -> Response {

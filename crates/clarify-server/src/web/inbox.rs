@@ -47,6 +47,9 @@ const ASSETS: &[Asset] = &[
     asset!("clarify.css", "text/css; charset=utf-8"),
     asset!("insights.css", "text/css; charset=utf-8"),
     asset!("icon.svg", "image/svg+xml"),
+    asset!("icon-192.png", "image/png"),
+    asset!("icon-512.png", "image/png"),
+    asset!("icon-maskable-512.png", "image/png"),
     asset!("dom.js", JS),
     asset!("api.js", JS),
     asset!("fields.js", JS),
@@ -64,6 +67,7 @@ static VERSION: LazyLock<String> = LazyLock::new(|| {
         digest.update(asset.body);
     }
     digest.update(PAGE_TEMPLATE.as_bytes());
+    digest.update(WORKER_TEMPLATE.as_bytes());
     hex(&digest.finalize()[..8])
 });
 
@@ -74,10 +78,60 @@ const PAGE_TEMPLATE: &str = include_str!("../../assets/inbox.html");
 /// page's icon against `img-src`. An image cannot run script, and the only markup the page
 /// parses is a request's display fragment, cleaned by the server and parsed inertly, so this
 /// lets no code in.
-const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; manifest-src 'self'; worker-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-static PAGE: LazyLock<String> =
-    LazyLock::new(|| PAGE_TEMPLATE.replace("{{version}}", VERSION.as_str()));
+static PAGE: LazyLock<String> = LazyLock::new(|| {
+    PAGE_TEMPLATE
+        .replace("{{version}}", VERSION.as_str())
+        .replace("{{theme_colour}}", THEME_COLOUR)
+});
+
+const WORKER_TEMPLATE: &str = include_str!("../../assets/sw.js");
+
+/// The service worker: its template with this build's version and the shell it keeps (every
+/// asset, and the offline page).
+static WORKER: LazyLock<String> = LazyLock::new(|| {
+    let mut shell: Vec<String> = ASSETS.iter().map(|a| asset_path(a.name)).collect();
+    shell.push("/offline".to_owned());
+    let shell = serde_json::to_string(&shell).unwrap_or_else(|_| "[]".to_owned());
+    WORKER_TEMPLATE
+        .replace("{{version}}", VERSION.as_str())
+        .replace("{{shell}}", &shell)
+});
+
+/// The web app manifest: what makes the inbox installable as an app (name, icons, standalone
+/// display, theme colour). Its icons are this build's assets.
+static MANIFEST: LazyLock<String> = LazyLock::new(|| {
+    let icon = |name: &str, size: u32, purpose: &str| {
+        serde_json::json!({
+            "src": asset_path(name),
+            "sizes": format!("{size}x{size}"),
+            "type": "image/png",
+            "purpose": purpose,
+        })
+    };
+    let manifest = serde_json::json!({
+        "id": "/",
+        "name": "clarify",
+        "short_name": "clarify",
+        "description": "Questions and approvals from your agents, answered from anywhere.",
+        "start_url": "/",
+        "scope": "/",
+        "display": "standalone",
+        "orientation": "any",
+        "background_color": "#ffffff",
+        "theme_color": THEME_COLOUR,
+        "icons": [
+            icon("icon-192.png", 192, "any"),
+            icon("icon-512.png", 512, "any"),
+            icon("icon-maskable-512.png", 512, "maskable"),
+        ],
+    });
+    manifest.to_string()
+});
+
+/// The app's colour (the icon's), in the manifest and the pages' `theme-color`.
+const THEME_COLOUR: &str = "#4338ca";
 
 /// How people sign in here, for the login form: `data-oidc` names the identity provider's
 /// button ("Sign in with ..."), `data-key-login="false"` hides the key field. Empty without
@@ -143,6 +197,43 @@ pub(crate) async fn page(State(state): State<AppState>, headers: HeaderMap) -> R
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     if let Ok(tag) = HeaderValue::from_str(&tag) {
+        h.insert(header::ETAG, tag);
+    }
+    response
+}
+
+/// `/manifest.webmanifest`. Revalidated like the page, since it names this build's icons.
+pub(crate) async fn manifest(headers: HeaderMap) -> Response {
+    build_file(&headers, "application/manifest+json", MANIFEST.as_str())
+}
+
+/// `/sw.js`, the service worker, at the root so that its scope is the whole site. Browsers check
+/// it for a new version on every navigation; a new build's is a new script, which installs
+/// itself with that build's shell.
+pub(crate) async fn service_worker(headers: HeaderMap) -> Response {
+    build_file(&headers, JS, WORKER.as_str())
+}
+
+/// `/offline`, the page the service worker shows when the server cannot be reached.
+pub(crate) async fn offline() -> Response {
+    crate::web::html::offline_page()
+}
+
+/// A file made for this build (`body`), served under a fixed name: revalidated on every use
+/// (`no-cache`) against the build's tag.
+fn build_file(headers: &HeaderMap, content_type: &'static str, body: &'static str) -> Response {
+    let mut response = if fresh(headers) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (
+            [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
+            body,
+        )
+            .into_response()
+    };
+    let h = response.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if let Ok(tag) = HeaderValue::from_str(&etag()) {
         h.insert(header::ETAG, tag);
     }
     response

@@ -2,6 +2,7 @@
 
 mod abuse;
 mod agui;
+mod app;
 mod audit;
 mod browser;
 mod channels;

@@ -264,8 +264,11 @@ async fn floods_of_streams_long_polls_and_bodies_keep_memory_bounded() {
         mib(after_bodies.saturating_sub(before_bodies)),
         mib(after_bodies)
     );
+    // Ten bodies are read at once, each up to the 4 MiB limit (40 MiB in flight), and the
+    // allocator may keep what they freed in its per-thread arenas; bodies buffered past the
+    // limit or kept would be 200 MiB and more.
     assert!(
-        after_bodies.saturating_sub(before_bodies) < 48 * MIB,
+        after_bodies.saturating_sub(before_bodies) < 96 * MIB,
         "bodies are not buffered past the limit, nor kept: 50 bodies of 4 MiB would be 200 MiB"
     );
 }
