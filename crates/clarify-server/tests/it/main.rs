@@ -38,6 +38,7 @@ mod outbound;
 mod personal_links;
 mod policy;
 mod proxy;
+mod push;
 mod races;
 mod requests;
 mod sessions;
