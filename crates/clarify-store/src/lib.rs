@@ -79,9 +79,7 @@ pub use insights::{
     AGES as PENDING_AGES, AgeFigures, BOUNDS, DayFigures, FAST_APPROVAL_SECONDS, Insights,
     InsightsQuery, MAX_DAYS, ResponderFigures, SurfaceFigures, TimeToDecision, ToolFigures,
 };
-pub use push::{
-    NewPushSubscription, PUSH_CHANNEL_PREFIX, PushSubscription, push_subscription_of,
-};
+pub use push::{NewPushSubscription, PUSH_CHANNEL_PREFIX, PushSubscription, push_subscription_of};
 pub use record::{
     Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution,
 };

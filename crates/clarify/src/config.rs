@@ -1884,7 +1884,10 @@ mod tests {
         )
         .expect("valid");
         assert!(config.push.key.is_some());
-        assert_eq!(config.push.subject.as_deref(), Some("mailto:ops@example.com"));
+        assert_eq!(
+            config.push.subject.as_deref(),
+            Some("mailto:ops@example.com")
+        );
         assert!(check("").expect("valid").push.key.is_none());
         let e = check("[push]\nvapid_private_key = \"c2hvcnQ\"\n").expect_err("refused");
         assert_eq!(

@@ -333,7 +333,10 @@ pub(crate) async fn run(state: AppState) {
             return;
         }
     };
-    drain(&state, Outbox::Push, async |n| send(&state, &client, n).await).await;
+    drain(&state, Outbox::Push, async |n| {
+        send(&state, &client, n).await
+    })
+    .await;
 }
 
 /// What became of one attempt.
@@ -370,10 +373,10 @@ async fn send(state: &AppState, client: &reqwest::Client, n: Delivery) {
         // A read failed: the lease runs out and the push is tried again.
         return;
     };
-    if let Some(error) = &sent.error {
-        if sent.after != AfterAttempt::Delivered {
-            tracing::warn!(push = n.id, channel = ?n.channel, %error, "a push did not go out");
-        }
+    if sent.after != AfterAttempt::Delivered
+        && let Some(error) = &sent.error
+    {
+        tracing::warn!(push = n.id, channel = ?n.channel, %error, "a push did not go out");
     }
     let attempt = Attempt {
         number,
@@ -425,16 +428,22 @@ async fn attempt(
         event,
         EventKind::Created | EventKind::Reminded | EventKind::Escalated
     ) {
-        return Some(Sent::done(Some("only new requests, reminders and escalations are pushed")));
+        return Some(Sent::done(Some(
+            "only new requests, reminders and escalations are pushed",
+        )));
     }
     if record.status.is_resolved() {
-        return Some(Sent::done(Some("skipped: the request was already resolved")));
+        return Some(Sent::done(Some(
+            "skipped: the request was already resolved",
+        )));
     }
     let groups = state
         .store
         .groups_of(&subscription.person, &subscription.groups);
     if !record.allows_responder(&subscription.person, &groups) {
-        return Some(Sent::done(Some("skipped: the person may no longer answer it")));
+        return Some(Sent::done(Some(
+            "skipped: the person may no longer answer it",
+        )));
     }
     let Ok(endpoint) = url::Url::parse(&subscription.endpoint) else {
         return Some(Sent::give_up("the endpoint is not a URL"));
@@ -543,7 +552,10 @@ fn encrypt(
     let mut request =
         reqwest::Request::try_from(built).map_err(|e| format!("the push is not sendable: {e}"))?;
     let headers = request.headers_mut();
-    for (name, value) in [("authorization", authorization.as_str()), ("urgency", "high")] {
+    for (name, value) in [
+        ("authorization", authorization.as_str()),
+        ("urgency", "high"),
+    ] {
         let value = reqwest::header::HeaderValue::from_str(value)
             .map_err(|_| format!("the {name} header is not sendable"))?;
         headers.insert(name, value);
@@ -575,9 +587,7 @@ fn payload(
         _ => summary,
     };
     let link = state.push_url(&record.id, &subscription.person, &subscription.id);
-    let action = |action: String, title: &str, body: Value| {
-        json!({"action": action, "title": title, "url": link, "body": body})
-    };
+    let action = |action: String, title: &str, body: Value| json!({"action": action, "title": title, "url": link, "body": body});
     let mut actions = Vec::new();
     if let [q] = request.questions.as_slice() {
         match &q.kind {

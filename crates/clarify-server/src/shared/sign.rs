@@ -117,11 +117,19 @@ mod tests {
         let push = push_token(secret, "r1", "alice", "s1");
         assert_eq!(
             link_target(secret, &anonymous),
-            Some(LinkTarget { id: "r1", person: None, subscription: None })
+            Some(LinkTarget {
+                id: "r1",
+                person: None,
+                subscription: None
+            })
         );
         assert_eq!(
             link_target(secret, &personal),
-            Some(LinkTarget { id: "r1", person: Some("alice".to_owned()), subscription: None })
+            Some(LinkTarget {
+                id: "r1",
+                person: Some("alice".to_owned()),
+                subscription: None
+            })
         );
         assert_eq!(
             link_target(secret, &push),

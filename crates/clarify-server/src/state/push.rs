@@ -134,8 +134,8 @@ mod tests {
     #[test]
     fn a_key_is_read_from_its_base64_and_bad_ones_are_named() {
         // The private key of RFC 8291's example (Appendix A, the application server's).
-        let key = VapidKey::from_base64url("yfWPiYE-n46HLnH0KqZOF1fJJU3MYrct3AELtAQ-oRw")
-            .expect("a key");
+        let key =
+            VapidKey::from_base64url("yfWPiYE-n46HLnH0KqZOF1fJJU3MYrct3AELtAQ-oRw").expect("a key");
         assert_eq!(
             key.public_key(),
             "BP4z9KsN6nGRTbVYI_c7VJSPQTBtkgcy27mlmlMoZIIgDll6e3vCYLocInmYWAmS6TlzAC8wEqKK6PBru3jl7A8"

@@ -87,9 +87,10 @@ async fn target_of(
     let push = match target.subscription {
         None => None,
         Some(id) => {
-            let found = state.store.push_subscription(id).await?.filter(|s| {
-                s.tenant == record.tenant && Some(&s.person) == target.person.as_ref()
-            });
+            let found =
+                state.store.push_subscription(id).await?.filter(|s| {
+                    s.tenant == record.tenant && Some(&s.person) == target.person.as_ref()
+                });
             Some(found.ok_or_else(|| {
                 ApiError::new(
                     StatusCode::NOT_FOUND,

@@ -106,7 +106,11 @@ impl FakePush {
         let auth: [u8; 16] = rand::random();
         let point = {
             use p256::elliptic_curve::sec1::ToEncodedPoint;
-            secret.public_key().to_encoded_point(false).as_bytes().to_vec()
+            secret
+                .public_key()
+                .to_encoded_point(false)
+                .as_bytes()
+                .to_vec()
         };
         self.state
             .browsers
@@ -449,7 +453,10 @@ async fn a_push_is_signed_sealed_and_answers_as_its_person_when_tapped() {
 
     // Once carol turns her notifications off, the links already pushed to her stop working.
     let mut unanswered = s
-        .ask(&s.admin, json!({"question": "Anything else?", "choices": ["no", "yes"]}))
+        .ask(
+            &s.admin,
+            json!({"question": "Anything else?", "choices": ["no", "yes"]}),
+        )
         .await;
     let pending_id = unanswered["id"].take();
     let received = push.until(5).await;
@@ -490,8 +497,11 @@ async fn what_the_push_service_answers_is_honoured() {
     for browser in [&gone, &missing, &busy, &flaky] {
         subscribe(&s, &bob, browser).await;
     }
-    s.ask(&s.admin, json!({"question": "Ready?", "responders": ["bob"]}))
-        .await;
+    s.ask(
+        &s.admin,
+        json!({"question": "Ready?", "responders": ["bob"]}),
+    )
+    .await;
 
     // 410 and 404: answered once, and the subscription removed; 429 and 5xx: tried again, the
     // 429 not before its Retry-After.
@@ -531,8 +541,11 @@ async fn what_the_push_service_answers_is_honoured() {
     assert_eq!(endpoints, expected, "410 and 404 removed theirs");
 
     // The next request goes only to the browsers left.
-    s.ask(&s.admin, json!({"question": "Still ready?", "responders": ["bob"]}))
-        .await;
+    s.ask(
+        &s.admin,
+        json!({"question": "Still ready?", "responders": ["bob"]}),
+    )
+    .await;
     let received = push.until(9).await;
     let mut last: Vec<&str> = received[7..].iter().map(|r| r.browser.as_str()).collect();
     last.sort_unstable();
@@ -570,7 +583,10 @@ async fn bad_subscriptions_and_other_peoples_are_refused() {
             with(&["endpoint"], json!("ftp://push.example.com/x")),
             "endpoint: must be an https URL",
         ),
-        (with(&["endpoint"], json!("not a url")), "endpoint: is not a URL"),
+        (
+            with(&["endpoint"], json!("not a url")),
+            "endpoint: is not a URL",
+        ),
         (
             with(
                 &["endpoint"],
@@ -580,26 +596,45 @@ async fn bad_subscriptions_and_other_peoples_are_refused() {
         ),
         (with(&["endpoint"], json!(7)), "endpoint: must be a string"),
         (with(&["keys"], json!(null)), "keys: is required"),
-        (with(&["keys", "p256dh"], json!("***")), "keys.p256dh: is not URL-safe base64"),
         (
-            with(&["keys", "p256dh"], json!(URL_SAFE_NO_PAD.encode([4u8; 33]))),
+            with(&["keys", "p256dh"], json!("***")),
+            "keys.p256dh: is not URL-safe base64",
+        ),
+        (
+            with(
+                &["keys", "p256dh"],
+                json!(URL_SAFE_NO_PAD.encode([4u8; 33])),
+            ),
             "keys.p256dh: must be an uncompressed P-256 point of 65 bytes, got 33 bytes",
         ),
         (
-            with(&["keys", "p256dh"], json!(URL_SAFE_NO_PAD.encode(&off_curve))),
+            with(
+                &["keys", "p256dh"],
+                json!(URL_SAFE_NO_PAD.encode(&off_curve)),
+            ),
             "keys.p256dh: is not a point on the P-256 curve",
         ),
         (
             with(&["keys", "auth"], json!(URL_SAFE_NO_PAD.encode([1u8; 8]))),
             "keys.auth: must be 16 bytes, got 8",
         ),
-        (json!([1, 2]), "body: must be a PushSubscription's JSON object"),
+        (
+            json!([1, 2]),
+            "body: must be a PushSubscription's JSON object",
+        ),
     ] {
         let (status, refused) = s.post("/v1/push/subscriptions", &bob, body).await;
-        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{says}: {refused}");
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{says}: {refused}"
+        );
         assert_eq!(code(&refused), "invalid_subscription");
         let message = refused["message"].as_str().expect("a message");
-        assert!(message.starts_with(says), "{message:?} does not say {says:?}");
+        assert!(
+            message.starts_with(says),
+            "{message:?} does not say {says:?}"
+        );
     }
 
     // An agent is nobody to notify.
@@ -650,5 +685,8 @@ async fn bad_subscriptions_and_other_peoples_are_refused() {
         .filter(|k| k.starts_with("push."))
         .collect();
     assert_eq!(kinds.len(), 2 + 1 + 20);
-    assert_eq!(kinds.iter().filter(|k| **k == "push.unsubscribed").count(), 1);
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "push.unsubscribed").count(),
+        1
+    );
 }

@@ -26,8 +26,7 @@ pub(super) const SCHEMA_VERSION: i64 = 16;
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
-    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15,
-    SCHEMA_V16,
+    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -292,7 +291,7 @@ CREATE TABLE clarify_push_subscriptions (
     id text PRIMARY KEY,
     tenant text NOT NULL,
     person text NOT NULL,
-    groups text NOT NULL,
+    claimed_groups text NOT NULL,
     principal text,
     endpoint text NOT NULL UNIQUE,
     p256dh text NOT NULL,

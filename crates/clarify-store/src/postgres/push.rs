@@ -9,7 +9,8 @@ use crate::codec::{from_millis, millis};
 use crate::error::StoreError;
 use crate::push::PushSubscription;
 
-const COLUMNS: &str = "id, tenant, person, groups, principal, endpoint, p256dh, auth, created_at";
+const COLUMNS: &str =
+    "id, tenant, person, claimed_groups, principal, endpoint, p256dh, auth, created_at";
 
 impl PgBackend {
     pub(crate) async fn push_save(&self, subscription: PushSubscription) -> Result<(), StoreError> {
@@ -20,7 +21,7 @@ impl PgBackend {
             "INSERT INTO clarify_push_subscriptions ({COLUMNS}) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
              ON CONFLICT (endpoint) DO UPDATE SET id = excluded.id, tenant = excluded.tenant, \
-             person = excluded.person, groups = excluded.groups, \
+             person = excluded.person, claimed_groups = excluded.claimed_groups, \
              principal = excluded.principal, p256dh = excluded.p256dh, auth = excluded.auth, \
              created_at = excluded.created_at"
         ))

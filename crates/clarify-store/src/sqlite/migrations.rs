@@ -313,7 +313,7 @@ CREATE TABLE push_subscriptions (
     id TEXT PRIMARY KEY,
     tenant TEXT NOT NULL,
     person TEXT NOT NULL,
-    groups TEXT NOT NULL,
+    claimed_groups TEXT NOT NULL,
     principal TEXT,
     endpoint TEXT NOT NULL UNIQUE,
     p256dh TEXT NOT NULL,

@@ -8,7 +8,8 @@ use crate::codec::{from_millis, millis};
 use crate::error::StoreError;
 use crate::push::PushSubscription;
 
-const COLUMNS: &str = "id, tenant, person, groups, principal, endpoint, p256dh, auth, created_at";
+const COLUMNS: &str =
+    "id, tenant, person, claimed_groups, principal, endpoint, p256dh, auth, created_at";
 
 impl SqliteBackend {
     pub(crate) async fn push_save(&self, subscription: PushSubscription) -> Result<(), StoreError> {
@@ -81,41 +82,52 @@ impl SqliteBackend {
 
 /// A row as stored, before its groups and time are decoded.
 struct Parts {
-    subscription: PushSubscription,
+    id: String,
+    tenant: String,
+    person: String,
     groups: String,
+    principal: Option<String>,
+    endpoint: String,
+    p256dh: String,
+    auth: String,
     created_at: i64,
 }
 
 fn parts(row: &Row<'_>) -> rusqlite::Result<Parts> {
     Ok(Parts {
-        subscription: PushSubscription {
-            id: row.get(0)?,
-            tenant: row.get(1)?,
-            person: row.get(2)?,
-            groups: Vec::new(),
-            principal: row.get(4)?,
-            endpoint: row.get(5)?,
-            p256dh: row.get(6)?,
-            auth: row.get(7)?,
-            created_at: chrono::DateTime::UNIX_EPOCH,
-        },
+        id: row.get(0)?,
+        tenant: row.get(1)?,
+        person: row.get(2)?,
         groups: row.get(3)?,
+        principal: row.get(4)?,
+        endpoint: row.get(5)?,
+        p256dh: row.get(6)?,
+        auth: row.get(7)?,
         created_at: row.get(8)?,
     })
 }
 
 impl Parts {
     fn decode(self) -> Result<PushSubscription, StoreError> {
-        let mut subscription = self.subscription;
-        subscription.groups = serde_json::from_str(&self.groups).map_err(|e| {
-            StoreError::Corrupt(format!("push subscription {}: groups: {e}", subscription.id))
+        let groups = serde_json::from_str(&self.groups).map_err(|e| {
+            StoreError::Corrupt(format!("push subscription {}: groups: {e}", self.id))
         })?;
-        subscription.created_at = from_millis(self.created_at).ok_or_else(|| {
+        let created_at = from_millis(self.created_at).ok_or_else(|| {
             StoreError::Corrupt(format!(
                 "push subscription {}: created_at {}",
-                subscription.id, self.created_at
+                self.id, self.created_at
             ))
         })?;
-        Ok(subscription)
+        Ok(PushSubscription {
+            id: self.id,
+            tenant: self.tenant,
+            person: self.person,
+            groups,
+            principal: self.principal,
+            endpoint: self.endpoint,
+            p256dh: self.p256dh,
+            auth: self.auth,
+            created_at,
+        })
     }
 }

@@ -50,7 +50,10 @@ async fn a_subscription_is_read_listed_replaced_and_removed_by_its_person(store:
         .expect("subscribe");
     assert_eq!(first.person, "carol");
     assert_eq!(first.groups, ["ops"]);
-    assert_eq!(first.principal.as_deref(), Some("oidc:https://id.example#c"));
+    assert_eq!(
+        first.principal.as_deref(),
+        Some("oidc:https://id.example#c")
+    );
     assert_eq!(first.created_at, env.now());
     assert_eq!(
         store.push_subscription(&first.id).await.expect("read"),
@@ -76,12 +79,18 @@ async fn a_subscription_is_read_listed_replaced_and_removed_by_its_person(store:
     assert_ne!(second.id, first.id);
     let listed = store.push_subscriptions(t).await.expect("list");
     assert_eq!(listed, std::slice::from_ref(&second));
-    assert_eq!(store.push_subscription(&first.id).await.expect("read"), None);
+    assert_eq!(
+        store.push_subscription(&first.id).await.expect("read"),
+        None
+    );
 
     // Nobody else removes it, not even in its tenant; its person does, once.
     let dave = Actor::new("dave", "inbox");
     assert_eq!(
-        store.unsubscribe_push(t, &second.id, &dave).await.expect("x"),
+        store
+            .unsubscribe_push(t, &second.id, &dave)
+            .await
+            .expect("x"),
         None
     );
     assert_eq!(
@@ -100,7 +109,10 @@ async fn a_subscription_is_read_listed_replaced_and_removed_by_its_person(store:
         Some(second.id.clone())
     );
     assert_eq!(
-        store.unsubscribe_push(t, &second.id, &carol).await.expect("x"),
+        store
+            .unsubscribe_push(t, &second.id, &carol)
+            .await
+            .expect("x"),
         None
     );
     assert!(store.push_subscriptions(t).await.expect("list").is_empty());
@@ -114,7 +126,10 @@ async fn a_subscription_is_read_listed_replaced_and_removed_by_its_person(store:
             .expect("drop")
             .is_some()
     );
-    assert_eq!(store.drop_push_subscription(&third.id).await.expect("drop"), None);
+    assert_eq!(
+        store.drop_push_subscription(&third.id).await.expect("drop"),
+        None
+    );
 
     store.sync_feed().await.expect("sync");
     let events = store.audit_events(Some(t), 0, 100).await.expect("audit");
@@ -201,7 +216,10 @@ async fn a_new_request_is_pushed_to_the_people_who_may_answer_it(_store: Store, 
     };
 
     let for_bob = create(json!({"question": "Bob?", "responders": ["bob"]})).await;
-    assert_eq!(pushed_to(for_bob.clone()).await, sorted(&[&bob_phone, &bob_desk]));
+    assert_eq!(
+        pushed_to(for_bob.clone()).await,
+        sorted(&[&bob_phone, &bob_desk])
+    );
     let for_groups = create(json!({"question": "Ops?",
         "responders": ["group:ops", "group:oncall"]}))
     .await;
@@ -212,8 +230,10 @@ async fn a_new_request_is_pushed_to_the_people_who_may_answer_it(_store: Store, 
         sorted(&[&alice, &bob_phone, &bob_desk, &carol, &erin]),
         "a request naming nobody is everyone's in the tenant, and no one's elsewhere"
     );
-    let four_eyes = create(json!({"question": "Deploy for alice?", "on_behalf_of": "alice",
-        "responders": ["alice", "bob"]}))
+    let four_eyes = create(
+        json!({"question": "Deploy for alice?", "on_behalf_of": "alice",
+        "responders": ["alice", "bob"]}),
+    )
     .await;
     assert_eq!(
         pushed_to(four_eyes).await,
@@ -222,7 +242,11 @@ async fn a_new_request_is_pushed_to_the_people_who_may_answer_it(_store: Store, 
     );
     let nobody = create(json!({"question": "Zed?", "responders": ["zed"]})).await;
     assert!(pushed_to(nobody).await.is_empty());
-    assert!(!pushed_to(for_bob.clone()).await.contains(&elsewhere.channel()));
+    assert!(
+        !pushed_to(for_bob.clone())
+            .await
+            .contains(&elsewhere.channel())
+    );
 
     // Only the push worker claims pushes; the channel worker claims the channel's.
     let lease = env.now() + chrono::TimeDelta::seconds(30);
