@@ -16,8 +16,8 @@ use p256::elliptic_curve::sec1::ToEncodedPoint;
 use p256::pkcs8::EncodePrivateKey;
 use serde::Serialize;
 
-/// How long a VAPID signature is good for (RFC 8292 allows at most 24 hours).
-const VALID_FOR: TimeDelta = TimeDelta::hours(12);
+/// How many hours a VAPID signature is good for (RFC 8292 allows at most 24).
+const VALID_FOR_HOURS: i64 = 12;
 
 /// A VAPID key pair.
 #[derive(Clone)]
@@ -115,7 +115,7 @@ impl Vapid {
     ) -> Result<String, jsonwebtoken::errors::Error> {
         let claims = Claims {
             aud: endpoint.origin().ascii_serialization(),
-            exp: (now + VALID_FOR).timestamp(),
+            exp: (now + TimeDelta::hours(VALID_FOR_HOURS)).timestamp(),
             sub: &self.subject,
         };
         let token = jsonwebtoken::encode(

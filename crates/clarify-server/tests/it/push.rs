@@ -677,7 +677,7 @@ async fn bad_subscriptions_and_other_peoples_are_refused() {
     // Each change is in the audit chain.
     s.store.sync_feed().await.expect("sync");
     let (_, audit) = s.get("/v1/audit", &s.admin).await;
-    let kinds: Vec<&str> = audit["items"]
+    let kinds: Vec<&str> = audit["events"]
         .as_array()
         .expect("items")
         .iter()
