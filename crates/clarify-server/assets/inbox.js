@@ -40,6 +40,8 @@ const announce = document.getElementById("announce");
 const notifyEl = document.getElementById("notify");
 const notifyAsk = document.getElementById("notify-ask");
 const notifyState = document.getElementById("notify-state");
+const pushState = document.getElementById("push-state");
+const pushToggle = document.getElementById("push-toggle");
 const iconLink = document.querySelector('link[rel="icon"]');
 
 const state = {
@@ -78,6 +80,7 @@ async function start() {
   registerWorker();
   document.getElementById("logout").addEventListener("click", logout);
   notifyAsk.addEventListener("click", askToNotify);
+  pushToggle.addEventListener("click", togglePush);
   // The answer can change in the browser's settings meanwhile; show it again on coming back.
   document.addEventListener("visibilitychange", showNotifyControl);
   showNotifyControl();
@@ -110,6 +113,10 @@ function signedIn(session) {
   loadPending();
   if (state.clock === null) state.clock = setInterval(refreshTimes, 15000);
   route();
+  // Keeps this browser's subscription known to the server (the same endpoint replaces it), unless
+  // the person turned push off here.
+  const Note = notifications();
+  if (Note && Note.permission === "granted" && localStorage.getItem(PUSH_OFF) !== "1") startPush();
 }
 
 function showLogin(problem) {
@@ -738,6 +745,102 @@ async function askToNotify() {
     notifyAsk.disabled = false;
   }
   showNotifyControl();
+  if (api.permission === "granted") {
+    localStorage.removeItem(PUSH_OFF);
+    startPush();
+  }
+}
+
+// Web Push: with notifications allowed, the browser also subscribes through the service worker,
+// so new requests reach this device while the inbox is closed (phones and desktops alike).
+// Where the browser has no service worker or push, or subscribing fails, the page says so and
+// keeps notifying while it is open. "Turn off" removes this browser's subscription.
+
+const PUSH_OFF = "clarify.push.off";
+
+function showPush(text, title, toggle) {
+  pushState.hidden = !text;
+  pushState.textContent = text ? ` · ${text}` : "";
+  pushState.title = title || "";
+  pushToggle.hidden = !toggle;
+  pushToggle.textContent = toggle || "";
+}
+
+function pushAvailable() {
+  return "serviceWorker" in navigator && typeof window.PushManager === "function";
+}
+
+function keyBytes(text) {
+  const base64 = text.replace(/-/g, "+").replace(/_/g, "/");
+  const raw = atob(base64 + "=".repeat((4 - (base64.length % 4)) % 4));
+  return Uint8Array.from(raw, (c) => c.charCodeAt(0));
+}
+
+function sameKey(a, b) {
+  if (!a || a.byteLength !== b.byteLength) return false;
+  const x = new Uint8Array(a);
+  return x.every((v, i) => v === b[i]);
+}
+
+async function pushRegistration() {
+  await navigator.serviceWorker.register("/sw.js", { scope: "/" });
+  // Subscribing needs an active worker; one that never activates is a failure, not a wait.
+  return Promise.race([
+    navigator.serviceWorker.ready,
+    new Promise((_, reject) => setTimeout(() => reject(new Error("no service worker")), 10000)),
+  ]);
+}
+
+async function startPush() {
+  const role = state.session && state.session.role;
+  if (role !== "responder" && role !== "admin") return;
+  if (!pushAvailable()) {
+    showPush("only while open", "This browser cannot receive push notifications; new requests notify while the inbox is open");
+    return;
+  }
+  try {
+    const { key } = await call("GET", "/v1/push/key");
+    const serverKey = keyBytes(key);
+    const registration = await pushRegistration();
+    let subscription = await registration.pushManager.getSubscription();
+    if (subscription && !sameKey(subscription.options.applicationServerKey, serverKey)) {
+      await subscription.unsubscribe();
+      subscription = null;
+    }
+    if (!subscription) {
+      subscription = await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: serverKey });
+    }
+    await call("POST", "/v1/push/subscriptions", subscription.toJSON());
+    showPush("push on", "New requests reach this device even while the inbox is closed", "Turn off");
+  } catch (e) {
+    showPush("only while open", `Push notifications are not available here (${e.message || e}); new requests notify while the inbox is open`);
+  }
+}
+
+async function togglePush() {
+  if (pushToggle.textContent === "Turn on") {
+    localStorage.removeItem(PUSH_OFF);
+    await startPush();
+    return;
+  }
+  pushToggle.disabled = true;
+  try {
+    const registration = await navigator.serviceWorker.getRegistration("/");
+    const subscription = registration && (await registration.pushManager.getSubscription());
+    if (subscription) {
+      const { items } = await call("GET", "/v1/push/subscriptions");
+      for (const item of items.filter((i) => i.endpoint === subscription.endpoint)) {
+        await call("DELETE", `/v1/push/subscriptions/${encodeURIComponent(item.id)}`);
+      }
+      await subscription.unsubscribe();
+    }
+    localStorage.setItem(PUSH_OFF, "1");
+    showPush("push off", "New requests notify only while the inbox is open", "Turn on");
+  } catch (e) {
+    showPush("push on", `Turning push off failed (${e.message || e}); try again`, "Turn off");
+  } finally {
+    pushToggle.disabled = false;
+  }
 }
 
 /** One desktop notification for a new request, if allowed and nobody is looking at the tab. */

@@ -155,6 +155,29 @@ pub(crate) enum Outbox {
     Webhooks,
     /// Notifications to configured channels.
     Channels,
+    /// Web Push notifications: the channels named `push:<subscription id>`.
+    Push,
+}
+
+impl Outbox {
+    /// Whether a delivery to `channel` (none for a webhook) is this outbox's.
+    pub(crate) fn holds(self, channel: Option<&str>) -> bool {
+        match (self, channel) {
+            (Self::Webhooks, None) => true,
+            (Self::Channels, Some(c)) => !c.starts_with(crate::push::PUSH_CHANNEL_PREFIX),
+            (Self::Push, Some(c)) => c.starts_with(crate::push::PUSH_CHANNEL_PREFIX),
+            _ => false,
+        }
+    }
+
+    /// The SQL condition on a delivery's `channel` that picks this outbox's (both SQL backends).
+    pub(crate) fn condition(self) -> &'static str {
+        match self {
+            Self::Webhooks => "channel IS NULL",
+            Self::Channels => "channel IS NOT NULL AND channel NOT LIKE 'push:%'",
+            Self::Push => "channel LIKE 'push:%'",
+        }
+    }
 }
 
 /// Something on its way out: the outcome of a resolved request (or a reminder or escalation) to

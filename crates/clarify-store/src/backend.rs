@@ -15,6 +15,7 @@ use crate::grant::{GrantFilter, StoredGrant};
 use crate::insights::{Cell, Grain, InsightsQuery, Key};
 use crate::memory::MemoryBackend;
 use crate::postgres::PgBackend;
+use crate::push::PushSubscription;
 use crate::record::{Created, Event, ListQuery, Page, RequestRecord, StoredResolution};
 use crate::sqlite::SqliteBackend;
 
@@ -531,6 +532,31 @@ impl Backend {
 
     pub(crate) async fn forget(&self, name: &str) -> Result<bool, StoreError> {
         dispatch!(self, b => b.forget(name).await)
+    }
+
+    /// Stores a push subscription, replacing any of the same endpoint (whatever its id).
+    pub(crate) async fn push_save(&self, subscription: PushSubscription) -> Result<(), StoreError> {
+        dispatch!(self, b => b.push_save(subscription).await)
+    }
+
+    pub(crate) async fn push_subscription(
+        &self,
+        id: &str,
+    ) -> Result<Option<PushSubscription>, StoreError> {
+        dispatch!(self, b => b.push_subscription(id).await)
+    }
+
+    /// A tenant's subscriptions, oldest first.
+    pub(crate) async fn push_subscriptions(
+        &self,
+        tenant: &str,
+    ) -> Result<Vec<PushSubscription>, StoreError> {
+        dispatch!(self, b => b.push_subscriptions(tenant).await)
+    }
+
+    /// Deletes subscription `id`; whether there was one.
+    pub(crate) async fn push_delete(&self, id: &str) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.push_delete(id).await)
     }
 
     /// The cursor `name`, if one was set.

@@ -45,6 +45,7 @@ mod identity;
 mod insights;
 mod memory;
 mod postgres;
+mod push;
 mod record;
 mod sqlite;
 mod suggest;
@@ -78,6 +79,7 @@ pub use insights::{
     AGES as PENDING_AGES, AgeFigures, BOUNDS, DayFigures, FAST_APPROVAL_SECONDS, Insights,
     InsightsQuery, MAX_DAYS, ResponderFigures, SurfaceFigures, TimeToDecision, ToolFigures,
 };
+pub use push::{NewPushSubscription, PUSH_CHANNEL_PREFIX, PushSubscription, push_subscription_of};
 pub use record::{
     Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution,
 };
@@ -338,7 +340,9 @@ impl Store {
     ///
     /// With [`StoreOptions::announce`], one notification per channel it names is queued in the
     /// same transaction, for channel workers to claim ([`Store::claim_notifications`]); a request
-    /// returned by its idempotency key or by `dedupe` was announced when it was created.
+    /// returned by its idempotency key or by `dedupe` was announced when it was created. So is
+    /// one push per Web Push subscription whose person may answer it (`push:<id>`, claimed by
+    /// [`Store::claim_pushes`]).
     ///
     /// With [`StoreOptions::rules`], a one-question approval is decided here, so every path
     /// that creates one (HTTP, MCP, the hooks and the gate through either, the Rust API) shares
@@ -356,10 +360,13 @@ impl Store {
         }
         let id = self.inner.ids.request_id();
         let decided = self.apply_rules(&id, &mut request);
-        let channels = match (&self.inner.announce, &decided) {
+        let mut channels = match (&self.inner.announce, &decided) {
             (Some(Announce(pick)), None) => pick(tenant, &request),
             _ => Vec::new(),
         };
+        if decided.is_none() {
+            channels.extend(self.push_channels(tenant, &request).await?);
+        }
         let created_at = self.now();
         let expires_at = request
             .timeout()

@@ -3,7 +3,8 @@
 //!
 //! TOML, every part optional: `[server]` (what `serve`'s flags set; a flag or its environment
 //! variable wins over the file), `[[channels]]`, `[[routes]]`, `[identities]`, `[oidc]`
-//! (sign-in through an identity provider), `[groups]`, `[decisions]`, and the tool-name
+//! (sign-in through an identity provider), `[groups]`, `[decisions]`, `[push]` (Web Push's
+//! VAPID key pair), and the tool-name
 //! policies `[claude_code]` (for every `clarify hook <agent>` and `clarify acp`) and `[gate]` (for
 //! `clarify gate`).
 //! A secret is given as a value (`bot_token = "..."`) or as the name of an environment variable
@@ -52,6 +53,8 @@ pub struct Config {
     pub a2a: bool,
     /// `[[agui]]`, checked.
     pub agui: Vec<clarify_server::state::AguiAgent>,
+    /// `[push]`, checked, its key resolved and read.
+    pub push: clarify_server::state::push::PushConfig,
 }
 
 /// `[server]`: the settings `clarify serve` also takes as flags.
@@ -379,6 +382,15 @@ pub fn parse(
     for (i, c) in raw.channels.into_iter().enumerate() {
         let at = format!("channels[{i}]");
         let channel = c.check(&at, env, &fail)?;
+        if channel.name.starts_with(clarify_store::PUSH_CHANNEL_PREFIX) {
+            return Err(fail(
+                &format!("{at}.name"),
+                format!(
+                    "{:?} starts with \"push:\", which names Web Push subscriptions; choose another name",
+                    channel.name
+                ),
+            ));
+        }
         if !names.insert(channel.name.clone()) {
             return Err(fail(
                 &format!("{at}.name"),
@@ -474,6 +486,11 @@ pub fn parse(
         }
     }
     let oidc = raw.oidc.map(|o| o.check(env, &fail)).transpose()?;
+    let push = raw
+        .push
+        .map(|p| p.check(env, &fail))
+        .transpose()?
+        .unwrap_or_default();
     let mut agui = Vec::with_capacity(raw.agui.len());
     for (i, entry) in raw.agui.into_iter().enumerate() {
         let agent = entry.check(&format!("agui[{i}]"), &fail)?;
@@ -490,6 +507,7 @@ pub fn parse(
     }
     Ok(Config {
         agui,
+        push,
         rules,
         suggest,
         a2a: raw.a2a.enabled,
@@ -611,6 +629,70 @@ pub(crate) struct RawConfig {
     /// and clarify resumes a run once people answered them.
     #[serde(default)]
     agui: Vec<RawAgui>,
+    /// Web Push: the VAPID key pair and contact notifications to people's browsers are signed
+    /// with. Without it, a key pair is made once and kept in the store, shared by every
+    /// instance on it.
+    #[serde(default)]
+    push: Option<RawPush>,
+}
+
+/// `[push]`: the VAPID key pair (RFC 8292) Web Push notifications are signed with, and the
+/// contact push services may write to.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPush {
+    /// The P-256 private key: its 32 bytes in URL-safe base64, as `npx web-push
+    /// generate-vapid-keys` prints it. Keep it: browsers subscribed with its public key, and a
+    /// new key leaves every subscription unreachable until people turn notifications on again.
+    /// Without this or `vapid_private_key_env`, the key kept in the store is used.
+    vapid_private_key: Option<String>,
+    /// The environment variable holding the private key.
+    vapid_private_key_env: Option<String>,
+    /// Who runs this server, for the push services: `mailto:ops@example.com` or an `https:`
+    /// URL. Default: the public URL when it is `https`, else `mailto:clarify@<its host>`
+    /// (Apple's push service refuses a `localhost` contact: set one for Safari).
+    subject: Option<String>,
+}
+
+impl RawPush {
+    fn check(
+        self,
+        env: &dyn Fn(&str) -> Option<String>,
+        fail: Fail<'_>,
+    ) -> Result<clarify_server::state::push::PushConfig, String> {
+        let secrets = Secrets {
+            at: "push",
+            env,
+            fail,
+        };
+        let key = secrets
+            .optional(
+                "vapid_private_key",
+                self.vapid_private_key,
+                self.vapid_private_key_env,
+            )?
+            .map(|k| clarify_server::state::push::VapidKey::from_base64url(k.expose()))
+            .transpose()
+            .map_err(|e| fail("push.vapid_private_key", e))?;
+        if let Some(subject) = &self.subject {
+            let fits = subject
+                .strip_prefix("mailto:")
+                .is_some_and(|m| m.contains('@'))
+                || url::Url::parse(subject).is_ok_and(|u| u.scheme() == "https" && u.has_host());
+            if !fits {
+                return Err(fail(
+                    "push.subject",
+                    format!(
+                        "{subject:?} is neither a mailto: address nor an https: URL; use \"mailto:ops@example.com\""
+                    ),
+                ));
+            }
+        }
+        Ok(clarify_server::state::push::PushConfig {
+            key,
+            subject: self.subject,
+        })
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -1792,6 +1874,33 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn the_push_key_and_subject_are_read_and_bad_ones_named() {
+        let config = check(
+            "[push]\nvapid_private_key = \"yfWPiYE-n46HLnH0KqZOF1fJJU3MYrct3AELtAQ-oRw\"\n\
+             subject = \"mailto:ops@example.com\"\n",
+        )
+        .expect("valid");
+        assert!(config.push.key.is_some());
+        assert_eq!(
+            config.push.subject.as_deref(),
+            Some("mailto:ops@example.com")
+        );
+        assert!(check("").expect("valid").push.key.is_none());
+        let e = check("[push]\nvapid_private_key = \"c2hvcnQ\"\n").expect_err("refused");
+        assert_eq!(
+            e,
+            "clarify.toml: push.vapid_private_key: a VAPID private key is 32 bytes, got 5"
+        );
+        let e = check("[push]\nsubject = \"ops@example.com\"\n").expect_err("refused");
+        assert!(e.starts_with("clarify.toml: push.subject: "), "{e}");
+        let e = check("[push]\nvapid_private_key = \"x\"\nvapid_private_key_env = \"K\"\n")
+            .expect_err("refused");
+        assert!(e.contains("not both"), "{e}");
+        let e = check("[push]\nvapid = \"x\"\n").expect_err("refused");
+        assert!(e.contains("vapid"), "{e}");
     }
 
     #[test]

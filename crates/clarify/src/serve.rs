@@ -60,6 +60,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
                 oidc: file.oidc.take(),
                 groups: std::mem::take(&mut file.groups),
                 forbid_self_approval: file.forbid_self_approval,
+                push: std::mem::take(&mut file.push),
             };
             let rules = file.rules.take();
             let suggest = file.suggest;
@@ -136,6 +137,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     config.channels = channels;
     config.identities = people.identities;
     config.oidc = people.oidc;
+    config.push = people.push;
     config.suggest = suggest;
     config.a2a = a2a;
     config.otlp = args
@@ -161,14 +163,15 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
-/// Who answers, as the configuration file says: `[identities]`, `[oidc]`, `[groups]` and
-/// `[decisions]`.
+/// Who answers, as the configuration file says: `[identities]`, `[oidc]`, `[groups]`,
+/// `[decisions]`, and how they are notified: `[push]`.
 #[derive(Default)]
 struct People {
     identities: std::collections::BTreeMap<String, String>,
     oidc: Option<clarify_server::state::OidcConfig>,
     groups: std::collections::BTreeMap<String, Vec<String>>,
     forbid_self_approval: bool,
+    push: clarify_server::state::push::PushConfig,
 }
 
 /// The store's announcer for `routes`: none without routes.

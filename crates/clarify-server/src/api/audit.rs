@@ -53,8 +53,9 @@ pub struct AuditEventBody {
     /// `actor` is `policy:<rule name>`), ...
     pub channel: Option<String>,
     /// Who was authenticated: `key:<name>`, `oidc:<issuer>#<sub>`, `<platform>:<user id>` for a
-    /// chat click, `personal_link:<name>`; absent for the system, an anonymous link, or an event
-    /// stored before principals were kept. Hashed into the chain when present.
+    /// chat click, `personal_link:<name>`, `push:<subscription id>` for a tap on a Web Push
+    /// notification; absent for the system, an anonymous link, or an event stored before
+    /// principals were kept. Hashed into the chain when present.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
     pub at: String,

@@ -6,7 +6,8 @@
 //! input into core types, call the store for the caller's tenant, and render [`RecordBody`] and
 //! the other wire types; nothing here decides what an answer means. Two background tasks belong
 //! here too: the event tailer that feeds `/v1/events` (`events::tail`) and the webhook worker
-//! (`webhooks::run`), whose outbox loop the channel worker shares.
+//! (`webhooks::run`), whose outbox loop the channel worker and the Web Push worker
+//! (`push::run`) share.
 
 pub mod answers;
 pub mod audit;
@@ -19,6 +20,7 @@ pub mod insights;
 pub mod keys;
 pub mod openapi;
 pub mod policy;
+pub mod push;
 pub mod requests;
 pub mod sessions;
 pub mod suggestions;
@@ -74,6 +76,12 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/v1/identities", get(identities::list))
         .route("/v1/identities/{id}", delete(identities::remove))
         .route("/v1/webhook-secret", get(webhooks::webhook_secret))
+        .route("/v1/push/key", get(push::key))
+        .route(
+            "/v1/push/subscriptions",
+            post(push::subscribe).get(push::list),
+        )
+        .route("/v1/push/subscriptions/{id}", delete(push::unsubscribe))
         .route("/v1/audit", get(audit::list))
         .route("/v1/insights", get(insights::insights))
         .route("/v1/login", post(sessions::login))
@@ -85,12 +93,13 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/metrics", get(health::render))
 }
 
-/// Starts this room's background tasks: the event tailer and the webhook worker. Both end at
-/// shutdown.
+/// Starts this room's background tasks: the event tailer, the webhook worker and the Web Push
+/// worker. All end at shutdown.
 pub(crate) fn start(state: &AppState) -> Vec<JoinHandle<()>> {
     vec![
         tokio::spawn(events::tail(state.clone())),
         tokio::spawn(webhooks::run(state.clone())),
+        tokio::spawn(push::run(state.clone())),
     ]
 }
 

@@ -10,7 +10,7 @@
 //! doubling, at most an hour apart) until [`WebhookConfig::retry_for`] (25 hours) after the
 //! resolution; then the delivery is `failed`. Delivery is at least once: receivers deduplicate
 //! by the `Clarify-Delivery` header. The claim-send-wait loop (`drain`) and the backoff are
-//! the channel worker's too (`chat::worker`).
+//! the channel worker's (`chat::worker`) and the Web Push worker's (`push`) too.
 //!
 //! A `callback_url` is an address the agent chose, so deliveries go through the outbound guard
 //! (`shared::outbound`): an address it refuses, written in the URL or resolved from its name
@@ -113,6 +113,7 @@ pub(crate) async fn run(state: AppState) {
 pub(crate) enum Outbox {
     Webhooks,
     Channels,
+    Push,
 }
 
 /// The HTTP client of the channel worker: the webhooks' timeout, no redirects followed (a
@@ -150,6 +151,7 @@ pub(crate) async fn drain<F: Future<Output = ()>>(
         let claimed = match outbox {
             Outbox::Webhooks => state.store.claim_deliveries(lease_until, 16).await,
             Outbox::Channels => state.store.claim_notifications(lease_until, 16).await,
+            Outbox::Push => state.store.claim_pushes(lease_until, 16).await,
         };
         match claimed {
             Ok(batch) if !batch.is_empty() => {
@@ -164,6 +166,7 @@ pub(crate) async fn drain<F: Future<Output = ()>>(
         let due = match outbox {
             Outbox::Webhooks => &state.webhooks_due,
             Outbox::Channels => &state.channels_due,
+            Outbox::Push => &state.pushes_due,
         };
         tokio::select! {
             () = state.shutdown.cancelled() => return,

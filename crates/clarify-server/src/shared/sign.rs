@@ -1,6 +1,7 @@
 //! HMACs, constant-time comparison and hex: what the answer links, CSRF tokens, webhook
-//! signatures and the key cache are made of; and the answer link's token itself, which the API
-//! and chat messages hand out and the link page checks.
+//! signatures and the key cache are made of; and the answer link's tokens themselves (anonymous,
+//! personal, and a person's as pushed to one of their browsers), which the API, chat messages
+//! and pushes hand out and the link page checks.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -51,14 +52,102 @@ pub fn personal_token(secret: &[u8], id: &str, name: &str) -> String {
     )
 }
 
-/// What a genuine link token names: the request, and for a personal link the person; `None`
-/// when its signature does not match.
-pub fn link_target<'a>(secret: &[u8], token: &'a str) -> Option<(&'a str, Option<String>)> {
+/// The token of `name`'s link to request `id` as sent to their Web Push `subscription`:
+/// `<id>~<name>~<subscription>.<signature>`, the signature an HMAC-SHA256 of all three under the
+/// link secret. It answers as that person through that subscription (`answered_via` `push`),
+/// and no longer once the subscription is removed.
+pub fn push_token(secret: &[u8], id: &str, name: &str, subscription: &str) -> String {
+    let signature = mac(
+        secret,
+        format!("push:{id}:{name}:{subscription}").as_bytes(),
+    );
+    format!(
+        "{id}~{}~{subscription}.{}",
+        URL_SAFE_NO_PAD.encode(name),
+        URL_SAFE_NO_PAD.encode(signature)
+    )
+}
+
+/// What a genuine link token names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkTarget<'a> {
+    pub id: &'a str,
+    /// The person a personal or push link answers as; `None` for the anonymous link.
+    pub person: Option<String>,
+    /// The Web Push subscription a push link was sent to.
+    pub subscription: Option<&'a str>,
+}
+
+/// What a genuine link token names: the request, and for a personal link the person (and for a
+/// push link the subscription); `None` when its signature does not match.
+pub fn link_target<'a>(secret: &[u8], token: &'a str) -> Option<LinkTarget<'a>> {
     let (head, _) = token.split_once('.')?;
     let Some((id, who)) = head.split_once('~') else {
-        return link_request(secret, token).map(|id| (id, None));
+        return link_request(secret, token).map(|id| LinkTarget {
+            id,
+            person: None,
+            subscription: None,
+        });
+    };
+    let (who, subscription) = match who.split_once('~') {
+        Some((who, subscription)) => (who, Some(subscription)),
+        None => (who, None),
     };
     let name = String::from_utf8(URL_SAFE_NO_PAD.decode(who).ok()?).ok()?;
-    let expected = personal_token(secret, id, &name);
-    equal(token.as_bytes(), expected.as_bytes()).then_some((id, Some(name)))
+    let expected = match subscription {
+        Some(s) => push_token(secret, id, &name, s),
+        None => personal_token(secret, id, &name),
+    };
+    equal(token.as_bytes(), expected.as_bytes()).then_some(LinkTarget {
+        id,
+        person: Some(name),
+        subscription,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_of_link_names_what_it_was_signed_for_and_nothing_else() {
+        let secret = b"link secret";
+        let anonymous = link_token(secret, "r1");
+        let personal = personal_token(secret, "r1", "alice");
+        let push = push_token(secret, "r1", "alice", "s1");
+        assert_eq!(
+            link_target(secret, &anonymous),
+            Some(LinkTarget {
+                id: "r1",
+                person: None,
+                subscription: None
+            })
+        );
+        assert_eq!(
+            link_target(secret, &personal),
+            Some(LinkTarget {
+                id: "r1",
+                person: Some("alice".to_owned()),
+                subscription: None
+            })
+        );
+        assert_eq!(
+            link_target(secret, &push),
+            Some(LinkTarget {
+                id: "r1",
+                person: Some("alice".to_owned()),
+                subscription: Some("s1")
+            })
+        );
+        // A personal link made a push link (or back), or sent to another subscription, is
+        // not genuine: the surface and the subscription are signed.
+        let (head, signature) = personal.split_once('.').expect("a token");
+        assert_eq!(link_target(secret, &format!("{head}~s1.{signature}")), None);
+        let (head, signature) = push.split_once('.').expect("a token");
+        let other = head.replace("~s1", "~s2");
+        assert_eq!(link_target(secret, &format!("{other}.{signature}")), None);
+        let bare = head.trim_end_matches("~s1");
+        assert_eq!(link_target(secret, &format!("{bare}.{signature}")), None);
+        assert_eq!(link_target(b"another secret", &push), None);
+    }
 }

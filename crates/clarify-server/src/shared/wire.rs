@@ -426,8 +426,8 @@ pub struct OutcomeBody {
     pub status: String,
     pub questions: Vec<QuestionOutcomeBody>,
     pub answered_by: Option<String>,
-    /// Where the answer came from: `inbox`, `api`, `link`, `slack`, `telegram`, `discord`,
-    /// `mcp`, `rust`, ...; `null` when nobody answered.
+    /// Where the answer came from: `inbox`, `api`, `link`, `personal_link`, `push`, `slack`,
+    /// `telegram`, `discord`, `mcp`, `rust`, ...; `null` when nobody answered.
     pub answered_via: Option<String>,
     pub resolved_at: String,
     /// For statuses other than `answered`: what happened, for the model.

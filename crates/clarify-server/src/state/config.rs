@@ -47,6 +47,8 @@ pub struct Config {
     pub otlp: Option<crate::state::telemetry::OtlpConfig>,
     /// `[[agui]]`: the AG-UI agents `POST /agui/{name}` proxies.
     pub agui: Vec<std::sync::Arc<AguiAgent>>,
+    /// `[push]`: the VAPID key pair and contact of Web Push.
+    pub push: crate::state::push::PushConfig,
 }
 
 /// One `[[agui]]` entry: an AG-UI agent the proxy serves at `/agui/{name}`.
@@ -170,6 +172,7 @@ impl Config {
             a2a: false,
             otlp: None,
             agui: Vec::new(),
+            push: crate::state::push::PushConfig::default(),
         }
     }
 }

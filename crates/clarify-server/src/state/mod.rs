@@ -14,6 +14,7 @@ pub mod key_cache;
 pub mod limits;
 pub mod metrics;
 pub mod oidc;
+pub mod push;
 pub mod telemetry;
 
 pub use config::{AguiAgent, Config, OidcConfig, WebhookConfig};
@@ -44,6 +45,10 @@ pub struct Shared {
     pub webhooks_due: Notify,
     /// Wakes the channel worker after a request was created here.
     pub channels_due: Notify,
+    /// Wakes the Web Push worker after a request was created here.
+    pub pushes_due: Notify,
+    /// The key pair and contact Web Push calls are signed with.
+    pub vapid: push::Vapid,
     /// Cancelled when the server begins to shut down.
     pub shutdown: CancellationToken,
     /// Long-polls, event streams and `/mcp` requests in flight.
@@ -91,6 +96,18 @@ impl AppState {
             webhook: store.secret("webhook").await?,
             chat: store.secret("chat").await?,
         };
+        let vapid = push::Vapid {
+            key: match &config.push.key {
+                Some(key) => key.clone(),
+                None => push::VapidKey::from_bytes(&store.secret("push_vapid").await?)
+                    .map_err(clarify_store::StoreError::Corrupt)?,
+            },
+            subject: config
+                .push
+                .subject
+                .clone()
+                .unwrap_or_else(|| push::default_subject(&config.public_url)),
+        };
         let hub = hub::EventHub::new(store.last_event_seq().await?);
         let waiters = limits::Waiters::new(config.max_waiters);
         let mut metrics = metrics::Metrics::new();
@@ -120,6 +137,8 @@ impl AppState {
             telemetry,
             webhooks_due: Notify::new(),
             channels_due: Notify::new(),
+            pushes_due: Notify::new(),
+            vapid,
             shutdown: CancellationToken::new(),
             waiters,
             rate_limit,
@@ -153,6 +172,7 @@ impl AppState {
             self.webhooks_due.notify_one();
         }
         self.channels_due.notify_one();
+        self.pushes_due.notify_one();
     }
 
     /// Counts a resolution made here, tells streams and workers, and renders its outcome.
@@ -176,6 +196,16 @@ impl AppState {
             "{}/a/{}",
             self.config.public_url,
             link_token(&self.secrets.link, id)
+        )
+    }
+
+    /// `name`'s link to request `id` as pushed to their Web Push `subscription`: it answers (or
+    /// votes) as that person, `answered_via` `push`, while the subscription exists.
+    pub fn push_url(&self, id: &str, name: &str, subscription: &str) -> String {
+        format!(
+            "{}/a/{}",
+            self.config.public_url,
+            crate::shared::sign::push_token(&self.secrets.link, id, name, subscription)
         )
     }
 

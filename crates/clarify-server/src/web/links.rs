@@ -18,6 +18,11 @@
 //! browser signed in to the inbox as someone else is refused rather than answering as the
 //! link's person.
 //!
+//! A push link (`<request id>~<name>~<subscription>.<signature>`, signed over all three) is the
+//! personal link a Web Push notification's buttons answer through: it answers as that person
+//! (`answered_via` `push`, with the groups kept with the subscription) while the subscription it
+//! was sent to exists, and is `404` once it was removed.
+//!
 //! `GET /a/<token>?answer=<URL-safe base64 of an answer body>` (the option links of an e-mail)
 //! answers nothing: it shows a confirmation page saying what the answer is, whose form POSTs it
 //! to the link as the answer page's form fields. Mail scanners follow GET links; only the
@@ -32,7 +37,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use clarify_core::QuestionKind;
-use clarify_store::{Actor, RequestRecord};
+use clarify_store::{Actor, PushSubscription, RequestRecord};
 use serde_json::{Map, Value, json};
 
 use crate::shared::error::{ApiError, resolve_error};
@@ -42,15 +47,20 @@ use crate::shared::wire::RecordBody;
 use crate::state::AppState;
 use crate::web::html;
 
-/// Who answers through a link: the person a personal link names, or whoever holds an anonymous
-/// one (no name).
-fn link_actor(person: Option<&str>) -> Actor {
-    match person {
+/// Who answers through a link: the person a personal link names (through the Web Push
+/// subscription a push link was sent to), or whoever holds an anonymous one (no name).
+fn link_actor(person: Option<&str>, push: Option<&PushSubscription>) -> Actor {
+    match (person, push) {
+        // The link was signed for this person's subscription, which still exists: the groups
+        // their identity provider gave when subscribing count, as in the inbox.
+        (Some(name), Some(push)) => Actor::new(name, "push")
+            .in_groups(push.groups.clone())
+            .as_principal(format!("push:{}", push.id)),
         // The link was signed for this person: it is what authenticates them.
-        Some(name) => {
+        (Some(name), None) => {
             Actor::new(name, "personal_link").as_principal(format!("personal_link:{name}"))
         }
-        None => Actor {
+        (None, _) => Actor {
             name: None,
             channel: "link".to_owned(),
             ..Actor::default()
@@ -62,18 +72,35 @@ async fn record_of(state: &AppState, token: &str) -> Result<RequestRecord, ApiEr
     Ok(target_of(state, token).await?.0)
 }
 
-/// The link's request, and the person a personal link names.
+/// The link's request, the person a personal link names, and the subscription a push link was
+/// sent to (which must still be that person's, in the request's tenant).
 async fn target_of(
     state: &AppState,
     token: &str,
-) -> Result<(RequestRecord, Option<String>), ApiError> {
-    let (id, person) = link_target(&state.secrets.link, token).ok_or_else(link_not_found)?;
+) -> Result<(RequestRecord, Option<String>, Option<PushSubscription>), ApiError> {
+    let target = link_target(&state.secrets.link, token).ok_or_else(link_not_found)?;
     let record = state
         .store
-        .get_by_id(id)
+        .get_by_id(target.id)
         .await?
         .ok_or_else(link_not_found)?;
-    Ok((record, person))
+    let push = match target.subscription {
+        None => None,
+        Some(id) => {
+            let found =
+                state.store.push_subscription(id).await?.filter(|s| {
+                    s.tenant == record.tenant && Some(&s.person) == target.person.as_ref()
+                });
+            Some(found.ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "not_found",
+                    "the notifications this came with were turned off; open the request in the inbox",
+                )
+            })?)
+        }
+    };
+    Ok((record, target.person, push))
 }
 
 /// Refuses a personal link opened in a browser signed in to the inbox as someone else.
@@ -111,7 +138,7 @@ pub(crate) async fn page(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let (record, person) = match target_of(&state, &token).await {
+    let (record, person, _) = match target_of(&state, &token).await {
         Ok(r) => r,
         Err(e) if wants_json(&headers) => return e.into_response(),
         Err(e) => return html::message_page(e.status, "Link not valid", &e.message),
@@ -256,12 +283,12 @@ pub(crate) async fn answer(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
     let checked = match target_of(&state, &token).await {
-        Ok((record, person)) => check_holder(&state, &headers, person.as_deref())
+        Ok((record, person, push)) => check_holder(&state, &headers, person.as_deref())
             .await
-            .map(|()| (record, person)),
+            .map(|()| (record, person, push)),
         Err(e) => Err(e),
     };
-    let (record, person) = match checked {
+    let (record, person, push) = match checked {
         Ok(r) => r,
         Err(e) if is_form => {
             return html::message_page(e.status, "Link not valid", &e.message);
@@ -288,7 +315,7 @@ pub(crate) async fn answer(
             &record.tenant,
             &record.id,
             &raw,
-            &link_actor(person.as_deref()),
+            &link_actor(person.as_deref(), push.as_ref()),
         )
         .await;
     match result {

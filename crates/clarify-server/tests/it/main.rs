@@ -39,6 +39,7 @@ mod outbound;
 mod personal_links;
 mod policy;
 mod proxy;
+mod push;
 mod races;
 mod requests;
 mod sessions;

@@ -7,8 +7,8 @@
 //! How it is laid out. Everything lives in one [`State`] behind one mutex, so each operation is
 //! atomic as a transaction is in the SQL backends; this file holds that state. The operations
 //! are in files named as the concerns of the SQL backends (`sqlite/`, `postgres/`): `requests`,
-//! `votes`, `schedule`, `retention`, `feed`, `outbox`, `grants`, `keys`, `insights` and `agui`, so each concern's
-//! three implementations can be read side by side. It has no `migrations`: nothing outlives
+//! `votes`, `schedule`, `retention`, `feed`, `outbox`, `grants`, `keys`, `insights`, `agui`
+//! and `push`, so each concern's three implementations can be read side by side. It has no `migrations`: nothing outlives
 //! the process.
 
 mod agui;
@@ -17,6 +17,7 @@ mod grants;
 mod insights;
 mod keys;
 mod outbox;
+mod push;
 mod requests;
 mod retention;
 mod schedule;
@@ -78,6 +79,8 @@ struct State {
     next_delivery: u64,
     /// AG-UI runs waiting for people, and resumed ones, oldest first.
     agui_runs: Vec<crate::AguiRun>,
+    /// Web Push subscriptions by id.
+    push: HashMap<String, crate::push::PushSubscription>,
 }
 
 /// A stored request, with what the indexes of `State` need to find it again.

@@ -32,7 +32,7 @@ impl MemoryBackend {
             if claimed.len() == limit {
                 break;
             }
-            let ours = d.channel.is_some() == (outbox == Outbox::Channels);
+            let ours = outbox.holds(d.channel.as_deref());
             if ours
                 && d.status == DeliveryStatus::Pending
                 && d.next_attempt_at.is_some_and(|at| at <= now)

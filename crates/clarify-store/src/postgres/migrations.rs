@@ -21,12 +21,12 @@ use crate::error::StoreError;
 const MIGRATION_LOCK: i64 = 0x636c_6172_6966_7901;
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-pub(super) const SCHEMA_VERSION: i64 = 15;
+pub(super) const SCHEMA_VERSION: i64 = 16;
 
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
-    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15,
+    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -283,6 +283,22 @@ CREATE TABLE clarify_insights_compacted (
     tenant text PRIMARY KEY,
     through_day bigint NOT NULL
 );
+";
+
+/// Web Push subscriptions: one per browser endpoint, read by tenant when a request is created.
+const SCHEMA_V16: &str = "
+CREATE TABLE clarify_push_subscriptions (
+    id text PRIMARY KEY,
+    tenant text NOT NULL,
+    person text NOT NULL,
+    claimed_groups text NOT NULL,
+    principal text,
+    endpoint text NOT NULL UNIQUE,
+    p256dh text NOT NULL,
+    auth text NOT NULL,
+    created_at bigint NOT NULL
+);
+CREATE INDEX clarify_push_subscriptions_tenant ON clarify_push_subscriptions (tenant, created_at);
 ";
 
 /// Hashes, in order, the events stored before the audit chain existed (schema 9), in the

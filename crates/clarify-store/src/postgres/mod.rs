@@ -36,8 +36,8 @@
 //! (create, read, list, resolve), `votes`, `schedule` (expiry, reminders, escalation),
 //! `retention`, `feed` (the event log: the inbox writers append to, the numbered log readers
 //! read), `outbox` (webhook deliveries, channel notifications, channel cursors), `grants`, `keys`
-//! (API keys, tokens, server secrets) and `migrations` (the schema, version by version). A new
-//! concern is a new file here and one of the same name there.
+//! (API keys, tokens, server secrets), `push` (Web Push subscriptions) and `migrations` (the
+//! schema, version by version). A new concern is a new file here and one of the same name there.
 
 mod agui;
 mod feed;
@@ -47,6 +47,7 @@ mod keys;
 mod listener;
 mod migrations;
 mod outbox;
+mod push;
 mod requests;
 mod retention;
 mod schedule;

@@ -77,18 +77,18 @@ impl PgBackend {
             "WITH due AS ( \
                  SELECT id FROM clarify_deliveries \
                  WHERE status = 'pending' AND next_attempt_at <= $1 \
-                 AND (channel IS NOT NULL) = $4 \
+                 AND {} \
                  ORDER BY id LIMIT $3 \
                  FOR UPDATE SKIP LOCKED) \
              UPDATE clarify_deliveries d SET next_attempt_at = $2 \
              FROM due WHERE d.id = due.id \
              RETURNING {}",
+            outbox.condition(),
             qualified(DELIVERY_COLUMNS, "d")
         ))
         .bind(millis(now))
         .bind(millis(lease_until))
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .bind(outbox == Outbox::Channels)
         .fetch_all(&mut *tx)
         .await
         .map_err(db_err)?;

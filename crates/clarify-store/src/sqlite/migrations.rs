@@ -13,7 +13,7 @@ use crate::audit;
 use crate::codec::{EVENT_COLUMNS_BEFORE_PRINCIPAL, EventParts};
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-pub(super) const SCHEMA_VERSION: i64 = 16;
+pub(super) const SCHEMA_VERSION: i64 = 17;
 
 /// Schema version 1: requests, their tags, the event log and grants.
 const SCHEMA_V1: &str = "
@@ -307,10 +307,27 @@ CREATE TABLE insights_compacted (
 ) WITHOUT ROWID;
 ";
 
+/// Web Push subscriptions: one per browser endpoint, read by tenant when a request is created.
+const SCHEMA_V17: &str = "
+CREATE TABLE push_subscriptions (
+    id TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    person TEXT NOT NULL,
+    claimed_groups TEXT NOT NULL,
+    principal TEXT,
+    endpoint TEXT NOT NULL UNIQUE,
+    p256dh TEXT NOT NULL,
+    auth TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX push_subscriptions_tenant ON push_subscriptions (tenant, created_at);
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
     SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16,
+    SCHEMA_V17,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 

@@ -37,8 +37,9 @@
 //! concern's statements and row readers: `requests` (create, read, list, resolve), `votes`,
 //! `schedule` (expiry, reminders, escalation), `retention`, `feed` (the event log and its audit
 //! chain), `outbox` (webhook deliveries, channel notifications, channel cursors), `grants`, `keys`
-//! (API keys, tokens, server secrets), `agui` (AG-UI runs waiting for people) and `migrations` (the schema, version by version). A new
-//! concern is a new file here and one of the same name there.
+//! (API keys, tokens, server secrets), `agui` (AG-UI runs waiting for people), `push` (Web Push
+//! subscriptions) and `migrations` (the schema, version by version). A new concern is a new
+//! file here and one of the same name there.
 
 mod agui;
 mod decoded;
@@ -48,6 +49,7 @@ mod insights;
 mod keys;
 mod migrations;
 mod outbox;
+mod push;
 mod requests;
 mod retention;
 mod schedule;

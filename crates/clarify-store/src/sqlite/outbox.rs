@@ -45,7 +45,6 @@ impl SqliteBackend {
         outbox: Outbox,
     ) -> Result<Vec<Delivery>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let channels = outbox == Outbox::Channels;
         // A write, so the choice and the lease are one step: no other writer (in this process
         // or another sharing the file) runs between them.
         self.write(move |conn| {
@@ -53,11 +52,12 @@ impl SqliteBackend {
                 let mut stmt = conn.prepare_cached(&format!(
                     "UPDATE deliveries SET next_attempt_at = ?2 WHERE id IN (\
                      SELECT id FROM deliveries WHERE status = 'pending' \
-                     AND next_attempt_at <= ?1 AND (channel IS NOT NULL) = ?4 \
-                     ORDER BY id LIMIT ?3) RETURNING {DELIVERY_COLUMNS}"
+                     AND next_attempt_at <= ?1 AND {} \
+                     ORDER BY id LIMIT ?3) RETURNING {DELIVERY_COLUMNS}",
+                    outbox.condition()
                 ))?;
                 let rows = stmt.query_map(
-                    params![millis(now), millis(lease_until), limit, channels],
+                    params![millis(now), millis(lease_until), limit],
                     delivery_parts,
                 )?;
                 rows.collect::<Result<_, _>>()?

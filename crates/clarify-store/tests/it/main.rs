@@ -57,5 +57,6 @@ mod gate;
 mod identities;
 mod insights;
 mod people;
+mod push;
 mod rules;
 mod support;

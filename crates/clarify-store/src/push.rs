@@ -1,0 +1,206 @@
+//! Web Push subscriptions: a person's browser, where new requests they may answer are pushed.
+//!
+//! A subscription is the browser's `PushSubscription` (endpoint, `p256dh`, `auth`) with whom it
+//! is for: the tenant, the responder name the store compares with a request's responders, the
+//! groups the identity provider gave at subscription time (the configured `[groups]` are added
+//! when they are read, as for answers) and the principal who subscribed. An endpoint is one
+//! browser's: subscribing it again replaces the earlier subscription. Each subscription and
+//! removal is an admin event of the audit chain (`push.subscribed`, `push.unsubscribed`),
+//! appended right after the change.
+//!
+//! Pushes go through the outbox: a new request is "announced" on the channel
+//! `push:<subscription id>` of every subscription whose person may answer it, queued in the
+//! creating transaction like every channel's announcement ([`Store::create`]), so reminders and
+//! escalations follow up there too; the server's push worker claims them
+//! ([`Store::claim_pushes`]).
+
+use chrono::{DateTime, Utc};
+use clarify_core::NewRequest;
+use serde::Serialize;
+
+use crate::Store;
+use crate::access::{Delivery, Outbox};
+use crate::audit::{AdminEvent, AdminKind};
+use crate::clock::{IdGenerator, RandomIds};
+use crate::error::StoreError;
+use crate::record::Actor;
+
+/// The channel name a push to subscription `id` is queued under.
+pub const PUSH_CHANNEL_PREFIX: &str = "push:";
+
+/// A browser subscribed to Web Push for a person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PushSubscription {
+    /// Unguessable, URL-safe; names the subscription in its `DELETE` route and its pushes'
+    /// channel (`push:<id>`).
+    pub id: String,
+    pub tenant: String,
+    /// The responder name requests are matched against.
+    pub person: String,
+    /// The groups the identity provider said the person is in when subscribing.
+    pub groups: Vec<String>,
+    /// Who subscribed (`oidc:<issuer>#<sub>`, `key:<name>`).
+    pub principal: Option<String>,
+    /// The push service's URL for this browser; unique.
+    pub endpoint: String,
+    /// The browser's P-256 public key, URL-safe base64 as the browser gives it.
+    pub p256dh: String,
+    /// The browser's 16-byte authentication secret, URL-safe base64.
+    pub auth: String,
+    pub created_at: DateTime<Utc>,
+}
+
+impl PushSubscription {
+    /// The outbox channel its pushes are queued under.
+    pub fn channel(&self) -> String {
+        format!("{PUSH_CHANNEL_PREFIX}{}", self.id)
+    }
+}
+
+/// The subscription id a push channel names, if `channel` is one.
+pub fn push_subscription_of(channel: &str) -> Option<&str> {
+    channel.strip_prefix(PUSH_CHANNEL_PREFIX)
+}
+
+/// What a browser gives when it subscribes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPushSubscription {
+    pub endpoint: String,
+    pub p256dh: String,
+    pub auth: String,
+}
+
+impl Store {
+    /// Subscribes a browser for `by` (whose name is the person, whose claimed groups are kept)
+    /// in `tenant`, replacing any subscription of the same endpoint; records `push.subscribed`.
+    pub async fn subscribe_push(
+        &self,
+        tenant: &str,
+        by: &Actor,
+        new: NewPushSubscription,
+    ) -> Result<PushSubscription, StoreError> {
+        let person = by.name.clone().ok_or_else(|| {
+            StoreError::Backend("a push subscription needs a person's name".to_owned())
+        })?;
+        let subscription = PushSubscription {
+            id: RandomIds.request_id(),
+            tenant: tenant.to_owned(),
+            person,
+            groups: by.groups.clone(),
+            principal: by.principal.clone(),
+            endpoint: new.endpoint,
+            p256dh: new.p256dh,
+            auth: new.auth,
+            created_at: self.now(),
+        };
+        self.inner.backend.push_save(subscription.clone()).await?;
+        self.record_admin(AdminEvent::new(
+            tenant,
+            AdminKind::PushSubscribed,
+            &subscription.id,
+            by,
+        ))
+        .await?;
+        Ok(subscription)
+    }
+
+    /// The subscription `id`, whatever its tenant.
+    pub async fn push_subscription(
+        &self,
+        id: &str,
+    ) -> Result<Option<PushSubscription>, StoreError> {
+        self.inner.backend.push_subscription(id).await
+    }
+
+    /// Every subscription of `tenant`, oldest first.
+    pub async fn push_subscriptions(
+        &self,
+        tenant: &str,
+    ) -> Result<Vec<PushSubscription>, StoreError> {
+        self.inner.backend.push_subscriptions(tenant).await
+    }
+
+    /// Removes subscription `id` of `tenant` when it is `by`'s own (a subscription is its
+    /// person's alone), recording `push.unsubscribed`; `None` when there is no such one.
+    pub async fn unsubscribe_push(
+        &self,
+        tenant: &str,
+        id: &str,
+        by: &Actor,
+    ) -> Result<Option<PushSubscription>, StoreError> {
+        let Some(found) = self.push_subscription(id).await? else {
+            return Ok(None);
+        };
+        if found.tenant != tenant || by.name.as_deref() != Some(found.person.as_str()) {
+            return Ok(None);
+        }
+        self.remove_push(found, by).await
+    }
+
+    /// Removes subscription `id` because its push service said it is gone (`404`, `410`),
+    /// recording `push.unsubscribed` by the system's push worker.
+    pub async fn drop_push_subscription(
+        &self,
+        id: &str,
+    ) -> Result<Option<PushSubscription>, StoreError> {
+        let Some(found) = self.push_subscription(id).await? else {
+            return Ok(None);
+        };
+        let by = Actor {
+            channel: "push".to_owned(),
+            ..Actor::system()
+        };
+        self.remove_push(found, &by).await
+    }
+
+    async fn remove_push(
+        &self,
+        found: PushSubscription,
+        by: &Actor,
+    ) -> Result<Option<PushSubscription>, StoreError> {
+        if !self.inner.backend.push_delete(&found.id).await? {
+            return Ok(None);
+        }
+        self.record_admin(AdminEvent::new(
+            &found.tenant,
+            AdminKind::PushUnsubscribed,
+            &found.id,
+            by,
+        ))
+        .await?;
+        Ok(Some(found))
+    }
+
+    /// Claims up to `limit` pushes due now, leased like webhook deliveries.
+    pub async fn claim_pushes(
+        &self,
+        lease_until: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        self.inner
+            .backend
+            .claim_deliveries(self.now(), lease_until, limit, Outbox::Push)
+            .await
+    }
+
+    /// The push channels a new request of `tenant` is announced on: the subscriptions of every
+    /// person who may answer it (its responders, `group:NAME` by the subscription's claimed
+    /// groups and the configured ones; everyone when it names none), less the person it acts
+    /// for under four eyes.
+    pub(crate) async fn push_channels(
+        &self,
+        tenant: &str,
+        request: &NewRequest,
+    ) -> Result<Vec<String>, StoreError> {
+        let subscriptions = self.push_subscriptions(tenant).await?;
+        Ok(subscriptions
+            .iter()
+            .filter(|s| {
+                let groups = self.groups_of(&s.person, &s.groups);
+                request.allows_responder(&s.person, &groups, false)
+                    && !(self.forbids_self_approval() && request.acts_for(&s.person))
+            })
+            .map(PushSubscription::channel)
+            .collect())
+    }
+}
