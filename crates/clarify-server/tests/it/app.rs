@@ -173,3 +173,83 @@ async fn chromium_finds_the_inbox_installable_and_shows_the_offline_page_without
     })
     .await;
 }
+
+/// Keeps a screenshot in the temporary directory; with `CLARIFY_SCREENSHOTS=1`
+/// (`./scripts/screenshot`), also as the handbook's picture `docs/src/images/<name>.png`.
+fn keep_screenshot(name: &str, png: &[u8]) {
+    let dir = std::env::temp_dir().join("clarify-screenshots");
+    if std::fs::create_dir_all(&dir).is_ok() {
+        let _ = std::fs::write(dir.join(format!("{name}.png")), png);
+    }
+    if std::env::var("CLARIFY_SCREENSHOTS").as_deref() == Ok("1") {
+        let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/src/images")
+            .join(format!("{name}.png"));
+        std::fs::write(&target, png).expect("screenshot written");
+        eprintln!("wrote {}", target.display());
+    }
+}
+
+const CONFIG_DIFF: &str = "--- a/deploy/api.yaml\n+++ b/deploy/api.yaml\n@@ -4,6 +4,6 @@ spec:\n   template:\n     spec:\n       containers:\n-        - image: registry.example.com/api:1.41.2\n+        - image: registry.example.com/api:1.42.0\n           resources:\n-            limits: {memory: 512Mi}\n+            limits: {memory: 768Mi}\n";
+
+/// The inbox at phone width, as the handbook's phone page shows the installed app (whose window
+/// adds nothing but the phone's status bar): the list of pending requests, and a diff opened
+/// from its notification's address and approved there.
+#[tokio::test]
+async fn the_installed_inbox_at_phone_width_lists_requests_and_approves_a_diff() {
+    let Some(browser) = Browser::launch_phone(390, 844).await else {
+        return;
+    };
+    let b = &browser;
+    let s = TestServer::start().await;
+    b.run("installed_phone", async {
+        for body in [
+            json!({"question": "Which region should the new cache cluster run in?",
+                   "choices": ["eu-west-1", "us-east-1"], "agent": "planner"}),
+            json!({"summary": "Send the Q3 report to the board",
+                   "questions": [{"text": "Send it?", "kind": "approval",
+                                  "action": {"name": "send_email",
+                                             "arguments": {"to": "board@example.com"}}}],
+                   "agent": "assistant"}),
+        ] {
+            s.ask(&s.admin, body).await;
+        }
+        let deploy = s
+            .ask(
+                &s.admin,
+                json!({"summary": "Deploy api 1.42.0 to production",
+                       "questions": [{"text": "Roll out this change?", "kind": "approval",
+                                      "action": {"name": "kubectl_apply",
+                                                 "arguments": {"file": "deploy/api.yaml"}}}],
+                       "display": [
+                           {"type": "markdown", "title": "Why",
+                            "text": "1.42.0 fixes the **connection leak** behind last night's alerts; memory goes up to fit the new pool."},
+                           {"type": "diff", "path": "deploy/api.yaml", "diff": CONFIG_DIFF}],
+                       "agent": "release-bot"}),
+            )
+            .await;
+        crate::browser::login(b, &s, "alice").await;
+        b.until(
+            "three pending requests",
+            "return document.querySelectorAll('a.row').length === 3",
+            vec![],
+        )
+        .await;
+        keep_screenshot("phone-app", &b.client.screenshot().await.expect("png"));
+
+        // A tap on the notification opens the request at its address.
+        let id = deploy["id"].as_str().expect("id");
+        b.goto(&format!("{}/#/requests/{id}", s.url)).await;
+        b.wait_for("//table[@class = 'diff-lines']//tr[@class = 'add']")
+            .await;
+        b.click("//button[contains(@class, 'approve')]").await;
+        keep_screenshot("phone-approve", &b.client.screenshot().await.expect("png"));
+        b.click("//button[@type = 'submit'][. = 'Send answer']")
+            .await;
+        b.wait_for("//strong[. = 'Answer sent.']").await;
+        let (_, record) = s.get(&format!("/v1/requests/{id}"), &s.admin).await;
+        assert_eq!(record["outcome"]["answered_by"], "alice");
+        assert_eq!(record["outcome"]["questions"][0]["decision"], "approve");
+    })
+    .await;
+}

@@ -40,7 +40,7 @@ fn field(text: &str) -> String {
 }
 
 /// Creates a responder key `name` and logs the browser in with a one-time link for it.
-async fn login(b: &Browser, s: &TestServer, name: &str) {
+pub(crate) async fn login(b: &Browser, s: &TestServer, name: &str) {
     let key = s
         .store
         .create_key(
