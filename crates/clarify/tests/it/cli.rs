@@ -11,12 +11,7 @@ use crate::support::{Api, BIN, Server};
 /// A server on a memory store, with its first admin key.
 async fn server() -> (Server, String) {
     let server = Server::start("memory:", &[]).await;
-    let stderr = server.stderr();
-    let key = stderr
-        .split_whitespace()
-        .find(|w| w.starts_with("ck_"))
-        .expect("the first admin key is printed")
-        .to_owned();
+    let key = server.admin_key().await;
     (server, key)
 }
 

@@ -88,23 +88,9 @@ fn config_check_accepts_a_good_file_and_names_the_key_of_a_bad_one() {
     assert!(err.contains("cannot read the configuration file"), "{err}");
 }
 
-async fn admin_key(server: &Server) -> String {
-    for _ in 0..50 {
-        if let Some(key) = server
-            .stderr()
-            .split_whitespace()
-            .find(|w| w.starts_with("ck_"))
-        {
-            return key.to_owned();
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    panic!("the first admin key is printed: {}", server.stderr());
-}
-
 /// Three options: refused when at most two are allowed.
 async fn three_options(server: &Server) -> u16 {
-    let api = Api::new(&server.url, &admin_key(server).await);
+    let api = Api::new(&server.url, &server.admin_key().await);
     let (status, _) = api
         .post(
             "/v1/requests",
@@ -151,7 +137,7 @@ async fn serve_announces_on_the_ntfy_channel_of_the_file() {
     .expect("write");
     let path = path.display().to_string();
     let server = Server::start("memory:", &["--config", &path]).await;
-    let api = Api::new(&server.url, &admin_key(&server).await);
+    let api = Api::new(&server.url, &server.admin_key().await);
     let (status, routed) = api
         .post(
             "/v1/requests",

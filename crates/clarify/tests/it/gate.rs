@@ -123,12 +123,7 @@ async fn gate_with(
 
 async fn server() -> (Server, Api) {
     let server = Server::start("memory:", &[]).await;
-    let key = server
-        .stderr()
-        .split_whitespace()
-        .find(|w| w.starts_with("ck_"))
-        .expect("the first admin key is printed")
-        .to_owned();
+    let key = server.admin_key().await;
     let api = Api::new(&server.url, &key);
     (server, api)
 }

@@ -51,17 +51,8 @@ async fn the_insights_page_and_the_report_show_the_decisions_made() {
     let dir = temp_dir("insights");
     let db = format!("sqlite://{}", dir.join("clarify.db").display());
     let server = Server::start(&db, &[]).await;
-    let stderr = server.stderr();
-    let key = stderr
-        .split_whitespace()
-        .find(|w| w.starts_with("ck_"))
-        .expect("the first admin key is printed")
-        .to_owned();
-    let login = stderr
-        .split_whitespace()
-        .find(|w| w.contains("/login/"))
-        .expect("a login link is printed")
-        .to_owned();
+    let key = server.admin_key().await;
+    let login = server.printed(|w| w.contains("/login/")).await;
     let api = Api::new(&server.url, &key);
     let approve = json!({"decision": "approve"});
     for _ in 0..3 {

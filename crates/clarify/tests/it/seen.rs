@@ -50,12 +50,7 @@ const ROWS: &str = "return [...document.querySelectorAll('.diff-lines tr.add, .d
 #[tokio::test]
 async fn an_edit_raised_by_the_hook_reads_as_lines_in_the_inbox_at_desktop_and_phone_width() {
     let (server, api) = server().await;
-    let login = server
-        .stderr()
-        .split_whitespace()
-        .find(|w| w.contains("/login/"))
-        .expect("the first start prints a login link")
-        .to_owned();
+    let login = server.printed(|w| w.contains("/login/")).await;
     let session = format!("s-{}", unique());
     // Other work waiting beside it, as an inbox usually has.
     for body in [

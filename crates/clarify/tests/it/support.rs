@@ -86,6 +86,28 @@ impl Server {
         }
     }
 
+    /// The first word the process wrote to stderr that `fits`, waiting for it a while: stderr is
+    /// read by a thread of its own, which may not have caught up when the server answers.
+    pub async fn printed(&self, fits: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(word) = self.stderr().split_whitespace().find(|w| fits(w)) {
+                return word.to_owned();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "nothing expected was printed: {}",
+                self.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The first admin key, which the first start prints.
+    pub async fn admin_key(&self) -> String {
+        self.printed(|w| w.starts_with("ck_")).await
+    }
+
     /// Everything the process wrote to stderr so far.
     pub fn stderr(&self) -> String {
         self.stderr

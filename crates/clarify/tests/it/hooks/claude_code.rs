@@ -328,12 +328,7 @@ async fn the_servers_rules_decide_a_call_by_its_arguments() {
     .expect("config");
     let config = config.display().to_string();
     let server = crate::support::Server::start("memory:", &["--config", &config]).await;
-    let key = server
-        .stderr()
-        .split_whitespace()
-        .find(|w| w.starts_with("ck_"))
-        .expect("the first admin key is printed")
-        .to_owned();
+    let key = server.admin_key().await;
     let api = crate::support::Api::new(&server.url, &key);
     let s = session();
     let decide = async |command: &str| {
