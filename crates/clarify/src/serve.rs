@@ -60,6 +60,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
                 oidc: file.oidc.take(),
                 groups: std::mem::take(&mut file.groups),
                 forbid_self_approval: file.forbid_self_approval,
+                step_up: file.step_up,
             };
             let rules = file.rules.take();
             let suggest = file.suggest;
@@ -102,6 +103,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
         },
         groups: std::sync::Arc::new(people.groups),
         forbid_self_approval: people.forbid_self_approval,
+        step_up: people.step_up,
         ..StoreOptions::default()
     };
     let store = Store::open(&args.db, options)
@@ -169,6 +171,7 @@ struct People {
     oidc: Option<clarify_server::state::OidcConfig>,
     groups: std::collections::BTreeMap<String, Vec<String>>,
     forbid_self_approval: bool,
+    step_up: Option<clarify_core::Risk>,
 }
 
 /// The store's announcer for `routes`: none without routes.
