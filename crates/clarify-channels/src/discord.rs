@@ -410,6 +410,19 @@ fn row(components: Vec<Value>) -> Value {
     json!({"type": 1, "components": components})
 }
 
+/// The message announcing `notice`'s request: for one that needs a passkey confirmation, no
+/// answer buttons, only "Open in clarify" and the line saying why.
+pub(crate) fn announcement(notice: &Notice<'_>) -> Value {
+    let mut body = message(notice.record, notice.answer_url, &notice.mention);
+    if notice.open_only() {
+        if let Some(content) = body["content"].as_str() {
+            body["content"] = Value::from(format!("{content}\n\n{}", crate::STEP_UP_LINE));
+        }
+        body["components"] = json!([row(vec![link(crate::OPEN_IN_CLARIFY, notice.answer_url)])]);
+    }
+    body
+}
+
 /// The components of a pending request's message; none once it is resolved.
 fn components(record: &RequestRecord, answer_url: &str) -> Vec<Value> {
     const PRIMARY: u8 = 1;
@@ -714,7 +727,7 @@ impl Discord {
         use reqwest::Method;
         match (notice.event, notice.announcement) {
             (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
-                let body = message(notice.record, notice.answer_url, &notice.mention);
+                let body = announcement(notice);
                 let sent = self
                     .call(
                         client,

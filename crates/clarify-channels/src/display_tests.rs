@@ -48,6 +48,7 @@ fn notice(r: &RequestRecord) -> Notice<'_> {
         action_key: b"test key",
         hook_url: "https://clarify.example/hooks/test/t",
         personal: Vec::new(),
+        step_up: false,
     }
 }
 

@@ -233,6 +233,10 @@ fn smtp_error(e: lettre::transport::smtp::Error) -> SendError {
 /// anything else (and none for a quorum request, whose votes are cast by person).
 pub fn choices(notice: &Notice<'_>) -> Vec<Choice> {
     let request = &notice.record.request;
+    if notice.open_only() {
+        // A passkey confirmation is needed: only the page in clarify can ask for it.
+        return Vec::new();
+    }
     let link = |label: String, answer: Value| Choice {
         label,
         url: format!(
@@ -423,6 +427,11 @@ pub fn bodies(notice: &Notice<'_>) -> (String, String) {
         .iter()
         .any(|q| matches!(q.kind, QuestionKind::Approval(_)));
     let open = match (choices.is_empty(), approval) {
+        _ if notice.open_only() => {
+            let _ = writeln!(text, "{}\n", crate::STEP_UP_LINE);
+            let _ = write!(html, "<p>{}</p>", e(crate::STEP_UP_LINE));
+            crate::OPEN_IN_CLARIFY
+        }
         (true, _) => "Answer in clarify",
         // Requesting changes takes a reason, which a link cannot carry: the page asks for it.
         (false, true) => "Request changes, or open the request in clarify",
@@ -434,7 +443,7 @@ pub fn bodies(notice: &Notice<'_>) -> (String, String) {
         "<p><a href=\"{}\">{open}</a></p>",
         e(notice.answer_url)
     );
-    if !notice.personal.is_empty() {
+    if !notice.personal.is_empty() && !notice.open_only() {
         let lead = "Your own link: it answers as you (and votes, where approvals are counted)";
         let _ = writeln!(text, "{lead}:");
         let _ = write!(html, "<p>{lead}:</p><ul>");
@@ -514,6 +523,7 @@ mod tests {
             action_key: b"test key",
             hook_url: "https://clarify.example/hooks/test/t",
             personal: Vec::new(),
+            step_up: false,
         }
     }
 

@@ -240,6 +240,17 @@ fn text_input(name: String, label: &str, value: Option<String>) -> Value {
 
 /// The message (`text` and `cardsV2`) for `record` as it is now.
 pub fn message(record: &RequestRecord, answer_url: &str) -> Value {
+    message_with(record, answer_url, true)
+}
+
+/// The message of `notice`: without answer controls when it offers only "Open in clarify".
+pub(crate) fn notice_message(notice: &Notice<'_>) -> Value {
+    message_with(notice.record, notice.answer_url, !notice.open_only())
+}
+
+/// The message for `record`, with its answer controls while pending when `answerable`, else
+/// the line saying a passkey confirmation is needed.
+fn message_with(record: &RequestRecord, answer_url: &str, answerable: bool) -> Value {
     let request = &record.request;
     let pending = !record.status.is_resolved();
     let mut widgets = Vec::new();
@@ -302,7 +313,14 @@ pub fn message(record: &RequestRecord, answer_url: &str) -> Value {
                 html(&footer.join(" · "), 500)
             )));
         }
-        widgets.extend(controls(record));
+        if answerable {
+            widgets.extend(controls(record));
+        } else {
+            widgets.push(paragraph(format!(
+                "<b>{}</b>",
+                html(crate::STEP_UP_LINE, 200)
+            )));
+        }
     } else {
         widgets.push(paragraph(format!(
             "<b>{}</b>",
@@ -598,7 +616,7 @@ impl GoogleChat {
                         client,
                         Method::POST,
                         &format!("{}/messages", self.space),
-                        &message(notice.record, notice.answer_url),
+                        &notice_message(notice),
                     )
                     .await?;
                 Ok(Sent::Posted {
@@ -644,7 +662,7 @@ impl GoogleChat {
                     client,
                     Method::PATCH,
                     &format!("{name}?updateMask=text,cards_v2"),
-                    &message(notice.record, notice.answer_url),
+                    &notice_message(notice),
                 )
                 .await?;
                 Ok(Sent::Edited)

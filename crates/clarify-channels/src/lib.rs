@@ -42,6 +42,8 @@ pub mod ntfy;
 mod oauth;
 mod route;
 pub mod slack;
+#[cfg(test)]
+mod step_up_tests;
 pub mod teams;
 pub mod telegram;
 
@@ -104,6 +106,9 @@ pub struct Notice<'a> {
     /// answers or votes as that person. E-mail and ntfy carry them; chat platforms know who
     /// clicks.
     pub personal: Vec<(String, String)>,
+    /// Whether answering the request needs a passkey confirmation (`[decisions] step_up` and
+    /// a high-risk request; the store's `needs_step_up`).
+    pub step_up: bool,
 }
 
 impl Notice<'_> {
@@ -111,7 +116,21 @@ impl Notice<'_> {
     pub fn resolves(&self) -> bool {
         self.event.resolves()
     }
+
+    /// Whether this notice offers only "Open in clarify" (the answer link) and no answer
+    /// buttons: the request is pending and needs a passkey confirmation, which only the inbox
+    /// and the link page can ask for. Every platform asks this one question.
+    pub fn open_only(&self) -> bool {
+        self.step_up && !self.record.status.is_resolved()
+    }
 }
+
+/// The label of the one button a request that needs a passkey confirmation gets.
+pub const OPEN_IN_CLARIFY: &str = "Open in clarify";
+
+/// The line such a request's message carries, saying why there are no answer buttons.
+pub const STEP_UP_LINE: &str =
+    "High risk: answering needs a passkey confirmation. Open it in clarify to answer.";
 
 /// What a send did.
 #[derive(Debug, Clone, PartialEq, Eq)]

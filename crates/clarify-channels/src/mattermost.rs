@@ -388,6 +388,25 @@ pub fn props(record: &RequestRecord, key: &[u8], hook_url: &str) -> Value {
     }]})
 }
 
+/// The post announcing `notice`'s request: for one that needs a passkey confirmation, no
+/// buttons (its text keeps the "Open in clarify" link) and the line saying why.
+pub(crate) fn announcement(notice: &Notice<'_>, mention: &[String]) -> Value {
+    let mut body = post(
+        notice.record,
+        notice.answer_url,
+        notice.action_key,
+        notice.hook_url,
+        mention,
+    );
+    if notice.open_only() {
+        body["props"] = json!({"attachments": []});
+        if let Some(message) = body["message"].as_str() {
+            body["message"] = json!(format!("{message}\n\n{}", crate::STEP_UP_LINE));
+        }
+    }
+    body
+}
+
 /// The whole post body for `record`.
 pub fn post(
     record: &RequestRecord,
@@ -772,13 +791,7 @@ impl Mattermost {
         match (notice.event, notice.announcement) {
             (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
                 let mention = self.mentions(client, &notice.mention).await;
-                let mut body = post(
-                    record,
-                    notice.answer_url,
-                    notice.action_key,
-                    notice.hook_url,
-                    &mention,
-                );
+                let mut body = announcement(notice, &mention);
                 body["channel_id"] = json!(self.channel_id);
                 let sent = self
                     .call(client, Method::POST, "/posts", Some(&body))

@@ -179,6 +179,9 @@ impl Ntfy {
         if !asked_by.is_empty() {
             text.push_str(&format!("\n{asked_by}"));
         }
+        if notice.open_only() {
+            text.push_str(&format!("\n{}", crate::STEP_UP_LINE));
+        }
         let approval = first.is_some_and(|q| matches!(q.kind, QuestionKind::Approval(_)));
         json!({
             "topic": self.topic,
@@ -193,7 +196,7 @@ impl Ntfy {
 }
 
 /// One `http` button per answer when a tap can answer the whole request, then `view`.
-fn actions(notice: &Notice<'_>) -> Vec<Value> {
+pub(crate) fn actions(notice: &Notice<'_>) -> Vec<Value> {
     let request = &notice.record.request;
     let tap = |label: &str, answer: Value| {
         json!({
@@ -207,6 +210,13 @@ fn actions(notice: &Notice<'_>) -> Vec<Value> {
         })
     };
     let mut out = Vec::new();
+    if notice.open_only() {
+        // A passkey confirmation is needed: only the page in clarify can ask for it.
+        out.push(
+            json!({"action": "view", "label": crate::OPEN_IN_CLARIFY, "url": notice.answer_url}),
+        );
+        return out;
+    }
     if let ([q], false) = (request.questions.as_slice(), request.is_quorum()) {
         match &q.kind {
             QuestionKind::Approval(_) => {
@@ -284,6 +294,7 @@ mod tests {
                 action_key: b"test key",
                 hook_url: "https://clarify.example/hooks/test/t",
                 personal: Vec::new(),
+                step_up: false,
             };
             ntfy().message(&notice)["title"].clone()
         };
@@ -321,6 +332,7 @@ mod tests {
                     "https://clarify.example/a/p-dave".to_owned(),
                 ),
             ],
+            step_up: false,
         };
         let text = ntfy().message(&notice)["message"]
             .as_str()
@@ -368,6 +380,7 @@ mod tests {
                 action_key: b"test key",
                 hook_url: "https://clarify.example/hooks/test/t",
                 personal: Vec::new(),
+                step_up: false,
             };
             assert_eq!(labels(&ntfy().message(&notice)), expected, "{raw}");
         }
@@ -386,6 +399,7 @@ mod tests {
             action_key: b"test key",
             hook_url: "https://clarify.example/hooks/test/t",
             personal: Vec::new(),
+            step_up: false,
         };
         let message = ntfy().message(&notice);
         assert_eq!(

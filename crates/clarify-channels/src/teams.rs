@@ -243,6 +243,24 @@ fn text_input(id: String, label: &str, default: Option<String>, required: bool) 
     i
 }
 
+/// The card of `notice`: for a request that needs a passkey confirmation, without inputs,
+/// answer actions or refresh, only "Open in clarify" and the line saying why.
+pub(crate) fn notice_card(notice: &Notice<'_>) -> Value {
+    let mut card = card(notice.record, notice.answer_url);
+    if !notice.open_only() {
+        return card;
+    }
+    if let Some(body) = card["body"].as_array_mut() {
+        body.retain(|b| !b["type"].as_str().is_some_and(|t| t.starts_with("Input.")));
+        body.push(inert(crate::STEP_UP_LINE, MAX_TEXT));
+    }
+    card["actions"] = json!([{"type": "Action.OpenUrl", "title": crate::OPEN_IN_CLARIFY, "url": notice.answer_url}]);
+    if let Some(card) = card.as_object_mut() {
+        card.remove("refresh");
+    }
+    card
+}
+
 /// The Adaptive Card (1.5) for `record` as it is now.
 pub fn card(record: &RequestRecord, answer_url: &str) -> Value {
     let request = &record.request;
@@ -667,7 +685,7 @@ impl Teams {
                         Method::POST,
                         service,
                         &format!("/v3/conversations/{}/activities", encode(conv)),
-                        &message(card(notice.record, notice.answer_url)),
+                        &message(notice_card(notice)),
                     )
                     .await?;
                 Ok(Sent::Posted {

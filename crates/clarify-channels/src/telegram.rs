@@ -521,6 +521,15 @@ fn link(text: &str, url: &str) -> Value {
     json!({"text": text, "url": url})
 }
 
+/// The keyboard of `notice`'s message: only "Open in clarify" for a request that needs a
+/// passkey confirmation.
+pub(crate) fn notice_keyboard(notice: &Notice<'_>) -> Value {
+    if notice.open_only() {
+        return json!({"inline_keyboard": [[link(crate::OPEN_IN_CLARIFY, notice.answer_url)]]});
+    }
+    keyboard(notice.record, notice.answer_url, 0)
+}
+
 /// The inline keyboard of a pending request's message; `chosen` the options of a `multi`
 /// question chosen so far. Empty once resolved.
 pub fn keyboard(record: &RequestRecord, answer_url: &str, chosen: u32) -> Value {
@@ -706,7 +715,10 @@ impl Telegram {
     ) -> Result<Sent, SendError> {
         match (notice.event, notice.announcement) {
             (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
-                let text = message_text(notice, &notice.mention);
+                let mut text = message_text(notice, &notice.mention);
+                if notice.open_only() {
+                    text = format!("{text}\n\n{}", crate::STEP_UP_LINE);
+                }
                 let sent = self
                     .call(
                         client,
@@ -716,7 +728,7 @@ impl Telegram {
                             "text": text,
                             "parse_mode": "HTML",
                             "link_preview_options": {"is_disabled": true},
-                            "reply_markup": keyboard(notice.record, notice.answer_url, 0),
+                            "reply_markup": notice_keyboard(notice),
                         }),
                         None,
                     )
@@ -761,7 +773,7 @@ impl Telegram {
                             "text": message_text(notice, &[]),
                             "parse_mode": "HTML",
                             "link_preview_options": {"is_disabled": true},
-                            "reply_markup": keyboard(notice.record, notice.answer_url, 0),
+                            "reply_markup": notice_keyboard(notice),
                         }),
                         None,
                     )

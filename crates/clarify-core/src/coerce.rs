@@ -36,7 +36,7 @@ use crate::error::ValidationError;
 use crate::text::{is_valid_id, slug, strip_recommended_suffix};
 
 /// Request fields passed through unchanged to validation.
-const REQUEST_FIELDS: [&str; 19] = [
+const REQUEST_FIELDS: [&str; 20] = [
     "context",
     "on_behalf_of",
     "session",
@@ -56,6 +56,7 @@ const REQUEST_FIELDS: [&str; 19] = [
     "display",
     "summary",
     "revises",
+    "risk",
 ];
 
 /// Question fields that the one-question shorthand takes from the top level.

@@ -63,6 +63,8 @@ pub enum ValidationError {
     MissingAction { field: String },
     #[error("{field}: unknown scope {}; use once, session or always", quoted(.got))]
     UnknownScope { field: String, got: String },
+    #[error("risk: unknown risk {}; use low, normal or high", quoted(.got))]
+    UnknownRisk { got: String },
     #[error("{field}: at most {max} tags are allowed, got {got}")]
     TooManyTags {
         field: String,
@@ -177,6 +179,7 @@ impl ValidationError {
             Self::UnknownRecommended { .. } => "unknown_recommended",
             Self::MissingAction { .. } => "missing_action",
             Self::UnknownScope { .. } => "unknown_scope",
+            Self::UnknownRisk { .. } => "invalid_risk",
             Self::TooManyTags { .. } => "too_many_tags",
             Self::TooManyResponders { .. } => "too_many_responders",
             Self::JsonTooLarge { .. } => "json_too_large",

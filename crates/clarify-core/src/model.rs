@@ -71,6 +71,47 @@ pub struct NewRequest {
     /// The earlier request (same tenant, resolved) this one revises.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revises: Option<String>,
+    /// How much is at stake; with `[decisions] step_up = "high"`, a high-risk request is
+    /// answered only after a passkey confirmation. Left out when normal, so requests stored
+    /// before it read back unchanged.
+    #[serde(default, skip_serializing_if = "Risk::is_normal")]
+    pub risk: Risk,
+}
+
+/// What a request puts at stake (`risk`): `low`, `normal` (the default) or `high`.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Risk {
+    Low,
+    #[default]
+    Normal,
+    High,
+}
+
+impl Risk {
+    /// The risk a word names: `low`, `normal` or `high`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "low" => Some(Self::Low),
+            "normal" => Some(Self::Normal),
+            "high" => Some(Self::High),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Low => "low",
+            Self::Normal => "normal",
+            Self::High => "high",
+        }
+    }
+
+    pub fn is_normal(&self) -> bool {
+        *self == Self::Normal
+    }
 }
 
 fn one() -> u32 {

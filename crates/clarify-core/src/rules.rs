@@ -132,6 +132,9 @@ impl AskSettings {
                 }
             }
         }
+        if let Some(risk) = self.risk.as_deref().and_then(crate::model::Risk::parse) {
+            request.risk = risk;
+        }
         if let Some(seconds) = self.timeout_seconds {
             request.timeout_seconds = seconds;
         }

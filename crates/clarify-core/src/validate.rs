@@ -13,7 +13,7 @@ use crate::error::{ValidationError, json_type};
 use crate::limits::Limits;
 use crate::model::{
     Action, Approval, Choice, Choices, Context, GROUP_PREFIX, NewRequest, OnTimeout, Question,
-    QuestionKind, RecommendedWord, Scope,
+    QuestionKind, RecommendedWord, Risk, Scope,
 };
 use crate::text::{chars, is_valid_id, slug, strip_recommended_suffix};
 
@@ -96,6 +96,7 @@ pub fn request(canonical: &Value, limits: &Limits) -> Result<NewRequest, Validat
     let given_display = crate::display::blocks(obj.get("display"))?;
     let summary = crate::display::summary(obj.get("summary"))?;
     let revises = fields.name("revises")?;
+    let risk = risk(obj.get("risk"))?;
 
     let mut request = NewRequest {
         questions,
@@ -119,9 +120,21 @@ pub fn request(canonical: &Value, limits: &Limits) -> Result<NewRequest, Validat
         display: given_display,
         summary: summary.unwrap_or_default(),
         revises,
+        risk,
     };
     crate::display::complete(&mut request);
     Ok(request)
+}
+
+/// `risk`: `low`, `normal` or `high`; absent or null is normal.
+fn risk(v: Option<&Value>) -> Result<Risk, ValidationError> {
+    match v {
+        None | Some(Value::Null) => Ok(Risk::Normal),
+        Some(Value::String(s)) => {
+            Risk::parse(s.trim()).ok_or_else(|| ValidationError::UnknownRisk { got: s.clone() })
+        }
+        Some(other) => Err(invalid_type("risk", "low, normal or high", other)),
+    }
 }
 
 /// `approvals_required`: 1 to 10; above 1, only approvals without edits, and reachable by the

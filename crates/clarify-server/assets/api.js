@@ -22,9 +22,9 @@ export function useCsrf(token) {
   csrf = token || null;
 }
 
-/** Sends a request; resolves to the parsed JSON body (`null` when empty). */
-export async function call(method, path, body) {
-  const headers = { Accept: "application/json" };
+/** Sends a request (with `extra` headers); resolves to the parsed JSON body (`null` when empty). */
+export async function call(method, path, body, extra = {}) {
+  const headers = { Accept: "application/json", ...extra };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (method !== "GET" && csrf) headers["X-CSRF-Token"] = csrf;
   let response;

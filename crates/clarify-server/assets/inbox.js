@@ -13,6 +13,8 @@
 import { h, put, fill, when, ago, timeLeft } from "./dom.js";
 import { call, useCsrf } from "./api.js";
 import { requestView, requestTitle, resolvedBy, answerText, quorumOf } from "./request.js";
+import { answerStepped, passkeysWork, signInWithPasskey } from "./passkeys.js";
+import { settingsView } from "./settings.js";
 
 // Every event carries the request as it is now; a vote, a reminder or an escalation changes a
 // pending request (its votes, who may answer), so the list and the open view are refreshed.
@@ -36,6 +38,7 @@ const whoEl = document.getElementById("who");
 const countEl = document.getElementById("pending-count");
 const tabPending = document.getElementById("tab-pending");
 const tabHistory = document.getElementById("tab-history");
+const tabSettings = document.getElementById("tab-settings");
 const announce = document.getElementById("announce");
 const notifyEl = document.getElementById("notify");
 const notifyAsk = document.getElementById("notify-ask");
@@ -133,12 +136,17 @@ function showLogin(problem) {
   const sso = provider
     ? h("div", { class: "actions" }, h("a", { class: "btn primary", id: "oidc-sign-in", href: "/auth/oidc/start" }, `Sign in with ${provider}`))
     : null;
+  // Any passkey registered here, picked in the browser's own chooser: nothing to type.
+  const passkey = passkeysWork()
+    ? h("div", { class: "actions" }, h("button", { type: "button", class: "btn", id: "passkey-sign-in", onclick: () => passkeySignIn(alert) }, "Sign in with a passkey"))
+    : null;
   const form = h(
     "form",
     { class: "panel-body", novalidate: true },
     h("h1", {}, "Sign in to the inbox"),
     alert,
     sso,
+    passkey,
     keys ? h("p", {}, provider ? "Or open a one-time login link, or paste an API key." : ["Open the one-time login link that ", h("code", {}, "clarify serve"), " printed, or paste an API key."]) : null,
     keys ? h("div", { class: "field" }, h("label", { for: "key" }, "API key"), input) : null,
     keys ? h("div", { class: "actions" }, button) : null,
@@ -167,6 +175,16 @@ function showLogin(problem) {
   });
   fill(app, h("section", { class: "login" }, h("div", { class: "panel" }, form)));
   if (keys) input.focus();
+}
+
+async function passkeySignIn(alert) {
+  try {
+    await signInWithPasskey();
+    signedIn(await call("GET", "/v1/session"));
+  } catch (e) {
+    fill(alert, e.name === "NotAllowedError" ? "No passkey was used: the browser's prompt was cancelled or timed out." : e.message);
+    alert.hidden = false;
+  }
 }
 
 async function logout() {
@@ -938,6 +956,16 @@ let shownLayout = null;
 
 function route() {
   if (!state.session) return;
+  if (location.pathname === "/settings") {
+    closeView();
+    shownLayout = "settings";
+    tabPending.setAttribute("aria-current", "false");
+    tabHistory.setAttribute("aria-current", "false");
+    if (tabSettings) tabSettings.setAttribute("aria-current", "page");
+    document.title = "Settings · clarify";
+    fill(app, settingsView(ended));
+    return;
+  }
   const r = currentRoute();
   tabPending.setAttribute("aria-current", r.name === "pending" ? "page" : "false");
   tabHistory.setAttribute("aria-current", r.name === "history" ? "page" : "false");
@@ -1031,7 +1059,14 @@ async function openDetail(r) {
   const view = requestView(record, {
     me: state.session.name,
     displayUrl: `/display/${encodeURIComponent(record.id)}`,
-    submit: (body) => call("POST", `/v1/requests/${encodeURIComponent(record.id)}/answer`, body),
+    // A high-risk request under step-up is confirmed with a passkey first.
+    submit: (body) =>
+      answerStepped(
+        record,
+        `/v1/requests/${encodeURIComponent(record.id)}`,
+        (headers) => call("POST", `/v1/requests/${encodeURIComponent(record.id)}/answer`, body, headers),
+        state.session.role === "admin" && (state.session.via === "key" || state.session.via === "link"),
+      ),
     onSent: () => {
       state.pending.delete(record.id);
       renderList();

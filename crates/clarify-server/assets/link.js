@@ -8,6 +8,7 @@
 import { h, fill } from "./dom.js";
 import { call } from "./api.js";
 import { requestView } from "./request.js";
+import { answerStepped } from "./passkeys.js";
 
 async function enhance() {
   const main = document.getElementById("link");
@@ -28,7 +29,9 @@ async function enhance() {
     anonymous: !person,
     me: person || undefined,
     displayUrl: `${address}/display`,
-    submit: (body) => call("POST", address, body),
+    // A high-risk request needs a passkey confirmation first: on a personal link the person's
+    // own passkey; on an anonymous link whoever's passkey it is answers, by name.
+    submit: (body) => answerStepped(record, address, (headers) => call("POST", address, body, headers)),
   });
   const note = person
     ? `Someone asked for your answer. You answer as ${person}; only this request can be answered here.`

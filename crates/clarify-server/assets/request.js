@@ -393,6 +393,18 @@ export function requestView(record, options = {}) {
     return { el, heading, update() {}, destroy() {} };
   }
 
+  if (record.step_up) {
+    put(
+      banner,
+      h(
+        "div",
+        { class: "notice", id: "step-up-notice" },
+        h("strong", {}, "High risk: answering needs a passkey confirmation."),
+        " When you answer, your browser asks you to confirm with your passkey. This shows it is you answering this request, now, and not someone holding your session, a chat button or a forwarded link. Chat and e-mail cannot answer it.",
+      ),
+    );
+  }
+
   const quorum = quorumOf(record);
   if (quorum && options.anonymous) {
     put(

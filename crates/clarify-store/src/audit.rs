@@ -11,9 +11,11 @@
 //!
 //! Admin actions are events of the same chain ([`AdminKind`]: `key.created`, `key.revoked`,
 //! `grant.revoked`, `identity.linked`, `identity.unlinked`, `push.subscribed`,
-//! `push.unsubscribed`), written in the transaction of the change they record where there is
-//! one. Their `request_id` column holds their subject instead, prefixed with what it is
-//! (`key:<key id>`, `grant:<grant id>`, `identity:<platform>:<user id>`, `push:<id>`), so it
+//! `push.unsubscribed`, `passkey.registered`, `passkey.removed`, `request.step_up_waived`),
+//! written in the transaction of the change they record where there is one. Their `request_id`
+//! column holds their subject instead, prefixed with what it is (`key:<key id>`,
+//! `grant:<grant id>`, `identity:<platform>:<user id>`, `push:<id>`, `passkey:<id>`,
+//! `request:<request id>`), so it
 //! never equals a request's id; their kinds, unlike the requests', contain a dot, and the event
 //! feed (`/v1/events`) leaves them out.
 
@@ -39,10 +41,16 @@ pub enum AdminKind {
     /// A browser subscribed to Web Push notifications.
     PushSubscribed,
     PushUnsubscribed,
+    /// A person registered a passkey (subject: its credential id).
+    PasskeyRegistered,
+    PasskeyRemoved,
+    /// An admin key answered a high-risk request without a passkey confirmation, which step-up
+    /// lets only an admin key do (subject: the request id).
+    StepUpWaived,
 }
 
 impl AdminKind {
-    pub const ALL: [AdminKind; 7] = [
+    pub const ALL: [AdminKind; 10] = [
         AdminKind::KeyCreated,
         AdminKind::KeyRevoked,
         AdminKind::GrantRevoked,
@@ -50,6 +58,9 @@ impl AdminKind {
         AdminKind::IdentityUnlinked,
         AdminKind::PushSubscribed,
         AdminKind::PushUnsubscribed,
+        AdminKind::PasskeyRegistered,
+        AdminKind::PasskeyRemoved,
+        AdminKind::StepUpWaived,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -61,6 +72,9 @@ impl AdminKind {
             Self::IdentityUnlinked => "identity.unlinked",
             Self::PushSubscribed => "push.subscribed",
             Self::PushUnsubscribed => "push.unsubscribed",
+            Self::PasskeyRegistered => "passkey.registered",
+            Self::PasskeyRemoved => "passkey.removed",
+            Self::StepUpWaived => "request.step_up_waived",
         }
     }
 

@@ -73,6 +73,12 @@ pub enum ResolveError {
         "this request acts for {person:?}, and this server does not let anyone approve their own request, so it needs an answer from a named responder, not the anonymous link"
     )]
     SelfApprovalNeedsIdentity { person: String },
+    /// Step-up (`[decisions] step_up`): this high-risk request needs a passkey confirmation made
+    /// for this answer within the last 5 minutes; nothing changed.
+    #[error(
+        "this request is high-risk and this server needs a passkey confirmation to answer it; open it in clarify (the inbox or its link page) and confirm with your passkey"
+    )]
+    StepUpRequired,
     /// This responder already voted on the quorum request; the vote stands and nothing changed.
     #[error("{responder:?} already voted on this request; each responder votes once")]
     AlreadyVoted {

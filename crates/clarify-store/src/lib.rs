@@ -44,6 +44,7 @@ mod grant;
 mod identity;
 mod insights;
 mod memory;
+mod passkeys;
 mod postgres;
 mod push;
 mod record;
@@ -79,9 +80,10 @@ pub use insights::{
     AGES as PENDING_AGES, AgeFigures, BOUNDS, DayFigures, FAST_APPROVAL_SECONDS, Insights,
     InsightsQuery, MAX_DAYS, ResponderFigures, SurfaceFigures, TimeToDecision, ToolFigures,
 };
+pub use passkeys::{STEP_UP_WINDOW, StoredPasskey};
 pub use push::{NewPushSubscription, PUSH_CHANNEL_PREFIX, PushSubscription, push_subscription_of};
 pub use record::{
-    Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StoredResolution,
+    Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StepUp, StoredResolution,
 };
 pub use suggest::{SCAN_LIMIT, Suggest, Suggestion};
 
@@ -117,6 +119,10 @@ pub struct StoreOptions {
     /// Four eyes (`[decisions] forbid_self_approval`): the person a request acts for
     /// (`on_behalf_of`) may not answer or vote on it, on any path.
     pub forbid_self_approval: bool,
+    /// Step-up (`[decisions] step_up`): requests of this risk or above are answered only with
+    /// a fresh passkey confirmation for that answer, or by an admin key, on every path; `None`
+    /// asks for none.
+    pub step_up: Option<clarify_core::Risk>,
 }
 
 /// How a SQLite store makes its commits durable.
@@ -169,6 +175,7 @@ impl Default for StoreOptions {
             rules: None,
             groups: Arc::default(),
             forbid_self_approval: false,
+            step_up: None,
         }
     }
 }
@@ -190,6 +197,7 @@ struct Inner {
     rules: Option<clarify_core::rules::Rules>,
     groups: Arc<BTreeMap<String, Vec<String>>>,
     forbid_self_approval: bool,
+    step_up: Option<clarify_core::Risk>,
     /// Told of the changes this process makes (see [`Store::observe`]).
     observer: std::sync::OnceLock<Arc<dyn Observer>>,
 }
@@ -272,6 +280,7 @@ impl Store {
                 rules: options.rules.filter(|r| !r.is_empty()),
                 groups: options.groups,
                 forbid_self_approval: options.forbid_self_approval,
+                step_up: options.step_up,
                 observer: std::sync::OnceLock::new(),
             }),
         };
@@ -936,6 +945,16 @@ impl Store {
         if record.status.is_resolved() {
             return Err(ResolveError::AlreadyResolved(Box::new(record)));
         }
+        if self.needs_step_up(&record.request) {
+            let vouched = match &actor.step_up {
+                StepUp::None => false,
+                StepUp::AdminKey => true,
+                StepUp::Confirmed { request_id } => *request_id == record.id,
+            };
+            if !vouched {
+                return Err(ResolveError::StepUpRequired);
+            }
+        }
         match &actor.name {
             Some(name) => {
                 if !record.allows_responder(name, &self.groups_of(name, &actor.groups)) {
@@ -979,6 +998,14 @@ impl Store {
     /// cannot be listed.
     pub fn members_of(&self, group: &str) -> Vec<String> {
         self.inner.groups.get(group).cloned().unwrap_or_default()
+    }
+
+    /// Whether answering `request` needs a passkey confirmation (`[decisions] step_up`): chat,
+    /// e-mail and push offer only "Open in clarify" for it.
+    pub fn needs_step_up(&self, request: &clarify_core::NewRequest) -> bool {
+        self.inner
+            .step_up
+            .is_some_and(|threshold| request.risk >= threshold)
     }
 
     /// Whether the store refuses answers from the person a request acts for.

@@ -101,6 +101,23 @@ pub struct Actor {
     /// anonymous answer link).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
+    /// What vouches for this answer beyond the name, for a high-risk request under
+    /// `[decisions] step_up`; set by the edge that checked it. Not stored.
+    #[serde(skip)]
+    pub step_up: StepUp,
+}
+
+/// What vouches for an answer to a high-risk request when step-up is on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum StepUp {
+    /// Nothing: a high-risk request refuses the answer (`step_up_required`).
+    #[default]
+    None,
+    /// A passkey assertion made within the last 5 minutes for an answer to this request id,
+    /// verified and used up by the edge.
+    Confirmed { request_id: String },
+    /// An admin key, which may answer without one; the answer is recorded as such.
+    AdminKey,
 }
 
 impl Actor {
@@ -110,7 +127,14 @@ impl Actor {
             channel: channel.into(),
             groups: Vec::new(),
             principal: None,
+            step_up: StepUp::None,
         }
+    }
+
+    /// The same actor, vouched for by `step_up`.
+    pub fn stepped_up(mut self, step_up: StepUp) -> Self {
+        self.step_up = step_up;
+        self
     }
 
     /// The same actor, authenticated as `principal`.
@@ -132,6 +156,7 @@ impl Actor {
             channel: "system".to_owned(),
             groups: Vec::new(),
             principal: None,
+            step_up: StepUp::None,
         }
     }
 

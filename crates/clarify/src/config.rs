@@ -43,6 +43,8 @@ pub struct Config {
     pub groups: BTreeMap<String, Vec<String>>,
     /// `[decisions] forbid_self_approval`.
     pub forbid_self_approval: bool,
+    /// `[decisions] step_up`: the risk from which answers need a passkey confirmation.
+    pub step_up: Option<clarify_core::Risk>,
     pub claude_code: Option<Policy>,
     pub gate: Option<Policy>,
     /// `[[rules]]`, compiled; `None` when the file has none.
@@ -491,6 +493,16 @@ pub fn parse(
         .map(|p| p.check(env, &fail))
         .transpose()?
         .unwrap_or_default();
+    let step_up = match raw.decisions.step_up.as_deref() {
+        None => None,
+        Some("high") => Some(clarify_core::Risk::High),
+        Some(other) => {
+            return Err(fail(
+                "decisions.step_up",
+                format!("{other:?} is not a risk step-up applies to; use \"high\""),
+            ));
+        }
+    };
     let mut agui = Vec::with_capacity(raw.agui.len());
     for (i, entry) in raw.agui.into_iter().enumerate() {
         let agent = entry.check(&format!("agui[{i}]"), &fail)?;
@@ -518,6 +530,7 @@ pub fn parse(
         oidc,
         groups: raw.groups,
         forbid_self_approval: raw.decisions.forbid_self_approval,
+        step_up,
         claude_code: raw
             .claude_code
             .map(|p| p.check("claude_code", &fail))
@@ -1026,6 +1039,12 @@ pub(crate) struct RawDecisions {
     /// it (`403 self_approval`), and such a request takes no anonymous answer.
     #[serde(default)]
     forbid_self_approval: bool,
+    /// Step-up: `"high"` makes every answer to a high-risk request (`risk: "high"`) need a
+    /// passkey confirmation made for that answer within the last 5 minutes (inbox and link
+    /// page); chat, e-mail and push offer only "Open in clarify" for it, and a responder key's
+    /// answer is refused (`403 step_up_required`). Absent: no step-up.
+    #[serde(default)]
+    step_up: Option<String>,
 }
 
 /// Each key is the `clarify serve` option of the same name (`max_waiters` is `--max-waiters`);
@@ -1775,6 +1794,18 @@ mod tests {
         assert_eq!(oidc.client_secret.as_deref(), Some("from-env"));
         assert_eq!(config.groups["sre"], ["alice", "bob"]);
         assert!(config.forbid_self_approval);
+        assert_eq!(config.step_up, Some(clarify_core::Risk::High));
+    }
+
+    #[test]
+    fn step_up_takes_only_high() {
+        let config = check("[decisions]\n").expect("valid");
+        assert_eq!(config.step_up, None);
+        let e = check("[decisions]\nstep_up = \"normal\"\n").expect_err("refused");
+        assert_eq!(
+            e,
+            "clarify.toml: decisions.step_up: \"normal\" is not a risk step-up applies to; use \"high\""
+        );
     }
 
     /// The handbook's ten worked rules compile, and decide as the page says.

@@ -59,5 +59,6 @@ fn cli_actor() -> clarify_store::Actor {
         channel: "cli".to_owned(),
         groups: Vec::new(),
         principal: None,
+        step_up: clarify_store::StepUp::None,
     }
 }

@@ -61,6 +61,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
                 groups: std::mem::take(&mut file.groups),
                 forbid_self_approval: file.forbid_self_approval,
                 push: std::mem::take(&mut file.push),
+                step_up: file.step_up,
             };
             let rules = file.rules.take();
             let suggest = file.suggest;
@@ -103,6 +104,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
         },
         groups: std::sync::Arc::new(people.groups),
         forbid_self_approval: people.forbid_self_approval,
+        step_up: people.step_up,
         ..StoreOptions::default()
     };
     let store = Store::open(&args.db, options)
@@ -172,6 +174,7 @@ struct People {
     groups: std::collections::BTreeMap<String, Vec<String>>,
     forbid_self_approval: bool,
     push: clarify_server::state::push::PushConfig,
+    step_up: Option<clarify_core::Risk>,
 }
 
 /// The store's announcer for `routes`: none without routes.

@@ -189,26 +189,36 @@ pub fn message(notice: &Notice<'_>, mention: &[String]) -> (String, Vec<Value>) 
     }
     blocks.extend(display_sections(notice));
     let whole_form = request.questions.len() > 1;
+    // A request that needs a passkey confirmation is answered in clarify only.
+    let answerable = pending && !notice.open_only();
     for (n, q) in request.questions.iter().enumerate() {
         blocks.extend(question_blocks(
             record,
             n,
             q,
-            pending && !whole_form,
+            answerable && !whole_form,
             notice,
         ));
     }
     let mut controls = Vec::new();
-    if pending && whole_form {
+    if answerable && whole_form {
         controls.push(button("Answer…", "form_request", "", Some("primary")));
     }
-    if pending && request.allow_skip {
+    if answerable && request.allow_skip {
         controls.push(button("Skip", "skip", "", None));
     }
+    if pending && !answerable {
+        blocks.push(section(escape(crate::STEP_UP_LINE)));
+    }
     if pending {
+        let label = if answerable {
+            "View in clarify"
+        } else {
+            crate::OPEN_IN_CLARIFY
+        };
         controls.push(json!({
             "type": "button",
-            "text": plain("View in clarify", MAX_BUTTON),
+            "text": plain(label, MAX_BUTTON),
             "action_id": "view",
             "url": notice.answer_url,
         }));

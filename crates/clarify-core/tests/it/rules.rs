@@ -265,3 +265,21 @@ fn an_allow_or_deny_rule_answers_with_its_reason() {
         Some(json!({"decision": "deny", "scope": "once", "reason": "not here"}))
     );
 }
+
+#[test]
+fn an_ask_rules_risk_is_the_requests() {
+    let raw = serde_json::json!({"question": "Wire 40,000 EUR?", "kind": "approval",
+                                 "action": {"name": "wire", "arguments": {}}});
+    let mut request =
+        clarify_core::parse_request(&raw, &clarify_core::Limits::default()).expect("valid");
+    assert_eq!(request.risk, clarify_core::Risk::Normal);
+    let settings = AskSettings {
+        risk: Some("high".to_owned()),
+        ..AskSettings::default()
+    };
+    settings.apply(&mut request);
+    assert_eq!(request.risk, clarify_core::Risk::High);
+    // A setting left out keeps the request's own.
+    AskSettings::default().apply(&mut request);
+    assert_eq!(request.risk, clarify_core::Risk::High);
+}

@@ -896,3 +896,58 @@ fn timeout_accessor() {
         assert_eq!(request.timeout(), want, "{input} with {limits:?}");
     }
 }
+
+#[test]
+fn risk() {
+    check(vec![
+        (
+            "absent is normal, left out",
+            with(json!({})),
+            Want::Ok(json!({"risk": null})),
+        ),
+        (
+            "null is normal",
+            with(json!({"risk": null})),
+            Want::Ok(json!({"risk": null})),
+        ),
+        (
+            "normal is left out",
+            with(json!({"risk": "normal"})),
+            Want::Ok(json!({"risk": null})),
+        ),
+        (
+            "high",
+            with(json!({"risk": "high"})),
+            Want::Ok(json!({"risk": "high"})),
+        ),
+        (
+            "low",
+            with(json!({"risk": " low "})),
+            Want::Ok(json!({"risk": "low"})),
+        ),
+        (
+            "unknown word",
+            with(json!({"risk": "critical"})),
+            err(
+                "invalid_risk",
+                "risk: unknown risk \"critical\"; use low, normal or high",
+            ),
+        ),
+        (
+            "not a string",
+            with(json!({"risk": 3})),
+            err(
+                "invalid_type",
+                "risk: expected low, normal or high, got a number",
+            ),
+        ),
+    ]);
+    // Stored requests read back unchanged: the canonical form is a fixed point with a risk.
+    let high = parse_request(&with(json!({"risk": "high"})), &Limits::default()).expect("valid");
+    let again = parse_request(
+        &serde_json::to_value(&high).expect("serializes"),
+        &Limits::default(),
+    )
+    .expect("valid");
+    assert_eq!(again, high);
+}

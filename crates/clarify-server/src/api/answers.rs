@@ -97,7 +97,7 @@ pub async fn batch(
     for (i, item) in items.iter().enumerate() {
         let (id, status, body) = match read_item(i, item) {
             Ok((id, answer)) => {
-                let response = match answer_one(&state, &caller, &id, answer).await {
+                let response = match answer_one(&state, &caller, &id, answer, None).await {
                     Ok(response) => response,
                     Err(e) => e.into_response(),
                 };

@@ -39,13 +39,16 @@ pub struct AuditEventBody {
     pub seq: u64,
     /// A request's: `created`, `answered`, `skipped`, `expired`, `cancelled`, `voted`,
     /// `reminded` or `escalated`. An admin action's: `key.created`, `key.revoked`,
-    /// `grant.revoked`, `grant.suggested_accepted` (a suggested grant accepted), `identity.linked`, `identity.unlinked`, `push.subscribed` or
-    /// `push.unsubscribed`. `purged` for an event retention emptied.
+    /// `grant.revoked`, `grant.suggested_accepted` (a suggested grant accepted), `identity.linked`, `identity.unlinked`, `push.subscribed`,
+    /// `push.unsubscribed`, `passkey.registered`, `passkey.removed` or
+    /// `request.step_up_waived` (an admin key answered a high-risk request without a passkey
+    /// confirmation). `purged` for an event retention emptied.
     pub kind: String,
     /// The request a request's event concerns.
     pub request_id: Option<String>,
     /// What an admin action acted on: `key:<key id>`, `grant:<grant id>`,
-    /// `identity:<platform>:<user id>` or `push:<subscription id>`.
+    /// `identity:<platform>:<user id>`, `push:<subscription id>`, `passkey:<passkey id>` or
+    /// `request:<request id>`.
     pub subject: Option<String>,
     /// Who acted, if a person or key did.
     pub actor: Option<String>,

@@ -19,6 +19,7 @@ pub mod identities;
 pub mod insights;
 pub mod keys;
 pub mod openapi;
+pub mod passkeys;
 pub mod policy;
 pub mod push;
 pub mod requests;
@@ -84,6 +85,25 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/v1/push/subscriptions/{id}", delete(push::unsubscribe))
         .route("/v1/audit", get(audit::list))
         .route("/v1/insights", get(insights::insights))
+        .route(
+            "/v1/passkeys",
+            get(passkeys::list).post(passkeys::finish_registration),
+        )
+        .route(
+            "/v1/passkeys/registration",
+            post(passkeys::start_registration),
+        )
+        .route("/v1/passkeys/{id}", delete(passkeys::remove))
+        .route("/v1/passkeys/sign-in", post(passkeys::start_sign_in))
+        .route(
+            "/v1/passkeys/sign-in/finish",
+            post(passkeys::finish_sign_in),
+        )
+        .route("/v1/requests/{id}/step-up", post(passkeys::start_step_up))
+        .route(
+            "/v1/requests/{id}/step-up/finish",
+            post(passkeys::finish_step_up),
+        )
         .route("/v1/login", post(sessions::login))
         .route("/v1/logout", post(sessions::logout))
         .route("/v1/session", get(sessions::session))
@@ -112,5 +132,7 @@ pub(crate) fn render(state: &AppState, caller: &Caller, record: &RequestRecord) 
 /// the caller is known (the event streams render each event once for each kind).
 pub(crate) fn render_for(state: &AppState, links: bool, record: &RequestRecord) -> RecordBody {
     let link = links.then(|| state.answer_url(&record.id));
-    RecordBody::new(record, link)
+    let mut body = RecordBody::new(record, link);
+    body.step_up = state.store.needs_step_up(&record.request);
+    body
 }

@@ -57,6 +57,14 @@ use utoipa::{Modify, OpenApi};
         crate::api::sessions::login,
         crate::api::sessions::logout,
         crate::api::sessions::session,
+        crate::api::passkeys::list,
+        crate::api::passkeys::start_registration,
+        crate::api::passkeys::finish_registration,
+        crate::api::passkeys::remove,
+        crate::api::passkeys::start_sign_in,
+        crate::api::passkeys::finish_sign_in,
+        crate::api::passkeys::start_step_up,
+        crate::api::passkeys::finish_step_up,
         crate::api::health::healthz,
         crate::api::health::readyz,
         crate::api::health::render,
@@ -74,7 +82,7 @@ use utoipa::{Modify, OpenApi};
         (name = "insights", description = "What the decisions add up to (responders, admins)"),
         (name = "grants", description = "Remembered approvals: list, check, revoke"),
         (name = "policy", description = "The server's rules: what they decide for a call"),
-        (name = "inbox", description = "Inbox sessions"),
+        (name = "inbox", description = "Inbox sessions and passkeys"),
         (name = "health", description = "Liveness, readiness and metrics"),
     )
 )]

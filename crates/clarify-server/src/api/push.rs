@@ -23,8 +23,9 @@
 //! The payload is JSON holding only `title` (the request's summary, cut), `id`, `url` (the
 //! request in the inbox), `tag`, and `actions`: Approve and Deny for a one-question approval, or
 //! the options of a one-question `single` of at most two, each with the `url` and JSON `body`
-//! the service worker POSTs to answer through the person's push link (`answered_via` `push`).
-//! Everything else is read over the signed-in session.
+//! the service worker POSTs to answer through the person's push link (`answered_via` `push`);
+//! none for a request that needs a passkey confirmation (`[decisions] step_up`), which the
+//! notification only opens. Everything else is read over the signed-in session.
 
 use std::time::{Duration, Instant};
 
@@ -564,7 +565,8 @@ fn encrypt(
 }
 
 /// The push's JSON: the title, the request, where it is in the inbox, and the actions that
-/// answer it through the person's push link. Nothing else of the request travels.
+/// answer it through the person's push link (none when the request needs a passkey
+/// confirmation). Nothing else of the request travels.
 fn payload(
     state: &AppState,
     record: &RequestRecord,
@@ -589,7 +591,10 @@ fn payload(
     let link = state.push_url(&record.id, &subscription.person, &subscription.id);
     let action = |action: String, title: &str, body: Value| json!({"action": action, "title": title, "url": link, "body": body});
     let mut actions = Vec::new();
-    if let [q] = request.questions.as_slice() {
+    // A request that needs a passkey confirmation is answered only in clarify: the notification
+    // opens it there.
+    let step_up = state.store.needs_step_up(request);
+    if let ([q], false) = (request.questions.as_slice(), step_up) {
         match &q.kind {
             QuestionKind::Approval(_) => {
                 actions.push(action(

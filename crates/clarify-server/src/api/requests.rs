@@ -222,7 +222,7 @@ pub async fn list(
     responses(
         (status = 200, description = "Resolved; the outcome", body = OutcomeBody),
         (status = 202, description = "A vote on a quorum request, counted; the request is still pending and its record shows the votes so far", body = RecordBody),
-        (status = 403, description = "Not an allowed responder (`not_a_responder`), the role may not answer, a quorum request answered without a responder name (`quorum_needs_identity`), or the person the request acts for under four eyes (`self_approval`)", body = ErrorBody),
+        (status = 403, description = "Not an allowed responder (`not_a_responder`), the role may not answer, a quorum request answered without a responder name (`quorum_needs_identity`), the person the request acts for under four eyes (`self_approval`), or a high-risk request under `[decisions] step_up` answered without a fresh passkey confirmation for it in `X-Clarify-Step-Up` (`step_up_required`; an admin key needs none)", body = ErrorBody),
         (status = 404, description = "No such request", body = ErrorBody),
         (status = 409, description = "Already resolved (`already_resolved`; `record` shows by whom), or this responder already voted (`already_voted`)", body = ErrorBody),
         (status = 422, description = "The answer does not fit; still pending", body = ErrorBody)),
@@ -231,9 +231,13 @@ pub async fn answer(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
     JsonBody(body): JsonBody<Value>,
 ) -> Result<Response, ApiError> {
-    answer_one(&state, &caller, &id, &body).await
+    let proof = headers
+        .get(crate::state::passkeys::STEP_UP_HEADER)
+        .and_then(|v| v.to_str().ok());
+    answer_one(&state, &caller, &id, &body, proof).await
 }
 
 /// Answers request `id` with `body` as the caller: what `POST /v1/requests/{id}/answer` does,
@@ -243,14 +247,30 @@ pub(crate) async fn answer_one(
     caller: &Caller,
     id: &str,
     body: &Value,
+    step_up_proof: Option<&str>,
 ) -> Result<Response, ApiError> {
     caller.must_answer()?;
+    let actor = crate::api::passkeys::answer_actor(state, caller, id, step_up_proof).await?;
     let record = state
         .store
-        .answer(caller.tenant(), id, body, &caller.actor())
+        .answer(caller.tenant(), id, body, &actor)
         .await
         .map_err(|e| resolve_error(e, |r| render(state, caller, r)))?;
     tracing::info!(request = %id, principal = %caller.principal, via = caller.channel, "answered");
+    if actor.step_up == clarify_store::StepUp::AdminKey
+        && state.store.needs_step_up(&record.request)
+    {
+        // Recorded in the audit chain: an admin key answered without a passkey confirmation.
+        let waived = clarify_store::AdminEvent::new(
+            caller.tenant(),
+            clarify_store::AdminKind::StepUpWaived,
+            id,
+            &actor,
+        );
+        if let Err(e) = state.store.record_admin(waived).await {
+            tracing::warn!(error = %e, request = %id, "recording an admin key's answer without step-up failed");
+        }
+    }
     if record.status == Status::Pending {
         state.changed(&record);
         let body = render(state, caller, &record);
@@ -408,6 +428,11 @@ pub struct CreateRequestBody {
     pub summary: Option<String>,
     /// The id of an earlier, resolved request of the same tenant that this one revises.
     pub revises: Option<String>,
+    /// `low`, `normal` (default) or `high`. With `[decisions] step_up = "high"`, a high-risk
+    /// request is answered only after a passkey confirmation (inbox and link page); a
+    /// responder key's answer is refused with `403 step_up_required`.
+    #[schema(value_type = Option<String>)]
+    pub risk: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]

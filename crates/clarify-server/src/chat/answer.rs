@@ -160,7 +160,8 @@ async fn decide(
             e @ (ResolveError::NotAllowed { .. }
             | ResolveError::QuorumNeedsIdentity { .. }
             | ResolveError::SelfApproval { .. }
-            | ResolveError::SelfApprovalNeedsIdentity { .. }),
+            | ResolveError::SelfApprovalNeedsIdentity { .. }
+            | ResolveError::StepUpRequired),
         ) => Err(refuse(format!("{e}; nothing was answered."))),
         Err(ResolveError::NotFound) => Err(refuse("This request no longer exists.")),
         Err(ResolveError::Store(e)) => {

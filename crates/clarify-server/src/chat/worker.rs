@@ -107,6 +107,7 @@ async fn notify(state: &AppState, client: &reqwest::Client, n: Delivery) {
                 action_key: &state.secrets.chat,
                 hook_url: &hook_url,
                 personal: personal_links(state, channel, &record, event),
+                step_up: state.store.needs_step_up(&record.request),
             };
             match channel.send(client, &notice).await {
                 Ok(Sent::Posted { message_ref }) => {

@@ -44,7 +44,7 @@ pub struct Caller {
     /// `api` for a bearer key, `inbox` for a session cookie.
     pub channel: &'static str,
     /// How the caller signed in: `key` (a bearer key, or a session opened with one), `link` (a
-    /// one-time login link) or `oidc`.
+    /// one-time login link), `oidc` or `passkey`.
     pub via: &'static str,
     /// Who, as the event log names them: `key:<name>` or `oidc:<issuer>#<sub>`.
     pub principal: String,
@@ -53,6 +53,9 @@ pub struct Caller {
     /// The session token, for a caller signed in through OpenID Connect: its session is all
     /// there is to check later.
     session: Option<SessionToken>,
+    /// What a session opened with a passkey of this person holds underneath: the key id, or
+    /// the person as the identity provider described them ([`Holder::Oidc`] as JSON).
+    pub(crate) person_holder: String,
 }
 
 /// A session token, kept out of `Debug` output.
@@ -74,6 +77,9 @@ pub(crate) enum Holder {
     Link { key: String },
     /// A person signed in through OpenID Connect.
     Oidc(Person),
+    /// A person signed in with a passkey (its credential id), standing for what `holder` holds
+    /// (a key id, or an [`Holder::Oidc`] as JSON), as it was when the passkey was registered.
+    Passkey { passkey: String, holder: String },
 }
 
 impl Holder {
@@ -99,6 +105,7 @@ impl Caller {
     fn with_key(key: ApiKey, channel: &'static str, via: &'static str) -> Self {
         Self {
             principal: format!("key:{}", key.name),
+            person_holder: key.id.clone(),
             key,
             channel,
             via,
@@ -166,10 +173,21 @@ impl Caller {
         self.key.role.may_ask()
     }
 
+    /// Whether the caller holds an admin key (a bearer key, or a session opened with one), which
+    /// step-up lets answer a high-risk request without a passkey confirmation.
+    pub fn is_admin_key(&self) -> bool {
+        self.key.role == Role::Admin && matches!(self.via, "key" | "link")
+    }
+
     pub fn actor(&self) -> clarify_store::Actor {
-        clarify_store::Actor::new(self.key.name.clone(), self.channel)
+        let actor = clarify_store::Actor::new(self.key.name.clone(), self.channel)
             .in_groups(self.groups.clone())
-            .as_principal(self.principal.clone())
+            .as_principal(self.principal.clone());
+        if self.is_admin_key() {
+            actor.stepped_up(clarify_store::StepUp::AdminKey)
+        } else {
+            actor
+        }
     }
 }
 
@@ -246,11 +264,38 @@ async fn session_caller(state: &AppState, token: &str) -> Result<Option<Caller>,
     let Some(holder) = state.store.session_holder(token).await? else {
         return Ok(None);
     };
+    if let Ok(Holder::Passkey { passkey, holder }) = serde_json::from_str::<Holder>(&holder) {
+        // A removed passkey ends the sessions it opened.
+        if state.store.passkey_by_credential(&passkey).await?.is_none() {
+            return Ok(None);
+        }
+        let caller = holder_caller(state, token, &holder).await?;
+        return Ok(caller.map(|c| Caller {
+            via: "passkey",
+            ..c
+        }));
+    }
+    holder_caller(state, token, &holder).await
+}
+
+/// Whether what a passkey stands for (a key id, or a [`Holder`] as JSON) still signs someone
+/// in: its key is not revoked, its role still exists.
+pub(crate) async fn holder_signs_in(state: &AppState, holder: &str) -> Result<bool, ApiError> {
+    Ok(holder_caller(state, "", holder).await?.is_some())
+}
+
+/// The caller a session's holder stands for: a key id, or a [`Holder`] as JSON.
+async fn holder_caller(
+    state: &AppState,
+    token: &str,
+    holder: &str,
+) -> Result<Option<Caller>, ApiError> {
     if !holder.starts_with('{') {
-        let key = state.store.key(&holder).await?;
+        let key = state.store.key(holder).await?;
         return Ok(key.map(|key| Caller::with_key(key, "inbox", "key")));
     }
-    match serde_json::from_str::<Holder>(&holder) {
+    match serde_json::from_str::<Holder>(holder) {
+        Ok(Holder::Passkey { .. }) => Ok(None),
         Ok(Holder::Link { key }) => {
             let key = state.store.key(&key).await?;
             Ok(key.map(|key| Caller::with_key(key, "inbox", "link")))
@@ -260,6 +305,7 @@ async fn session_caller(state: &AppState, token: &str) -> Result<Option<Caller>,
                 return Ok(None);
             };
             Ok(Some(Caller {
+                person_holder: holder.to_owned(),
                 key: ApiKey {
                     id: person.principal.clone(),
                     name: person.name,

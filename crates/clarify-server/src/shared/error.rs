@@ -188,6 +188,7 @@ pub fn resolve_error(
         ResolveError::QuorumNeedsIdentity { .. } => {
             ApiError::forbidden("quorum_needs_identity", e.to_string())
         }
+        ResolveError::StepUpRequired => ApiError::forbidden("step_up_required", e.to_string()),
         ResolveError::AlreadyVoted { ref record, .. } => ApiError {
             record: Some(Box::new(render(record))),
             ..ApiError::new(StatusCode::CONFLICT, "already_voted", e.to_string())

@@ -85,6 +85,13 @@ pub struct RecordBody {
     /// The earlier request this one revises.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revises: Option<String>,
+    /// `low`, `normal` or `high`. With `[decisions] step_up = "high"`, a high-risk request is
+    /// answered only after a passkey confirmation made for that answer.
+    pub risk: &'static str,
+    /// Present (`true`) when answering needs a passkey confirmation made for that answer
+    /// (`[decisions] step_up` and a high-risk request): `POST /v1/requests/{id}/step-up`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub step_up: bool,
 }
 
 impl RecordBody {
@@ -133,6 +140,8 @@ impl RecordBody {
                 .map(|(n, b)| BlockBody::new(&record.id, n, b))
                 .collect(),
             revises: request.revises.clone(),
+            risk: request.risk.as_str(),
+            step_up: false,
         }
     }
 }

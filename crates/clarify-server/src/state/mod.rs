@@ -14,6 +14,7 @@ pub mod key_cache;
 pub mod limits;
 pub mod metrics;
 pub mod oidc;
+pub mod passkeys;
 pub mod push;
 pub mod telemetry;
 
@@ -60,6 +61,8 @@ pub struct Shared {
     pub http: reqwest::Client,
     /// The OpenID Connect provider people sign in with, when `[oidc]` is configured.
     pub oidc: Option<oidc::Provider>,
+    /// The passkeys' relying party: the host of `--public-url` (none for an IP address).
+    pub webauthn: Option<webauthn_rs::Webauthn>,
     /// The OTLP export, when `--otlp-endpoint` is configured.
     pub telemetry: Option<Arc<crate::state::telemetry::Telemetry>>,
 }
@@ -147,6 +150,7 @@ impl AppState {
                 .oidc
                 .clone()
                 .map(|o| oidc::Provider::new(o, &config.public_url)),
+            webauthn: passkeys::relying_party_of(&config.public_url),
             http: reqwest::Client::builder()
                 .timeout(config.webhooks.timeout)
                 .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION")))

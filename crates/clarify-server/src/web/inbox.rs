@@ -56,6 +56,8 @@ const ASSETS: &[Asset] = &[
     asset!("request.js", JS),
     asset!("inbox.js", JS),
     asset!("link.js", JS),
+    asset!("passkeys.js", JS),
+    asset!("settings.js", JS),
 ];
 
 /// The digest of every asset (and the page), shortened: the version in asset paths.

@@ -23,6 +23,12 @@
 //! (`answered_via` `push`, with the groups kept with the subscription) while the subscription it
 //! was sent to exists, and is `404` once it was removed.
 //!
+//! A high-risk request under `[decisions] step_up` takes an answer only with a passkey
+//! confirmation made for it: `POST /a/<token>/step-up` and `.../step-up/finish` (discoverable:
+//! whichever passkey the browser offers) give a proof the answer carries in
+//! `X-Clarify-Step-Up`. On a personal link the passkey must be the link's person's; on an
+//! anonymous link its owner (of the request's tenant) is who answers, by name.
+//!
 //! `GET /a/<token>?answer=<URL-safe base64 of an answer body>` (the option links of an e-mail)
 //! answers nothing: it shows a confirmation page saying what the answer is, whose form POSTs it
 //! to the link as the answer page's form fields. Mail scanners follow GET links; only the
@@ -37,14 +43,18 @@ use axum::response::{IntoResponse, Redirect, Response};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use clarify_core::QuestionKind;
-use clarify_store::{Actor, PushSubscription, RequestRecord};
+use clarify_store::{Actor, PushSubscription, RequestRecord, STEP_UP_WINDOW, StepUp};
 use serde_json::{Map, Value, json};
 
 use crate::shared::error::{ApiError, resolve_error};
-use crate::shared::extract::{RawBody, parse_json};
+use crate::shared::extract::{Drained, JsonBody, RawBody, parse_json};
 use crate::shared::sign::link_target;
 use crate::shared::wire::RecordBody;
 use crate::state::AppState;
+use crate::state::passkeys::{
+    Ceremony, STEP_UP_HEADER, ceremony_gone, parse, refused, relying_party, step_up_refused,
+    take_proof, verify_discoverable,
+};
 use crate::web::html;
 
 /// Who answers through a link: the person a personal link names (through the Web Push
@@ -147,6 +157,7 @@ pub(crate) async fn page(
         // A link holder sees what a responder sees, not where the outcome is sent.
         let mut body = RecordBody::new(&record, None);
         body.callback_url = None;
+        body.step_up = state.store.needs_step_up(&record.request);
         let mut response = Json(body).into_response();
         response.headers_mut().insert(
             header::CACHE_CONTROL,
@@ -309,14 +320,18 @@ pub(crate) async fn answer(
             Err(e) => return e.into_response(),
         }
     };
+    let actor =
+        match link_step_up(&state, &headers, &record, person.as_deref(), push.as_ref()).await {
+            Ok(actor) => actor,
+            Err(e) if is_form => {
+                let display = shown(&state, &record, &token).await;
+                return html::link_page(&record, person.as_deref(), Some(&e.message), &display);
+            }
+            Err(e) => return e.into_response(),
+        };
     let result = state
         .store
-        .answer(
-            &record.tenant,
-            &record.id,
-            &raw,
-            &link_actor(person.as_deref(), push.as_ref()),
-        )
+        .answer(&record.tenant, &record.id, &raw, &actor)
         .await;
     match result {
         // A personal link's vote on a quorum request, counted; more are needed.
@@ -349,6 +364,107 @@ pub(crate) async fn answer(
             }
         }
     }
+}
+
+/// Who answers through the link, with the step-up its proof (`X-Clarify-Step-Up`) gives: on a
+/// personal link, its person, who must have confirmed with their own passkey; on an anonymous
+/// link, whoever the passkey belongs to, who then answers as themselves.
+async fn link_step_up(
+    state: &AppState,
+    headers: &HeaderMap,
+    record: &RequestRecord,
+    person: Option<&str>,
+    push: Option<&PushSubscription>,
+) -> Result<Actor, ApiError> {
+    let Some(proof) = headers.get(STEP_UP_HEADER).and_then(|v| v.to_str().ok()) else {
+        return Ok(link_actor(person, push));
+    };
+    let confirmed = take_proof(state, proof, &record.id).await?;
+    if confirmed.tenant != record.tenant || person.is_some_and(|p| p != confirmed.name) {
+        return Err(step_up_refused(
+            "this passkey confirmation was made by another person",
+        ));
+    }
+    let step_up = StepUp::Confirmed {
+        request_id: record.id.clone(),
+    };
+    Ok(match person {
+        Some(_) => link_actor(person, push).stepped_up(step_up),
+        None => Actor::new(confirmed.name, "link")
+            .as_principal(confirmed.principal)
+            .stepped_up(step_up),
+    })
+}
+
+/// Starts a step-up on an answer link: any passkey registered here (discoverable), whose
+/// owner must be the link's person (personal link) or one of the request's tenant (anonymous).
+pub(crate) async fn start_step_up(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+    _: Drained,
+) -> Result<Json<Value>, ApiError> {
+    let rp = relying_party(&state)?;
+    let (record, person, _) = target_of(&state, &token).await?;
+    let (mut request, authentication) = rp
+        .start_discoverable_authentication()
+        .map_err(|e| refused(format!("the passkey confirmation could not start: {e}")))?;
+    request.mediation = None;
+    let token = Ceremony::LinkStepUp {
+        tenant: record.tenant.clone(),
+        request: record.id.clone(),
+        person,
+        state: authentication,
+    }
+    .begin(&state.store)
+    .await?;
+    Ok(Json(json!({"token": token, "options": request})))
+}
+
+/// Finishes a step-up on an answer link: the proof its answer carries in `X-Clarify-Step-Up`.
+pub(crate) async fn finish_step_up(
+    State(state): State<AppState>,
+    Path(link): Path<String>,
+    JsonBody(body): JsonBody<Value>,
+) -> Result<Json<Value>, ApiError> {
+    let rp = relying_party(&state)?;
+    let (record, _, _) = target_of(&state, &link).await?;
+    let token = body
+        .get("token")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let credential = parse(body.get("credential").cloned().unwrap_or(Value::Null))?;
+    let Some(Ceremony::LinkStepUp {
+        tenant,
+        request,
+        person,
+        state: authentication,
+    }) = Ceremony::take(&state.store, token).await?
+    else {
+        return Err(ceremony_gone());
+    };
+    if request != record.id {
+        return Err(refused(
+            "this passkey confirmation was started for another request; confirm this one",
+        ));
+    }
+    let stored = verify_discoverable(&state, rp, &credential, authentication).await?;
+    if stored.tenant != tenant || person.as_ref().is_some_and(|p| *p != stored.name) {
+        return Err(refused(
+            "this passkey is another person's; confirm with your own",
+        ));
+    }
+    let proof = Ceremony::Proof {
+        tenant,
+        name: stored.name,
+        request,
+        principal: stored.principal,
+    }
+    .begin(&state.store)
+    .await?;
+    Ok(Json(json!({
+        "proof": proof,
+        "expires_at": crate::shared::wire::time(state.store.now() + STEP_UP_WINDOW),
+    })))
 }
 
 fn wants_json(headers: &HeaderMap) -> bool {

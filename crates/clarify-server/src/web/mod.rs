@@ -21,7 +21,7 @@ pub mod login;
 pub mod oidc;
 
 use axum::Router;
-use axum::routing::get;
+use axum::routing::{get, post};
 
 use crate::state::AppState;
 
@@ -35,8 +35,11 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/offline", get(inbox::offline))
         .route("/display/{id}", get(display::fragment))
         .route("/insights", get(insights::page))
+        .route("/settings", get(inbox::page))
         .route("/a/{token}", get(links::page).post(links::answer))
         .route("/a/{token}/display", get(links::display))
+        .route("/a/{token}/step-up", post(links::start_step_up))
+        .route("/a/{token}/step-up/finish", post(links::finish_step_up))
         .route("/a/{token}/display/{n}", get(links::image))
         .route("/login/{token}", get(login::login_link))
         .route("/link/{token}", get(accounts::page).post(accounts::link))

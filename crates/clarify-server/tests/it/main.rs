@@ -36,6 +36,7 @@ mod openapi;
 mod otlp;
 mod outage;
 mod outbound;
+mod passkeys;
 mod personal_links;
 mod policy;
 mod proxy;

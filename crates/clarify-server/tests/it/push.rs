@@ -314,7 +314,12 @@ fn check(
 /// A server that may push to the fake service (loopback is allowed, as `outbound_allow` would)
 /// and retries soon.
 async fn server(push: &FakePush) -> TestServer {
-    let s = TestServer::build("memory:", StoreOptions::default(), |c: &mut Config| {
+    // Step-up is on: a high-risk request is answered only with a passkey, in clarify.
+    let options = StoreOptions {
+        step_up: Some(clarify_core::Risk::High),
+        ..StoreOptions::default()
+    };
+    let s = TestServer::build("memory:", options, |c: &mut Config| {
         c.outbound = OutboundGuard::allowing(&["127.0.0.1/32"]).expect("valid entries");
         c.webhooks.poll = Duration::from_millis(50);
         c.webhooks.first_backoff = TimeDelta::milliseconds(50);
@@ -691,6 +696,39 @@ async fn bad_subscriptions_and_other_peoples_are_refused() {
     assert_eq!(
         kinds.iter().filter(|k| **k == "push.unsubscribed").count(),
         1
+    );
+}
+
+#[tokio::test]
+async fn a_request_that_needs_a_passkey_is_pushed_without_buttons() {
+    let push = FakePush::start().await;
+    let s = server(&push).await;
+    let bob = s.key(Role::Responder, "bob", "default").await;
+    subscribe(&s, &bob, &push.browser("bob-phone")).await;
+    for risk in ["high", "normal"] {
+        s.ask(
+            &s.admin,
+            json!({"summary": format!("Drop the {risk} table"), "risk": risk,
+                   "questions": [{"text": "Drop it?", "kind": "approval",
+                                  "action": {"name": "drop_table", "arguments": {}}}]}),
+        )
+        .await;
+    }
+    let received = push.until(2).await;
+    let titled = |title: &str| {
+        received
+            .iter()
+            .find(|r| r.payload["title"] == title)
+            .unwrap_or_else(|| panic!("no push titled {title}: {received:?}"))
+    };
+    assert_eq!(
+        titled("Drop the high table").payload["actions"],
+        json!([]),
+        "only the inbox, after a passkey, answers it"
+    );
+    assert_eq!(
+        titles(&titled("Drop the normal table").payload),
+        ["Approve", "Deny"]
     );
 }
 

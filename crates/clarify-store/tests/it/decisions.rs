@@ -178,6 +178,7 @@ async fn quorum_needs_a_named_responder(store: Store, env: Env) {
         channel: "link".to_owned(),
         groups: Vec::new(),
         principal: None,
+        step_up: clarify_store::StepUp::None,
     };
     match store.answer(t, &id, &approve("once"), &anonymous).await {
         Err(ResolveError::QuorumNeedsIdentity { required: 2 }) => {}

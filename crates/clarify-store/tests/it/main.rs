@@ -56,6 +56,7 @@ mod feed;
 mod gate;
 mod identities;
 mod insights;
+mod passkeys;
 mod people;
 mod push;
 mod rules;

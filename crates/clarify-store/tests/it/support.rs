@@ -184,6 +184,7 @@ pub fn options(clock: &Arc<ManualClock>) -> StoreOptions {
         rules: None,
         groups: Arc::default(),
         forbid_self_approval: false,
+        step_up: None,
     }
 }
 
