@@ -314,10 +314,15 @@ fn check(
 /// A server that may push to the fake service (loopback is allowed, as `outbound_allow` would)
 /// and retries soon.
 async fn server(push: &FakePush) -> TestServer {
+    server_with(push, StoreOptions::default()).await
+}
+
+/// [`server`] on a store with `options` (a manual clock, say).
+async fn server_with(push: &FakePush, options: StoreOptions) -> TestServer {
     // Step-up is on: a high-risk request is answered only with a passkey, in clarify.
     let options = StoreOptions {
         step_up: Some(clarify_core::Risk::High),
-        ..StoreOptions::default()
+        ..options
     };
     let s = TestServer::build("memory:", options, |c: &mut Config| {
         c.outbound = OutboundGuard::allowing(&["127.0.0.1/32"]).expect("valid entries");
@@ -697,6 +702,49 @@ async fn bad_subscriptions_and_other_peoples_are_refused() {
         kinds.iter().filter(|k| **k == "push.unsubscribed").count(),
         1
     );
+}
+
+#[tokio::test]
+async fn reminders_and_escalations_are_pushed_again() {
+    let push = FakePush::start().await;
+    let clock = Arc::new(clarify_store::ManualClock::new(chrono::Utc::now()));
+    let options = StoreOptions {
+        clock: Arc::clone(&clock) as Arc<dyn clarify_store::Clock>,
+        reaper_interval: None,
+        ..StoreOptions::default()
+    };
+    let s = server_with(&push, options).await;
+    let bob = s.key(Role::Responder, "bob", "default").await;
+    subscribe(&s, &bob, &push.browser("bob-phone")).await;
+    s.ask(
+        &s.admin,
+        json!({"summary": "Renew the certificate", "question": "Renew it now?",
+               "choices": ["yes", "no"], "responders": ["bob"],
+               "remind_every_seconds": 60, "escalate_after_seconds": 90,
+               "escalate_to": ["carol"]}),
+    )
+    .await;
+    push.until(1).await;
+    clock.advance(TimeDelta::seconds(61));
+    assert_eq!(s.store.remind_due().await.expect("remind"), 1);
+    let reminded = push.until(2).await;
+    assert_eq!(
+        reminded[1].payload["title"],
+        "Reminder: Renew the certificate"
+    );
+    assert_eq!(
+        titles(&reminded[1].payload),
+        ["yes", "no"],
+        "still answerable from it"
+    );
+    clock.advance(TimeDelta::seconds(30));
+    assert_eq!(s.store.escalate_due().await.expect("escalate"), 1);
+    let escalated = push.until(3).await;
+    assert_eq!(
+        escalated[2].payload["title"],
+        "Escalated: Renew the certificate"
+    );
+    assert!(escalated.iter().all(|r| r.browser == "bob-phone"));
 }
 
 #[tokio::test]
