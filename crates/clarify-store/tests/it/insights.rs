@@ -382,7 +382,8 @@ async fn the_migration_fills_the_coarser_rollups_from_the_days() {
         let conn = rusqlite::Connection::open(&path).expect("open");
         conn.execute_batch(
             "DROP TABLE insights_months; DROP TABLE insights_days; \
-             DROP TABLE insights_compacted; PRAGMA user_version = 15;",
+             DROP TABLE insights_compacted; DROP TABLE push_subscriptions; \
+             PRAGMA user_version = 15;",
         )
         .expect("back to schema 15");
     })
@@ -396,7 +397,8 @@ async fn the_migration_fills_the_coarser_rollups_from_the_days() {
             let mut conn = sqlx::PgConnection::connect(url).await.expect("connect");
             sqlx::raw_sql(
                 "DROP TABLE clarify_insights_months, clarify_insights_days, \
-                 clarify_insights_compacted; DELETE FROM clarify_schema WHERE version = 15;",
+                 clarify_insights_compacted, clarify_push_subscriptions; \
+                 DELETE FROM clarify_schema WHERE version >= 15;",
             )
             .execute(&mut conn)
             .await
