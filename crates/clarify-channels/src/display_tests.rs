@@ -19,7 +19,12 @@ fn record(display: Value) -> RequestRecord {
                        "action": {"name": "Edit", "arguments": {"file_path": "src/payments.py"}}}],
         "display": display,
     });
-    let request = match clarify_core::parse_request(&raw, &clarify_core::Limits::default()) {
+    pending(&raw)
+}
+
+/// A pending record of the request `raw`, as the channel worker hands one to a platform.
+pub(crate) fn pending(raw: &Value) -> RequestRecord {
+    let request = match clarify_core::parse_request(raw, &clarify_core::Limits::default()) {
         Ok(r) => r,
         Err(e) => panic!("test request: {e}"),
     };

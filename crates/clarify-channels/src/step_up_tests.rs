@@ -2,8 +2,6 @@
 //! gets no answer buttons anywhere: every platform offers only "Open in clarify" (the answer
 //! link) and says a passkey is needed; the same request without step-up keeps its buttons.
 
-use std::sync::Arc;
-
 use clarify_store::{EventKind, RequestRecord};
 use serde_json::{Value, json};
 
@@ -17,22 +15,7 @@ fn record() -> RequestRecord {
                        "action": {"name": "wire_transfer", "arguments": {"amount": 40000}}}],
         "risk": "high",
     });
-    let request = match clarify_core::parse_request(&raw, &clarify_core::Limits::default()) {
-        Ok(r) => r,
-        Err(e) => panic!("test request: {e}"),
-    };
-    RequestRecord {
-        id: "r1".to_owned(),
-        tenant: "default".to_owned(),
-        request: Arc::new(request),
-        status: clarify_core::Status::Pending,
-        created_at: chrono::Utc::now(),
-        expires_at: None,
-        resolution: None,
-        votes: Vec::new(),
-        remind_at: None,
-        escalated_at: None,
-    }
+    crate::display_tests::pending(&raw)
 }
 
 fn notice(r: &RequestRecord, step_up: bool) -> Notice<'_> {

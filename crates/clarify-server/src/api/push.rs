@@ -34,7 +34,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use base64::Engine;
 use base64::engine::general_purpose::{URL_SAFE, URL_SAFE_NO_PAD};
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use clarify_core::QuestionKind;
 use clarify_store::{
     AfterAttempt, Attempt, Delivery, EventKind, NewPushSubscription, PushSubscription,
@@ -44,7 +44,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
-use crate::api::webhooks::{Outbox, backoff, drain};
+use crate::api::webhooks::{Outbox, after_failure, drain, outbound_client};
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::{Drained, JsonBody};
@@ -323,16 +323,8 @@ fn check_endpoint(endpoint: &str) -> Result<(), ApiError> {
 
 /// Sends Web Push notifications until shutdown.
 pub(crate) async fn run(state: AppState) {
-    let client = match state.config.outbound.client(
-        reqwest::Client::builder()
-            .timeout(state.config.webhooks.timeout)
-            .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION"))),
-    ) {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot build an HTTP client; nothing is pushed");
-            return;
-        }
+    let Some(client) = outbound_client(&state, "nothing is pushed") else {
+        return;
     };
     drain(&state, Outbox::Push, async |n| {
         send(&state, &client, n).await
@@ -462,21 +454,10 @@ async fn attempt(
     if let Some(refusal) = response.as_ref().err().and_then(OutboundGuard::refusal_of) {
         return Some(Sent::give_up(format!("refused: {refusal}")));
     }
-    let retry = |status_code: Option<u16>, error: String, wait: Option<Duration>| {
-        let mut next = now + backoff(&state.config.webhooks, number);
-        if let Some(wait) = wait.and_then(|w| TimeDelta::from_std(w).ok()) {
-            next = next.max(now + wait);
-        }
-        let after = if next > n.created_at + state.config.webhooks.retry_for {
-            AfterAttempt::GiveUp
-        } else {
-            AfterAttempt::RetryAt(next)
-        };
-        Sent {
-            status_code,
-            error: Some(error),
-            after,
-        }
+    let retry = |status_code: Option<u16>, error: String, wait: Option<Duration>| Sent {
+        status_code,
+        error: Some(error),
+        after: after_failure(state, number, n.created_at, wait),
     };
     let response = match response {
         Ok(r) => r,

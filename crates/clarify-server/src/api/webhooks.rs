@@ -91,21 +91,51 @@ pub fn backoff(config: &WebhookConfig, failures: u32) -> TimeDelta {
 
 /// Delivers webhooks until shutdown.
 pub(crate) async fn run(state: AppState) {
-    let client = match state.config.outbound.client(
-        reqwest::Client::builder()
-            .timeout(state.config.webhooks.timeout)
-            .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION"))),
-    ) {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot build an HTTP client; webhooks are not delivered");
-            return;
-        }
+    let Some(client) = outbound_client(&state, "webhooks are not delivered") else {
+        return;
     };
     drain(&state, Outbox::Webhooks, async |d| {
         deliver(&state, &client, d).await
     })
     .await;
+}
+
+/// The client for addresses others chose (webhook receivers, push services): through the
+/// outbound guard, with the webhooks' timeout; `None`, logged with `otherwise`, when it cannot
+/// be built.
+pub(crate) fn outbound_client(state: &AppState, otherwise: &str) -> Option<reqwest::Client> {
+    match state.config.outbound.client(
+        reqwest::Client::builder()
+            .timeout(state.config.webhooks.timeout)
+            .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION"))),
+    ) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot build an HTTP client; {otherwise}");
+            None
+        }
+    }
+}
+
+/// What follows the failed attempt `number` of an outbox item created at `created_at`: a retry
+/// after the backoff, or later when the other side asked to `wait`, unless that is past
+/// [`WebhookConfig::retry_for`], when it is given up. Every outbox worker decides by this.
+pub(crate) fn after_failure(
+    state: &AppState,
+    number: u32,
+    created_at: chrono::DateTime<chrono::Utc>,
+    wait: Option<std::time::Duration>,
+) -> AfterAttempt {
+    let now = state.store.now();
+    let mut next = now + backoff(&state.config.webhooks, number);
+    if let Some(wait) = wait.and_then(|w| TimeDelta::from_std(w).ok()) {
+        next = next.max(now + wait);
+    }
+    if next > created_at + state.config.webhooks.retry_for {
+        AfterAttempt::GiveUp
+    } else {
+        AfterAttempt::RetryAt(next)
+    }
 }
 
 /// The outbox a worker drains.
@@ -295,12 +325,7 @@ async fn deliver(state: &AppState, client: &reqwest::Client, delivery: Delivery)
         AfterAttempt::Delivered
     } else {
         state.metrics.webhook_failed();
-        let next = now + backoff(&state.config.webhooks, number);
-        if next > delivery.created_at + state.config.webhooks.retry_for {
-            AfterAttempt::GiveUp
-        } else {
-            AfterAttempt::RetryAt(next)
-        }
+        after_failure(state, number, delivery.created_at, None)
     };
     finish(
         state,

@@ -19,7 +19,7 @@ use chrono::TimeDelta;
 use clarify_channels::{Channel, Notice, Sent};
 use clarify_store::{AfterAttempt, Attempt, Delivery, DeliveryStatus, EventKind, RequestRecord};
 
-use crate::api::webhooks::{Outbox, backoff, client, drain};
+use crate::api::webhooks::{Outbox, after_failure, client, drain};
 use crate::state::AppState;
 
 /// Sends channel notifications until shutdown.
@@ -118,16 +118,7 @@ async fn notify(state: &AppState, client: &reqwest::Client, n: Delivery) {
                     (None, Some(why.to_owned()), AfterAttempt::Delivered, None)
                 }
                 Err(e) if e.retryable() => {
-                    let now = state.store.now();
-                    let mut next = now + backoff(&state.config.webhooks, number);
-                    if let Some(wait) = e.retry_after().and_then(|w| TimeDelta::from_std(w).ok()) {
-                        next = next.max(now + wait);
-                    }
-                    let after = if next > n.created_at + state.config.webhooks.retry_for {
-                        AfterAttempt::GiveUp
-                    } else {
-                        AfterAttempt::RetryAt(next)
-                    };
+                    let after = after_failure(state, number, n.created_at, e.retry_after());
                     (e.status(), Some(e.to_string()), after, None)
                 }
                 Err(e) => (e.status(), Some(e.to_string()), AfterAttempt::GiveUp, None),
