@@ -37,7 +37,9 @@ use crate::duration::parse_duration;
 // allocator spent about a sixth of the server's CPU on that (consolidating and unmapping).
 // Built without transparent huge pages (the `no_thp` feature): with them, mimalloc's arena was
 // backed by 2 MiB pages and an idle server held 26 MB resident instead of 16 MB, with no
-// throughput to show for it (BENCHMARKS.md, "Footprint").
+// throughput to show for it (BENCHMARKS.md, "Footprint"). Without the `mimalloc` feature the
+// system's allocator serves, so that heap profilers which replace `malloc` see every allocation.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

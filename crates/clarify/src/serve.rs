@@ -20,8 +20,9 @@ const FILES_KEPT: u64 = 1_024;
 /// fail anyway; below it, the cap leaves a refusal a caller understands (`503 too_many_waiters`
 /// with `Retry-After`) instead of a refused connection. The soft file limit is first raised to
 /// the hard one, as a server expecting many connections should (the soft default of a shell is
-/// often 1,024). A waiting agent costs the server about 23 KiB (`BENCHMARKS.md`, "A fleet
-/// waiting at once"), so the largest default, 100,000, is about 2.2 GiB.
+/// often 1,024). A long-poll costs the server about 24 KiB (`BENCHMARKS.md`, "A fleet waiting
+/// at once: every mode"), so the largest default, 100,000, is about 2.3 GiB; an MCP call about
+/// 90 KiB, for which a small machine sets the flag lower (the handbook's performance page).
 fn default_max_waiters() -> usize {
     let files = match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(files) => files,

@@ -15,7 +15,12 @@
 //! - `events`: each agent holds `GET /v1/events`, and this process creates requests at
 //!   `CLARIFY_BENCH_FLEET_RATE` per second (1,000) for 10 s; every subscriber must receive every
 //!   `request.created`, and the delivery latency is timed from sending the create;
-//! - `idle`: N connections that send nothing: what an open connection alone costs.
+//! - `idle`: N connections that send nothing: what an open connection alone costs;
+//! - `used`: N connections that each made one request (`GET /healthz`) and then wait for the
+//!   next: what a kept-alive connection costs between requests.
+//!
+//! `CLARIFY_BENCH_FLEET_PACE` spreads the crowd's connections at that many a second (all at
+//! once by default).
 //!
 //! Backends (`CLARIFY_BENCH_FLEET_DB`): `sqlite` (default, one instance) or `postgres`
 //! (`CLARIFY_BENCH_FLEET_INSTANCES` instances sharing a fresh database made with `psql` beside
@@ -45,6 +50,7 @@ pub(crate) enum Mode {
     Mcp,
     Events,
     Idle,
+    Used,
 }
 
 impl Mode {
@@ -58,6 +64,7 @@ impl Mode {
             Self::Mcp => "mcp",
             Self::Events => "events",
             Self::Idle => "idle",
+            Self::Used => "used",
         }
     }
 
@@ -66,6 +73,7 @@ impl Mode {
             "mcp" => Self::Mcp,
             "events" => Self::Events,
             "idle" => Self::Idle,
+            "used" => Self::Used,
             _ => Self::Wait,
         }
     }
@@ -189,7 +197,9 @@ impl Crowd {
             &spec,
             json!({"mode": mode.name(), "url": url, "key": key, "ids": ids, "count": count,
                    "first": first, "sources": SOURCES,
-                   "mcp": std::env::var("CLARIFY_BENCH_FLEET_MCP").unwrap_or_default()})
+                   "mcp": std::env::var("CLARIFY_BENCH_FLEET_MCP").unwrap_or_default(),
+                   "pace": std::env::var("CLARIFY_BENCH_FLEET_PACE").ok()
+                       .and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)})
             .to_string(),
         )
         .expect("crowd spec written");
@@ -346,6 +356,7 @@ pub(crate) async fn fleet(dir: &std::path::Path, mode: Mode, n: usize) {
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss_before: Vec<u64> = servers.iter().map(Server::rss_kib).collect();
+    let file_before: Vec<u64> = servers.iter().map(Server::rss_file_kib).collect();
     let kernel_before = tcp_kernel_kib();
 
     let started = Instant::now();
@@ -371,7 +382,7 @@ pub(crate) async fn fleet(dir: &std::path::Path, mode: Mode, n: usize) {
     // Accepted: every agent is waiting (a long-poll, an event stream and an MCP call each hold
     // a waiter), or, for idle connections, the server's RSS stopped growing.
     let deadline = Instant::now() + Duration::from_secs(300);
-    if mode == Mode::Idle {
+    if matches!(mode, Mode::Idle | Mode::Used) {
         let lines = |c: &Crowd| {
             c.lines
                 .lock()
@@ -409,6 +420,7 @@ pub(crate) async fn fleet(dir: &std::path::Path, mode: Mode, n: usize) {
     let accepted = started.elapsed();
     tokio::time::sleep(Duration::from_secs(1)).await;
     let rss_with: Vec<u64> = servers.iter().map(Server::rss_kib).collect();
+    let file_with: Vec<u64> = servers.iter().map(Server::rss_file_kib).collect();
     let kernel_with = tcp_kernel_kib();
     let cpu: Vec<f64> = servers.iter().map(Server::cpu_seconds).collect();
     tokio::time::sleep(Duration::from_secs(5)).await;
@@ -423,6 +435,13 @@ pub(crate) async fn fleet(dir: &std::path::Path, mode: Mode, n: usize) {
         .map(|(w, b)| w.saturating_sub(*b))
         .sum();
     let per_agent = growth as f64 / n as f64;
+    // Of which file-backed pages (the SQLite file's pages read through its memory map).
+    let file_growth: u64 = file_with
+        .iter()
+        .zip(&file_before)
+        .map(|(w, b)| w.saturating_sub(*b))
+        .sum();
+    let file_per_agent = file_growth as f64 / n as f64;
     let kernel_per = kernel_with.saturating_sub(kernel_before) as f64 / n as f64;
     let rss = |v: &[u64]| {
         v.iter()
@@ -431,7 +450,7 @@ pub(crate) async fn fleet(dir: &std::path::Path, mode: Mode, n: usize) {
             .join(" + ")
     };
     let head = format!(
-        "fleet {} {n} ({backend}): accepted in {:.2} s ({:.0} connections/s); server RSS {} MiB before, {} MiB with the crowd: {per_agent:.1} KiB per agent (kernel TCP memory, both ends, {kernel_per:.1} KiB per agent more); server CPU while the crowd waits idle {:.2} % of a core",
+        "fleet {} {n} ({backend}): accepted in {:.2} s ({:.0} connections/s); server RSS {} MiB before, {} MiB with the crowd: {per_agent:.1} KiB per agent, {file_per_agent:.1} KiB of it file-backed (kernel TCP memory, both ends, {kernel_per:.1} KiB per agent more); server CPU while the crowd waits idle {:.2} % of a core",
         mode.name(),
         accepted.as_secs_f64(),
         n as f64 / accepted.as_secs_f64(),
@@ -440,7 +459,7 @@ pub(crate) async fn fleet(dir: &std::path::Path, mode: Mode, n: usize) {
         idle_cpu * 100.0,
     );
     match mode {
-        Mode::Idle => println!("{head}"),
+        Mode::Idle | Mode::Used => println!("{head}"),
         Mode::Events => {
             let figures = events_stream(&servers, &admin, &mut crowds, n).await;
             println!("{head}; {figures}");
@@ -636,20 +655,30 @@ pub(crate) async fn crowd(spec: &str) {
     // Each subscriber's count of events and their delivery latencies (µs).
     type Heard = Arc<Mutex<(u64, Vec<u32>)>>;
     let mut subscribers: Vec<Heard> = Vec::new();
+    // Connections per second, or 0 for all at once.
+    let pace = spec["pace"].as_u64().unwrap_or(0);
+    let started = tokio::time::Instant::now();
     for i in 0..count {
+        if pace > 0 {
+            tokio::time::sleep_until(started + Duration::from_micros(i as u64 * 1_000_000 / pace))
+                .await;
+        }
         let index = first + i;
         let client = clients[i % clients.len()].clone();
         let (url, key) = (url.clone(), key.clone());
         match mode {
-            Mode::Idle => {
+            Mode::Idle | Mode::Used => {
                 let socket = tokio::net::TcpSocket::new_v4().expect("socket");
                 socket
                     .bind((sources[i % sources.len()], 0).into())
                     .expect("bound");
-                let stream = socket
+                let mut stream = socket
                     .connect(address.parse().expect("an address"))
                     .await
                     .expect("connected");
+                if mode == Mode::Used {
+                    healthz_once(&mut stream, &address).await;
+                }
                 held.push(stream);
             }
             Mode::Wait => {
@@ -689,7 +718,7 @@ pub(crate) async fn crowd(spec: &str) {
             }
         }
     }
-    if mode == Mode::Idle {
+    if matches!(mode, Mode::Idle | Mode::Used) {
         println!("connected");
     }
     // Wait for `report` (events) or the end of stdin.
@@ -728,6 +757,34 @@ pub(crate) async fn crowd(spec: &str) {
                 let _ = std::io::stdout().flush();
             }
             Ok(_) => {}
+        }
+    }
+}
+
+/// One `GET /healthz` on `stream`, its response read to the end; the connection stays open.
+async fn healthz_once(stream: &mut tokio::net::TcpStream, address: &str) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let head = format!("GET /healthz HTTP/1.1\r\nhost: {address}\r\n\r\n");
+    stream
+        .write_all(head.as_bytes())
+        .await
+        .expect("request sent");
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 1024];
+    loop {
+        let n = stream.read(&mut chunk).await.expect("response read");
+        assert!(n > 0, "the server closed the connection");
+        got.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&got).to_ascii_lowercase();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if body.len() >= length {
+                return;
+            }
         }
     }
 }

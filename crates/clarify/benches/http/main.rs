@@ -114,6 +114,11 @@ impl Server {
         status_kib(self.child.id(), "VmRSS:")
     }
 
+    /// The part of [`Server::rss_kib`] that maps files (a memory-mapped SQLite file's pages).
+    fn rss_file_kib(&self) -> u64 {
+        status_kib(self.child.id(), "RssFile:")
+    }
+
     /// CPU seconds the server process has used so far.
     fn cpu_seconds(&self) -> f64 {
         // Fields 14 and 15 of /proc/PID/stat: user and system time in clock ticks (100 Hz).
