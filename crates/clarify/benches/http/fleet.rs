@@ -19,7 +19,8 @@
 //! - `used`: N connections that each made one request (`GET /healthz`) and then wait for the
 //!   next: what a kept-alive connection costs between requests.
 //!
-//! `CLARIFY_BENCH_FLEET_PACE` spreads the crowd's connections at that many a second (all at
+//! `CLARIFY_BENCH_SERVER_BIN` runs another `clarify` binary as the server (a build for a heap
+//! profiler, with `CLARIFY_BENCH_WRAP`). `CLARIFY_BENCH_FLEET_PACE` spreads the crowd's connections at that many a second (all at
 //! once by default).
 //!
 //! Backends (`CLARIFY_BENCH_FLEET_DB`): `sqlite` (default, one instance) or `postgres`
@@ -319,9 +320,12 @@ pub(crate) async fn fleet(dir: &std::path::Path, mode: Mode, n: usize) {
     };
     let admin = key_of(BIN, &database.url, "admin", "default");
     let max = (share + 100).to_string();
+    // Another build of the server (one for a heap profiler, say) in place of this one's.
+    let server_bin = std::env::var("CLARIFY_BENCH_SERVER_BIN").unwrap_or_else(|_| BIN.to_owned());
     let mut servers = Vec::new();
     for _ in 0..instances {
-        servers.push(Server::start_with(BIN, &database.url, &["--max-waiters", &max]).await);
+        servers
+            .push(Server::start_with(&server_bin, &database.url, &["--max-waiters", &max]).await);
     }
     let client = reqwest::Client::new();
 
@@ -659,9 +663,8 @@ pub(crate) async fn crowd(spec: &str) {
     let pace = spec["pace"].as_u64().unwrap_or(0);
     let started = tokio::time::Instant::now();
     for i in 0..count {
-        if pace > 0 {
-            tokio::time::sleep_until(started + Duration::from_micros(i as u64 * 1_000_000 / pace))
-                .await;
+        if let Some(at) = (i as u64 * 1_000_000).checked_div(pace) {
+            tokio::time::sleep_until(started + Duration::from_micros(at)).await;
         }
         let index = first + i;
         let client = clients[i % clients.len()].clone();
