@@ -151,6 +151,25 @@ async fn post(
     (status, body)
 }
 
+/// Approves request `id` with `key` and, when given, the step-up `proof`.
+async fn answer(s: &TestServer, id: &str, key: &str, proof: Option<&str>) -> (StatusCode, Value) {
+    post(
+        s,
+        &format!("/v1/requests/{id}/answer"),
+        key,
+        approve(),
+        proof,
+    )
+    .await
+}
+
+/// Asserts that `reply` (from [`post`]) is a refusal with `status` and the error `code`.
+fn refused(reply: (StatusCode, Value), status: StatusCode, code: &str) {
+    let (got, body) = reply;
+    assert_eq!(got, status, "{body}");
+    assert_eq!(crate::support::code(&body), code, "{body}");
+}
+
 /// Registers a passkey for the holder of `key`; returns its credential id.
 async fn register(b: &Browser, s: &TestServer, key: &str, name: &str) -> String {
     let (status, started) = post(s, "/v1/passkeys/registration", key, json!({}), None).await;
@@ -241,16 +260,11 @@ async fn every_answer_without_a_fresh_confirmation_for_it_is_refused() {
         let two = high_risk(&s, "Wire 12,000 EUR to Globex?").await;
 
         // A responder key alone is refused.
-        let (status, body) = post(
-            &s,
-            &format!("/v1/requests/{one}/answer"),
-            &alice,
-            approve(),
-            None,
-        )
-        .await;
-        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-        assert_eq!(code(&body), "step_up_required");
+        refused(
+            answer(&s, &one, &alice, None).await,
+            StatusCode::FORBIDDEN,
+            "step_up_required",
+        );
 
         // A confirmation made for another request: refused when finished there...
         let (_, started) = post(
@@ -262,27 +276,31 @@ async fn every_answer_without_a_fresh_confirmation_for_it_is_refused() {
         )
         .await;
         let assertion = made(&b, &started["options"], "get", None).await;
-        let (status, body) = post(
-            &s,
-            &format!("/v1/requests/{two}/step-up/finish"),
-            &alice,
-            json!({"token": started["token"], "credential": assertion}),
-            None,
-        )
-        .await;
-        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-        assert_eq!(code(&body), "passkey_refused");
+        refused(
+            post(
+                &s,
+                &format!("/v1/requests/{two}/step-up/finish"),
+                &alice,
+                json!({"token": started["token"], "credential": assertion}),
+                None,
+            )
+            .await,
+            StatusCode::FORBIDDEN,
+            "passkey_refused",
+        );
         // ... and its ceremony is used up: the same assertion again is a replay.
-        let (status, body) = post(
-            &s,
-            &format!("/v1/requests/{one}/step-up/finish"),
-            &alice,
-            json!({"token": started["token"], "credential": assertion}),
-            None,
-        )
-        .await;
-        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
-        assert_eq!(code(&body), "invalid_ceremony");
+        refused(
+            post(
+                &s,
+                &format!("/v1/requests/{one}/step-up/finish"),
+                &alice,
+                json!({"token": started["token"], "credential": assertion}),
+                None,
+            )
+            .await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_ceremony",
+        );
         // A replayed assertion under a new ceremony does not verify (its challenge is old).
         let (_, again) = post(
             &s,
@@ -292,54 +310,41 @@ async fn every_answer_without_a_fresh_confirmation_for_it_is_refused() {
             None,
         )
         .await;
-        let (status, body) = post(
-            &s,
-            &format!("/v1/requests/{one}/step-up/finish"),
-            &alice,
-            json!({"token": again["token"], "credential": assertion}),
-            None,
-        )
-        .await;
-        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-        assert_eq!(code(&body), "passkey_refused");
+        refused(
+            post(
+                &s,
+                &format!("/v1/requests/{one}/step-up/finish"),
+                &alice,
+                json!({"token": again["token"], "credential": assertion}),
+                None,
+            )
+            .await,
+            StatusCode::FORBIDDEN,
+            "passkey_refused",
+        );
 
         // ... and a proof made for one request does not answer another.
         let proof = step_up(&b, &s, &alice, &one).await;
-        let (status, body) = post(
-            &s,
-            &format!("/v1/requests/{two}/answer"),
-            &alice,
-            approve(),
-            Some(&proof),
-        )
-        .await;
-        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-        assert_eq!(code(&body), "step_up_required");
+        refused(
+            answer(&s, &two, &alice, Some(&proof)).await,
+            StatusCode::FORBIDDEN,
+            "step_up_required",
+        );
         // The proof is single-use, so that try used it up, and it is refused for its own
         // request afterwards too.
-        let (status, body) = post(
-            &s,
-            &format!("/v1/requests/{one}/answer"),
-            &alice,
-            approve(),
-            Some(&proof),
-        )
-        .await;
-        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-        assert_eq!(code(&body), "step_up_required");
+        refused(
+            answer(&s, &one, &alice, Some(&proof)).await,
+            StatusCode::FORBIDDEN,
+            "step_up_required",
+        );
 
         // Another person's proof does not let alice answer.
         let bobs_proof = step_up(&b, &s, &bob, &one).await;
-        let (status, body) = post(
-            &s,
-            &format!("/v1/requests/{one}/answer"),
-            &alice,
-            approve(),
-            Some(&bobs_proof),
-        )
-        .await;
-        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-        assert_eq!(code(&body), "step_up_required");
+        refused(
+            answer(&s, &one, &alice, Some(&bobs_proof)).await,
+            StatusCode::FORBIDDEN,
+            "step_up_required",
+        );
 
         // Another person's passkey does not confirm alice's answer.
         let (_, started) = post(
@@ -351,44 +356,34 @@ async fn every_answer_without_a_fresh_confirmation_for_it_is_refused() {
         )
         .await;
         let bobs_assertion = made(&b, &started["options"], "get", Some(&bobs)).await;
-        let (status, body) = post(
-            &s,
-            &format!("/v1/requests/{one}/step-up/finish"),
-            &alice,
-            json!({"token": started["token"], "credential": bobs_assertion}),
-            None,
-        )
-        .await;
-        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-        assert_eq!(code(&body), "passkey_refused");
+        refused(
+            post(
+                &s,
+                &format!("/v1/requests/{one}/step-up/finish"),
+                &alice,
+                json!({"token": started["token"], "credential": bobs_assertion}),
+                None,
+            )
+            .await,
+            StatusCode::FORBIDDEN,
+            "passkey_refused",
+        );
 
         // A proof older than 5 minutes is refused.
         let late = step_up(&b, &s, &alice, &one).await;
         clock.advance(TimeDelta::minutes(5) + TimeDelta::seconds(1));
-        let (status, body) = post(
-            &s,
-            &format!("/v1/requests/{one}/answer"),
-            &alice,
-            approve(),
-            Some(&late),
-        )
-        .await;
-        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-        assert_eq!(code(&body), "step_up_required");
+        refused(
+            answer(&s, &one, &alice, Some(&late)).await,
+            StatusCode::FORBIDDEN,
+            "step_up_required",
+        );
         let (_, record) = s.get(&format!("/v1/requests/{one}"), &s.admin).await;
         assert_eq!(record["status"], "pending", "nothing refused answered it");
 
         // A fresh one, made for this answer, is accepted, and answers as alice.
         let fresh = step_up(&b, &s, &alice, &one).await;
         clock.advance(TimeDelta::minutes(4));
-        let (status, body) = post(
-            &s,
-            &format!("/v1/requests/{one}/answer"),
-            &alice,
-            approve(),
-            Some(&fresh),
-        )
-        .await;
+        let (status, body) = answer(&s, &one, &alice, Some(&fresh)).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         let (_, record) = s.get(&format!("/v1/requests/{one}"), &s.admin).await;
         assert_eq!(record["status"], "answered");

@@ -433,19 +433,18 @@ pub(crate) async fn fleet(dir: &std::path::Path, mode: Mode, n: usize) {
         .zip(&cpu)
         .map(|(s, before)| (s.cpu_seconds() - before) / 5.0)
         .fold(0.0, f64::max);
-    let growth: u64 = rss_with
-        .iter()
-        .zip(&rss_before)
-        .map(|(w, b)| w.saturating_sub(*b))
-        .sum();
-    let per_agent = growth as f64 / n as f64;
+    // What the instances grew by together, per agent.
+    let per = |with: &[u64], before: &[u64]| {
+        let grown: u64 = with
+            .iter()
+            .zip(before)
+            .map(|(w, b)| w.saturating_sub(*b))
+            .sum();
+        grown as f64 / n as f64
+    };
+    let per_agent = per(&rss_with, &rss_before);
     // Of which file-backed pages (the SQLite file's pages read through its memory map).
-    let file_growth: u64 = file_with
-        .iter()
-        .zip(&file_before)
-        .map(|(w, b)| w.saturating_sub(*b))
-        .sum();
-    let file_per_agent = file_growth as f64 / n as f64;
+    let file_per_agent = per(&file_with, &file_before);
     let kernel_per = kernel_with.saturating_sub(kernel_before) as f64 / n as f64;
     let rss = |v: &[u64]| {
         v.iter()
