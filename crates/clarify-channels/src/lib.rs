@@ -36,6 +36,7 @@ pub mod discord;
 mod display_tests;
 pub mod email;
 pub mod google_chat;
+pub mod inbound;
 pub mod jwt;
 pub mod mattermost;
 pub mod ntfy;
