@@ -24,6 +24,7 @@ use clarify_store::EventKind;
 use serde_json::{Value, json};
 
 pub use crate::answer::Control;
+use crate::text::split_ref;
 use crate::{Notice, SendError, Sent, cut};
 use inbound::text_of;
 pub use inbound::{Inbound, read, verify};
@@ -61,9 +62,6 @@ impl std::fmt::Debug for Discord {
             .finish_non_exhaustive()
     }
 }
-
-/// Checks Discord's Ed25519 signature (`X-Signature-Ed25519`, hex) over `X-Signature-Timestamp`
-/// and the raw `body`, against `public_key` (hex), at `now`.
 
 impl Discord {
     async fn call(
@@ -183,10 +181,4 @@ fn message_ref(sent: &Value, channel: &str) -> Option<String> {
     let id = text_of(&sent["id"])?;
     let channel = text_of(&sent["channel_id"]).unwrap_or_else(|| channel.to_owned());
     Some(format!("{channel}:{id}"))
-}
-
-fn split_ref<'a>(message_ref: &'a str, channel: &'a str) -> (&'a str, &'a str) {
-    message_ref
-        .split_once(':')
-        .unwrap_or((channel, message_ref))
 }

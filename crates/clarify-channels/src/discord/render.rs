@@ -6,6 +6,7 @@ use clarify_store::RequestRecord;
 use serde_json::{Value, json};
 
 use crate::answer::{Focus, input_id};
+use crate::text::fit;
 use crate::{Notice, cut, headline, outcome_text};
 
 /// Discord's limit on a message's content.
@@ -23,7 +24,9 @@ const MAX_PLACEHOLDER: usize = 100;
 /// Message flag: only the user who clicked sees the message.
 const EPHEMERAL: u64 = 1 << 6;
 
-/// Discord markdown escaped: nothing the agent wrote formats, links or mentions.
+/// Discord markdown escaped: nothing the agent wrote formats, links or mentions. Not shared with
+/// Mattermost's: that one puts a zero-width space after `@` instead of a backslash, which is what
+/// keeps a word from becoming a mention there.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -101,11 +104,6 @@ impl clarify_render::Markup for Markdown {
     }
 }
 
-/// `text` cut to `max` characters, then escaped.
-fn fit(text: &str, max: usize) -> String {
-    escape(&cut(text, max))
-}
-
 /// JSON in a code block; a fence inside cannot close it.
 pub(super) fn code(json: &str, max: usize) -> String {
     format!(
@@ -119,13 +117,13 @@ pub(super) fn code(json: &str, max: usize) -> String {
 pub fn message(record: &RequestRecord, answer_url: &str, mention: &[String]) -> Value {
     let request = &record.request;
     let pending = !record.status.is_resolved();
-    let mut parts = vec![format!("**{}**", fit(&headline(record), 200))];
+    let mut parts = vec![format!("**{}**", fit(&Markdown, &headline(record), 200))];
     if pending && !mention.is_empty() {
         let m: Vec<String> = mention.iter().map(|m| format!("<@{m}>")).collect();
         parts.push(m.join(" "));
     }
     match &request.context {
-        Some(Context::Text(t)) => parts.push(fit(t, 400)),
+        Some(Context::Text(t)) => parts.push(fit(&Markdown, t, 400)),
         Some(Context::Json(map)) => {
             parts.push(code(
                 &serde_json::to_string_pretty(map).unwrap_or_default(),
@@ -137,7 +135,7 @@ pub fn message(record: &RequestRecord, answer_url: &str, mention: &[String]) -> 
     let more = format!("[The rest is on the answer page](<{answer_url}>)");
     parts.extend(crate::display_text(record, &Markdown, MAX_DISPLAY, &more));
     for q in &request.questions {
-        let mut part = fit(&q.text, 400);
+        let mut part = fit(&Markdown, &q.text, 400);
         match &q.kind {
             QuestionKind::Single(c) | QuestionKind::Multi(c) => {
                 for (i, o) in c.options.iter().enumerate() {
@@ -146,7 +144,11 @@ pub fn message(record: &RequestRecord, answer_url: &str, mention: &[String]) -> 
                     } else {
                         ""
                     };
-                    part.push_str(&format!("\n{}. {}{mark}", i + 1, fit(&o.label, 80)));
+                    part.push_str(&format!(
+                        "\n{}. {}{mark}",
+                        i + 1,
+                        fit(&Markdown, &o.label, 80)
+                    ));
                 }
             }
             QuestionKind::Approval(a) => {
@@ -169,9 +171,13 @@ pub fn message(record: &RequestRecord, answer_url: &str, mention: &[String]) -> 
         }
         parts.push(part);
     }
-    let mut footer: Vec<String> = crate::asked_by(request, |a| fit(a, 60), |s| fit(s, 60))
-        .into_iter()
-        .collect();
+    let mut footer: Vec<String> = crate::asked_by(
+        request,
+        |a| fit(&Markdown, a, 60),
+        |s| fit(&Markdown, s, 60),
+    )
+    .into_iter()
+    .collect();
     if pending {
         if let Some(at) = record.expires_at {
             // Discord renders this in each reader's time zone, as "in 14 minutes".
@@ -181,18 +187,22 @@ pub fn message(record: &RequestRecord, answer_url: &str, mention: &[String]) -> 
             footer.push(escape(&outcome_text(record)));
         }
         if let Some(by) = &request.responders {
-            footer.push(format!("for {}", fit(&by.join(", "), 200)));
+            footer.push(format!("for {}", fit(&Markdown, &by.join(", "), 200)));
         }
     }
     if !footer.is_empty() {
         parts.push(format!("-# {}", footer.join(" · ")));
     }
     if !pending {
-        parts.push(format!("**{}**", fit(&outcome_text(record), 400)));
+        parts.push(format!(
+            "**{}**",
+            fit(&Markdown, &outcome_text(record), 400)
+        ));
     }
     let mut content = parts.join("\n\n");
     if content.chars().count() > MAX_CONTENT {
         content = fit(
+            &Markdown,
             &format!("{}: {}", headline(record), outcome_text(record)),
             1_000,
         );
@@ -419,37 +429,17 @@ pub fn modal(record: &RequestRecord, focus: Focus, message_id: &str) -> Option<V
 /// A form field as a modal's text input: typed values are read by core's `value_from_text`
 /// (numbers, yes/no, an option's number, id or label), and the placeholder says what fits.
 fn field_input(field: &clarify_core::Field) -> Value {
-    let mut hint = field.hint();
-    if let Some(options) = field.kind.options() {
-        let listed: Vec<String> = options
-            .iter()
-            .enumerate()
-            .map(|(i, o)| format!("{}. {}", i + 1, o.label))
-            .collect();
-        hint = format!("{hint}: {}", listed.join(", "));
-    }
+    let hint = crate::form::typed_hint(field);
     let mut text = json!({
         "type": 4,
-        "custom_id": input_id(0, Some(&format!("f.{}", field.id))),
+        "custom_id": crate::form::field_id(field),
         "label": cut(&field.label, MAX_INPUT_LABEL),
         "style": 1,
         "required": field.required && field.default.is_none(),
         "placeholder": cut(&hint, MAX_PLACEHOLDER),
         "max_length": MAX_INPUT,
     });
-    let default = match &field.default {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Bool(b)) => Some(if *b { "yes" } else { "no" }.to_owned()),
-        Some(Value::Array(items)) => Some(
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(", "),
-        ),
-        Some(other) => Some(other.to_string()),
-        None => None,
-    };
+    let default = crate::form::typed_default(field, ", ");
     if let Some(default) = default.filter(|d| d.chars().count() <= MAX_INPUT) {
         text["value"] = json!(default);
     }

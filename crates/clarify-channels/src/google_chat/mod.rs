@@ -44,7 +44,6 @@ pub const CERTS_URL: &str =
     "https://www.googleapis.com/service_accounts/v1/metadata/x509/chat@system.gserviceaccount.com";
 /// The scope of a Chat app calling as itself.
 pub const SCOPE: &str = "https://www.googleapis.com/auth/chat.bot";
-/// Room for display blocks in a card (a message is at most 32,000 bytes).
 
 /// A service account's key, as in its JSON key file.
 #[derive(Clone)]

@@ -9,6 +9,7 @@ use super::Format;
 use crate::answer::input_id;
 use crate::{Notice, cut, escape_markup, headline, outcome_text};
 
+/// Room for display blocks in a card (a message is at most 32,000 bytes).
 const MAX_DISPLAY: usize = 8_000;
 const MAX_TEXT: usize = 2_000;
 const MAX_BUTTONS: usize = 5;
@@ -263,7 +264,7 @@ fn controls(record: &RequestRecord) -> Vec<Value> {
 /// text for the rest (read by core's `value_from_text`, with a hint saying what fits).
 fn field_input(field: &clarify_core::Field) -> Value {
     use clarify_core::form::FieldKind;
-    let name = input_id(0, Some(&format!("f.{}", field.id)));
+    let name = crate::form::field_id(field);
     let default: Vec<String> = match &field.default {
         Some(Value::Array(items)) => items
             .iter()

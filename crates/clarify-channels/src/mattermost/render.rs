@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::inbound::{button_token, dialog_token};
 use crate::answer::{Focus, input_id};
+use crate::text::fit;
 use crate::{Notice, cut, headline, outcome_text};
 
 /// Mattermost's default limit on a post's message (`MaxPostSize`, 16,383 characters).
@@ -85,11 +86,6 @@ impl clarify_render::Markup for Markdown {
     }
 }
 
-/// `text` cut to `max` characters, then escaped.
-fn fit(text: &str, max: usize) -> String {
-    escape(&cut(text, max))
-}
-
 fn code(json: &str, max: usize) -> String {
     format!(
         "```json\n{}\n```",
@@ -101,12 +97,12 @@ fn code(json: &str, max: usize) -> String {
 pub fn text(record: &RequestRecord, answer_url: &str, mention: &[String]) -> String {
     let request = &record.request;
     let pending = !record.status.is_resolved();
-    let mut parts = vec![format!("#### {}", fit(&headline(record), 200))];
+    let mut parts = vec![format!("#### {}", fit(&Markdown, &headline(record), 200))];
     if pending && !mention.is_empty() {
         parts.push(mention.join(" "));
     }
     match &request.context {
-        Some(Context::Text(t)) => parts.push(fit(t, 1_000)),
+        Some(Context::Text(t)) => parts.push(fit(&Markdown, t, 1_000)),
         Some(Context::Json(map)) => parts.push(code(
             &serde_json::to_string_pretty(map).unwrap_or_default(),
             1_000,
@@ -116,7 +112,7 @@ pub fn text(record: &RequestRecord, answer_url: &str, mention: &[String]) -> Str
     let more = format!("[The rest is on the answer page]({answer_url})");
     parts.extend(crate::display_text(record, &Markdown, MAX_DISPLAY, &more));
     for q in &request.questions {
-        let mut part = format!("**{}**", fit(&q.text, 1_000));
+        let mut part = format!("**{}**", fit(&Markdown, &q.text, 1_000));
         match &q.kind {
             QuestionKind::Single(c) | QuestionKind::Multi(c) => {
                 for (i, o) in c.options.iter().enumerate() {
@@ -125,9 +121,13 @@ pub fn text(record: &RequestRecord, answer_url: &str, mention: &[String]) -> Str
                     } else {
                         ""
                     };
-                    part.push_str(&format!("\n{}. {}{mark}", i + 1, fit(&o.label, 100)));
+                    part.push_str(&format!(
+                        "\n{}. {}{mark}",
+                        i + 1,
+                        fit(&Markdown, &o.label, 100)
+                    ));
                     if let Some(d) = &o.description {
-                        part.push_str(&format!(" — {}", fit(d, 200)));
+                        part.push_str(&format!(" — {}", fit(&Markdown, d, 200)));
                     }
                 }
             }
@@ -151,9 +151,13 @@ pub fn text(record: &RequestRecord, answer_url: &str, mention: &[String]) -> Str
         }
         parts.push(part);
     }
-    let mut footer: Vec<String> = crate::asked_by(request, |a| fit(a, 60), |s| fit(s, 60))
-        .into_iter()
-        .collect();
+    let mut footer: Vec<String> = crate::asked_by(
+        request,
+        |a| fit(&Markdown, a, 60),
+        |s| fit(&Markdown, s, 60),
+    )
+    .into_iter()
+    .collect();
     if pending {
         if let Some(at) = record.expires_at {
             footer.push(format!("expires {}", at.format("%Y-%m-%d %H:%M UTC")));
@@ -162,7 +166,7 @@ pub fn text(record: &RequestRecord, answer_url: &str, mention: &[String]) -> Str
             footer.push(escape(&outcome_text(record)));
         }
         if let Some(by) = &request.responders {
-            footer.push(format!("for {}", fit(&by.join(", "), 200)));
+            footer.push(format!("for {}", fit(&Markdown, &by.join(", "), 200)));
         }
     }
     if !footer.is_empty() {
@@ -171,11 +175,15 @@ pub fn text(record: &RequestRecord, answer_url: &str, mention: &[String]) -> Str
     if pending {
         parts.push(format!("[Open in clarify]({answer_url})"));
     } else {
-        parts.push(format!("**{}**", fit(&outcome_text(record), 1_000)));
+        parts.push(format!(
+            "**{}**",
+            fit(&Markdown, &outcome_text(record), 1_000)
+        ));
     }
     let text = parts.join("\n\n");
     if text.chars().count() > MAX_MESSAGE {
         return fit(
+            &Markdown,
             &format!("{}: {}", headline(record), outcome_text(record)),
             2_000,
         ) + &format!("\n\n[Open in clarify]({answer_url})");
@@ -401,7 +409,7 @@ pub fn dialog(
         "dialog": {
             "callback_id": focus.encode(),
             "title": cut(&title, MAX_DIALOG_TITLE),
-            "introduction_text": fit(&q.text, 1_000),
+            "introduction_text": fit(&Markdown, &q.text, 1_000),
             "elements": elements,
             "submit_label": "Submit",
             "notify_on_cancel": false,
@@ -414,7 +422,7 @@ pub fn dialog(
 /// the rest (read by core's `value_from_text`, with help saying what fits).
 fn field_element(field: &clarify_core::Field) -> Value {
     use clarify_core::form::FieldKind;
-    let name = input_id(0, Some(&format!("f.{}", field.id)));
+    let name = crate::form::field_id(field);
     let optional = !field.required || field.default.is_some();
     let mut element = match &field.kind {
         FieldKind::Boolean => {
@@ -425,15 +433,7 @@ fn field_element(field: &clarify_core::Field) -> Value {
             "options": options.iter().map(|o| json!({"text": cut(&o.label, MAX_LABEL), "value": o.id})).collect::<Vec<_>>(),
         }),
         _ => {
-            let mut hint = field.hint();
-            if let Some(options) = field.kind.options() {
-                let listed: Vec<String> = options
-                    .iter()
-                    .enumerate()
-                    .map(|(i, o)| format!("{}. {}", i + 1, o.label))
-                    .collect();
-                hint = format!("{hint}: {}", listed.join(", "));
-            }
+            let hint = crate::form::typed_hint(field);
             json!({"type": "text", "max_length": 150, "help_text": cut(&hint, MAX_HELP)})
         }
     };

@@ -17,6 +17,7 @@ pub mod socket;
 
 use serde_json::{Value, json};
 
+use crate::text::split_ref;
 use crate::{Notice, SendError, Sent, cut};
 
 const PLATFORM: &str = "slack";
@@ -234,11 +235,4 @@ fn message_ref(answer: &Value, channel: &str) -> Option<String> {
     let ts = answer["ts"].as_str()?;
     let channel = answer["channel"].as_str().unwrap_or(channel);
     Some(format!("{channel}:{ts}"))
-}
-
-/// The channel and ts of a message reference (a bare ts is in the configured channel).
-fn split_ref<'a>(message_ref: &'a str, channel: &'a str) -> (&'a str, &'a str) {
-    message_ref
-        .split_once(':')
-        .unwrap_or((channel, message_ref))
 }

@@ -307,7 +307,8 @@ fn encode(segment: &str) -> String {
     percent_encoding::utf8_percent_encode(segment, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
-/// The activity id and conversation id of a message reference.
+/// The activity id and conversation id of a message reference. Not `text::split_ref`: a
+/// conversation id holds colons, so Teams' references are split at a space, the activity first.
 fn split_ref<'a>(reference: &'a str, conversation: &'a str) -> (&'a str, &'a str) {
     reference
         .split_once(' ')

@@ -325,7 +325,7 @@ fn choice_set(c: &clarify_core::Choices, multi: bool) -> Value {
 /// rest (read by core's `value_from_text`, with a placeholder saying what fits).
 fn field_input(field: &clarify_core::Field) -> Value {
     use clarify_core::form::FieldKind;
-    let id = input_id(0, Some(&format!("f.{}", field.id)));
+    let id = crate::form::field_id(field);
     let required = field.required && field.default.is_none();
     let mut input = match &field.kind {
         FieldKind::Boolean => json!({"type": "Input.Toggle", "title": cut(&field.label, 100),
@@ -343,20 +343,8 @@ fn field_input(field: &clarify_core::Field) -> Value {
     if required {
         input["errorMessage"] = json!("Required");
     }
-    let default = match &field.default {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Bool(b)) => Some(if *b { "yes" } else { "no" }.to_owned()),
-        Some(Value::Array(items)) => Some(
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(","),
-        ),
-        Some(other) => Some(other.to_string()),
-        None => None,
-    };
-    if let Some(default) = default {
+    // A multi-select's value is its choices joined by a bare comma.
+    if let Some(default) = crate::form::typed_default(field, ",") {
         input["value"] = json!(default);
     }
     input

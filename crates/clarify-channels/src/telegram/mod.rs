@@ -348,7 +348,8 @@ fn message_ref(sent: &Value, chat: &str) -> Option<String> {
 }
 
 /// The chat and message id of a message reference (a bare id is in the configured chat), as
-/// the Bot API takes them: integers where they are numbers.
+/// the Bot API takes them: integers where they are numbers. Not `text::split_ref`: a chat may
+/// be `@username`, and the Bot API wants numbers as numbers.
 fn split_ref<'a>(message_ref: &'a str, chat: &'a str) -> (Value, Value) {
     let (chat, id) = message_ref.rsplit_once(':').unwrap_or((chat, message_ref));
     (number_or_text(chat), number_or_text(id))

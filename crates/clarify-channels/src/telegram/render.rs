@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::inbound::{Press, prompt_line};
 use crate::answer::Focus;
+use crate::text::fit;
 use crate::{Notice, cut, headline, outcome_text};
 
 /// Telegram's limit on a message's text, counted after entities are parsed.
@@ -95,12 +96,6 @@ impl clarify_render::Markup for Html {
     }
 }
 
-/// `text` cut to `max` characters, then escaped: Telegram counts the text after parsing, so
-/// escapes do not use up the limit.
-pub(super) fn fit(text: &str, max: usize) -> String {
-    escape(&cut(text, max))
-}
-
 /// A mention of user `id` that works without a username.
 pub(super) fn mention_of(id: &str) -> String {
     format!("<a href=\"tg://user?id={}\">{}</a>", escape(id), escape(id))
@@ -111,16 +106,16 @@ pub fn message_text(notice: &Notice<'_>, mention: &[String]) -> String {
     let record = notice.record;
     let request = &record.request;
     let pending = !record.status.is_resolved();
-    let mut parts = vec![format!("<b>{}</b>", fit(&headline(record), 200))];
+    let mut parts = vec![format!("<b>{}</b>", fit(&Html, &headline(record), 200))];
     if pending && !mention.is_empty() {
         let m: Vec<String> = mention.iter().map(|m| mention_of(m)).collect();
         parts.push(m.join(" "));
     }
     match &request.context {
-        Some(Context::Text(t)) => parts.push(fit(t, 1_000)),
+        Some(Context::Text(t)) => parts.push(fit(&Html, t, 1_000)),
         Some(Context::Json(map)) => {
             let pretty = serde_json::to_string_pretty(map).unwrap_or_default();
-            parts.push(format!("<pre>{}</pre>", fit(&pretty, 800)));
+            parts.push(format!("<pre>{}</pre>", fit(&Html, &pretty, 800)));
         }
         None => {}
     }
@@ -130,7 +125,7 @@ pub fn message_text(notice: &Notice<'_>, mention: &[String]) -> String {
     );
     parts.extend(crate::display_text(record, &Html, MAX_DISPLAY, &more));
     for q in &request.questions {
-        let mut part = fit(&q.text, 1_000);
+        let mut part = fit(&Html, &q.text, 1_000);
         match &q.kind {
             QuestionKind::Single(c) | QuestionKind::Multi(c) => {
                 for (i, o) in c.options.iter().enumerate() {
@@ -139,14 +134,14 @@ pub fn message_text(notice: &Notice<'_>, mention: &[String]) -> String {
                     } else {
                         ""
                     };
-                    part.push_str(&format!("\n{}. {}{mark}", i + 1, fit(&o.label, 200)));
+                    part.push_str(&format!("\n{}. {}{mark}", i + 1, fit(&Html, &o.label, 200)));
                 }
             }
             QuestionKind::Approval(a) if !request.display.is_empty() => {
                 // The display blocks above show what the action does.
                 part.push_str(&format!(
                     "\nAction: <code>{}</code>",
-                    fit(&a.action.name, 200)
+                    fit(&Html, &a.action.name, 200)
                 ));
             }
             QuestionKind::Approval(a) => {
@@ -161,17 +156,18 @@ pub fn message_text(notice: &Notice<'_>, mention: &[String]) -> String {
                 };
                 part.push_str(&format!(
                     "\nAction: <code>{}</code>\n<pre>{}</pre>{more}",
-                    fit(&a.action.name, 200),
-                    fit(&pretty, MAX_ARGUMENTS)
+                    fit(&Html, &a.action.name, 200),
+                    fit(&Html, &pretty, MAX_ARGUMENTS)
                 ));
             }
             QuestionKind::Open | QuestionKind::Form(_) => {}
         }
         parts.push(part);
     }
-    let mut footer: Vec<String> = crate::asked_by(request, |a| fit(a, 100), |s| fit(s, 100))
-        .into_iter()
-        .collect();
+    let mut footer: Vec<String> =
+        crate::asked_by(request, |a| fit(&Html, a, 100), |s| fit(&Html, s, 100))
+            .into_iter()
+            .collect();
     if pending {
         if let Some(at) = record.expires_at {
             footer.push(format!("expires {}", at.format("%Y-%m-%d %H:%M UTC")));
@@ -180,7 +176,7 @@ pub fn message_text(notice: &Notice<'_>, mention: &[String]) -> String {
             footer.push(escape(&outcome_text(record)));
         }
         if let Some(by) = &request.responders {
-            footer.push(format!("for {}", fit(&by.join(", "), 200)));
+            footer.push(format!("for {}", fit(&Html, &by.join(", "), 200)));
         }
         if answered_by_reply(record) {
             footer.push("reply to this message to answer".to_owned());
@@ -190,13 +186,17 @@ pub fn message_text(notice: &Notice<'_>, mention: &[String]) -> String {
         parts.push(format!("<i>{}</i>", footer.join(" · ")));
     }
     if !pending {
-        parts.push(format!("<b>{}</b>", fit(&outcome_text(record), 1_000)));
+        parts.push(format!(
+            "<b>{}</b>",
+            fit(&Html, &outcome_text(record), 1_000)
+        ));
     }
     let text = parts.join("\n\n");
     // The parts are cut to fit well inside the limit; this guards the sum (cutting HTML could
     // leave a tag open, so the plain outcome is sent instead).
     if clarify_render::Markup::len(&Html, &text) > MAX_TEXT {
         return fit(
+            &Html,
             &format!("{}: {}", headline(record), outcome_text(record)),
             1_000,
         );
@@ -338,6 +338,6 @@ pub(super) fn prompt_text(
         escape(&prompt_line(announcement, focus)),
         mention_of(user),
         what,
-        fit(&headline(record), 200)
+        fit(&Html, &headline(record), 200)
     )
 }

@@ -1,7 +1,6 @@
 //! Telegram: the buttons' callback data, the reading of updates, and the escaping of HTML.
 
 use super::inbound::indexes;
-use super::render::fit;
 use super::*;
 use crate::answer::Focus;
 use clarify_core::Scope;
@@ -101,4 +100,9 @@ fn updates_are_read_and_prompts_only_from_the_bot() {
 fn escaping_covers_what_html_mode_reads() {
     assert_eq!(escape("<b>&</b>"), "&lt;b&gt;&amp;&lt;/b&gt;");
     assert_eq!(fit("<<<<", 3), "&lt;&lt;…");
+}
+
+/// Telegram's cut-then-escape, as its message text uses it.
+fn fit(text: &str, max: usize) -> String {
+    crate::text::fit(&Html, text, max)
 }
