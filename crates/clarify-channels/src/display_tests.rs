@@ -75,7 +75,7 @@ fn large() -> RequestRecord {
 }
 
 fn slack_texts(r: &RequestRecord) -> Vec<String> {
-    let (_, blocks) = crate::slack::blocks::message(&notice(r), &[]);
+    let (_, blocks) = crate::slack::render::message(&notice(r), &[]);
     blocks
         .iter()
         .filter(|b| b["type"] == "section")
@@ -107,7 +107,7 @@ fn slack_shows_the_diff_preformatted_and_the_agents_text_inert() {
 
     for text in slack_texts(&large()) {
         assert!(
-            text.chars().count() <= crate::slack::blocks::MAX_SECTION,
+            text.chars().count() <= crate::slack::render::MAX_SECTION,
             "{} chars",
             text.chars().count()
         );

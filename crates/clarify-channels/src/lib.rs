@@ -35,7 +35,10 @@ pub mod discord;
 #[cfg(test)]
 mod display_tests;
 pub mod email;
+mod form;
 pub mod google_chat;
+mod http;
+pub mod inbound;
 pub mod jwt;
 pub mod mattermost;
 pub mod ntfy;
@@ -46,12 +49,16 @@ pub mod slack;
 mod step_up_tests;
 pub mod teams;
 pub mod telegram;
+mod text;
 
 use std::time::Duration;
 
 use clarify_store::{EventKind, RequestRecord};
 
+pub(crate) use http::retry_after;
 pub use route::{Route, channels_for};
+pub(crate) use text::decode_hex;
+pub use text::{cut, escape_markup};
 
 /// A configured channel: its name (unique; used by routes) and its platform.
 #[derive(Debug, Clone)]
@@ -396,54 +403,6 @@ pub fn display_text(
 ) -> Option<String> {
     let blocks = &record.request.display;
     (!blocks.is_empty()).then(|| clarify_render::render_blocks(blocks, markup, budget, more))
-}
-
-/// `&`, `<` and `>` escaped as `&amp;`, `&lt;` and `&gt;`: all that Slack's mrkdwn and
-/// Telegram's HTML parse mode need so that nothing the agent wrote becomes markup.
-pub fn escape_markup(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// The bytes of a hex string (either case), or `None` if it is not hex.
-pub(crate) fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if !hex.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
-/// `Retry-After` in seconds (the only form the platforms here send), if present and sane.
-pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let seconds: u64 = headers
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    Some(Duration::from_secs(seconds.min(3_600)))
-}
-
-/// `text` cut to at most `max` characters, ending in `…` when cut.
-pub fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 #[cfg(test)]

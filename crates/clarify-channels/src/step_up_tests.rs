@@ -51,7 +51,7 @@ fn all(value: &Value) -> Vec<String> {
 
 /// What each platform sends for `notice`, as JSON.
 fn rendered(n: &Notice<'_>) -> Vec<(&'static str, Value)> {
-    let (text, blocks) = crate::slack::blocks::message(n, &[]);
+    let (text, blocks) = crate::slack::render::message(n, &[]);
     let (plain, html) = crate::email::bodies(n);
     vec![
         ("slack", json!({"text": text, "blocks": blocks})),
@@ -60,7 +60,7 @@ fn rendered(n: &Notice<'_>) -> Vec<(&'static str, Value)> {
         ("teams", crate::teams::notice_card(n)),
         ("google_chat", crate::google_chat::notice_message(n)),
         ("mattermost", crate::mattermost::announcement(n, &[])),
-        ("ntfy", json!(crate::ntfy::actions(n))),
+        ("ntfy", json!(crate::ntfy::render::actions(n))),
         ("email", json!({"text": plain, "html": html})),
     ]
 }
@@ -94,7 +94,7 @@ fn a_request_that_needs_a_passkey_offers_only_open_in_clarify() {
         telegram["inline_keyboard"],
         json!([[{"text": "Open in clarify", "url": LINK}]])
     );
-    let ntfy = crate::ntfy::actions(&n);
+    let ntfy = crate::ntfy::render::actions(&n);
     assert_eq!(ntfy.len(), 1, "{ntfy:?}");
     assert_eq!(ntfy[0]["label"], "Open in clarify");
     let discord = crate::discord::announcement(&n);

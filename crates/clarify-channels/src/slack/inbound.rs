@@ -19,20 +19,8 @@ use crate::answer::{Act, Focus, Input};
 /// How far a request's timestamp may be from now.
 pub const MAX_SKEW_SECONDS: i64 = 5 * 60;
 
-/// Why an inbound call was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum InboundError {
-    /// The signature is missing, wrong, or too old: `401`, nothing read.
-    #[error("{0}")]
-    Unauthorized(&'static str),
-    /// Signed, but not something clarify understands: `400`, nothing changed.
-    #[error("{0}")]
-    Malformed(String),
-}
-
-fn malformed(message: impl Into<String>) -> InboundError {
-    InboundError::Malformed(message.into())
-}
+pub use crate::inbound::InboundError;
+use crate::inbound::malformed;
 
 /// Checks Slack's signature of `body` (headers `X-Slack-Request-Timestamp` and
 /// `X-Slack-Signature`) at `now`.
@@ -107,7 +95,7 @@ pub enum On {
 }
 
 /// Reads an HTTP body: a form-encoded interactivity payload, or an Events API JSON callback.
-pub fn read_body(body: &[u8]) -> Result<Inbound, InboundError> {
+pub fn read(body: &[u8]) -> Result<Inbound, InboundError> {
     let text = std::str::from_utf8(body).map_err(|_| malformed("the body is not UTF-8"))?;
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') {
@@ -185,7 +173,7 @@ pub fn read_interaction(payload: &Value) -> Result<Inbound, InboundError> {
             let view = &payload["view"];
             let (request, focus) = view["private_metadata"]
                 .as_str()
-                .and_then(super::blocks::read_metadata)
+                .and_then(super::render::read_metadata)
                 .ok_or_else(|| malformed("the view is not one of clarify's"))?;
             Ok(Inbound::Act(Interaction {
                 user,
@@ -462,8 +450,8 @@ mod tests {
                 "{action} {block}"
             );
         }
-        assert!(read_body(b"payload=%7Bnot-json").is_err());
-        assert!(read_body(b"nothing=here").is_err());
+        assert!(read(b"payload=%7Bnot-json").is_err());
+        assert!(read(b"nothing=here").is_err());
     }
 
     #[test]

@@ -11,12 +11,13 @@
 //! secret, or, with `socket_mode`, over the WebSocket [`socket`] keeps open, which needs no
 //! public URL.
 
-pub mod blocks;
 pub mod inbound;
+pub mod render;
 pub mod socket;
 
 use serde_json::{Value, json};
 
+use crate::text::split_ref;
 use crate::{Notice, SendError, Sent, cut};
 
 const PLATFORM: &str = "slack";
@@ -138,7 +139,7 @@ impl Slack {
             (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
                 let mut mention = self.mention.clone();
                 mention.extend(notice.mention.iter().cloned());
-                let (text, blocks) = blocks::message(notice, &mention);
+                let (text, blocks) = render::message(notice, &mention);
                 let answer = self
                     .call(
                         client,
@@ -165,7 +166,7 @@ impl Slack {
                         &json!({
                             "channel": channel,
                             "thread_ts": ts,
-                            "text": blocks::thread_reply(notice, &notice.mention),
+                            "text": render::thread_reply(notice, &notice.mention),
                         }),
                     )
                     .await?;
@@ -178,7 +179,7 @@ impl Slack {
             }),
             (_, Some(announcement)) => {
                 let (channel, ts) = split_ref(announcement, &self.channel);
-                let (text, blocks) = blocks::message(notice, &[]);
+                let (text, blocks) = render::message(notice, &[]);
                 self.call(
                     client,
                     "chat.update",
@@ -218,7 +219,7 @@ impl Slack {
         let mut body = json!({
             "channel": channel.unwrap_or(&self.channel),
             "user": user,
-            "text": cut(text, blocks::MAX_SECTION),
+            "text": cut(text, render::MAX_SECTION),
         });
         if let Some(ts) = thread_ts {
             body["thread_ts"] = json!(ts);
@@ -234,11 +235,4 @@ fn message_ref(answer: &Value, channel: &str) -> Option<String> {
     let ts = answer["ts"].as_str()?;
     let channel = answer["channel"].as_str().unwrap_or(channel);
     Some(format!("{channel}:{ts}"))
-}
-
-/// The channel and ts of a message reference (a bare ts is in the configured channel).
-fn split_ref<'a>(message_ref: &'a str, channel: &'a str) -> (&'a str, &'a str) {
-    message_ref
-        .split_once(':')
-        .unwrap_or((channel, message_ref))
 }

@@ -9,10 +9,9 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use clarify_channels::answer::Act;
-use clarify_channels::discord::{
-    Control, Discord, Interaction, acknowledge, ephemeral, modal, read_interaction, update_message,
-    verify,
-};
+use clarify_channels::discord::inbound::{Inbound, read, verify};
+use clarify_channels::discord::render::{acknowledge, ephemeral, modal, update_message};
+use clarify_channels::discord::{Control, Discord};
 use clarify_channels::{Channel, Platform};
 use serde_json::{Value, json};
 
@@ -45,17 +44,15 @@ pub(crate) async fn hook(
         &body,
         state.store.now(),
     ) {
-        tracing::warn!(channel = %name, error = e, "refused an unverified Discord call");
-        return error(StatusCode::UNAUTHORIZED, e);
+        tracing::warn!(channel = %name, error = %e, "refused an unverified Discord call");
+        return error(StatusCode::UNAUTHORIZED, &e.to_string());
     }
-    let interaction = serde_json::from_slice::<Value>(&body)
-        .map_err(|e| format!("the body is not JSON: {e}"))
-        .and_then(|v| read_interaction(&v));
+    let interaction = clarify_channels::inbound::json(&body).and_then(|v| read(&v));
     match interaction {
         Ok(interaction) => Json(respond(&state, channel, interaction).await).into_response(),
         Err(e) => {
             tracing::warn!(channel = %name, error = %e, "refused a Discord interaction clarify cannot read");
-            error(StatusCode::BAD_REQUEST, &e)
+            error(StatusCode::BAD_REQUEST, &e.to_string())
         }
     }
 }
@@ -65,11 +62,11 @@ fn error(status: StatusCode, message: &str) -> Response {
 }
 
 /// The interaction response for `interaction`.
-async fn respond(state: &AppState, channel: &Channel, interaction: Interaction) -> Value {
+async fn respond(state: &AppState, channel: &Channel, interaction: Inbound) -> Value {
     let (user, message_ref, message_id, control) = match interaction {
-        Interaction::Ping => return json!({"type": 1}),
-        Interaction::Ignore(why) => return ephemeral(&format!("Nothing was done: {why}.")),
-        Interaction::Use {
+        Inbound::Ping => return json!({"type": 1}),
+        Inbound::Ignore(why) => return ephemeral(&format!("Nothing was done: {why}.")),
+        Inbound::Use {
             user,
             message_ref,
             message_id,

@@ -10,7 +10,9 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use clarify_channels::google_chat::{GoogleChat, Inbound, private, read, update};
+use clarify_channels::google_chat::GoogleChat;
+use clarify_channels::google_chat::inbound::{Inbound, read};
+use clarify_channels::google_chat::render::{private, update};
 use clarify_channels::{Channel, Platform};
 use serde_json::json;
 
@@ -55,7 +57,7 @@ pub(crate) async fn hook(
         Ok(inbound) => inbound,
         Err(e) => {
             tracing::warn!(channel = %name, error = %e, "refused a Google Chat event clarify cannot read");
-            return error(StatusCode::BAD_REQUEST, &e);
+            return error(StatusCode::BAD_REQUEST, &e.to_string());
         }
     };
     let response = match inbound {

@@ -11,9 +11,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use clarify_channels::answer::{Act, Control, Focus};
-use clarify_channels::mattermost::{
-    Inbound, Mattermost, dialog, dialog_error, ephemeral, read, update,
-};
+use clarify_channels::mattermost::Mattermost;
+use clarify_channels::mattermost::inbound::{Inbound, read};
+use clarify_channels::mattermost::render::{dialog, dialog_error, ephemeral, update};
 use clarify_channels::{Channel, Platform};
 use serde_json::{Value, json};
 

@@ -11,9 +11,10 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use clarify_channels::inbound::InboundError;
 use clarify_channels::slack::Slack;
-use clarify_channels::slack::blocks::modal;
-use clarify_channels::slack::inbound::{Inbound, InboundError, On, read_body, verify};
+use clarify_channels::slack::inbound::{Inbound, On, read, verify};
+use clarify_channels::slack::render::modal;
 use clarify_channels::{Channel, Platform};
 use serde_json::{Value, json};
 
@@ -55,7 +56,7 @@ pub(crate) async fn hook(
         tracing::warn!(channel = %name, error = %e, "refused an unverified Slack call");
         return error(StatusCode::UNAUTHORIZED, &e.to_string());
     }
-    let inbound = read_body(&body);
+    let inbound = read(&body);
     if let Err(InboundError::Malformed(e)) = &inbound {
         tracing::warn!(channel = %name, error = %e, "refused a Slack call clarify cannot read");
         return error(StatusCode::BAD_REQUEST, e);

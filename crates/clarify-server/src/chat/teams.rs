@@ -12,9 +12,9 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use clarify_channels::teams::{
-    Conversation, Inbound, Teams, card, card_response, message_response, read,
-};
+use clarify_channels::teams::inbound::{Inbound, read};
+use clarify_channels::teams::render::{card, card_response, message_response};
+use clarify_channels::teams::{Conversation, Teams};
 use clarify_channels::{Channel, Platform};
 use serde_json::json;
 
@@ -61,7 +61,7 @@ pub(crate) async fn hook(
         Ok(inbound) => inbound,
         Err(e) => {
             tracing::warn!(channel = %name, error = %e, "refused a Teams activity clarify cannot read");
-            return error(StatusCode::BAD_REQUEST, &e);
+            return error(StatusCode::BAD_REQUEST, &e.to_string());
         }
     };
     let target = |request: String| Target::Request(request);

@@ -16,10 +16,11 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use clarify_channels::answer::{Act, Focus};
-use clarify_channels::telegram::{Press, Telegram, Update, prompt_act, read_update, verify};
+use clarify_channels::telegram::Telegram;
+use clarify_channels::telegram::inbound::{Inbound, Press, prompt_act, read, verify};
 use clarify_channels::{Channel, Platform};
 use clarify_core::QuestionKind;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::chat::answer::{self, Done, Target};
 use crate::state::AppState;
@@ -56,12 +57,10 @@ pub(crate) async fn hook(
         .get("x-telegram-bot-api-secret-token")
         .and_then(|v| v.to_str().ok());
     if let Err(e) = verify(secret, given) {
-        tracing::warn!(channel = %name, error = e, "refused an unverified Telegram call");
-        return error(StatusCode::UNAUTHORIZED, e);
+        tracing::warn!(channel = %name, error = %e, "refused an unverified Telegram call");
+        return error(StatusCode::UNAUTHORIZED, &e.to_string());
     }
-    let update = serde_json::from_slice::<Value>(&body)
-        .map_err(|e| format!("the body is not JSON: {e}"))
-        .and_then(|v| read_update(&v, telegram.bot_id()));
+    let update = clarify_channels::inbound::json(&body).and_then(|v| read(&v, telegram.bot_id()));
     match update {
         Ok(update) => {
             handle(&state, channel, telegram, update).await;
@@ -69,7 +68,7 @@ pub(crate) async fn hook(
         }
         Err(e) => {
             tracing::warn!(channel = %name, error = %e, "refused a Telegram update clarify cannot read");
-            error(StatusCode::BAD_REQUEST, &e)
+            error(StatusCode::BAD_REQUEST, &e.to_string())
         }
     }
 }
@@ -83,17 +82,17 @@ pub(crate) async fn handle(
     state: &AppState,
     channel: &Channel,
     telegram: &Telegram,
-    update: Update,
+    update: Inbound,
 ) {
     let client = &state.http;
     let warn = |what: &str, e: clarify_channels::SendError| {
         tracing::warn!(channel = %channel.name, error = %e, "{what} failed");
     };
     match update {
-        Update::Ignore(why) => {
+        Inbound::Ignore(why) => {
             tracing::debug!(channel = %channel.name, why, "ignored a Telegram update")
         }
-        Update::Start { user, chat_id } => {
+        Inbound::Start { user, chat_id } => {
             let text = format!(
                 "Your Telegram user id is {user}. To answer clarify requests here, ask an admin \
                  to add this line under [identities] in clarify's configuration:\n\
@@ -103,7 +102,7 @@ pub(crate) async fn handle(
                 warn("telling a Telegram user their id", e);
             }
         }
-        Update::Link {
+        Inbound::Link {
             user,
             chat_id,
             private,
@@ -119,7 +118,7 @@ pub(crate) async fn handle(
                 warn("sending a Telegram user a link-account link", e);
             }
         }
-        Update::Press {
+        Inbound::Press {
             query_id,
             user,
             message_ref,
@@ -133,7 +132,7 @@ pub(crate) async fn handle(
                 warn("answering a Telegram button press", e);
             }
         }
-        Update::Reply {
+        Inbound::Reply {
             user,
             chat_id,
             message_id,
@@ -314,7 +313,7 @@ async fn poll(state: &AppState, name: &str) {
                 tracing::warn!(channel = %name, "a Telegram update without update_id");
                 continue;
             };
-            match read_update(&update, telegram.bot_id()) {
+            match read(&update, telegram.bot_id()) {
                 Ok(update) => handle(state, channel, telegram, update).await,
                 Err(e) => {
                     tracing::warn!(channel = %name, error = %e, "ignored a Telegram update clarify cannot read")

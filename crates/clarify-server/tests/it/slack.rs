@@ -977,7 +977,7 @@ async fn a_long_diff_arrives_preformatted_within_the_section_limit_with_a_link_t
         .collect();
     for text in &sections {
         assert!(
-            text.chars().count() <= clarify_channels::slack::blocks::MAX_SECTION,
+            text.chars().count() <= clarify_channels::slack::render::MAX_SECTION,
             "a section over Slack's limit: {} chars",
             text.chars().count()
         );

@@ -1,0 +1,147 @@
+//! E-mail: answer links, escaping, threading of follow-ups, recipients and the hidden password.
+
+use std::sync::Arc;
+
+use clarify_store::RequestRecord;
+
+use super::*;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Value, json};
+
+fn record(raw: Value) -> RequestRecord {
+    let request = match clarify_core::parse_request(&raw, &clarify_core::Limits::default()) {
+        Ok(r) => r,
+        Err(e) => panic!("test request: {e}"),
+    };
+    RequestRecord {
+        id: "r1".to_owned(),
+        tenant: "default".to_owned(),
+        request: Arc::new(request),
+        status: clarify_core::Status::Pending,
+        created_at: chrono::Utc::now(),
+        expires_at: None,
+        resolution: None,
+        votes: Vec::new(),
+        remind_at: None,
+        escalated_at: None,
+    }
+}
+
+fn notice(r: &RequestRecord) -> Notice<'_> {
+    Notice {
+        record: r,
+        event: EventKind::Created,
+        answer_url: "https://clarify.example/a/t",
+        announcement: None,
+        mention: Vec::new(),
+        recipients: Vec::new(),
+        action_key: b"test key",
+        hook_url: "https://clarify.example/hooks/test/t",
+        personal: Vec::new(),
+        step_up: false,
+    }
+}
+
+fn labels(r: &RequestRecord) -> Vec<String> {
+    choices(&notice(r)).into_iter().map(|c| c.label).collect()
+}
+
+#[test]
+fn one_link_per_option_or_decision_and_none_for_the_rest() {
+    let single = record(json!({"question": "Ship?", "choices": ["yes", "no", "later"]}));
+    assert_eq!(labels(&single), ["yes", "no", "later"]);
+    let approval = record(json!({"questions": [{"text": "Drop?", "kind": "approval",
+        "action": {"name": "drop"}, "scopes": ["once", "session"]}]}));
+    assert_eq!(
+        labels(&approval),
+        ["Approve", "Approve for this session", "Deny"]
+    );
+    let quorum = record(json!({"questions": [{"text": "Drop?", "kind": "approval",
+        "action": {"name": "drop"}}], "approvals_required": 2}));
+    assert!(labels(&quorum).is_empty());
+    let open = record(json!({"question": "Why?"}));
+    assert!(labels(&open).is_empty());
+}
+
+#[test]
+fn a_link_carries_its_answer_as_base64_json() {
+    let r = record(json!({"question": "Ship?", "choices": ["yes", "no"]}));
+    let first = choices(&notice(&r)).remove(0);
+    let (base, encoded) = first.url.split_once("?answer=").expect("answer parameter");
+    assert_eq!(base, "https://clarify.example/a/t");
+    let decoded = URL_SAFE_NO_PAD.decode(encoded).expect("base64");
+    let answer: Value = serde_json::from_slice(&decoded).expect("json");
+    let q = r.request.questions[0].id.clone();
+    assert_eq!(answer, json!({"answers": {q: {"option": "yes"}}}));
+}
+
+#[test]
+fn the_html_escapes_what_the_agent_wrote() {
+    let r = record(json!({"question": "<script>alert(1)</script> & \"q\"",
+                          "context": "a < b"}));
+    let (text, html) = bodies(&notice(&r));
+    assert!(text.contains("<script>alert(1)</script> & \"q\""), "{text}");
+    assert!(!html.contains("<script>"), "{html}");
+    assert!(
+        html.contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;q&quot;"),
+        "{html}"
+    );
+    assert!(html.contains("a &lt; b"), "{html}");
+}
+
+#[test]
+fn a_follow_up_replies_to_the_announcement() {
+    let r = record(json!({"question": "Ship?", "choices": ["yes", "no"]}));
+    let email = Email {
+        smtp_url: "smtp://127.0.0.1:2525".parse().expect("url"),
+        password: None,
+        from: "Clarify <clarify@example.com>".to_owned(),
+        to: vec!["alice@example.com".to_owned()],
+    };
+    let mut n = notice(&r);
+    let first = email.compose(&n).expect("composed").expect("a recipient");
+    assert!(first.message_id.starts_with("<r1."), "{}", first.message_id);
+    assert!(first.message_id.ends_with("@example.com>"));
+    n.event = EventKind::Reminded;
+    n.announcement = Some(&first.message_id);
+    let reply = email.compose(&n).expect("composed").expect("a recipient");
+    let raw = String::from_utf8_lossy(&reply.message.formatted()).into_owned();
+    assert!(
+        raw.contains(&format!("In-Reply-To: {}", first.message_id)),
+        "{raw}"
+    );
+    // The subject is the request's summary.
+    assert!(raw.contains("Subject: Re: Ship?"), "{raw}");
+    assert_ne!(reply.message_id, first.message_id);
+}
+
+#[test]
+fn without_to_or_responders_there_is_no_one_to_write_to() {
+    let r = record(json!({"question": "Ship?"}));
+    let email = Email {
+        smtp_url: "smtp://127.0.0.1:2525".parse().expect("url"),
+        password: None,
+        from: "clarify@example.com".to_owned(),
+        to: Vec::new(),
+    };
+    assert!(email.compose(&notice(&r)).expect("composed").is_none());
+    let mut n = notice(&r);
+    n.recipients = vec!["bob@example.com".to_owned()];
+    assert!(email.compose(&n).expect("composed").is_some());
+}
+
+#[test]
+fn the_password_is_not_shown() {
+    let email = Email {
+        smtp_url: "smtps://me:hunter2@mail.example.com".parse().expect("url"),
+        password: Some("other".to_owned()),
+        from: "clarify@example.com".to_owned(),
+        to: Vec::new(),
+    };
+    let shown = format!("{email:?}");
+    assert!(
+        !shown.contains("hunter2") && !shown.contains("other"),
+        "{shown}"
+    );
+}

@@ -1,0 +1,166 @@
+//! What Mattermost sends to `POST /hooks/mattermost/{name}`: clicks on clarify's buttons and
+//! menus, and dialog submissions. Mattermost signs nothing, so [`read`] checks the token clarify
+//! put in each button's context or dialog's state before it reads anything else.
+
+use std::collections::BTreeMap;
+
+use hmac::{Hmac, Mac};
+use serde_json::Value;
+use sha2::Sha256;
+
+use crate::answer::{Control, Focus, Input, control};
+use crate::inbound::InboundError;
+
+fn mac(key: &[u8], message: &str) -> Vec<u8> {
+    #[allow(clippy::expect_used)]
+    let mut m = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes keys of any length");
+    m.update(message.as_bytes());
+    m.finalize().into_bytes().to_vec()
+}
+
+fn b64(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// Whether `token` is the one `key` gives `message`, compared in constant time.
+fn genuine(key: &[u8], message: &str, token: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    let expected = b64(&mac(key, message));
+    expected.len() == token.len() && bool::from(expected.as_bytes().ct_eq(token.as_bytes()))
+}
+
+/// The token of a button that does `action` on request `request`.
+pub fn button_token(key: &[u8], request: &str, action: &str) -> String {
+    b64(&mac(key, &format!("mattermost-button:{request}:{action}")))
+}
+
+/// The token of a dialog for `focus` of request `request`, opened for `user`.
+pub(super) fn dialog_token(key: &[u8], request: &str, focus: Focus, user: &str) -> String {
+    b64(&mac(
+        key,
+        &format!("mattermost-dialog:{request}:{}:{user}", focus.encode()),
+    ))
+}
+
+/// What a verified call from Mattermost asks of clarify.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inbound {
+    /// `user` pressed a button (or chose in a menu) of request `request`'s post; `trigger` opens
+    /// a dialog.
+    Click {
+        user: String,
+        request: String,
+        control: Control,
+        trigger: Option<String>,
+    },
+    /// `user` submitted the dialog for `focus` of request `request`.
+    Submit {
+        user: String,
+        request: String,
+        focus: Focus,
+        inputs: BTreeMap<String, Input>,
+    },
+    /// `user` closed a dialog without submitting it.
+    Cancelled,
+}
+
+/// Verifies a call to `/hooks/mattermost/{name}` (its token, under `key`), then reads it.
+pub fn read(key: &[u8], body: &[u8]) -> Result<Inbound, InboundError> {
+    let body: Value = serde_json::from_slice(body)
+        .map_err(|_| InboundError::Unauthorized("the body is not JSON"))?;
+    let text = |v: &Value| v.as_str().filter(|s| !s.is_empty()).map(str::to_owned);
+    let user = text(&body["user_id"]);
+    if body["type"] == "dialog_submission" {
+        // state: `<request id> <focus> <token>`.
+        let state = body["state"].as_str().unwrap_or_default();
+        let mut parts = state.split(' ');
+        let (Some(request), Some(focus), Some(token), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(InboundError::Unauthorized(
+                "a dialog submission without clarify's state",
+            ));
+        };
+        let Some(focus) = Focus::decode(focus) else {
+            return Err(InboundError::Unauthorized(
+                "a dialog submission without clarify's state",
+            ));
+        };
+        let user = user.ok_or(InboundError::Unauthorized(
+            "a dialog submission without user_id",
+        ))?;
+        if !genuine(
+            key,
+            &format!("mattermost-dialog:{request}:{}:{user}", focus.encode()),
+            token,
+        ) {
+            return Err(InboundError::Unauthorized(
+                "the dialog's token does not match",
+            ));
+        }
+        if body["cancelled"] == true {
+            return Ok(Inbound::Cancelled);
+        }
+        let mut inputs = BTreeMap::new();
+        let mut many: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        if let Some(submission) = body["submission"].as_object() {
+            for (name, value) in submission {
+                // A `multi` question's options are one checkbox each: `q0.o3`.
+                if let Some((question, index)) = name.split_once(".o")
+                    && index.parse::<usize>().is_ok()
+                {
+                    let chosen = many.entry(question.to_owned()).or_default();
+                    if value == true || value == "true" {
+                        chosen.push(index.to_owned());
+                    }
+                    continue;
+                }
+                let input = match value {
+                    Value::String(s) => Input::Text(s.clone()),
+                    Value::Bool(b) => Input::One(Some(b.to_string())),
+                    Value::Null => Input::One(None),
+                    other => Input::Text(other.to_string()),
+                };
+                inputs.insert(name.clone(), input);
+            }
+        }
+        for (question, chosen) in many {
+            inputs.insert(question, Input::Many(chosen));
+        }
+        return Ok(Inbound::Submit {
+            user,
+            request: request.to_owned(),
+            focus,
+            inputs,
+        });
+    }
+    let context = &body["context"];
+    let (Some(request), Some(action), Some(token)) = (
+        text(&context["request"]),
+        text(&context["action"]),
+        text(&context["token"]),
+    ) else {
+        return Err(InboundError::Unauthorized(
+            "a call without the context of a button clarify made",
+        ));
+    };
+    if !genuine(
+        key,
+        &format!("mattermost-button:{request}:{action}"),
+        &token,
+    ) {
+        return Err(InboundError::Unauthorized(
+            "the button's token does not match",
+        ));
+    }
+    let user = user.ok_or(InboundError::Unauthorized("an action without user_id"))?;
+    // A menu adds the chosen option's value to the context.
+    let values: Vec<String> = text(&context["selected_option"]).into_iter().collect();
+    Ok(Inbound::Click {
+        user,
+        request,
+        control: control(&action, &values),
+        trigger: text(&body["trigger_id"]),
+    })
+}

@@ -1,0 +1,272 @@
+//! What Telegram sends, by long polling or to `POST /hooks/telegram/{name}`: updates (a button
+//! pressed, a reply typed, a command), and the callback data of clarify's buttons ([`Press`]).
+
+use std::collections::BTreeMap;
+
+use clarify_core::Scope;
+use serde_json::Value;
+
+use crate::answer::{Act, Focus, Input, input_id};
+use crate::inbound::{InboundError, malformed};
+
+/// What a button of a clarify message does: its callback data, read back by [`Press::decode`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Press {
+    /// Option `n` of a `single` question.
+    Option(usize),
+    /// A `multi` question's buttons after a toggle: the options chosen now (bit `n`: option `n`).
+    Toggle(u32),
+    /// Done on a `multi` question with these options chosen.
+    Done(u32),
+    Approve(Scope),
+    Deny,
+    /// Deny with a reason: asks for a reply.
+    Reason,
+    /// Request changes: asks for a reply saying which.
+    Revise,
+    /// Other, or the answer of an `open` question: asks for a reply.
+    Write,
+    Skip,
+}
+
+impl Press {
+    pub fn encode(self) -> String {
+        match self {
+            Self::Option(n) => format!("o{n}"),
+            Self::Toggle(mask) => format!("t{mask:x}"),
+            Self::Done(mask) => format!("m{mask:x}"),
+            Self::Approve(Scope::Once) => "ao".to_owned(),
+            Self::Approve(Scope::Session) => "as".to_owned(),
+            Self::Approve(Scope::Always) => "aa".to_owned(),
+            Self::Deny => "d".to_owned(),
+            Self::Reason => "r".to_owned(),
+            Self::Revise => "c".to_owned(),
+            Self::Write => "w".to_owned(),
+            Self::Skip => "s".to_owned(),
+        }
+    }
+
+    /// The press `data` names; `None` for data clarify did not write.
+    pub fn decode(data: &str) -> Option<Self> {
+        let (head, rest) = data.split_at_checked(1)?;
+        Some(match (head, rest) {
+            ("o", n) => Self::Option(n.parse().ok()?),
+            ("t", m) => Self::Toggle(u32::from_str_radix(m, 16).ok()?),
+            ("m", m) => Self::Done(u32::from_str_radix(m, 16).ok()?),
+            ("a", "o") => Self::Approve(Scope::Once),
+            ("a", "s") => Self::Approve(Scope::Session),
+            ("a", "a") => Self::Approve(Scope::Always),
+            ("d", "") => Self::Deny,
+            ("r", "") => Self::Reason,
+            ("c", "") => Self::Revise,
+            ("w", "") => Self::Write,
+            ("s", "") => Self::Skip,
+            _ => return None,
+        })
+    }
+
+    /// The act a press stands for on a request of one question; `None` for presses that change
+    /// only the message (a toggle) or ask for a reply.
+    pub fn act(self) -> Option<Act> {
+        use clarify_core::Decision;
+        Some(match self {
+            Self::Option(index) => Act::Option { question: 0, index },
+            Self::Done(mask) => Act::Options {
+                question: 0,
+                indexes: indexes(mask),
+            },
+            Self::Approve(scope) => Act::Decide {
+                question: 0,
+                decision: Decision::Approve,
+                scope,
+            },
+            Self::Deny => Act::Decide {
+                question: 0,
+                decision: Decision::Deny,
+                scope: Scope::Once,
+            },
+            Self::Skip => Act::Skip,
+            Self::Toggle(_) | Self::Reason | Self::Revise | Self::Write => return None,
+        })
+    }
+}
+
+/// The option indexes a mask holds.
+pub(super) fn indexes(mask: u32) -> Vec<usize> {
+    (0..32).filter(|n| mask & (1 << n) != 0).collect()
+}
+
+/// What an update asks of clarify.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inbound {
+    /// A button was pressed on message `message_ref` by `user`; the query must be answered.
+    Press {
+        query_id: String,
+        user: String,
+        message_ref: String,
+        data: String,
+    },
+    /// `user` replied `text` to message `reply_to` (the bot's), whose prompt line, if it has
+    /// one, names the announcement and what the reply is for.
+    Reply {
+        user: String,
+        chat_id: String,
+        message_id: i64,
+        reply_to: String,
+        prompt: Option<(String, Focus)>,
+        text: String,
+    },
+    /// `/start` (or `/id`): the user asks which id to put into `[identities]`.
+    Start { user: String, chat_id: String },
+    /// `/link`: the user asks for a link that links their account to their clarify sign-in;
+    /// `private` when sent in the bot's private chat, the only place such a link may go.
+    Link {
+        user: String,
+        chat_id: String,
+        private: bool,
+    },
+    /// Something clarify does not act on, and why.
+    Ignore(&'static str),
+}
+
+/// The first line of a prompt's text names the announcement it belongs to: `#<message id>`.
+/// Only the bot's own messages are read for it.
+const PROMPT_MARK: &str = "↩ #";
+
+/// Reads one update (`getUpdates` result item or webhook body); `Err` names what is missing.
+/// `bot_id` is the bot's own user id, whose messages alone are read for prompts.
+pub fn read(update: &Value, bot_id: Option<&str>) -> Result<Inbound, InboundError> {
+    if !update.is_object() {
+        return Err(malformed("an update must be a JSON object"));
+    }
+    if let Some(query) = update.get("callback_query") {
+        let query_id =
+            text_of(&query["id"]).ok_or_else(|| malformed("a callback query without an id"))?;
+        let user = id_of(&query["from"]["id"])
+            .ok_or_else(|| malformed("a callback query without from.id"))?;
+        let message = &query["message"];
+        let (Some(chat), Some(message_id)) =
+            (id_of(&message["chat"]["id"]), id_of(&message["message_id"]))
+        else {
+            // An inline-mode message or one too old for Telegram to include.
+            return Ok(Inbound::Ignore("a press on a message clarify cannot see"));
+        };
+        return Ok(Inbound::Press {
+            query_id,
+            user,
+            message_ref: format!("{chat}:{message_id}"),
+            data: query["data"].as_str().unwrap_or_default().to_owned(),
+        });
+    }
+    let Some(message) = update.get("message") else {
+        return Ok(Inbound::Ignore("an update clarify does not use"));
+    };
+    let Some(user) = id_of(&message["from"]["id"]) else {
+        return Ok(Inbound::Ignore("a message without a sender"));
+    };
+    if message["from"]["is_bot"] == true {
+        return Ok(Inbound::Ignore("a bot's message"));
+    }
+    let chat_id =
+        id_of(&message["chat"]["id"]).ok_or_else(|| malformed("a message without chat.id"))?;
+    let message_id = message["message_id"]
+        .as_i64()
+        .ok_or_else(|| malformed("a message without message_id"))?;
+    let text = message["text"].as_str().unwrap_or_default().trim();
+    let command = text.split_whitespace().next().unwrap_or_default();
+    let command = command.split('@').next().unwrap_or_default();
+    if command == "/start" || command == "/id" {
+        return Ok(Inbound::Start { user, chat_id });
+    }
+    if command == "/link" {
+        let private = message["chat"]["type"] == "private";
+        return Ok(Inbound::Link {
+            user,
+            chat_id,
+            private,
+        });
+    }
+    let replied = &message["reply_to_message"];
+    let Some(reply_to) = id_of(&replied["message_id"]) else {
+        return Ok(Inbound::Ignore("a message that replies to nothing"));
+    };
+    if text.is_empty() {
+        return Ok(Inbound::Ignore("a reply without text"));
+    }
+    let from_bot = match bot_id {
+        Some(bot) => id_of(&replied["from"]["id"]).as_deref() == Some(bot),
+        None => replied["from"]["is_bot"] == true,
+    };
+    let prompt = if from_bot {
+        replied["text"].as_str().and_then(read_prompt)
+    } else {
+        None
+    };
+    Ok(Inbound::Reply {
+        reply_to: format!("{chat_id}:{reply_to}"),
+        user,
+        chat_id,
+        message_id,
+        prompt,
+        text: text.to_owned(),
+    })
+}
+
+/// Checks a webhook call's `X-Telegram-Bot-Api-Secret-Token` header against the channel's
+/// secret (the one given to `setWebhook`), in constant time.
+pub fn verify(secret: &str, header: Option<&str>) -> Result<(), InboundError> {
+    use subtle::ConstantTimeEq;
+    let given = header.ok_or(InboundError::Unauthorized(
+        "X-Telegram-Bot-Api-Secret-Token is required",
+    ))?;
+    let same = given.len() == secret.len() && bool::from(given.as_bytes().ct_eq(secret.as_bytes()));
+    if same {
+        Ok(())
+    } else {
+        Err(InboundError::Unauthorized(
+            "X-Telegram-Bot-Api-Secret-Token does not match",
+        ))
+    }
+}
+
+/// Telegram ids are integers (users' may exceed 32 bits), chat usernames strings.
+pub(super) fn id_of(v: &Value) -> Option<String> {
+    match v {
+        Value::Number(n) => n.as_i64().map(|n| n.to_string()),
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        _ => None,
+    }
+}
+
+fn text_of(v: &Value) -> Option<String> {
+    v.as_str().filter(|s| !s.is_empty()).map(str::to_owned)
+}
+
+/// The prompt line of a reply prompt: `↩ #<message id> <focus>`.
+pub(super) fn prompt_line(announcement_id: &str, focus: Focus) -> String {
+    format!("{PROMPT_MARK}{announcement_id} {}", focus.encode())
+}
+
+fn read_prompt(text: &str) -> Option<(String, Focus)> {
+    let line = text.lines().next()?.strip_prefix(PROMPT_MARK)?;
+    let (id, focus) = line.split_once(' ')?;
+    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((id.to_owned(), Focus::decode(focus.trim())?))
+}
+
+/// The act of a reply to a prompt for `focus`: the typed text as that form's one input.
+pub fn prompt_act(focus: Focus, text: &str) -> Act {
+    let input = match focus {
+        Focus::Other(n) => input_id(n, Some("other")),
+        Focus::Deny(n) | Focus::Revise(n) => input_id(n, Some("reason")),
+        Focus::Edit(n) => input_id(n, Some("arguments")),
+        Focus::Open(n) | Focus::Form(n) => input_id(n, None),
+        Focus::Request => input_id(0, None),
+    };
+    Act::Submit {
+        focus,
+        inputs: BTreeMap::from([(input, Input::Text(text.to_owned()))]),
+    }
+}

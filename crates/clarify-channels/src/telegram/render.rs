@@ -1,0 +1,343 @@
+//! How a request looks on Telegram: the message's HTML text, its inline keyboard, and the
+//! prompts that ask for a typed reply.
+
+use clarify_core::{Context, QuestionKind, Scope};
+use clarify_store::RequestRecord;
+use serde_json::{Value, json};
+
+use super::inbound::{Press, prompt_line};
+use crate::answer::Focus;
+use crate::text::fit;
+use crate::{Notice, cut, headline, outcome_text};
+
+/// Telegram's limit on a message's text, counted after entities are parsed.
+pub const MAX_TEXT: usize = 4_096;
+/// Room kept for the pretty JSON of an approval's arguments.
+const MAX_ARGUMENTS: usize = 1_500;
+
+/// Options shown as buttons; more are answered through the answer link.
+const MAX_OPTION_BUTTONS: usize = 24;
+
+/// `&`, `<` and `>` escaped for Telegram's HTML parse mode.
+pub fn escape(text: &str) -> String {
+    crate::escape_markup(text)
+}
+
+/// Room for display blocks in a message, whose whole limit is [`MAX_TEXT`] (counted, as
+/// Telegram counts it, after its HTML is parsed).
+const MAX_DISPLAY: usize = 2_000;
+
+/// Telegram's HTML parse mode, for display blocks: agent text is escaped, so no tag or entity
+/// forms from it; diffs are `<pre><code class="language-diff">`, which Telegram highlights.
+#[derive(Debug, Clone, Copy)]
+pub struct Html;
+
+impl clarify_render::Markup for Html {
+    fn text(&self, s: &str) -> String {
+        escape(s)
+    }
+    fn strong(&self, inner: &str) -> String {
+        format!("<b>{inner}</b>")
+    }
+    fn emphasis(&self, inner: &str) -> String {
+        format!("<i>{inner}</i>")
+    }
+    fn strike(&self, inner: &str) -> String {
+        format!("<s>{inner}</s>")
+    }
+    fn code(&self, s: &str) -> String {
+        format!("<code>{}</code>", escape(s))
+    }
+    fn link(&self, url: &str, label: &str) -> String {
+        format!(
+            "<a href=\"{}\">{label}</a>",
+            escape(url).replace('"', "&quot;")
+        )
+    }
+    fn pre(&self, s: &str, language: Option<&str>) -> String {
+        match language {
+            // Display languages are validated names (letters, digits, `+#-_.`).
+            Some(lang) => format!(
+                "<pre><code class=\"language-{}\">{}</code></pre>",
+                escape(lang),
+                escape(s)
+            ),
+            None => format!("<pre>{}</pre>", escape(s)),
+        }
+    }
+    fn quote(&self, inner: &str) -> String {
+        format!("<blockquote>{inner}</blockquote>")
+    }
+    /// What Telegram counts: the text once tags are read and entities decoded.
+    fn len(&self, s: &str) -> usize {
+        let mut n = 0;
+        let mut chars = s.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '<' => {
+                    for c in chars.by_ref() {
+                        if c == '>' {
+                            break;
+                        }
+                    }
+                }
+                '&' => {
+                    for c in chars.by_ref() {
+                        if c == ';' {
+                            break;
+                        }
+                    }
+                    n += 1;
+                }
+                _ => n += 1,
+            }
+        }
+        n
+    }
+}
+
+/// A mention of user `id` that works without a username.
+pub(super) fn mention_of(id: &str) -> String {
+    format!("<a href=\"tg://user?id={}\">{}</a>", escape(id), escape(id))
+}
+
+/// The message's text (HTML) for `notice`: pending, what is asked; resolved, how it ended.
+pub fn message_text(notice: &Notice<'_>, mention: &[String]) -> String {
+    let record = notice.record;
+    let request = &record.request;
+    let pending = !record.status.is_resolved();
+    let mut parts = vec![format!("<b>{}</b>", fit(&Html, &headline(record), 200))];
+    if pending && !mention.is_empty() {
+        let m: Vec<String> = mention.iter().map(|m| mention_of(m)).collect();
+        parts.push(m.join(" "));
+    }
+    match &request.context {
+        Some(Context::Text(t)) => parts.push(fit(&Html, t, 1_000)),
+        Some(Context::Json(map)) => {
+            let pretty = serde_json::to_string_pretty(map).unwrap_or_default();
+            parts.push(format!("<pre>{}</pre>", fit(&Html, &pretty, 800)));
+        }
+        None => {}
+    }
+    let more = format!(
+        "<a href=\"{}\">The rest is on the answer page</a>",
+        escape(notice.answer_url).replace('"', "&quot;")
+    );
+    parts.extend(crate::display_text(record, &Html, MAX_DISPLAY, &more));
+    for q in &request.questions {
+        let mut part = fit(&Html, &q.text, 1_000);
+        match &q.kind {
+            QuestionKind::Single(c) | QuestionKind::Multi(c) => {
+                for (i, o) in c.options.iter().enumerate() {
+                    let mark = if c.recommended.as_deref() == Some(o.id.as_str()) {
+                        " <i>(recommended)</i>"
+                    } else {
+                        ""
+                    };
+                    part.push_str(&format!("\n{}. {}{mark}", i + 1, fit(&Html, &o.label, 200)));
+                }
+            }
+            QuestionKind::Approval(a) if !request.display.is_empty() => {
+                // The display blocks above show what the action does.
+                part.push_str(&format!(
+                    "\nAction: <code>{}</code>",
+                    fit(&Html, &a.action.name, 200)
+                ));
+            }
+            QuestionKind::Approval(a) => {
+                let pretty = serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
+                let more = if pretty.chars().count() > MAX_ARGUMENTS {
+                    format!(
+                        "\n<a href=\"{}\">(cut: the rest in clarify)</a>",
+                        escape(notice.answer_url)
+                    )
+                } else {
+                    String::new()
+                };
+                part.push_str(&format!(
+                    "\nAction: <code>{}</code>\n<pre>{}</pre>{more}",
+                    fit(&Html, &a.action.name, 200),
+                    fit(&Html, &pretty, MAX_ARGUMENTS)
+                ));
+            }
+            QuestionKind::Open | QuestionKind::Form(_) => {}
+        }
+        parts.push(part);
+    }
+    let mut footer: Vec<String> =
+        crate::asked_by(request, |a| fit(&Html, a, 100), |s| fit(&Html, s, 100))
+            .into_iter()
+            .collect();
+    if pending {
+        if let Some(at) = record.expires_at {
+            footer.push(format!("expires {}", at.format("%Y-%m-%d %H:%M UTC")));
+        }
+        if request.is_quorum() {
+            footer.push(escape(&outcome_text(record)));
+        }
+        if let Some(by) = &request.responders {
+            footer.push(format!("for {}", fit(&Html, &by.join(", "), 200)));
+        }
+        if answered_by_reply(record) {
+            footer.push("reply to this message to answer".to_owned());
+        }
+    }
+    if !footer.is_empty() {
+        parts.push(format!("<i>{}</i>", footer.join(" · ")));
+    }
+    if !pending {
+        parts.push(format!(
+            "<b>{}</b>",
+            fit(&Html, &outcome_text(record), 1_000)
+        ));
+    }
+    let text = parts.join("\n\n");
+    // The parts are cut to fit well inside the limit; this guards the sum (cutting HTML could
+    // leave a tag open, so the plain outcome is sent instead).
+    if clarify_render::Markup::len(&Html, &text) > MAX_TEXT {
+        return fit(
+            &Html,
+            &format!("{}: {}", headline(record), outcome_text(record)),
+            1_000,
+        );
+    }
+    text
+}
+
+/// Whether a reply typed to the announcement can answer it (one question that is not a form).
+fn answered_by_reply(record: &RequestRecord) -> bool {
+    match record.request.questions.as_slice() {
+        [q] => !matches!(q.kind, QuestionKind::Form(_)),
+        _ => false,
+    }
+}
+
+fn button(text: &str, press: Press) -> Value {
+    json!({"text": cut(text, 64), "callback_data": press.encode()})
+}
+
+fn link(text: &str, url: &str) -> Value {
+    json!({"text": text, "url": url})
+}
+
+/// The keyboard of `notice`'s message: only "Open in clarify" for a request that needs a
+/// passkey confirmation.
+pub(crate) fn notice_keyboard(notice: &Notice<'_>) -> Value {
+    if notice.open_only() {
+        return json!({"inline_keyboard": [[link(crate::OPEN_IN_CLARIFY, notice.answer_url)]]});
+    }
+    keyboard(notice.record, notice.answer_url, 0)
+}
+
+/// The inline keyboard of a pending request's message; `chosen` the options of a `multi`
+/// question chosen so far. Empty once resolved.
+pub fn keyboard(record: &RequestRecord, answer_url: &str, chosen: u32) -> Value {
+    if record.status.is_resolved() {
+        return json!({"inline_keyboard": []});
+    }
+    let request = &record.request;
+    let mut rows: Vec<Vec<Value>> = Vec::new();
+    let mut by_link = true;
+    if let [q] = request.questions.as_slice() {
+        match &q.kind {
+            QuestionKind::Single(c) if c.options.len() <= MAX_OPTION_BUTTONS => {
+                by_link = false;
+                for (i, o) in c.options.iter().enumerate() {
+                    let star = if c.recommended.as_deref() == Some(o.id.as_str()) {
+                        "⭐ "
+                    } else {
+                        ""
+                    };
+                    rows.push(vec![button(
+                        &format!("{star}{}", o.label),
+                        Press::Option(i),
+                    )]);
+                }
+                if c.allow_other {
+                    rows.push(vec![button("Other…", Press::Write)]);
+                }
+            }
+            QuestionKind::Multi(c) if c.options.len() <= MAX_OPTION_BUTTONS => {
+                by_link = false;
+                for (i, o) in c.options.iter().enumerate() {
+                    let bit = 1_u32 << i;
+                    let mark = if chosen & bit != 0 { "✅" } else { "⬜" };
+                    rows.push(vec![button(
+                        &format!("{mark} {}", o.label),
+                        Press::Toggle(chosen ^ bit),
+                    )]);
+                }
+                let mut last = vec![button("Done", Press::Done(chosen))];
+                if c.allow_other {
+                    last.push(button("Other…", Press::Write));
+                }
+                rows.push(last);
+            }
+            QuestionKind::Open => {
+                by_link = false;
+                rows.push(vec![button("Answer…", Press::Write)]);
+            }
+            QuestionKind::Approval(a) => {
+                by_link = false;
+                let approve: Vec<Value> = a
+                    .scopes
+                    .iter()
+                    .map(|s| {
+                        let label = match s {
+                            Scope::Once => "✅ Approve",
+                            Scope::Session => "✅ For this session",
+                            Scope::Always => "✅ Always",
+                        };
+                        button(label, Press::Approve(*s))
+                    })
+                    .collect();
+                rows.push(approve);
+                rows.push(vec![
+                    button("⛔ Deny", Press::Deny),
+                    button("Deny with reason…", Press::Reason),
+                ]);
+                rows.push(vec![button("✍️ Request changes…", Press::Revise)]);
+                if a.allow_edit {
+                    rows.push(vec![link("✏️ Edit arguments…", answer_url)]);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut last = Vec::new();
+    if request.allow_skip {
+        last.push(button("Skip", Press::Skip));
+    }
+    last.push(link(
+        if by_link {
+            "Answer in clarify"
+        } else {
+            "Open in clarify"
+        },
+        answer_url,
+    ));
+    rows.push(last);
+    json!({"inline_keyboard": rows})
+}
+
+/// The text of a reply prompt for `focus` of the request announced as message `announcement`.
+pub(super) fn prompt_text(
+    record: &RequestRecord,
+    announcement: &str,
+    focus: Focus,
+    user: &str,
+) -> String {
+    let what = match focus {
+        Focus::Deny(_) => "Why deny? Reply to this message with the reason.",
+        Focus::Revise(_) => "What should change? Reply to this message to say.",
+        Focus::Other(_) => "Reply to this message with your own answer.",
+        _ => "Reply to this message with your answer.",
+    };
+    format!(
+        "{}\n{} {}\n<i>{}</i>",
+        escape(&prompt_line(announcement, focus)),
+        mention_of(user),
+        what,
+        fit(&Html, &headline(record), 200)
+    )
+}
