@@ -12,6 +12,7 @@ mod hooks;
 mod insights;
 mod mcp;
 mod operating;
+mod paths;
 mod seen;
 mod serve;
 mod support;
