@@ -18,11 +18,16 @@
 //! `request:<request id>`), so it
 //! never equals a request's id; their kinds, unlike the requests', contain a dot, and the event
 //! feed (`/v1/events`) leaves them out.
+//!
+//! The [`Store`] methods here read the chain, append an admin event of its own, and verify the
+//! whole chain.
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use crate::Store;
 use crate::codec::EventParts;
+use crate::error::StoreError;
 
 /// The `kind` a purged event keeps.
 pub(crate) const PURGED: &str = "purged";
@@ -294,6 +299,58 @@ impl Verifier {
         self.previous = hash.to_owned();
         self.checked += 1;
         Ok(())
+    }
+}
+
+impl Store {
+    /// The audit chain's events after `after` in feed order (those of `tenant`, or every
+    /// tenant's with `None`), at most `limit`, each with its hash; purged events as tombstones.
+    pub async fn audit_events(
+        &self,
+        tenant: Option<&str>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<crate::AuditEvent>, StoreError> {
+        let parts = self
+            .inner
+            .backend
+            .audit_events(tenant, after, limit)
+            .await?;
+        Ok(parts
+            .iter()
+            .map(|p| crate::AuditEvent::of(p, p.hash.as_deref()))
+            .collect())
+    }
+
+    /// Records an admin action in the audit chain, in a transaction of its own: for actions
+    /// whose change is not the store's to make in the same transaction (linking a chat account,
+    /// a push subscription kept elsewhere). Key and grant changes record theirs themselves.
+    pub async fn record_admin(&self, event: crate::AdminEvent) -> Result<(), StoreError> {
+        self.inner.backend.record_admin(event, self.now()).await
+    }
+
+    /// Recomputes the whole audit chain in feed order: the number of events checked, or where
+    /// the chain first breaks (an event changed, removed, added or reordered).
+    pub async fn verify_audit(&self) -> Result<Result<u64, crate::ChainBreak>, StoreError> {
+        const BATCH: usize = 10_000;
+        let mut verifier =
+            crate::audit::Verifier::starting_at(self.inner.backend.audit_base().await?);
+        let mut after = 0_u64;
+        loop {
+            let batch = self.inner.backend.audit_events(None, after, BATCH).await?;
+            let Some(last) = batch.last() else {
+                return Ok(Ok(verifier.checked));
+            };
+            after = u64::try_from(last.seq).unwrap_or(u64::MAX);
+            for event in &batch {
+                if let Err(at) = verifier.check(event, event.hash.as_deref()) {
+                    return Ok(Err(at));
+                }
+            }
+            if batch.len() < BATCH {
+                return Ok(Ok(verifier.checked));
+            }
+        }
     }
 }
 

@@ -15,8 +15,9 @@ use chrono::{DateTime, Utc};
 use clarify_core::quorum::Vote;
 use clarify_core::{Answers, NewRequest, Resolution, Status, Submission, parse_submission};
 
-use crate::access::{AfterAttempt, ApiKey, Attempt, Delivery, DeliveryStatus, KeyRow, Role};
 use crate::error::StoreError;
+use crate::keys::{ApiKey, KeyRow, Role};
+use crate::outbox::{AfterAttempt, Attempt, Delivery, DeliveryStatus};
 use crate::record::{Actor, Event, EventKind, RequestRecord, StoredResolution};
 
 /// A request row as read from SQL.

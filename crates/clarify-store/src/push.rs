@@ -19,10 +19,10 @@ use clarify_core::NewRequest;
 use serde::Serialize;
 
 use crate::Store;
-use crate::access::{Delivery, Outbox};
 use crate::audit::{AdminEvent, AdminKind};
 use crate::clock::{IdGenerator, RandomIds};
 use crate::error::StoreError;
+use crate::outbox::{Delivery, Outbox};
 use crate::record::Actor;
 
 /// The channel name a push to subscription `id` is queued under.

@@ -3,9 +3,9 @@
 use chrono::{DateTime, Utc};
 
 use super::MemoryBackend;
-use crate::access::{ApiKey, KeyRow, TokenKind};
 use crate::audit::{AdminEvent, AdminKind};
 use crate::error::StoreError;
+use crate::keys::{ApiKey, KeyRow, TokenKind};
 use crate::record::Actor;
 
 impl MemoryBackend {

@@ -28,10 +28,11 @@ use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 
-use crate::access::{Delivery, KeyRow, TokenKind};
 use crate::codec::EventParts;
 use crate::error::StoreError;
 use crate::grant::StoredGrant;
+use crate::keys::{KeyRow, TokenKind};
+use crate::outbox::Delivery;
 use crate::record::{Event, RequestRecord};
 
 /// Resolved requests kept; the oldest resolved go first (and so do finished deliveries).

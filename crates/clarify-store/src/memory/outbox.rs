@@ -5,8 +5,8 @@
 use chrono::{DateTime, Utc};
 
 use super::{MAX_RESOLVED, MemoryBackend, State};
-use crate::access::{AfterAttempt, Attempt, Delivery, DeliveryStatus, Outbox};
 use crate::error::StoreError;
+use crate::outbox::{AfterAttempt, Attempt, Delivery, DeliveryStatus, Outbox};
 use crate::record::{EventKind, RequestRecord};
 
 impl MemoryBackend {

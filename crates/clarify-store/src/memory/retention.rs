@@ -4,9 +4,9 @@
 use chrono::{DateTime, Utc};
 
 use super::{MemoryBackend, State};
-use crate::access::DeliveryStatus;
 use crate::audit;
 use crate::error::StoreError;
+use crate::outbox::DeliveryStatus;
 
 impl MemoryBackend {
     pub(crate) async fn purge_resolved(

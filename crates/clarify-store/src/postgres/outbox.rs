@@ -9,12 +9,12 @@ use sqlx::Row;
 use sqlx::postgres::{PgConnection, PgRow};
 
 use super::{PgBackend, corrupt_row, db_err};
-use crate::access::{AfterAttempt, Attempt, Delivery, Outbox};
 use crate::codec::{
     ATTEMPT_COLUMNS, AttemptParts, DELIVERY_COLUMNS, DeliveryParts, after_attempt, attempt_values,
     millis, qualified,
 };
 use crate::error::StoreError;
+use crate::outbox::{AfterAttempt, Attempt, Delivery, Outbox};
 use crate::record::EventKind;
 
 impl PgBackend {

@@ -5,10 +5,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteBackend;
 use super::feed::append_admin;
-use crate::access::{ApiKey, KeyRow, TokenKind};
 use crate::audit::{AdminEvent, AdminKind};
 use crate::codec::{KEY_COLUMNS, KeyParts, millis};
 use crate::error::StoreError;
+use crate::keys::{ApiKey, KeyRow, TokenKind};
 use crate::record::Actor;
 
 impl SqliteBackend {

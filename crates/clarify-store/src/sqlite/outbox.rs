@@ -6,12 +6,12 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteBackend;
-use crate::access::{AfterAttempt, Attempt, Delivery, Outbox};
 use crate::codec::{
     ATTEMPT_COLUMNS, AttemptParts, DELIVERY_COLUMNS, DeliveryParts, after_attempt, attempt_values,
     millis,
 };
 use crate::error::StoreError;
+use crate::outbox::{AfterAttempt, Attempt, Delivery, Outbox};
 use crate::record::EventKind;
 
 impl SqliteBackend {

@@ -34,13 +34,29 @@
 //! Percentiles come from the histograms: exact at bucket bounds, linearly interpolated between
 //! them ([`BOUNDS`]: buckets from one second to a week, each at most half again as wide as the
 //! one below).
+//!
+//! This file holds the rollup (what a resolution counts, the grains, the query) and
+//! [`Store::insights`], which reads it; `figures.rs` holds the figures a reading returns and how
+//! the rows it read add up to them.
 
-use std::collections::{BTreeMap, HashMap};
+mod figures;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
 
 use chrono::{DateTime, Datelike as _, NaiveDate, TimeDelta, Utc};
 use clarify_core::{Decision, QuestionKind, Status};
 
+use crate::Store;
+use crate::error::StoreError;
 use crate::record::RequestRecord;
+
+pub use figures::{
+    AGES, AgeFigures, DayFigures, Insights, ResponderFigures, SurfaceFigures, TimeToDecision,
+    ToolFigures,
+};
+use figures::{day_range, summarize, summarize_split};
 
 /// Upper bounds (in seconds, inclusive) of the histogram's buckets; one more bucket holds
 /// everything slower than a week.
@@ -515,508 +531,106 @@ impl InsightsQuery {
     }
 }
 
-/// The figures of one reading.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Insights {
-    pub from: NaiveDate,
-    pub to: NaiveDate,
-    /// Requests by status: resolutions within the range, and the pending ones now.
-    pub by_status: BTreeMap<&'static str, u64>,
-    pub time_to_decision: TimeToDecision,
-    pub by_tool: Vec<ToolFigures>,
-    pub by_responder: Vec<ResponderFigures>,
-    pub by_surface: Vec<SurfaceFigures>,
-    /// Requests that expired with their `on_timeout` default applied.
-    pub defaults_applied: u64,
-    pub pending_by_age: Vec<AgeFigures>,
+/// The rollup rows an insights reading read: day rows, or the coarser rollups' (see
+/// [`split`]).
+enum Read {
+    Days(Vec<(Key, Cell)>),
+    Split {
+        totals: Vec<(Key, Cell)>,
+        sections: Vec<(Key, Cell)>,
+    },
 }
 
-/// How long people took to decide (answers and skips by a person; rules and expiries take
-/// nobody's time), in seconds.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct TimeToDecision {
-    pub count: u64,
-    pub p50: Option<f64>,
-    pub p90: Option<f64>,
-    pub p99: Option<f64>,
-    /// Every day of the range, oldest first, also those without decisions.
-    pub per_day: Vec<DayFigures>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct DayFigures {
-    pub day: NaiveDate,
-    /// Resolutions of the day (every status).
-    pub resolved: u64,
-    /// Decisions by people that day, which the percentiles are of.
-    pub count: u64,
-    pub p50: Option<f64>,
-    pub p90: Option<f64>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ToolFigures {
-    pub tool: String,
-    pub approve: u64,
-    pub revise: u64,
-    pub deny: u64,
-    /// Timed out, with or without a default.
-    pub expired: u64,
-    /// Timed out with the `on_timeout` default applied.
-    pub defaults: u64,
-    pub cancelled: u64,
-    /// Approvals a person gave within [`FAST_APPROVAL_SECONDS`].
-    pub fast_approvals: u64,
-    /// The median time a person took to approve.
-    pub approve_p50: Option<f64>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ResponderFigures {
-    pub responder: String,
-    /// Answers and skips.
-    pub decisions: u64,
-    pub approve: u64,
-    pub revise: u64,
-    pub deny: u64,
-    pub p50: Option<f64>,
-    pub p90: Option<f64>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SurfaceFigures {
-    /// `answered_via`.
-    pub surface: String,
-    pub decisions: u64,
-}
-
-/// Pending requests by how long they have waited.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgeFigures {
-    /// `under_5m`, `5m_to_1h`, ...
-    pub age: &'static str,
-    /// Waiting at least this long (seconds).
-    pub from_seconds: u64,
-    /// And less than this long; `None` for the last bucket.
-    pub to_seconds: Option<u64>,
-    pub count: u64,
-}
-
-/// Ages of pending requests, as (name, from seconds).
-pub const AGES: [(&str, u64); 7] = [
-    ("under_5m", 0),
-    ("5m_to_15m", 300),
-    ("15m_to_1h", 900),
-    ("1h_to_4h", 3600),
-    ("4h_to_1d", 14_400),
-    ("1d_to_7d", 86_400),
-    ("over_7d", 604_800),
-];
-
-/// Makes the figures from the rollup rows a reading selected (the tenant's, of its tag, in its
-/// range, matching its filters) and the creation times of the pending requests it counts.
-pub(crate) fn summarize(
-    from: NaiveDate,
-    to: NaiveDate,
-    rows: impl IntoIterator<Item = (Key, Cell)>,
-    pending_created: &[DateTime<Utc>],
-    now: DateTime<Utc>,
-) -> Insights {
-    let mut tally = Tally::new(from, to);
-    for (key, cell) in rows {
-        tally.totals(&key, &cell);
-        tally.sections(&key, &cell);
-    }
-    tally.finish(from, to, pending_created, now)
-}
-
-/// [`summarize`] of a broad reading read from the coarser rollups ([`split`]): `totals`, the
-/// day totals of the range, give what does not depend on the combination (statuses, the
-/// percentiles, the per-day series, defaults); `sections`, the combinations of its whole months
-/// and edge days, give the per-tool, per-responder and per-surface figures. The same figures
-/// as [`summarize`] of the range's day rows.
-pub(crate) fn summarize_split(
-    from: NaiveDate,
-    to: NaiveDate,
-    totals: impl IntoIterator<Item = (Key, Cell)>,
-    sections: impl IntoIterator<Item = (Key, Cell)>,
-    pending_created: &[DateTime<Utc>],
-    now: DateTime<Utc>,
-) -> Insights {
-    let mut tally = Tally::new(from, to);
-    for (key, cell) in totals {
-        tally.totals(&key, &cell);
-    }
-    for (key, cell) in sections {
-        tally.sections(&key, &cell);
-    }
-    tally.finish(from, to, pending_created, now)
-}
-
-/// The figures being added up, row by row.
-struct Tally {
-    by_status: BTreeMap<&'static str, u64>,
-    overall: Histogram,
-    days: BTreeMap<i64, (u64, Histogram)>,
-    tools: BTreeMap<String, (ToolFigures, Histogram)>,
-    responders: BTreeMap<String, (ResponderFigures, Histogram)>,
-    surfaces: BTreeMap<String, u64>,
-    defaults_applied: u64,
-}
-
-impl Tally {
-    fn new(from: NaiveDate, to: NaiveDate) -> Self {
-        let (first, last) = (day_of_date(from), day_of_date(to));
-        Self {
-            by_status: [
-                Status::Pending,
-                Status::Answered,
-                Status::Skipped,
-                Status::Expired,
-                Status::Cancelled,
-            ]
-            .into_iter()
-            .map(|s| (s.as_str(), 0))
-            .collect(),
-            overall: Histogram::default(),
-            days: (first..=last)
-                .map(|d| (d, (0, Histogram::default())))
-                .collect(),
-            tools: BTreeMap::new(),
-            responders: BTreeMap::new(),
-            surfaces: BTreeMap::new(),
-            defaults_applied: 0,
-        }
-    }
-
-    /// What a row adds whatever its combination: statuses, times, the day's figures, defaults.
-    fn totals(&mut self, key: &Key, cell: &Cell) {
-        *self
-            .by_status
-            .entry(key.ending.status().as_str())
-            .or_default() += cell.n;
-        self.overall.add(&cell.times);
-        if let Some((resolved, times)) = self.days.get_mut(&key.day) {
-            *resolved += cell.n;
-            times.add(&cell.times);
-        }
-        if key.ending == Ending::Default {
-            self.defaults_applied += cell.n;
-        }
-    }
-
-    /// What a row adds to its tool, its responder and its surface.
-    fn sections(&mut self, key: &Key, cell: &Cell) {
-        if !key.tool.is_empty() {
-            if !self.tools.contains_key(&key.tool) {
-                let fresh = ToolFigures {
-                    tool: key.tool.clone(),
-                    ..ToolFigures::default()
-                };
-                self.tools
-                    .insert(key.tool.clone(), (fresh, Histogram::default()));
-            }
-            if let Some((t, approve_times)) = self.tools.get_mut(&key.tool) {
-                match key.ending {
-                    Ending::Approve => {
-                        t.approve += cell.n;
-                        approve_times.add(&cell.times);
-                    }
-                    Ending::Revise => t.revise += cell.n,
-                    Ending::Deny => t.deny += cell.n,
-                    Ending::Expired => t.expired += cell.n,
-                    Ending::Default => {
-                        t.expired += cell.n;
-                        t.defaults += cell.n;
-                    }
-                    Ending::Cancelled => t.cancelled += cell.n,
-                    Ending::Answered | Ending::Skipped => {}
+impl Store {
+    /// What `tenant`'s decisions add up to over the query's days (see [`Insights`]): read from
+    /// the rollup, so its cost grows with the days and the distinct combinations they saw,
+    /// not with the number of requests; pending requests are read as they are now.
+    pub async fn insights(
+        &self,
+        tenant: &str,
+        query: &InsightsQuery,
+    ) -> Result<Insights, StoreError> {
+        let now = self.now();
+        let (from, to) = query
+            .days(now.date_naive())
+            .map_err(StoreError::InvalidQuery)?;
+        let (first, last) = day_range(from, to);
+        // PostgreSQL counts a resolution when its event is numbered: wait for what is
+        // committed, so a reading after an answer includes it.
+        self.sync_feed().await?;
+        let backend = &self.inner.backend;
+        // A broad reading over whole months reads the coarser rollups (see `insights`), as far
+        // as they reach, after counting into them the days that ended since a reading last did.
+        let through = match query.is_broad() {
+            true => self.compacted_insights(tenant, now).await?,
+            false => None,
+        };
+        let plan = through.and_then(|through| split(first, last.min(through)));
+        let rows = match (plan, through) {
+            (Some(plan), Some(through)) => {
+                let totals_to = last.min(through);
+                let mut totals = backend
+                    .insight_rows(tenant, query, Grain::Total, first, totals_to)
+                    .await?;
+                let (m0, m1) = plan.months;
+                let mut sections = backend
+                    .insight_rows(tenant, query, Grain::Month, m0, m1)
+                    .await?;
+                for (a, b) in &plan.edges {
+                    sections.extend(
+                        backend
+                            .insight_rows(tenant, query, Grain::Day, *a, *b)
+                            .await?,
+                    );
                 }
-            }
-        }
-        if !key.responder.is_empty() {
-            if !self.responders.contains_key(&key.responder) {
-                let fresh = ResponderFigures {
-                    responder: key.responder.clone(),
-                    ..ResponderFigures::default()
-                };
-                self.responders
-                    .insert(key.responder.clone(), (fresh, Histogram::default()));
-            }
-            if let Some((r, times)) = self.responders.get_mut(&key.responder) {
-                r.decisions += cell.n;
-                match key.ending {
-                    Ending::Approve => r.approve += cell.n,
-                    Ending::Revise => r.revise += cell.n,
-                    Ending::Deny => r.deny += cell.n,
-                    _ => {}
+                // The days after the coarser rollups' last count in both, from the day rows.
+                if totals_to < last {
+                    let tail = backend
+                        .insight_rows(tenant, query, Grain::Day, totals_to + 1, last)
+                        .await?;
+                    totals.extend(tail.iter().cloned());
+                    sections.extend(tail);
                 }
-                times.add(&cell.times);
+                Read::Split { totals, sections }
             }
-        }
-        if !key.surface.is_empty() {
-            match self.surfaces.get_mut(&key.surface) {
-                Some(n) => *n += cell.n,
-                None => {
-                    self.surfaces.insert(key.surface.clone(), cell.n);
-                }
-            }
-        }
-    }
-
-    fn finish(
-        self,
-        from: NaiveDate,
-        to: NaiveDate,
-        pending_created: &[DateTime<Utc>],
-        now: DateTime<Utc>,
-    ) -> Insights {
-        let Tally {
-            mut by_status,
-            overall,
-            days,
-            tools,
-            responders,
-            surfaces,
-            defaults_applied,
-        } = self;
-        by_status.insert(Status::Pending.as_str(), pending_created.len() as u64);
-        let per_day = days
-            .into_iter()
-            .map(|(day, (resolved, times))| DayFigures {
-                day: date_of(day),
-                resolved,
-                count: times.total(),
-                p50: times.quantile(0.5),
-                p90: times.quantile(0.9),
-            })
-            .collect();
-        let mut by_tool: Vec<ToolFigures> = tools
-            .into_values()
-            .map(|(mut t, approve_times)| {
-                t.fast_approvals = approve_times.at_most(FAST_APPROVAL_SECONDS);
-                t.approve_p50 = approve_times.quantile(0.5);
-                t
-            })
-            .collect();
-        by_tool.sort_by(|a, b| {
-            let total = |t: &ToolFigures| t.approve + t.revise + t.deny + t.expired + t.cancelled;
-            total(b).cmp(&total(a)).then_with(|| a.tool.cmp(&b.tool))
-        });
-        let mut by_responder: Vec<ResponderFigures> = responders
-            .into_values()
-            .map(|(mut r, times)| {
-                r.p50 = times.quantile(0.5);
-                r.p90 = times.quantile(0.9);
-                r
-            })
-            .collect();
-        by_responder.sort_by(|a, b| {
-            b.decisions
-                .cmp(&a.decisions)
-                .then_with(|| a.responder.cmp(&b.responder))
-        });
-        let mut by_surface: Vec<SurfaceFigures> = surfaces
-            .into_iter()
-            .map(|(surface, decisions)| SurfaceFigures { surface, decisions })
-            .collect();
-        by_surface.sort_by(|a, b| {
-            b.decisions
-                .cmp(&a.decisions)
-                .then_with(|| a.surface.cmp(&b.surface))
-        });
-        let mut pending_by_age: Vec<AgeFigures> = AGES
+            _ => Read::Days(
+                backend
+                    .insight_rows(tenant, query, Grain::Day, first, last)
+                    .await?,
+            ),
+        };
+        let pending: Vec<DateTime<Utc>> = backend
+            .pending_of(tenant, query.agent.as_deref())
+            .await?
             .iter()
-            .enumerate()
-            .map(|(i, (age, from_seconds))| AgeFigures {
-                age,
-                from_seconds: *from_seconds,
-                to_seconds: AGES.get(i + 1).map(|(_, s)| *s),
-                count: 0,
-            })
+            .filter(|r| query.keeps_pending(r))
+            .map(|r| r.created_at)
             .collect();
-        for created in pending_created {
-            let waited = u64::try_from((now - *created).num_seconds()).unwrap_or(0);
-            if let Some(bucket) = pending_by_age
-                .iter_mut()
-                .rev()
-                .find(|b| waited >= b.from_seconds)
-            {
-                bucket.count += 1;
+        Ok(match rows {
+            Read::Days(rows) => summarize(from, to, rows, &pending, now),
+            Read::Split { totals, sections } => {
+                summarize_split(from, to, totals, sections, &pending, now)
             }
-        }
-        Insights {
-            from,
-            to,
-            by_status,
-            time_to_decision: TimeToDecision {
-                count: overall.total(),
-                p50: overall.quantile(0.5),
-                p90: overall.quantile(0.9),
-                p99: overall.quantile(0.99),
-                per_day,
-            },
-            by_tool,
-            by_responder,
-            by_surface,
-            defaults_applied,
-            pending_by_age,
-        }
-    }
-}
-
-/// The range of days (since the epoch) of `from..=to`.
-pub(crate) fn day_range(from: NaiveDate, to: NaiveDate) -> (i64, i64) {
-    (day_of_date(from), day_of_date(to))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn hist(times: &[f64]) -> Histogram {
-        let mut h = Histogram::default();
-        for t in times {
-            h.record(*t);
-        }
-        h
+        })
     }
 
-    #[test]
-    fn quantiles_are_exact_on_bucket_bounds_and_interpolated_between() {
-        let h = hist(&[10.0, 30.0, 60.0, 120.0]);
-        assert_eq!(h.quantile(0.5), Some(30.0));
-        assert_eq!(h.quantile(0.9), Some(120.0));
-        assert_eq!(h.quantile(0.25), Some(10.0));
-        // Two times in (20, 30]: the first of them is placed halfway.
-        assert_eq!(hist(&[25.0, 26.0]).quantile(0.5), Some(25.0));
-        assert_eq!(Histogram::default().quantile(0.5), None);
-        // Slower than a week: the week.
-        assert_eq!(hist(&[1e7]).quantile(0.5), Some(604_800.0));
-    }
-
-    #[test]
-    fn a_histogram_round_trips_through_its_text() {
-        let h = hist(&[0.2, 3.0, 3.0, 9e6]);
-        assert_eq!(Histogram::from_text(&h.to_text()), Some(h));
-        assert_eq!(Histogram::from_text("1,2"), None);
-        assert_eq!(Histogram::from_text("x"), None);
-    }
-
-    #[test]
-    fn fast_approvals_count_up_to_the_bound() {
-        assert_eq!(hist(&[1.0, 9.9, 10.0, 10.1, 400.0]).at_most(10.0), 3);
-    }
-
-    fn day(y: i32, m: u32, d: u32) -> i64 {
-        day_of_date(NaiveDate::from_ymd_opt(y, m, d).expect("a date"))
-    }
-
-    #[test]
-    fn a_range_splits_into_its_whole_months_and_the_days_at_either_edge() {
-        // A year back from a day in November: December to October whole, two edge stretches.
-        assert_eq!(
-            split(day(2025, 11, 26), day(2026, 11, 26)),
-            Some(Split {
-                months: (day(2025, 12, 1), day(2026, 10, 1)),
-                edges: vec![
-                    (day(2025, 11, 26), day(2025, 11, 30)),
-                    (day(2026, 11, 1), day(2026, 11, 26)),
-                ],
-            })
-        );
-        // Exactly whole months: no edges; February of a leap year ends on the 29th.
-        assert_eq!(
-            split(day(2024, 1, 1), day(2024, 2, 29)),
-            Some(Split {
-                months: (day(2024, 1, 1), day(2024, 2, 1)),
-                edges: vec![],
-            })
-        );
-        assert_eq!(
-            split(day(2024, 1, 1), day(2024, 1, 31)),
-            Some(Split {
-                months: (day(2024, 1, 1), day(2024, 1, 1)),
-                edges: vec![],
-            })
-        );
-        // No whole month inside: read day by day.
-        assert_eq!(split(day(2026, 1, 15), day(2026, 2, 20)), None);
-        assert_eq!(split(day(2026, 1, 1), day(2026, 1, 30)), None);
-        assert_eq!(split(day(2026, 11, 1), day(2026, 11, 1)), None);
-    }
-
-    #[test]
-    fn a_broad_reading_from_the_coarser_rollups_equals_the_one_from_the_day_rows() {
-        // A deterministic year of rows over many combinations, some outside the range.
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut dice = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
+    /// The last day `tenant`'s coarser insights rollups hold, after moving it on to two days ago (a
+    /// resolution is counted under the day it was made, and on PostgreSQL by the sequencer's
+    /// round just after: a day two days past gets no more rows); `None` for a backend without
+    /// them.
+    async fn compacted_insights(
+        &self,
+        tenant: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<i64>, StoreError> {
+        let backend = &self.inner.backend;
+        let Some(done) = backend.insights_compacted_through(tenant).await? else {
+            return Ok(None);
         };
-        let (first, last) = (day(2025, 3, 17), day(2026, 3, 9));
-        let mut rows: HashMap<Key, Cell> = HashMap::new();
-        for _ in 0..20_000 {
-            let ending = Ending::ALL[dice(Ending::ALL.len() as u64) as usize];
-            let person = matches!(ending.status(), Status::Answered | Status::Skipped);
-            let key = Key {
-                tenant: "t".into(),
-                tag: String::new(),
-                day: first - 20 + dice((last - first + 40) as u64) as i64,
-                agent: format!("agent-{}", dice(3)),
-                tool: if dice(5) == 0 {
-                    String::new()
-                } else {
-                    format!("tool-{}", dice(6))
-                },
-                surface: if person {
-                    format!("surface-{}", dice(3))
-                } else {
-                    String::new()
-                },
-                responder: if person {
-                    format!("person-{}", dice(7))
-                } else {
-                    String::new()
-                },
-                ending,
-            };
-            let mut cell = Cell {
-                n: 1,
-                times: Histogram::default(),
-            };
-            if person {
-                cell.times.record(dice(100_000) as f64 / 10.0);
-            }
-            fold(&mut rows, vec![(key, cell)]);
+        let due = day_of(now) - 2;
+        if due <= done {
+            return Ok(Some(done));
         }
-        let within = |from: i64, to: i64| -> Vec<(Key, Cell)> {
-            rows.iter()
-                .filter(|(k, _)| k.day >= from && k.day <= to)
-                .map(|(k, c)| (k.clone(), c.clone()))
-                .collect()
-        };
-        let now = DateTime::<Utc>::UNIX_EPOCH + TimeDelta::days(last + 1);
-        let (from, to) = (date_of(first), date_of(last));
-        let by_days = summarize(from, to, within(first, last), &[], now);
-
-        let plan = split(first, last).expect("whole months inside");
-        let months = Grain::Month.of(&rows);
-        let mut sections: Vec<(Key, Cell)> = months
-            .into_iter()
-            .filter(|(k, _)| k.day >= plan.months.0 && k.day <= plan.months.1)
-            .collect();
-        for (a, b) in &plan.edges {
-            sections.extend(within(*a, *b));
-        }
-        let totals: Vec<(Key, Cell)> = Grain::Total
-            .of(&within(first, last).into_iter().collect())
-            .into_iter()
-            .collect();
-        let by_grains = summarize_split(from, to, totals, sections, &[], now);
-        assert!(by_days.by_tool.len() > 3 && by_days.time_to_decision.count > 1_000);
-        assert_eq!(by_grains, by_days);
+        Ok(Some(backend.compact_insights(tenant, due).await?))
     }
 }

@@ -1,0 +1,102 @@
+//! How a store behaves beyond its URL: the options [`crate::Store::open`] takes, read once when
+//! it opens. They live apart from the store so a reader looking for a setting (durability, the
+//! reaper's pace, who may answer) finds every one of them in one place.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::TimeDelta;
+use clarify_core::NewRequest;
+
+use crate::clock::{Clock, IdGenerator, RandomIds, SystemClock};
+
+/// How a store behaves beyond its URL.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    pub clock: Arc<dyn Clock>,
+    pub ids: Arc<dyn IdGenerator>,
+    /// How often the event log is polled for resolutions made by other processes. `None` picks
+    /// the backend's default: 100 ms on SQLite, 1 s on PostgreSQL (a backstop to LISTEN/NOTIFY),
+    /// never for memory.
+    pub poll_interval: Option<Duration>,
+    /// How often overdue requests are expired; `None` disables the reaper (tests drive expiry
+    /// through [`Store::expire_due`](crate::Store::expire_due)).
+    pub reaper_interval: Option<Duration>,
+    /// Resolved requests older than this (by resolution time) are purged by the reaper, with
+    /// their events, tags and webhook deliveries; `None` keeps them forever.
+    pub retain_resolved: Option<TimeDelta>,
+    /// The channels a new request is announced on (by configured name), given its tenant.
+    pub announce: Option<Announce>,
+    /// How a SQLite store makes its commits durable (PostgreSQL follows its own
+    /// `synchronous_commit`).
+    pub durability: Durability,
+    /// The `[[rules]]` every new approval is decided by, whatever path created it (see
+    /// [`Store::create`](crate::Store::create)).
+    pub rules: Option<clarify_core::rules::Rules>,
+    /// `[groups]`: each group's members by responder name. A request naming `group:NAME` among
+    /// its responders (or `escalate_to`) lets them answer, on every path.
+    pub groups: Arc<BTreeMap<String, Vec<String>>>,
+    /// Four eyes (`[decisions] forbid_self_approval`): the person a request acts for
+    /// (`on_behalf_of`) may not answer or vote on it, on any path.
+    pub forbid_self_approval: bool,
+    /// Step-up (`[decisions] step_up`): requests of this risk or above are answered only with
+    /// a fresh passkey confirmation for that answer, or by an admin key, on every path; `None`
+    /// asks for none.
+    pub step_up: Option<clarify_core::Risk>,
+}
+
+/// How a SQLite store makes its commits durable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// WAL with `synchronous=NORMAL`: a commit survives a crash of the process; a power loss or
+    /// an operating-system crash may lose the last moments of commits.
+    #[default]
+    Normal,
+    /// `synchronous=FULL`: each group commit reaches the disk (fsync) before it is acknowledged,
+    /// so it survives a power loss too. The writer commits many agents' writes at once, so the
+    /// cost is one fsync per batch, not per request.
+    Full,
+}
+
+impl Durability {
+    /// Parses `normal` or `full`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "normal" => Some(Self::Normal),
+            "full" => Some(Self::Full),
+            _ => None,
+        }
+    }
+}
+
+/// Picks the channels a new request is announced on: the routes of the channel configuration.
+#[derive(Clone)]
+pub struct Announce(pub Arc<PickChannels>);
+
+/// Given a new request's tenant and the request, the names of the channels to announce it on.
+pub type PickChannels = dyn Fn(&str, &NewRequest) -> Vec<String> + Send + Sync;
+
+impl std::fmt::Debug for Announce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Announce(..)")
+    }
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            clock: Arc::new(SystemClock),
+            ids: Arc::new(RandomIds),
+            poll_interval: None,
+            reaper_interval: Some(Duration::from_millis(500)),
+            retain_resolved: None,
+            announce: None,
+            durability: Durability::Normal,
+            rules: None,
+            groups: Arc::default(),
+            forbid_self_approval: false,
+            step_up: None,
+        }
+    }
+}
