@@ -29,8 +29,15 @@
 //! - what a person does in a chat is read into an [`answer::Act`], which makes the same answer
 //!   body the API takes; the server's shared answer path maps the person to a responder and
 //!   resolves the request by the same rules as every other path.
+//!
+//! Each platform is a folder with the same files: `mod.rs` (its client), `config.rs` (its
+//! `[[channels]]` keys, defaults and checks), `render.rs` (its message format), `inbound.rs`
+//! (what it calls back with, for a platform that does) and `tests.rs`. [`config::RawChannel`]
+//! dispatches a table on its `type`, so a new platform is a new folder plus one arm there and
+//! one in [`Platform`] (whose matches the compiler then lists).
 
 pub mod answer;
+pub mod config;
 pub mod discord;
 #[cfg(test)]
 mod display_tests;

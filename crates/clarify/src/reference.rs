@@ -276,7 +276,8 @@ pub fn configuration_page() -> String {
 
     let mut page = String::from("# Configuration file\n\n");
     page.push_str(&header(
-        "the configuration types in `crates/clarify/src/config.rs`",
+        "the configuration types in `crates/clarify/src/config/` and \
+         `crates/clarify-channels/src/<platform>/config.rs`",
     ));
     page.push_str(
         "Every key `clarify serve --config PATH` (or `CLARIFY_CONFIG`) and `clarify config check \

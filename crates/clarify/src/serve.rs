@@ -54,7 +54,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
         ),
         Some(path) => {
             let mut file = crate::config::load(path).map_err(anyhow::Error::msg)?;
-            let channels = file.channels();
+            let channels = std::mem::take(&mut file.channels);
             let routes = std::mem::take(&mut file.routes);
             let people = People {
                 identities: std::mem::take(&mut file.identities),

@@ -13,6 +13,7 @@
 //! that accepts them). A click is answered in the HTTP response: `UPDATE_MESSAGE` with the
 //! message as it is now, a modal (type 9) for text, a deny's reason and edited arguments, or an
 //! ephemeral message (flag 64) that only the clicker sees for a refusal.
+pub mod config;
 pub mod inbound;
 pub mod render;
 #[cfg(test)]

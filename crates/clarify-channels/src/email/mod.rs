@@ -27,6 +27,7 @@
 //! `?tls=opportunistic`. Credentials come from the URL's `user:password`, or the `password`
 //! key (with the URL's user, or else the `from` address). SMTP's transient failures (`4xx`,
 //! no connection) are retried; permanent ones (`5xx`) are not.
+pub mod config;
 pub mod render;
 #[cfg(test)]
 mod tests;

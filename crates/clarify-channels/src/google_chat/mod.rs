@@ -19,6 +19,7 @@
 //! dropdown, the text of an open answer or Other, a deny's reason or the changes asked for,
 //! edited arguments and a form's fields, each sent with the button that submits them. Agent text
 //! is escaped for the card's small HTML subset, so nothing it holds formats or links.
+pub mod config;
 pub mod inbound;
 pub mod render;
 #[cfg(test)]

@@ -18,6 +18,7 @@
 //! Text (an open answer, Other, a deny's reason, the changes asked for, edited arguments, a
 //! form's fields, several options of a `multi` question) is typed in a dialog; a dialog's
 //! refusal is shown beside the element it concerns.
+pub mod config;
 pub mod inbound;
 pub mod render;
 #[cfg(test)]

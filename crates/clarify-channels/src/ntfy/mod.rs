@@ -10,6 +10,7 @@
 //! other request gets the `view` button only. A quorum request counts votes by person, which an
 //! anonymous link cannot cast, so it gets the `view` button too. ntfy cannot edit a message
 //! once sent, so a resolution is a follow-up push saying how the request ended.
+pub mod config;
 pub mod render;
 #[cfg(test)]
 mod tests;

@@ -11,6 +11,7 @@
 //! secret, or, with `socket_mode`, over the WebSocket [`socket`] keeps open, which needs no
 //! public URL.
 
+pub mod config;
 pub mod inbound;
 pub mod render;
 pub mod socket;

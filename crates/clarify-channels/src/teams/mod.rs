@@ -23,6 +23,7 @@
 //! open answer, a deny's reason, the changes asked for, edited arguments and a form's fields are
 //! `Action.ShowCard` forms opened in place. Agent text goes into `TextRun`s, which Teams never
 //! reads as markdown, so nothing the agent wrote formats, links or mentions.
+pub mod config;
 pub mod inbound;
 pub mod render;
 #[cfg(test)]

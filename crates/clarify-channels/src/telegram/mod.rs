@@ -19,6 +19,7 @@
 //! `POST /hooks/telegram/{name}`, checked against the `X-Telegram-Bot-Api-Secret-Token` header;
 //! [`read`] reads either into an [`Inbound`].
 
+pub mod config;
 pub mod inbound;
 pub mod render;
 #[cfg(test)]

@@ -12,13 +12,15 @@
 //! missing secret, a route to a channel that does not exist) stops the command with one line
 //! naming the file, the key and the problem: nothing is silently ignored.
 //!
-//! `docs/clarify.example.toml` shows every key; a test parses it. The raw types below are the
-//! single source of the handbook's configuration reference (`docs/src/reference/configuration.md`,
-//! rendered from their JSON Schema by `reference`): each key's doc comment is its description
-//! there, and a default the checks apply is named in a `default` the schema carries.
+//! `docs/clarify.example.toml` shows every key; a test parses it. The raw types (here, and each
+//! chat platform's in its folder of `clarify-channels`) are the single source of the handbook's
+//! configuration reference (`docs/src/reference/configuration.md`, rendered from their JSON
+//! Schema by `reference`): each key's doc comment is its description there, and a default the
+//! checks apply is named in a `default` the schema carries.
 //!
 //! Each part of the file has a module here with its raw type and checks: [`server`], [`secrets`]
-//! (how a secret is given), [`channels`], [`rules`] (`[[rules]]`, the tool-name policies,
+//! (how a secret is given), [`channels`] (the list; each `[[channels]]` table is its platform's,
+//! see [`clarify_channels::config`]), [`rules`] (`[[rules]]`, the tool-name policies,
 //! `[decisions]` and `[suggestions]`), [`oidc`], [`push`] and [`protocols`] (`[a2a]` and
 //! `[[agui]]`). This module reads the file and checks what crosses parts: channel names, routes,
 //! identities and groups.
@@ -40,8 +42,7 @@ use clarify_core::policy::Policy;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-pub use channels::Channel;
-use channels::RawChannel;
+use clarify_channels::config::RawChannel;
 use oidc::RawOidc;
 use protocols::{RawA2a, RawAgui};
 use push::RawPush;
@@ -53,7 +54,7 @@ pub use server::Server;
 #[derive(Debug, Default)]
 pub struct Config {
     pub server: Server,
-    pub channels: Vec<Channel>,
+    pub channels: Vec<clarify_channels::Channel>,
     pub routes: Vec<Route>,
     /// `platform:user id` → responder name.
     pub identities: BTreeMap<String, String>,
@@ -133,31 +134,8 @@ pub fn parse(
     };
     let fail = |key: &str, problem: String| format!("{file}: {key}: {problem}");
     let server = raw.server.check(&fail)?;
-    let mut channels = Vec::with_capacity(raw.channels.len());
-    let mut names = BTreeSet::new();
-    for (i, c) in raw.channels.into_iter().enumerate() {
-        let at = format!("channels[{i}]");
-        let channel = c.check(&at, env, &fail)?;
-        if channel.name.starts_with(clarify_store::PUSH_CHANNEL_PREFIX) {
-            return Err(fail(
-                &format!("{at}.name"),
-                format!(
-                    "{:?} starts with \"push:\", which names Web Push subscriptions; choose another name",
-                    channel.name
-                ),
-            ));
-        }
-        if !names.insert(channel.name.clone()) {
-            return Err(fail(
-                &format!("{at}.name"),
-                format!(
-                    "{:?} names two channels; each needs its own name",
-                    channel.name
-                ),
-            ));
-        }
-        channels.push(channel);
-    }
+    let channels = channels::check(raw.channels, env, &fail)?;
+    let names: BTreeSet<&str> = channels.iter().map(|c| c.name.as_str()).collect();
     for (i, route) in raw.routes.iter().enumerate() {
         let at = format!("routes[{i}]");
         if route.channels.is_empty() {
@@ -166,7 +144,7 @@ pub fn parse(
                 "is empty; name at least one channel".to_owned(),
             ));
         }
-        if let Some(unknown) = route.channels.iter().find(|c| !names.contains(*c)) {
+        if let Some(unknown) = route.channels.iter().find(|c| !names.contains(c.as_str())) {
             return Err(fail(
                 &format!("{at}.channels"),
                 format!("{unknown:?} is not the name of any [[channels]] entry"),

@@ -1,5 +1,9 @@
 //! How a secret is given: as a value (`bot_token = "..."`) or as the name of an environment
 //! variable (`bot_token_env = "SLACK_BOT_TOKEN"`), and the type that keeps it from being printed.
+//!
+//! The reading itself is the channels' ([`clarify_channels::config::Secrets`]), so a secret in
+//! `[oidc]` or `[push]` is given exactly as one in `[[channels]]`; this module names the table
+//! in its failures and wraps the value in [`Secret`].
 
 use super::Fail;
 
@@ -19,8 +23,9 @@ impl std::fmt::Debug for Secret {
     }
 }
 
-/// Reads the secret `key` of a channel: its value, or the environment variable `<key>_env`
-/// names; both at once is an error, and so is a named variable that is unset or empty.
+/// Reads the secret `key` of the table at `at`: its value, or the environment variable
+/// `<key>_env` names; both at once is an error, and so is a named variable that is unset or
+/// empty.
 pub(super) struct Secrets<'a> {
     pub(super) at: &'a str,
     pub(super) env: &'a dyn Fn(&str) -> Option<String>,
@@ -34,25 +39,10 @@ impl Secrets<'_> {
         value: Option<String>,
         var: Option<String>,
     ) -> Result<Option<Secret>, String> {
-        match (value, var) {
-            (Some(_), Some(_)) => Err((self.fail)(
-                &format!("{}.{key}", self.at),
-                format!("give either {key} or {key}_env, not both"),
-            )),
-            (Some(v), None) if v.is_empty() => Err((self.fail)(
-                &format!("{}.{key}", self.at),
-                "is empty".to_owned(),
-            )),
-            (Some(v), None) => Ok(Some(Secret(v))),
-            (None, Some(name)) => match (self.env)(&name).filter(|v| !v.is_empty()) {
-                Some(v) => Ok(Some(Secret(v))),
-                None => Err((self.fail)(
-                    &format!("{}.{key}_env", self.at),
-                    format!("the environment variable {name} is not set"),
-                )),
-            },
-            (None, None) => Ok(None),
-        }
+        self.reader()
+            .optional(key, value, var)
+            .map(|s| s.map(Secret))
+            .map_err(|e| self.failed(e))
     }
 
     pub(super) fn required(
@@ -61,11 +51,17 @@ impl Secrets<'_> {
         value: Option<String>,
         var: Option<String>,
     ) -> Result<Secret, String> {
-        self.optional(key, value, var)?.ok_or_else(|| {
-            (self.fail)(
-                &format!("{}.{key}", self.at),
-                format!("is missing; give {key} = \"...\" or {key}_env = \"VARIABLE\""),
-            )
-        })
+        self.reader()
+            .required(key, value, var)
+            .map(Secret)
+            .map_err(|e| self.failed(e))
+    }
+
+    fn reader(&self) -> clarify_channels::config::Secrets<'_> {
+        clarify_channels::config::Secrets { env: self.env }
+    }
+
+    fn failed(&self, e: clarify_channels::config::Invalid) -> String {
+        (self.fail)(&format!("{}.{}", self.at, e.key), e.problem)
     }
 }

@@ -1,7 +1,7 @@
 //! The configuration file's checks, each on a small file.
 
-use super::channels::ChannelKind;
-use super::secrets::Secret;
+use clarify_channels::Platform;
+
 use super::*;
 
 fn env(name: &str) -> Option<String> {
@@ -19,7 +19,7 @@ fn the_example_file_in_the_repository_is_valid() {
     // Every variable the file names is set.
     let config =
         parse(&path, &text, &|_| Some("from-env".to_owned())).unwrap_or_else(|e| panic!("{e}"));
-    let types: Vec<&str> = config.channels.iter().map(|c| c.kind.type_name()).collect();
+    let types: Vec<&str> = config.channels.iter().map(|c| c.platform_name()).collect();
     assert_eq!(
         types,
         [
@@ -269,16 +269,11 @@ fn secrets_come_from_the_file_or_the_environment() {
          signing_secret = \"s3cret\"\nchannel = \"C123\"\n",
     )
     .expect("valid");
-    match &config.channels[0].kind {
-        ChannelKind::Slack {
-            bot_token,
-            signing_secret,
-            api_url,
-            ..
-        } => {
-            assert_eq!(bot_token.expose(), "xoxb-from-env");
-            assert_eq!(signing_secret.as_ref().map(Secret::expose), Some("s3cret"));
-            assert_eq!(api_url.as_str(), "https://slack.com/api");
+    match &config.channels[0].platform {
+        Platform::Slack(slack) => {
+            assert_eq!(slack.bot_token, "xoxb-from-env");
+            assert_eq!(slack.signing_secret.as_deref(), Some("s3cret"));
+            assert_eq!(slack.api_url.as_str(), "https://slack.com/api");
         }
         other => panic!("a slack channel, got {other:?}"),
     }
