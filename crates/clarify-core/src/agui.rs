@@ -290,13 +290,6 @@ pub enum Ask {
 /// The longest question text clarify takes.
 const MAX_TEXT: usize = 4000;
 
-fn clip(text: &str) -> String {
-    match text.char_indices().nth(MAX_TEXT) {
-        None => text.to_owned(),
-        Some((at, _)) => text[..at].to_owned(),
-    }
-}
-
 /// Where an interrupt came from: the `[[agui]]` agent, the run and, for a tool-call interrupt,
 /// the tool call the run streamed (its name and arguments).
 #[derive(Debug, Clone, Copy)]
@@ -322,13 +315,14 @@ pub fn request_body(interrupt: &Interrupt, origin: Origin<'_>) -> (Value, Ask) {
             crate::quoted(&interrupt.reason)
         )
     };
-    let text = clip(
+    let text = crate::text::cut(
         interrupt
             .message
             .as_deref()
             .filter(|m| !m.trim().is_empty())
             .map_or_else(|| default_text("asks for input"), str::to_owned)
             .as_str(),
+        MAX_TEXT,
     );
     let (question, ask) = match (interrupt.reason.as_str(), origin.tool_call) {
         ("tool_call", Some((name, arguments))) => {

@@ -31,7 +31,7 @@ pub mod quorum;
 pub mod reply;
 pub mod rules;
 mod schema;
-mod text;
+pub mod text;
 pub mod tool;
 pub mod transcript;
 pub mod validate;

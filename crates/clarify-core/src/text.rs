@@ -1,4 +1,6 @@
-//! Small text helpers shared by validation, outcomes and replies.
+//! Small text helpers shared by validation, outcomes and replies, and by every crate that cuts
+//! text to a limit ([`cut`]) or writes bytes as hex ([`hex`]): one rule each, so no surface
+//! cuts or spells differently from another.
 
 /// The option id derived from a label: lowercase ASCII letters and digits, other runs of
 /// characters folded into one `-`, at most 48 characters. Empty when the label has no ASCII
@@ -88,6 +90,28 @@ pub(crate) fn strip_recommended_suffix(s: &str) -> &str {
     t
 }
 
+/// `text` cut to at most `max` characters: unchanged when it fits; otherwise its first `max - 1`
+/// characters, without the whitespace they end in, and `…`, so a reader sees that something is
+/// missing and the result still fits the limit. Characters, not bytes, are counted (what the
+/// contract's limits count), so a cut never splits one.
+pub fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max.saturating_sub(1)) {
+        Some((at, _)) if chars(text) > max => format!("{}…", text[..at].trim_end()),
+        _ => text.to_owned(),
+    }
+}
+
+/// Lowercase hex of `bytes`, without a formatter per byte (a hash is hexed for every event).
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    out
+}
+
 /// Character count, which is what the contract's length limits count.
 pub(crate) fn chars(s: &str) -> usize {
     s.chars().count()
@@ -103,6 +127,29 @@ mod tests {
         assert_eq!(slug("  --Prod  "), "prod");
         assert_eq!(slug("日本"), "");
         assert_eq!(slug("A+B"), "a-b");
+    }
+
+    #[test]
+    fn cut_keeps_what_fits_and_marks_a_cut_within_the_limit() {
+        assert_eq!(cut("", 5), "");
+        assert_eq!(cut("", 0), "");
+        assert_eq!(cut("short", 10), "short");
+        assert_eq!(cut("exact", 5), "exact");
+        assert_eq!(cut("abcdefghij", 5), "abcd…");
+        assert_eq!(cut("abcdefghij", 1), "…");
+        // Multi-byte characters count as one each and are never split.
+        assert_eq!(cut("ééééé", 5), "ééééé");
+        assert_eq!(cut("ééééé", 3), "éé…");
+        assert_eq!(cut("日本語のテキスト", 4), "日本語…");
+        // The ellipsis follows the last word kept, not the space after it.
+        assert_eq!(cut("deploy the service", 8), "deploy…");
+        assert!(cut(&"x".repeat(100), 32).chars().count() <= 32);
+    }
+
+    #[test]
+    fn hex_is_lowercase_two_digits_a_byte() {
+        assert_eq!(hex(&[]), "");
+        assert_eq!(hex(&[0, 1, 0x0f, 0x10, 0xab, 0xff]), "00010f10abff");
     }
 
     #[test]

@@ -6,10 +6,12 @@
 //!
 //! One folder a door; each folder's `mod.rs` opens with the one rule of its room:
 //! - [`api`]: `/v1` and the machine endpoints (OpenAPI, health, metrics), in JSON; the event
-//!   tailer and the webhook worker;
+//!   tailer;
 //! - [`web`]: what a browser opens: the inbox and its assets, answer links, login links, and
 //!   the HTML they render;
-//! - [`chat`]: the channel worker and each chat platform's inbound routes and connections;
+//! - [`chat`]: each chat platform's inbound routes and connections;
+//! - [`outbox`]: the workers that send what the store queued (webhooks, channel notifications,
+//!   Web Push), their one drain loop and their one retry rule;
 //! - [`protocols`]: agent protocols (MCP, A2A, the AG-UI proxy) behind the API's keys; the AG-UI
 //!   resume worker;
 //! - [`middleware`]: what runs around every handler: who is calling, logs, metrics, path checks.
@@ -22,15 +24,17 @@
 //!
 //! Rooms may use `state` and `shared`, and a room may use another only while the import graph
 //! between folders stays free of circles (today `api`, `web` and `protocols` use `middleware`,
-//! and `chat` uses the outbox loop of `api`'s webhook worker). `tests/it/structure.rs` reads the
-//! source and fails, naming the path, on a circle or on `shared` reaching outside itself. This
-//! crate root only assembles the rooms: nothing refers back to it.
+//! `chat` uses `web` for account links, and `outbox`'s channel worker uses `chat` to restore
+//! Teams' conversations). `tests/it/structure.rs` reads the source and fails, naming the path,
+//! on a circle or on `shared` reaching outside itself. This crate root only assembles the rooms:
+//! nothing refers back to it.
 //!
 //! This is the only crate that knows HTTP status codes.
 
 pub mod api;
 pub mod chat;
 pub mod middleware;
+pub mod outbox;
 pub mod protocols;
 pub mod shared;
 pub mod state;
@@ -82,8 +86,7 @@ pub fn app(state: AppState) -> Router {
 }
 
 /// Serves `state` on `listener` until `shutdown` completes; then stops accepting, ends event
-/// streams and long-polls, and waits for in-flight requests. The webhook and channel workers run
-/// meanwhile.
+/// streams and long-polls, and waits for in-flight requests. The outbox workers run meanwhile.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -91,7 +94,8 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let token = state.shutdown.clone();
     let api_tasks = api::start(&state);
-    let announcer = chat::start(&state);
+    let workers = outbox::start(&state);
+    chat::start(&state);
     let resumer = protocols::start(&state);
     let exporter = state
         .telemetry
@@ -110,10 +114,9 @@ pub async fn serve(
     tokio::spawn(signal);
     let result = accept(listener, app(state), &token).await;
     token.cancel();
-    for task in api_tasks {
+    for task in api_tasks.into_iter().chain(workers) {
         let _ = task.await;
     }
-    let _ = announcer.await;
     if let Some(resumer) = resumer {
         let _ = resumer.await;
     }

@@ -472,16 +472,8 @@ pub(crate) fn from_millis(ms: i64) -> Option<DateTime<Utc>> {
     DateTime::from_timestamp_millis(ms)
 }
 
-/// Lowercase hex of `bytes`, without a formatter per byte (a hash is hexed for every event).
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
-    out
-}
+/// Lowercase hex, by the one rule every crate writes it with.
+pub(crate) use clarify_core::text::hex;
 
 /// Lowercase hex of the SHA-256 digest of `text`.
 pub(crate) fn sha256_hex(text: &str) -> String {

@@ -4,7 +4,6 @@
 //! to the clarify server at `CLARIFY_URL` with the key in `CLARIFY_TOKEN`; stdout carries only
 //! MCP messages, logs go to stderr.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -47,7 +46,7 @@ pub async fn run(args: GateArgs) -> anyhow::Result<ExitCode> {
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
-        .with_ansi(std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal())
+        .with_ansi(crate::logs::colour_on(&std::io::stderr()))
         .init();
     if args.progress_interval.is_zero() {
         anyhow::bail!("--progress-interval must be longer than 0, e.g. 10s");

@@ -1,11 +1,12 @@
 //! The log: stderr, filtered by `RUST_LOG`, as text or as one JSON object per line.
 //!
 //! Text is coloured only when stderr is a terminal and `NO_COLOR` is unset (or empty), so a log
-//! file or pipeline never receives escape codes. JSON lines (`--log-format json`) carry the
+//! file or pipeline never receives escape codes; [`colour_on`] is that rule for every output of
+//! the binary. JSON lines (`--log-format json`) carry the
 //! event's fields at the top level and, for HTTP requests, the `http` span (request id, method,
 //! route) under `span`.
 
-use std::io::IsTerminal as _;
+use std::io::IsTerminal;
 
 /// How log lines are written.
 #[derive(
@@ -27,7 +28,7 @@ pub fn init(format: LogFormat, default_filter: &str) {
         .with_writer(std::io::stderr)
         .with_env_filter(filter);
     match format {
-        LogFormat::Text => builder.with_ansi(coloured()).init(),
+        LogFormat::Text => builder.with_ansi(colour_on(&std::io::stderr())).init(),
         LogFormat::Json => builder
             .json()
             .flatten_event(true)
@@ -37,6 +38,13 @@ pub fn init(format: LogFormat, default_filter: &str) {
     }
 }
 
-fn coloured() -> bool {
-    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
+/// Whether to colour what goes to `stream`: it is a terminal and `NO_COLOR` does not ask for
+/// none. The one rule the log, the terminal rendering and the gate's log all follow.
+pub fn colour_on(stream: &impl IsTerminal) -> bool {
+    !no_color() && stream.is_terminal()
+}
+
+/// Whether `NO_COLOR` asks for no colour: set and not empty, as no-color.org says.
+fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
 }

@@ -1,17 +1,16 @@
 //! How requests and outcomes look in a terminal.
 //!
 //! Styling (bold questions, dim hints) is used only when stdout is a terminal and `NO_COLOR` is
-//! not set; piped output is plain text.
+//! not set (or empty; `logs::colour_on`); piped output is plain text.
 
 use std::fmt::Write as _;
-use std::io::IsTerminal;
 
 use clarify_client::Record;
 use serde_json::Value;
 
 /// Whether to style output.
 pub fn styled() -> bool {
-    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+    crate::logs::colour_on(&std::io::stdout())
 }
 
 /// `text` (which an agent may have written: its control characters are replaced) in bold.

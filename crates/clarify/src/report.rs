@@ -14,9 +14,9 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
+use clarify_render::charts;
+use clarify_render::html::escape;
 use clarify_server::api::insights::InsightsBody;
-use clarify_server::shared::charts;
-use clarify_server::shared::html::escape;
 use clarify_store::{Insights, InsightsQuery, ListQuery, RequestRecord, Store};
 use serde::Serialize;
 use serde_json::Value;

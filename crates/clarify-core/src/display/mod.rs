@@ -21,6 +21,9 @@ use serde_json::{Map, Value};
 use crate::error::{ValidationError, json_type};
 use crate::text::chars;
 
+/// Blocks' titles and texts are cut by the crate's one rule; kept here too, where the display
+/// limits it serves are.
+pub use crate::text::cut;
 pub use derive::{Derived, FileState, ToolCall, complete, derive, fit, summary_of, why};
 pub use diff::{DiffLine, DiffView, FileDiff, Hunk, LineKind, parse_diff, unified_diff};
 pub use image::{ImageData, MAX_IMAGE_BYTES, MAX_IMAGES_BYTES};
@@ -457,14 +460,6 @@ pub fn summary(v: Option<&Value>) -> Result<Option<String>, ValidationError> {
 /// `s` on one line: runs of whitespace (line breaks included) become one space.
 pub fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// `s` cut to at most `max` characters, ending in `…` when it was cut.
-pub fn cut(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max.saturating_sub(1)) {
-        Some((i, _)) if chars(s) > max => format!("{}…", s[..i].trim_end()),
-        _ => s.to_owned(),
-    }
 }
 
 /// A markdown or code block's text as kept: without trailing space or leading blank lines (an

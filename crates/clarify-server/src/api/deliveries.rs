@@ -7,10 +7,9 @@ use clarify_store::{Attempt, Delivery};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::api::events::event_name;
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
-use crate::shared::wire::time;
+use crate::shared::wire::{event_name, time};
 use crate::state::AppState;
 
 /// The webhook deliveries of a request, with every attempt.

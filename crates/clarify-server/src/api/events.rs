@@ -26,12 +26,12 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use clarify_store::EventKind;
 use futures_util::stream::{self, Stream};
 use tokio::sync::watch;
 
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
+use crate::shared::wire::event_name;
 use crate::state::AppState;
 use crate::state::hub::{Frame, StreamWatch, Subject};
 
@@ -193,21 +193,6 @@ fn render_event(
         event.seq,
         event_name(event.kind)
     ))
-}
-
-/// The SSE `event` name of an event kind.
-pub fn event_name(kind: EventKind) -> &'static str {
-    match kind {
-        EventKind::Created => "request.created",
-        EventKind::Answered => "request.answered",
-        EventKind::Skipped => "request.skipped",
-        EventKind::Expired => "request.expired",
-        EventKind::Cancelled => "request.cancelled",
-        EventKind::Voted => "request.voted",
-        EventKind::Reminded => "request.reminded",
-        EventKind::Escalated => "request.escalated",
-        EventKind::GrantSuggestedAccepted => "grant.suggested_accepted",
-    }
 }
 
 /// Request events of the caller's tenant. Without `Last-Event-ID` the stream starts with events

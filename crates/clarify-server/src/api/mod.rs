@@ -4,10 +4,10 @@
 //! Each file is one resource: its handlers, the JSON only it speaks, and its OpenAPI
 //! annotations ([`openapi`] gathers them). Handlers read the caller ([`Caller`]), parse raw
 //! input into core types, call the store for the caller's tenant, and render [`RecordBody`] and
-//! the other wire types; nothing here decides what an answer means. Two background tasks belong
-//! here too: the event tailer that feeds `/v1/events` (`events::tail`) and the webhook worker
-//! (`webhooks::run`), whose outbox loop the channel worker and the Web Push worker
-//! (`push::run`) share.
+//! the other wire types; nothing here decides what an answer means. One background task belongs
+//! here too: the event tailer that feeds `/v1/events` (`events::tail`). The workers that send
+//! what the store queued (webhooks, Web Push, channel notifications) are the `outbox` room's;
+//! the routes that configure them (`webhooks`, `push`) are here.
 
 pub mod answers;
 pub mod audit;
@@ -113,14 +113,9 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/metrics", get(health::render))
 }
 
-/// Starts this room's background tasks: the event tailer, the webhook worker and the Web Push
-/// worker. All end at shutdown.
+/// Starts this room's background task, the event tailer; it ends at shutdown.
 pub(crate) fn start(state: &AppState) -> Vec<JoinHandle<()>> {
-    vec![
-        tokio::spawn(events::tail(state.clone())),
-        tokio::spawn(webhooks::run(state.clone())),
-        tokio::spawn(push::run(state.clone())),
-    ]
+    vec![tokio::spawn(events::tail(state.clone()))]
 }
 
 /// `record` as `caller` sees it: with its answer link for the roles that create requests.

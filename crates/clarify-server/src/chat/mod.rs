@@ -1,13 +1,14 @@
 //! Everything here talks to chat platforms only through `clarify-channels`, and reads an inbound
 //! call only after verifying it.
 //!
-//! The channel worker announces requests and follows their announcements up ([`worker`]); each
-//! platform's inbound side ([`slack`], [`telegram`], [`discord`], [`mattermost`],
+//! Each platform's inbound side ([`slack`], [`telegram`], [`discord`], [`mattermost`],
 //! [`teams`], [`google_chat`]) verifies what the
 //! platform sends (signature, timestamp window, secret, clarify's own token), reads it with `clarify-channels`, and hands it to
 //! the answer path they share ([`answer`]), which resolves a request by the same rules as every
 //! other door. A platform's wire format is `clarify-channels`' alone, so another platform is one
-//! more file here (its routes and connections listed below) and a module there.
+//! more file here (its routes and connections listed below) and a module there. What goes out
+//! to the platforms (announcements and their follow-ups) is the outbox's channel worker
+//! (`outbox::chat`).
 
 pub mod answer;
 pub mod discord;
@@ -16,11 +17,9 @@ pub mod mattermost;
 pub mod slack;
 pub mod teams;
 pub mod telegram;
-pub mod worker;
 
 use axum::Router;
 use axum::routing::post;
-use tokio::task::JoinHandle;
 
 use crate::state::AppState;
 
@@ -35,16 +34,9 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/hooks/google-chat/{name}", post(google_chat::hook))
 }
 
-/// Starts this room's background tasks until shutdown: the channel worker (its handle is
-/// returned, to wait for at shutdown), Slack's Socket Mode connections and Telegram's polling.
-pub(crate) fn start(state: &AppState) -> JoinHandle<()> {
-    let restoring = state.clone();
-    let worker = tokio::spawn(async move {
-        // Teams posts where its bot was added: known before the first announcement.
-        teams::restore(&restoring).await;
-        worker::run(restoring).await;
-    });
+/// Starts this room's background tasks until shutdown: Slack's Socket Mode connections and
+/// Telegram's polling.
+pub(crate) fn start(state: &AppState) {
     slack::spawn_sockets(state);
     telegram::spawn_pollers(state);
-    worker
 }

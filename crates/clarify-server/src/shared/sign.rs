@@ -1,20 +1,15 @@
-//! HMACs, constant-time comparison and hex: what the answer links, CSRF tokens, webhook
-//! signatures and the key cache are made of; and the answer link's tokens themselves (anonymous,
-//! personal, and a person's as pushed to one of their browsers), which the API, chat messages
-//! and pushes hand out and the link page checks.
+//! HMACs, constant-time comparison, hex and URL-safe base64: what the answer links, CSRF
+//! tokens, webhook signatures, push subscriptions' keys and the key cache are made of; a
+//! tenant's webhook secret and a webhook's signature; and the answer link's tokens themselves
+//! (anonymous, personal, and a person's as pushed to one of their browsers), which the API,
+//! chat messages and pushes hand out and the link page checks.
 
 use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
+use base64::engine::general_purpose::{URL_SAFE, URL_SAFE_NO_PAD};
 
-/// HMAC-SHA256 of `message` under `secret`.
-pub fn mac(secret: &[u8], message: &[u8]) -> Vec<u8> {
-    #[allow(clippy::expect_used)]
-    let mut m = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes keys of any length");
-    m.update(message);
-    m.finalize().into_bytes().to_vec()
-}
+/// HMAC-SHA256 of a message under a secret: `clarify_render::sign`'s, the home the chat
+/// platforms' signature checks reach too.
+pub use clarify_render::sign::hmac_sha256 as mac;
 
 /// Constant-time equality, for comparing secrets.
 pub fn equal(a: &[u8], b: &[u8]) -> bool {
@@ -22,8 +17,29 @@ pub fn equal(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && bool::from(a.ct_eq(b))
 }
 
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// Lowercase hex, by the one rule every crate writes it with.
+pub use clarify_core::text::hex;
+
+/// URL-safe base64, with or without padding, as browsers give a push subscription's keys.
+pub fn base64url(text: &str) -> Option<Vec<u8>> {
+    URL_SAFE_NO_PAD
+        .decode(text)
+        .or_else(|_| URL_SAFE.decode(text))
+        .ok()
+}
+
+/// A tenant's webhook secret (`whsec_<hex>`), derived from the server's `webhook_secret`, so
+/// tenants never share one and none needs storing.
+pub fn tenant_secret(webhook_secret: &[u8], tenant: &str) -> String {
+    let raw = mac(webhook_secret, format!("webhook:{tenant}").as_bytes());
+    format!("whsec_{}", hex(&raw))
+}
+
+/// The `Clarify-Signature` header value for a webhook `body` sent at unix time `t`.
+pub fn signature(secret: &str, t: i64, body: &[u8]) -> String {
+    let mut message = format!("{t}.").into_bytes();
+    message.extend_from_slice(body);
+    format!("t={t},v1={}", hex(&mac(secret.as_bytes(), &message)))
 }
 
 /// The token of request `id`'s answer link (`/a/<token>`): `<id>.<signature>`, the signature an

@@ -9,7 +9,7 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use clarify_core::quorum::Vote;
 use clarify_core::{Context, Field, FieldKind, Outcome, Question, QuestionKind};
-use clarify_store::RequestRecord;
+use clarify_store::{EventKind, RequestRecord};
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -530,4 +530,20 @@ pub struct QuestionOutcomeBody {
     pub edited_arguments: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+/// The name of an event kind, as the event stream's `event` and a webhook's `Clarify-Event`
+/// write it.
+pub fn event_name(kind: EventKind) -> &'static str {
+    match kind {
+        EventKind::Created => "request.created",
+        EventKind::Answered => "request.answered",
+        EventKind::Skipped => "request.skipped",
+        EventKind::Expired => "request.expired",
+        EventKind::Cancelled => "request.cancelled",
+        EventKind::Voted => "request.voted",
+        EventKind::Reminded => "request.reminded",
+        EventKind::Escalated => "request.escalated",
+        EventKind::GrantSuggestedAccepted => "grant.suggested_accepted",
+    }
 }

@@ -14,9 +14,9 @@ use clarify_core::{Context, QuestionKind};
 use clarify_store::RequestRecord;
 use serde_json::Value;
 
-use crate::shared::html::escape;
 use crate::shared::wire::time;
 use crate::web::inbox::asset_path;
+use clarify_render::html::escape;
 
 /// The policy of every HTML page rendered here; the inbox page's adds `data:` images (see
 /// `inbox::PAGE_CSP`).

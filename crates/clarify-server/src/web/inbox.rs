@@ -18,10 +18,10 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
 use crate::shared::error::ApiError;
-use crate::shared::html::escape;
 use crate::shared::sign::hex;
 use crate::state::AppState;
 use crate::web::html::document;
+use clarify_render::html::escape;
 
 /// One embedded file.
 struct Asset {
@@ -45,7 +45,13 @@ macro_rules! asset {
 
 const ASSETS: &[Asset] = &[
     asset!("clarify.css", "text/css; charset=utf-8"),
-    asset!("insights.css", "text/css; charset=utf-8"),
+    // The charts' stylesheet is clarify-render's, beside the charts it styles; `clarify report`
+    // inlines the same file.
+    Asset {
+        name: "insights.css",
+        content_type: "text/css; charset=utf-8",
+        body: clarify_render::charts::STYLE.as_bytes(),
+    },
     asset!("icon.svg", "image/svg+xml"),
     asset!("icon-192.png", "image/png"),
     asset!("icon-512.png", "image/png"),

@@ -1,7 +1,7 @@
 //! `GET /insights`: the inbox's Insights page, for a signed-in person (the inbox's session, or
 //! a responder or admin key). The filters are the address's query, the same names as
 //! `GET /v1/insights`, so a view can be bookmarked and shared; a plain GET form changes them.
-//! The charts are server-drawn SVG (`shared::charts`, which says why), so the page has no
+//! The charts are server-drawn SVG (`clarify_render::charts`, which says why), so the page has no
 //! script and is readable at phone width and in print.
 
 use axum::extract::rejection::QueryRejection;
@@ -11,11 +11,11 @@ use axum::response::{IntoResponse, Redirect, Response};
 
 use crate::api::insights::{InsightsParams, read};
 use crate::middleware::auth::Caller;
-use crate::shared::charts;
 use crate::shared::error::ApiError;
-use crate::shared::html::escape;
 use crate::state::AppState;
 use crate::web::html::{insights_page, message_page};
+use clarify_render::charts;
+use clarify_render::html::escape;
 
 /// The filter form's fields: name, label, input type, hint.
 const FIELDS: [(&str, &str, &str, &str); 7] = [

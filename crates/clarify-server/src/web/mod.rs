@@ -1,5 +1,5 @@
 //! Everything here answers a person's browser, and any text a request brings reaches a page
-//! only through [`escape`](crate::shared::html::escape) or clarify-render's sanitised HTML.
+//! only through [`escape`](clarify_render::html::escape) or clarify-render's sanitised HTML.
 //!
 //! The web inbox at `/` and its embedded assets ([`inbox`]; the page is a shell whose script
 //! reads the JSON API), the Insights page `/insights`, whose charts are drawn here

@@ -48,7 +48,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod display;
 mod fleet;
+mod hook;
 
 const BIN: &str = env!("CARGO_BIN_EXE_clarify");
 
@@ -190,167 +192,6 @@ async fn post(client: &reqwest::Client, url: String, key: &str, body: Value) -> 
         .expect("sent");
     assert!(r.status().is_success(), "{}", r.status());
     r.json().await.expect("json")
-}
-
-/// One run of `clarify ARGS` with `stdin`, from start to exit; its stdout must contain
-/// `expect`.
-fn timed_once(args: &[String], env: &[(&str, &str)], stdin: &str, expect: &str) -> Duration {
-    use std::io::Write as _;
-    let started = Instant::now();
-    let mut child = Command::new(BIN)
-        .args(args)
-        .envs(env.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("clarify starts");
-    if let Some(mut input) = child.stdin.take() {
-        input.write_all(stdin.as_bytes()).expect("stdin written");
-    }
-    let out = child.wait_with_output().expect("clarify ends");
-    let elapsed = started.elapsed();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains(expect),
-        "{stdout} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    elapsed
-}
-
-async fn hook(dir: &std::path::Path) {
-    let db = format!("sqlite://{}", dir.join("hook.db").display());
-    let admin = key(&db, "admin", "default");
-    let server = Server::start(&db).await;
-    let client = reqwest::Client::new();
-    // Grants: an approval of each agent's shell command answered with scope `always`. Tool names
-    // are compared ignoring case, so `Bash` covers Claude Code, Codex and Copilot CLI's `bash`.
-    for tool in ["Bash", "Shell", "run_shell_command"] {
-        let action = json!({"name": tool, "arguments": {"command": "npm test"}});
-        let record = post(
-            &client,
-            format!("{}/v1/requests", server.url),
-            &admin,
-            json!({
-            "questions": [{"text": "Run it?", "kind": "approval", "action": action,
-                           "scopes": ["once", "always"]}]}),
-        )
-        .await;
-        let id = record["id"].as_str().expect("id");
-        post(
-            &client,
-            format!("{}/v1/requests/{id}/answer", server.url),
-            &admin,
-            json!({"decision": "approve", "scope": "always"}),
-        )
-        .await;
-    }
-    let policy = dir.join("policy.toml");
-    std::fs::write(
-        &policy,
-        "allow = [\"Read\", \"read_file\", \"MCP:search\", \"view\"]\n",
-    )
-    .expect("policy");
-    let policy = policy.display().to_string();
-    // Each agent's event, in its own shape, for a call the policy allows and one a grant covers.
-    let claude = |tool: &str, input: Value| {
-        json!({"session_id": "bench", "cwd": "/tmp", "hook_event_name": "PreToolUse",
-               "tool_name": tool, "tool_input": input, "tool_use_id": "toolu_1"})
-    };
-    let codex = |tool: &str, input: Value| {
-        json!({"session_id": "bench", "turn_id": "t1", "transcript_path": null, "cwd": "/tmp",
-               "hook_event_name": "PermissionRequest", "model": "gpt-5.1-codex",
-               "permission_mode": "default", "tool_name": tool, "tool_input": input})
-    };
-    let cursor_policy = json!({"conversation_id": "bench", "generation_id": "g1",
-        "hook_event_name": "beforeMCPExecution", "workspace_roots": ["/tmp"],
-        "tool_name": "search", "tool_input": "{\"q\": \"x\"}", "command": "mcp"});
-    let cursor_grant = json!({"conversation_id": "bench", "generation_id": "g1",
-        "hook_event_name": "beforeShellExecution", "workspace_roots": ["/tmp"],
-        "command": "npm test", "cwd": "/tmp"});
-    let gemini = |tool: &str, input: Value| {
-        json!({"session_id": "bench", "transcript_path": "/tmp/t.json", "cwd": "/tmp",
-               "hook_event_name": "BeforeTool", "timestamp": "2026-11-25T09:30:00Z",
-               "tool_name": tool, "tool_input": input})
-    };
-    let copilot = |tool: &str, input: Value| {
-        json!({"sessionId": "bench", "timestamp": 1764063000000_u64, "cwd": "/tmp",
-               "toolName": tool, "toolArgs": input.to_string()})
-    };
-    let npm_test = || json!({"command": "npm test"});
-    let read = || json!({"file_path": "/tmp/a"});
-    let agents = [
-        (
-            "claude-code",
-            claude("Read", read()),
-            claude("Bash", npm_test()),
-        ),
-        ("codex", codex("Read", read()), codex("Bash", npm_test())),
-        ("cursor", cursor_policy, cursor_grant),
-        (
-            "gemini",
-            gemini("read_file", read()),
-            gemini("run_shell_command", npm_test()),
-        ),
-        (
-            "copilot",
-            copilot("view", read()),
-            copilot("bash", npm_test()),
-        ),
-    ];
-    let env = [
-        ("CLARIFY_URL", server.url.as_str()),
-        ("CLARIFY_TOKEN", admin.as_str()),
-    ];
-    // One run of each case per round, so that a change in the machine's load during the run
-    // touches every case alike.
-    let mut cases: Vec<(String, Vec<String>, String, &str)> = vec![(
-        "start only (clarify --version)".to_owned(),
-        vec!["--version".to_owned()],
-        String::new(),
-        "clarify",
-    )];
-    for (agent, by_policy, by_grant) in agents {
-        let args: Vec<String> = ["hook", agent, "--policy", &policy]
-            .iter()
-            .map(|a| (*a).to_owned())
-            .collect();
-        cases.push((
-            format!("hook {agent}, decided by the policy"),
-            args.clone(),
-            by_policy.to_string(),
-            "allow",
-        ));
-        cases.push((
-            format!("hook {agent}, decided by a grant (HTTP check)"),
-            args,
-            by_grant.to_string(),
-            "allow",
-        ));
-    }
-    let samples = 100;
-    let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(samples); cases.len()];
-    for _ in 0..samples {
-        for (case, (_, args, stdin, expect)) in cases.iter().enumerate() {
-            times[case].push(timed_once(args, &env, stdin, expect));
-        }
-    }
-    let start_p50 = {
-        times[0].sort();
-        percentile(&times[0], 0.5)
-    };
-    for ((name, ..), times) in cases.iter().zip(&mut times) {
-        times.sort();
-        let p50 = percentile(times, 0.5);
-        println!(
-            "{name}: {} runs, process start to decision p50 {:.2} ms, p99 {:.2} ms (p50 {:+.2} ms over a bare start)",
-            times.len(),
-            ms(p50),
-            ms(percentile(times, 0.99)),
-            ms(p50) - ms(start_p50),
-        );
-    }
 }
 
 /// What one round-trip run measured.
@@ -781,148 +622,6 @@ async fn pg_wake() {
     report("wake postgres, two processes", &samples);
 }
 
-/// A request as an agent sends one with display blocks: a change of about 20 lines, the agent's
-/// reason, and a few facts.
-fn display_ask() -> &'static [u8] {
-    let before: String = (0..20)
-        .map(|i| format!("    line {i} of the function\n"))
-        .collect();
-    let after = before
-        .replace("line 7 of", "line seven of")
-        .replace("line 13 of", "line 13, changed, of");
-    let body = json!({
-        "question": "Apply this change?",
-        "choices": ["yes", "no"],
-        "summary": "Edit src/payments.py (+2 \u{2212}2)",
-        "display": [
-            {"type": "markdown", "title": "Why", "text": "The refund must not exceed what was **paid**, not the order total."},
-            {"type": "diff", "path": "src/payments.py", "before": before, "after": after},
-            {"type": "fields", "items": [{"label": "Order", "value": "1042"}, {"label": "Amount", "value": "EUR 5,000"}]},
-        ],
-    });
-    Box::leak(serde_json::to_vec(&body).expect("json").into_boxed_slice())
-}
-
-/// Display blocks' cost: 32-client round trips of a plain request and of one with display blocks,
-/// alternating three times each; then one agent creating requests with a 2,000-line diff, and
-/// the record and the inbox's display fragment read back, with their latencies.
-async fn display(dir: &std::path::Path) {
-    let with = display_ask();
-    let (mut plain, mut blocks) = (Vec::new(), Vec::new());
-    for _ in 0..3 {
-        plain.push(
-            roundtrip_of(
-                dir,
-                BIN,
-                " (plain)",
-                32,
-                Duration::from_secs(5),
-                &[],
-                (PLAIN_ASK, ANSWER_YES),
-            )
-            .await,
-        );
-        blocks.push(
-            roundtrip_of(
-                dir,
-                BIN,
-                " (display blocks)",
-                32,
-                Duration::from_secs(5),
-                &[],
-                (with, ANSWER_YES),
-            )
-            .await,
-        );
-    }
-    let mean =
-        |runs: &[Roundtrips]| runs.iter().map(|r| r.per_second).sum::<f64>() / runs.len() as f64;
-    println!(
-        "display round trips, 32 clients, 3 runs each: plain {:.0}/s, with display blocks {:.0}/s: {:.2}x",
-        mean(&plain),
-        mean(&blocks),
-        mean(&blocks) / mean(&plain),
-    );
-
-    let db = format!("sqlite://{}", dir.join("display-big.db").display());
-    let admin = key(&db, "admin", "default");
-    let server = Server::start(&db).await;
-    let mut diff = String::from("@@ -1,2000 +1,2000 @@\n");
-    for i in 0..2_000 {
-        diff.push_str(&format!(
-            "-    old line {i} of a long file\n+    new line {i} of a long file\n"
-        ));
-    }
-    let body = json!({
-        "questions": [{"text": "Allow the agent to run Edit?", "kind": "approval",
-                       "action": {"name": "Edit", "arguments": {"file_path": "big.txt"}}}],
-        "display": [{"type": "diff", "path": "big.txt", "diff": diff}],
-    });
-    let client = reqwest::Client::new();
-    let (mut create, mut record, mut fragment) = (Vec::new(), Vec::new(), Vec::new());
-    for i in 0..220 {
-        let started = Instant::now();
-        let created = post(
-            &client,
-            format!("{}/v1/requests", server.url),
-            &admin,
-            body.clone(),
-        )
-        .await;
-        let made = started.elapsed();
-        let id = created["id"].as_str().unwrap_or_default().to_owned();
-        let started = Instant::now();
-        let r = client
-            .get(format!("{}/v1/requests/{id}", server.url))
-            .bearer_auth(&admin)
-            .send()
-            .await
-            .expect("sent");
-        assert!(r.status().is_success(), "{}", r.status());
-        let _ = r.bytes().await;
-        let read = started.elapsed();
-        let started = Instant::now();
-        let r = client
-            .get(format!("{}/display/{id}", server.url))
-            .bearer_auth(&admin)
-            .send()
-            .await
-            .expect("sent");
-        assert!(r.status().is_success(), "{}", r.status());
-        let html = r.bytes().await.expect("body");
-        let rendered = started.elapsed();
-        assert!(
-            html.len() > 100_000,
-            "the whole diff is rendered: {} bytes",
-            html.len()
-        );
-        // The first 20 warm the server up.
-        if i >= 20 {
-            create.push(made);
-            record.push(read);
-            fragment.push(rendered);
-        }
-    }
-    for series in [&mut create, &mut record, &mut fragment] {
-        series.sort();
-    }
-    let line = |name: &str, s: &[Duration]| {
-        format!(
-            "{name} p50 {:.2} ms, p99 {:.2} ms",
-            ms(percentile(s, 0.5)),
-            ms(percentile(s, 0.99))
-        )
-    };
-    println!(
-        "display, a 2,000-line diff ({} KiB body), {} requests, one agent on SQLite: {}; {}; {}",
-        serde_json::to_vec(&body).map_or(0, |b| b.len()) / 1024,
-        create.len(),
-        line("create", &create),
-        line("the record (GET /v1/requests/{id})", &record),
-        line("the inbox's rendered blocks (GET /display/{id})", &fragment),
-    );
-}
-
 /// A `/proc/PID/status` field in KiB (0 when unreadable).
 fn status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -966,10 +665,10 @@ async fn main() {
         pg_wake().await;
     }
     if args.iter().any(|a| a == "hook") {
-        hook(&dir).await;
+        hook::hook(&dir).await;
     }
     if args.iter().any(|a| a == "display") {
-        display(&dir).await;
+        display::display(&dir).await;
     }
     if args.iter().any(|a| a == "rules") {
         rules(&dir).await;

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 use clarify_client::ClientError;
+use clarify_core::text::cut;
 use serde_json::{Map, Value, json};
 
 use super::decide::{self, Gate, OnTimeout, ToolCall, Verdict};
@@ -173,7 +174,7 @@ async fn ask_questions(call: &ToolCall, gate: &Gate) -> anyhow::Result<Verdict> 
             "allow_other": true,
         });
         if let Some(header) = q["header"].as_str().filter(|h| !h.trim().is_empty()) {
-            question["header"] = Value::from(cut(header, HEADER_CHARS));
+            question["header"] = Value::from(cut(header.trim(), HEADER_CHARS));
         }
         questions.push(question);
     }
@@ -277,7 +278,7 @@ async fn elicit(elicitation: &Elicitation, gate: &Gate) -> anyhow::Result<Option
     let mut body = json!({
         "questions": [{
             "id": "q1",
-            "header": cut(&elicitation.server, HEADER_CHARS),
+            "header": cut(elicitation.server.trim(), HEADER_CHARS),
             "text": text,
             "schema": schema,
         }],
@@ -373,8 +374,4 @@ fn enumeration(property: &Value) -> Option<Vec<Value>> {
         .as_array()
         .or_else(|| property["anyOf"].as_array())?;
     Some(alternatives.iter().map(|a| a["const"].clone()).collect())
-}
-
-fn cut(text: &str, chars: usize) -> String {
-    text.trim().chars().take(chars).collect()
 }

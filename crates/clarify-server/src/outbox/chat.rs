@@ -2,9 +2,8 @@
 //! and follows their announcements up.
 //!
 //! The store queues one notification per channel in the transaction that creates a request, so
-//! none is lost to a crash. This worker claims due notifications with a lease (instances sharing
-//! a store do not send the same one at once, and one whose worker died is sent again when the
-//! lease runs out), has the channel post it, and records the attempt with the platform's message
+//! none is lost to a crash. This worker claims due notifications through the outbox loop
+//! ([`drain`]), has the channel post it, and records the attempt with the platform's message
 //! reference. A failure that may pass (no connection, `408`, `429`, `5xx`) is retried with the
 //! webhooks' backoff, or later when the platform's `Retry-After` says so, for as long as
 //! webhooks are; any other refusal ends the notification `failed` at once.
@@ -19,11 +18,13 @@ use chrono::TimeDelta;
 use clarify_channels::{Channel, Notice, Sent};
 use clarify_store::{AfterAttempt, Attempt, Delivery, DeliveryStatus, EventKind, RequestRecord};
 
-use crate::api::webhooks::{Outbox, after_failure, client, drain};
+use crate::outbox::{Outbox, after_failure, attempt_number, client, drain};
 use crate::state::AppState;
 
-/// Sends channel notifications until shutdown.
+/// Sends channel notifications until shutdown, once Teams' conversations are restored (Teams
+/// posts where its bot was added: known before the first announcement).
 pub(crate) async fn run(state: AppState) {
+    crate::chat::teams::restore(&state).await;
     if state.config.channels.is_empty() {
         return;
     }
@@ -37,9 +38,7 @@ pub(crate) async fn run(state: AppState) {
 }
 
 async fn notify(state: &AppState, client: &reqwest::Client, n: Delivery) {
-    let number = u32::try_from(n.attempts.len())
-        .unwrap_or(u32::MAX)
-        .saturating_add(1);
+    let number = attempt_number(&n);
     let give_up = |why: &str| (None, Some(why.to_owned()), AfterAttempt::GiveUp);
     let channel = state
         .config

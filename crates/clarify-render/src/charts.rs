@@ -1,7 +1,7 @@
 //! The insights as charts, drawn here as SVG and HTML: the inbox's Insights page and `clarify
 //! report`'s HTML file show the same markup.
 //!
-//! Drawn on the server rather than by a charting script in the browser: the page then needs no
+//! Drawn on the server (or by `clarify report`) rather than by a charting script in the browser: the page then needs no
 //! script at all (it works with script off, prints, and is the same file `clarify report`
 //! writes, which must open with nothing fetched), there is no library to vendor and keep up to
 //! date, and it stays inside the inbox's Content-Security-Policy without a change: SVG inline
@@ -14,10 +14,10 @@ use std::fmt::Write;
 
 use clarify_store::{DayFigures, Insights};
 
-use super::html::escape;
+use crate::html::escape;
 
 /// The charts' stylesheet: served as an asset to the Insights page, inlined into a report.
-pub const STYLE: &str = include_str!("../../assets/insights.css");
+pub const STYLE: &str = include_str!("../assets/insights.css");
 
 /// The colours of the outcomes (approve, revise, deny, expired, other), readable on white and
 /// in print.
