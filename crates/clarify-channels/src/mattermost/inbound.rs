@@ -4,18 +4,13 @@
 
 use std::collections::BTreeMap;
 
-use hmac::{Hmac, Mac};
 use serde_json::Value;
-use sha2::Sha256;
 
 use crate::answer::{Control, Focus, Input, control};
 use crate::inbound::InboundError;
 
 fn mac(key: &[u8], message: &str) -> Vec<u8> {
-    #[allow(clippy::expect_used)]
-    let mut m = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes keys of any length");
-    m.update(message.as_bytes());
-    m.finalize().into_bytes().to_vec()
+    clarify_render::sign::hmac_sha256(key, message.as_bytes())
 }
 
 fn b64(bytes: &[u8]) -> String {
