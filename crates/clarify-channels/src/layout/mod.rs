@@ -87,7 +87,7 @@ pub(crate) trait Dialect: Markup {
     }
     /// When a pending request expires.
     fn expiry(&self, at: DateTime<Utc>) -> String {
-        format!("expires {}", utc(at))
+        expires(at)
     }
     /// The footer (marked up), in small or quiet type.
     fn small(&self, text: &str) -> String {
@@ -240,6 +240,11 @@ pub(crate) fn pending_facts(
         facts.push(format!("for {}", text(&by.join(", "), RESPONDERS)));
     }
     facts
+}
+
+/// When a request expires, for a platform that cannot show a time in the reader's zone.
+pub(crate) fn expires(at: DateTime<Utc>) -> String {
+    format!("expires {}", utc(at))
 }
 
 /// A time as the platforms that cannot show it in the reader's zone write it.
