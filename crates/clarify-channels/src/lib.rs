@@ -47,6 +47,7 @@ pub mod google_chat;
 mod http;
 pub mod inbound;
 pub mod jwt;
+mod layout;
 pub mod mattermost;
 pub mod ntfy;
 mod oauth;

@@ -1,13 +1,14 @@
 //! How a request looks on Discord: the message (content, components, mentions), the modals
 //! for text, and the interaction responses.
 
-use clarify_core::{Context, QuestionKind, Scope};
+use chrono::{DateTime, Utc};
+use clarify_core::{QuestionKind, Scope};
 use clarify_store::RequestRecord;
 use serde_json::{Value, json};
 
 use crate::answer::{Focus, input_id};
-use crate::text::fit;
-use crate::{Notice, cut, headline, outcome_text};
+use crate::layout::{self, Dialect, Limits};
+use crate::{Notice, cut, headline};
 
 /// Discord's limit on a message's content.
 pub const MAX_CONTENT: usize = 2_000;
@@ -54,161 +55,77 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// Room for display blocks in a message's content, whose whole limit is [`MAX_CONTENT`].
-const MAX_DISPLAY: usize = 1_000;
+/// What sets Discord's markdown apart: `*` emphasises, agent text is escaped with backslashes
+/// (and `allowed_mentions` would stop a mention anyway), and a link's URL sits in angle
+/// brackets, which keep Discord from embedding a preview.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DiscordFlavour;
 
-/// Discord's markdown, for display blocks: agent text is escaped character by character, so
-/// nothing it holds formats, links or mentions (and `allowed_mentions` would stop a mention
-/// anyway); diffs go in a ```` ```diff ```` block, which Discord colours.
-#[derive(Debug, Clone, Copy)]
-pub struct Markdown;
-
-impl clarify_render::Markup for Markdown {
-    fn text(&self, s: &str) -> String {
-        escape(s)
+impl layout::Flavour for DiscordFlavour {
+    const EMPHASIS: char = '*';
+    fn escape(text: &str) -> String {
+        escape(text)
     }
-    fn strong(&self, inner: &str) -> String {
-        format!("**{inner}**")
-    }
-    fn emphasis(&self, inner: &str) -> String {
-        format!("*{inner}*")
-    }
-    fn strike(&self, inner: &str) -> String {
-        format!("~~{inner}~~")
-    }
-    fn code(&self, s: &str) -> String {
-        format!("`{}`", s.replace('`', "'"))
-    }
-    fn link(&self, url: &str, label: &str) -> String {
-        // Angle brackets keep Discord from embedding a preview; the encoded parentheses and
-        // brackets keep the URL from closing the link early.
+    fn target(url: &str) -> String {
+        // The encoded parentheses and bracket keep the URL from closing the link early.
         let url = url
             .replace('(', "%28")
             .replace(')', "%29")
             .replace('>', "%3E");
+        format!("<{url}>")
+    }
+}
+
+/// Discord's markdown, for messages and display blocks.
+pub type Markdown = layout::Markdown<DiscordFlavour>;
+
+const MARKDOWN: Markdown = layout::Markdown(DiscordFlavour);
+
+impl Dialect for Markdown {
+    const LIMITS: Limits = Limits {
+        message: MAX_CONTENT,
+        fallback: 1_000,
+        display: 1_000,
+        context: 400,
+        json: 300,
+        question: 400,
+        option: 80,
+        description: None,
+        action: 100,
+        arguments: 500,
+        names: 60,
+        outcome: 400,
+    };
+    fn mention(&self, id: &str) -> String {
+        format!("<@{id}>")
+    }
+    fn answer_link(&self, url: &str, label: &str) -> String {
         format!("[{label}](<{url}>)")
     }
-    fn pre(&self, s: &str, language: Option<&str>) -> String {
-        format!(
-            "```{}\n{}\n```",
-            language.unwrap_or(""),
-            s.replace("```", "``\u{200b}`")
-        )
+    fn cut_note(&self, _answer_url: &str) -> String {
+        "(cut: the rest is in clarify)".to_owned()
     }
-    fn quote(&self, inner: &str) -> String {
-        inner
-            .lines()
-            .map(|l| format!("> {l}"))
-            .collect::<Vec<_>>()
-            .join("\n")
+    fn expiry(&self, at: DateTime<Utc>) -> String {
+        // Discord renders this in each reader's time zone, as "in 14 minutes".
+        format!("expires <t:{}:R>", at.timestamp())
+    }
+    fn small(&self, text: &str) -> String {
+        format!("-# {text}")
     }
 }
 
 /// JSON in a code block; a fence inside cannot close it.
+#[cfg(test)]
 pub(super) fn code(json: &str, max: usize) -> String {
-    format!(
-        "```json\n{}\n```",
-        cut(json, max).replace("```", "``\u{200b}`")
-    )
+    MARKDOWN.json(&cut(json, max))
 }
 
 /// The message (content, components, mentions) for `record` as it is now; `mention` are the
 /// user ids to mention.
 pub fn message(record: &RequestRecord, answer_url: &str, mention: &[String]) -> Value {
-    let request = &record.request;
     let pending = !record.status.is_resolved();
-    let mut parts = vec![format!("**{}**", fit(&Markdown, &headline(record), 200))];
-    if pending && !mention.is_empty() {
-        let m: Vec<String> = mention.iter().map(|m| format!("<@{m}>")).collect();
-        parts.push(m.join(" "));
-    }
-    match &request.context {
-        Some(Context::Text(t)) => parts.push(fit(&Markdown, t, 400)),
-        Some(Context::Json(map)) => {
-            parts.push(code(
-                &serde_json::to_string_pretty(map).unwrap_or_default(),
-                300,
-            ));
-        }
-        None => {}
-    }
-    let more = format!("[The rest is on the answer page](<{answer_url}>)");
-    parts.extend(crate::display_text(record, &Markdown, MAX_DISPLAY, &more));
-    for q in &request.questions {
-        let mut part = fit(&Markdown, &q.text, 400);
-        match &q.kind {
-            QuestionKind::Single(c) | QuestionKind::Multi(c) => {
-                for (i, o) in c.options.iter().enumerate() {
-                    let mark = if c.recommended.as_deref() == Some(o.id.as_str()) {
-                        " *(recommended)*"
-                    } else {
-                        ""
-                    };
-                    part.push_str(&format!(
-                        "\n{}. {}{mark}",
-                        i + 1,
-                        fit(&Markdown, &o.label, 80)
-                    ));
-                }
-            }
-            QuestionKind::Approval(a) => {
-                part.push_str(&format!(
-                    "\nAction: `{}`",
-                    cut(&a.action.name, 100).replace('`', "'")
-                ));
-                // The display blocks above show what the action does; without them, its
-                // arguments.
-                if request.display.is_empty() {
-                    let pretty =
-                        serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
-                    part.push_str(&format!("\n{}", code(&pretty, 500)));
-                    if pretty.chars().count() > 500 {
-                        part.push_str("\n(cut: the rest is in clarify)");
-                    }
-                }
-            }
-            QuestionKind::Open | QuestionKind::Form(_) => {}
-        }
-        parts.push(part);
-    }
-    let mut footer: Vec<String> = crate::asked_by(
-        request,
-        |a| fit(&Markdown, a, 60),
-        |s| fit(&Markdown, s, 60),
-    )
-    .into_iter()
-    .collect();
-    if pending {
-        if let Some(at) = record.expires_at {
-            // Discord renders this in each reader's time zone, as "in 14 minutes".
-            footer.push(format!("expires <t:{}:R>", at.timestamp()));
-        }
-        if request.is_quorum() {
-            footer.push(escape(&outcome_text(record)));
-        }
-        if let Some(by) = &request.responders {
-            footer.push(format!("for {}", fit(&Markdown, &by.join(", "), 200)));
-        }
-    }
-    if !footer.is_empty() {
-        parts.push(format!("-# {}", footer.join(" · ")));
-    }
-    if !pending {
-        parts.push(format!(
-            "**{}**",
-            fit(&Markdown, &outcome_text(record), 400)
-        ));
-    }
-    let mut content = parts.join("\n\n");
-    if content.chars().count() > MAX_CONTENT {
-        content = fit(
-            &Markdown,
-            &format!("{}: {}", headline(record), outcome_text(record)),
-            1_000,
-        );
-    }
     json!({
-        "content": content,
+        "content": layout::message(&MARKDOWN, record, answer_url, mention),
         "components": components(record, answer_url),
         "allowed_mentions": {"parse": [], "users": if pending { mention.to_vec() } else { Vec::new() }},
     })

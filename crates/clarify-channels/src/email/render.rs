@@ -9,6 +9,7 @@ use clarify_core::{Context, QuestionKind, Scope};
 use clarify_store::EventKind;
 use serde_json::{Value, json};
 
+use crate::layout::{self, ACTION};
 use crate::{Notice, cut, headline, outcome_text};
 
 /// How much of an approval's pretty arguments a message shows; the answer link has the rest.
@@ -168,31 +169,20 @@ pub fn bodies(notice: &Notice<'_>) -> (String, String) {
                 }
                 html.push_str("</ul>");
             }
-            QuestionKind::Approval(a) if !request.display.is_empty() => {
-                // The display blocks above show what the action does.
-                let _ = writeln!(text, "Action: {}", a.action.name);
-                let _ = write!(html, "<p>Action: <code>{}</code></p>", e(&a.action.name));
-            }
             QuestionKind::Approval(a) => {
-                let pretty = serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
-                let more = if pretty.chars().count() > MAX_ARGUMENTS {
-                    " (cut: the rest is in clarify)"
-                } else {
-                    ""
-                };
-                let shown = cut(&pretty, MAX_ARGUMENTS);
-                let _ = writeln!(text, "Action: {}\n{shown}{more}", a.action.name);
-                let _ = write!(
-                    html,
-                    "<p>Action: <code>{}</code></p><pre>{}</pre>{}",
-                    e(&a.action.name),
-                    e(&shown),
-                    if more.is_empty() {
-                        String::new()
+                let _ = writeln!(text, "{ACTION}{}", a.action.name);
+                let _ = write!(html, "<p>{ACTION}<code>{}</code></p>", e(&a.action.name));
+                if let Some(pretty) = layout::arguments(request, a) {
+                    let shown = cut(&pretty, MAX_ARGUMENTS);
+                    let _ = write!(html, "<pre>{}</pre>", e(&shown));
+                    if pretty.chars().count() > MAX_ARGUMENTS {
+                        let more = "(cut: the rest is in clarify)";
+                        let _ = writeln!(text, "{shown} {more}");
+                        let _ = write!(html, "<p>{}</p>", e(more));
                     } else {
-                        format!("<p>{}</p>", e(more.trim()))
+                        let _ = writeln!(text, "{shown}");
                     }
-                );
+                }
             }
             QuestionKind::Open | QuestionKind::Form(_) => {}
         }
@@ -257,7 +247,7 @@ pub fn bodies(notice: &Notice<'_>) -> (String, String) {
         .into_iter()
         .collect();
     if let Some(at) = record.expires_at {
-        footer.push(format!("expires {}", at.format("%Y-%m-%d %H:%M UTC")));
+        footer.push(layout::expires(at));
     }
     if let Some(by) = &request.responders {
         footer.push(format!("for {}", by.join(", ")));

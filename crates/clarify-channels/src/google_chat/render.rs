@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::Format;
 use crate::answer::input_id;
+use crate::layout::{self, THE_REST};
 use crate::{Notice, cut, escape_markup, headline, outcome_text};
 
 /// Room for display blocks in a card (a message is at most 32,000 bytes).
@@ -76,7 +77,7 @@ fn message_with(record: &RequestRecord, answer_url: &str, answerable: bool) -> V
         )))),
         None => {}
     }
-    let more = format!("The rest is on the answer page: {answer_url}");
+    let more = format!("{THE_REST}: {answer_url}");
     if let Some(display) =
         crate::display_text(record, &clarify_render::text::Plain, MAX_DISPLAY, &more)
     {
@@ -86,20 +87,15 @@ fn message_with(record: &RequestRecord, answer_url: &str, answerable: bool) -> V
         let mut text = format!("<b>{}</b>", html(&q.text, MAX_TEXT));
         match &q.kind {
             QuestionKind::Single(c) | QuestionKind::Multi(c) => {
-                for (i, o) in c.options.iter().enumerate() {
-                    let mark = if c.recommended.as_deref() == Some(o.id.as_str()) {
-                        " <i>(recommended)</i>"
-                    } else {
-                        ""
-                    };
-                    text.push_str(&format!("<br>{}. {}{mark}", i + 1, html(&o.label, 100)));
+                let label = |l: &str| html(l, 100);
+                for line in layout::option_lines(c, label, " <i>(recommended)</i>", None) {
+                    text.push_str(&format!("<br>{line}"));
                 }
             }
             QuestionKind::Approval(a) => {
-                text.push_str(&format!("<br>Action: {}", pre(&cut(&a.action.name, 100))));
-                if request.display.is_empty() {
-                    let pretty =
-                        serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
+                let action = pre(&cut(&a.action.name, 100));
+                text.push_str(&format!("<br>{}{action}", layout::ACTION));
+                if let Some(pretty) = layout::arguments(request, a) {
                     text.push_str(&format!("<br>{}", pre(&cut(&pretty, MAX_TEXT))));
                     if pretty.chars().count() > MAX_TEXT {
                         text.push_str(&format!("<br>(cut: {})", html(&more, 500)));
@@ -111,16 +107,7 @@ fn message_with(record: &RequestRecord, answer_url: &str, answerable: bool) -> V
         widgets.push(paragraph(text));
     }
     if pending {
-        let mut footer = Vec::new();
-        if let Some(at) = record.expires_at {
-            footer.push(format!("expires {}", at.format("%Y-%m-%d %H:%M UTC")));
-        }
-        if request.is_quorum() {
-            footer.push(outcome_text(record));
-        }
-        if let Some(by) = &request.responders {
-            footer.push(format!("for {}", cut(&by.join(", "), 200)));
-        }
+        let footer = layout::pending_facts(record, cut, layout::expires);
         if !footer.is_empty() {
             widgets.push(paragraph(format!(
                 "<font color=\"#80868b\">{}</font>",

@@ -1,19 +1,19 @@
 //! How a request looks on Mattermost: the post (message and button attachment), the dialogs
 //! for text, and the responses to a click.
 
-use clarify_core::{Context, QuestionKind, Scope};
+use clarify_core::{QuestionKind, Scope};
+use clarify_render::Markup;
 use clarify_store::RequestRecord;
 use serde_json::{Value, json};
 
 use super::inbound::{button_token, dialog_token};
 use crate::answer::{Focus, input_id};
+use crate::layout::{self, Dialect, Limits};
 use crate::text::fit;
-use crate::{Notice, cut, headline, outcome_text};
+use crate::{Notice, cut, headline};
 
 /// Mattermost's default limit on a post's message (`MaxPostSize`, 16,383 characters).
 pub const MAX_MESSAGE: usize = 16_383;
-/// Room for display blocks in a post.
-const MAX_DISPLAY: usize = 6_000;
 /// Buttons beyond this many options become a menu.
 const MAX_BUTTONS: usize = 5;
 const MAX_LABEL: usize = 60;
@@ -42,153 +42,67 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// Mattermost's markdown, for display blocks: agent text escaped character by character; code
-/// and diffs in fenced blocks (Mattermost colours `diff`).
-#[derive(Debug, Clone, Copy)]
-pub struct Markdown;
+/// What sets Mattermost's markdown apart: `_` emphasises, agent text is escaped with
+/// backslashes and a zero-width space after `@`, and a link's URL is percent-encoded where it
+/// would end the link.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MattermostFlavour;
 
-impl clarify_render::Markup for Markdown {
-    fn text(&self, s: &str) -> String {
-        escape(s)
+impl layout::Flavour for MattermostFlavour {
+    const EMPHASIS: char = '_';
+    fn escape(text: &str) -> String {
+        escape(text)
     }
-    fn strong(&self, inner: &str) -> String {
-        format!("**{inner}**")
-    }
-    fn emphasis(&self, inner: &str) -> String {
-        format!("_{inner}_")
-    }
-    fn strike(&self, inner: &str) -> String {
-        format!("~~{inner}~~")
-    }
-    fn code(&self, s: &str) -> String {
-        format!("`{}`", s.replace('`', "'"))
-    }
-    fn link(&self, url: &str, label: &str) -> String {
-        let url = url
-            .replace('(', "%28")
+    fn target(url: &str) -> String {
+        url.replace('(', "%28")
             .replace(')', "%29")
-            .replace(' ', "%20");
-        format!("[{label}]({url})")
-    }
-    fn pre(&self, s: &str, language: Option<&str>) -> String {
-        format!(
-            "```{}\n{}\n```",
-            language.unwrap_or(""),
-            s.replace("```", "``\u{200b}`")
-        )
-    }
-    fn quote(&self, inner: &str) -> String {
-        inner
-            .lines()
-            .map(|l| format!("> {l}"))
-            .collect::<Vec<_>>()
-            .join("\n")
+            .replace(' ', "%20")
     }
 }
 
-fn code(json: &str, max: usize) -> String {
-    format!(
-        "```json\n{}\n```",
-        cut(json, max).replace("```", "``\u{200b}`")
-    )
+/// Mattermost's markdown, for posts and display blocks.
+pub type Markdown = layout::Markdown<MattermostFlavour>;
+
+const MARKDOWN: Markdown = layout::Markdown(MattermostFlavour);
+
+/// A post shows options' descriptions, and ends in a link to the answer page: its buttons
+/// carry none.
+impl Dialect for Markdown {
+    const LIMITS: Limits = Limits {
+        message: MAX_MESSAGE,
+        fallback: 2_000,
+        display: 6_000,
+        context: 1_000,
+        json: 1_000,
+        question: 1_000,
+        option: 100,
+        description: Some(200),
+        action: 100,
+        arguments: 2_000,
+        names: 60,
+        outcome: 1_000,
+    };
+    const OPEN_LINK: bool = true;
+    fn mention(&self, username: &str) -> String {
+        username.to_owned()
+    }
+    fn answer_link(&self, url: &str, label: &str) -> String {
+        format!("[{label}]({url})")
+    }
+    fn cut_note(&self, answer_url: &str) -> String {
+        format!("(cut: [the rest is on the answer page]({answer_url}))")
+    }
+    fn headline(&self, text: &str) -> String {
+        format!("#### {text}")
+    }
+    fn question(&self, text: &str) -> String {
+        self.strong(text)
+    }
 }
 
 /// The post's message for `record` as it is now; `mention` are `@username`s.
 pub fn text(record: &RequestRecord, answer_url: &str, mention: &[String]) -> String {
-    let request = &record.request;
-    let pending = !record.status.is_resolved();
-    let mut parts = vec![format!("#### {}", fit(&Markdown, &headline(record), 200))];
-    if pending && !mention.is_empty() {
-        parts.push(mention.join(" "));
-    }
-    match &request.context {
-        Some(Context::Text(t)) => parts.push(fit(&Markdown, t, 1_000)),
-        Some(Context::Json(map)) => parts.push(code(
-            &serde_json::to_string_pretty(map).unwrap_or_default(),
-            1_000,
-        )),
-        None => {}
-    }
-    let more = format!("[The rest is on the answer page]({answer_url})");
-    parts.extend(crate::display_text(record, &Markdown, MAX_DISPLAY, &more));
-    for q in &request.questions {
-        let mut part = format!("**{}**", fit(&Markdown, &q.text, 1_000));
-        match &q.kind {
-            QuestionKind::Single(c) | QuestionKind::Multi(c) => {
-                for (i, o) in c.options.iter().enumerate() {
-                    let mark = if c.recommended.as_deref() == Some(o.id.as_str()) {
-                        " _(recommended)_"
-                    } else {
-                        ""
-                    };
-                    part.push_str(&format!(
-                        "\n{}. {}{mark}",
-                        i + 1,
-                        fit(&Markdown, &o.label, 100)
-                    ));
-                    if let Some(d) = &o.description {
-                        part.push_str(&format!(" — {}", fit(&Markdown, d, 200)));
-                    }
-                }
-            }
-            QuestionKind::Approval(a) => {
-                part.push_str(&format!(
-                    "\nAction: `{}`",
-                    cut(&a.action.name, 100).replace('`', "'")
-                ));
-                if request.display.is_empty() {
-                    let pretty =
-                        serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
-                    part.push_str(&format!("\n{}", code(&pretty, 2_000)));
-                    if pretty.chars().count() > 2_000 {
-                        part.push_str(&format!(
-                            "\n(cut: [the rest is on the answer page]({answer_url}))"
-                        ));
-                    }
-                }
-            }
-            QuestionKind::Open | QuestionKind::Form(_) => {}
-        }
-        parts.push(part);
-    }
-    let mut footer: Vec<String> = crate::asked_by(
-        request,
-        |a| fit(&Markdown, a, 60),
-        |s| fit(&Markdown, s, 60),
-    )
-    .into_iter()
-    .collect();
-    if pending {
-        if let Some(at) = record.expires_at {
-            footer.push(format!("expires {}", at.format("%Y-%m-%d %H:%M UTC")));
-        }
-        if request.is_quorum() {
-            footer.push(escape(&outcome_text(record)));
-        }
-        if let Some(by) = &request.responders {
-            footer.push(format!("for {}", fit(&Markdown, &by.join(", "), 200)));
-        }
-    }
-    if !footer.is_empty() {
-        parts.push(format!("_{}_", footer.join(" · ")));
-    }
-    if pending {
-        parts.push(format!("[Open in clarify]({answer_url})"));
-    } else {
-        parts.push(format!(
-            "**{}**",
-            fit(&Markdown, &outcome_text(record), 1_000)
-        ));
-    }
-    let text = parts.join("\n\n");
-    if text.chars().count() > MAX_MESSAGE {
-        return fit(
-            &Markdown,
-            &format!("{}: {}", headline(record), outcome_text(record)),
-            2_000,
-        ) + &format!("\n\n[Open in clarify]({answer_url})");
-    }
-    text
+    layout::message(&MARKDOWN, record, answer_url, mention)
 }
 
 /// The post's `props`: an attachment with the buttons of a pending request (none once it is
@@ -409,7 +323,7 @@ pub fn dialog(
         "dialog": {
             "callback_id": focus.encode(),
             "title": cut(&title, MAX_DIALOG_TITLE),
-            "introduction_text": fit(&Markdown, &q.text, 1_000),
+            "introduction_text": fit(&MARKDOWN, &q.text, 1_000),
             "elements": elements,
             "submit_label": "Submit",
             "notify_on_cancel": false,

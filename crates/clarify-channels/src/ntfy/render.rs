@@ -6,6 +6,7 @@ use clarify_store::EventKind;
 use serde_json::{Value, json};
 
 use super::Ntfy;
+use crate::layout::{self, ACTION, THE_REST};
 use crate::{Notice, cut};
 
 /// ntfy's limit on a message's text, above which it turns the message into an attachment.
@@ -47,7 +48,7 @@ impl Ntfy {
             }
             None => {}
         }
-        let more = format!("(The rest is on the answer page: {})", notice.answer_url);
+        let more = format!("({THE_REST}: {})", notice.answer_url);
         if let Some(shown) =
             crate::display_text(record, &clarify_render::text::Plain, MAX_DISPLAY, &more)
         {
@@ -68,14 +69,11 @@ impl Ntfy {
                         text.push_str(&format!("• {}{mark}\n", o.label));
                     }
                 }
-                // The display blocks above show what the action does.
-                QuestionKind::Approval(a) if !request.display.is_empty() => {
-                    text.push_str(&format!("Action: {}\n", a.action.name));
-                }
                 QuestionKind::Approval(a) => {
-                    let args =
-                        serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
-                    text.push_str(&format!("Action: {}\n{args}\n", a.action.name));
+                    text.push_str(&format!("{ACTION}{}\n", a.action.name));
+                    if let Some(args) = layout::arguments(request, a) {
+                        text.push_str(&format!("{args}\n"));
+                    }
                 }
                 QuestionKind::Open | QuestionKind::Form(_) => {}
             }

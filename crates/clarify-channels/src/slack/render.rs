@@ -11,6 +11,7 @@ use clarify_store::{EventKind, RequestRecord};
 use serde_json::{Value, json};
 
 use crate::answer::{Focus, input_id};
+use crate::layout::{self, THE_REST};
 use crate::{Notice, outcome_text};
 
 /// Slack's limit on a section's text.
@@ -81,10 +82,7 @@ fn link_url(url: &str) -> String {
 /// [`MAX_DISPLAY_SECTIONS`] left to the answer page.
 fn display_sections(notice: &Notice<'_>) -> Vec<Value> {
     let blocks = &notice.record.request.display;
-    let more = format!(
-        "<{}|The rest is on the answer page>",
-        link_url(notice.answer_url)
-    );
+    let more = format!("<{}|{THE_REST}>", link_url(notice.answer_url));
     let mut out: Vec<Value> = blocks
         .iter()
         .take(MAX_DISPLAY_SECTIONS)
@@ -237,19 +235,15 @@ pub fn message(notice: &Notice<'_>, mention: &[String]) -> (String, Vec<Value>) 
         |s| format!("`{}`", escape(s)),
     ));
     if pending {
-        if let Some(at) = record.expires_at {
-            context.push(format!(
+        // Slack shows the time in each reader's zone; the context is cut as a whole below.
+        let expiry = |at: chrono::DateTime<chrono::Utc>| {
+            format!(
                 "expires <!date^{}^{{date_short_pretty}} at {{time}}|{}>",
                 at.timestamp(),
-                at.format("%Y-%m-%d %H:%M UTC")
-            ));
-        }
-        if request.is_quorum() {
-            context.push(escape(&outcome_text(record)));
-        }
-        if let Some(by) = &request.responders {
-            context.push(format!("for {}", escape(&by.join(", "))));
-        }
+                layout::utc(at)
+            )
+        };
+        context.extend(layout::pending_facts(record, |s, _| escape(s), expiry));
     }
     if !context.is_empty() {
         blocks.push(json!({
@@ -351,9 +345,7 @@ fn question_blocks(
     blocks.push(section(text));
     if let QuestionKind::Approval(a) = &q.kind {
         let action = format!("*Action:* `{}`", escape(&crate::cut(&a.action.name, 200)));
-        // The display blocks above show what the action does; without them, its arguments.
-        if record.request.display.is_empty() {
-            let pretty = serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
+        if let Some(pretty) = layout::arguments(&record.request, a) {
             blocks.push(section(format!(
                 "{action}\n{}",
                 code(&pretty, notice.answer_url)

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::CARD;
 use crate::answer::{Focus, input_id};
+use crate::layout::{self, THE_REST};
 use crate::{Notice, cut, headline, outcome_text};
 
 /// Room for display blocks on a card (a bot's message may be about 28 KB in all).
@@ -98,7 +99,7 @@ pub fn card(record: &RequestRecord, answer_url: &str) -> Value {
         ))),
         None => {}
     }
-    let more = format!("The rest is on the answer page: {answer_url}");
+    let more = format!("{THE_REST}: {answer_url}");
     if let Some(display) =
         crate::display_text(record, &clarify_render::text::Plain, MAX_DISPLAY, &more)
     {
@@ -109,28 +110,14 @@ pub fn card(record: &RequestRecord, answer_url: &str) -> Value {
             {"type": "TextRun", "text": cut(&q.text, MAX_TEXT), "weight": "bolder"}]}));
         match &q.kind {
             QuestionKind::Single(c) | QuestionKind::Multi(c) => {
-                let lines: Vec<String> = c
-                    .options
-                    .iter()
-                    .enumerate()
-                    .map(|(i, o)| {
-                        let mark = if c.recommended.as_deref() == Some(o.id.as_str()) {
-                            " (recommended)"
-                        } else {
-                            ""
-                        };
-                        format!("{}. {}{mark}", i + 1, cut(&o.label, 100))
-                    })
-                    .collect();
+                let lines = layout::option_lines(c, |l| cut(l, 100), " (recommended)", None);
                 body.push(inert(&lines.join("\n"), MAX_TEXT));
             }
             QuestionKind::Approval(a) => {
                 body.push(json!({"type": "RichTextBlock", "inlines": [
-                    run("Action: "),
+                    run(layout::ACTION),
                     {"type": "TextRun", "text": cut(&a.action.name, 100), "fontType": "monospace"}]}));
-                if request.display.is_empty() {
-                    let pretty =
-                        serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
+                if let Some(pretty) = layout::arguments(request, a) {
                     let mut shown = cut(&pretty, MAX_TEXT);
                     if pretty.chars().count() > MAX_TEXT {
                         shown.push_str(&format!("\n(cut: {more})"));
@@ -145,15 +132,7 @@ pub fn card(record: &RequestRecord, answer_url: &str) -> Value {
         .into_iter()
         .collect();
     if pending {
-        if let Some(at) = record.expires_at {
-            footer.push(format!("expires {}", at.format("%Y-%m-%d %H:%M UTC")));
-        }
-        if request.is_quorum() {
-            footer.push(outcome_text(record));
-        }
-        if let Some(by) = &request.responders {
-            footer.push(format!("for {}", cut(&by.join(", "), 200)));
-        }
+        footer.extend(layout::pending_facts(record, cut, layout::expires));
     }
     if !footer.is_empty() {
         body.push(small(&footer.join(" · ")));
@@ -202,34 +181,14 @@ fn controls(record: &RequestRecord) -> (Vec<Value>, Vec<Value>) {
                     actions.push(execute("Submit", "sel", id, Some("positive")));
                 }
                 if c.allow_other {
-                    actions.push(form(
-                        "Other…",
-                        Focus::Other(0),
-                        id,
-                        vec![text_input(
-                            input_id(0, Some("other")),
-                            "Your answer",
-                            None,
-                            true,
-                        )],
-                    ));
+                    actions.push(other_answer(id));
                 }
             }
             QuestionKind::Multi(c) => {
                 inputs.push(choice_set(c, true));
                 actions.push(execute("Submit", "multi", id, Some("positive")));
                 if c.allow_other {
-                    actions.push(form(
-                        "Other…",
-                        Focus::Other(0),
-                        id,
-                        vec![text_input(
-                            input_id(0, Some("other")),
-                            "Your answer",
-                            None,
-                            true,
-                        )],
-                    ));
+                    actions.push(other_answer(id));
                 }
             }
             QuestionKind::Open => actions.push(form(
@@ -301,6 +260,12 @@ fn controls(record: &RequestRecord) -> (Vec<Value>, Vec<Value>) {
         actions.push(execute("Skip", "s", id, None));
     }
     (inputs, actions)
+}
+
+/// The form that answers a choice question in one's own words.
+fn other_answer(request: &str) -> Value {
+    let input = text_input(input_id(0, Some("other")), "Your answer", None, true);
+    form("Other…", Focus::Other(0), request, vec![input])
 }
 
 fn choice_set(c: &clarify_core::Choices, multi: bool) -> Value {

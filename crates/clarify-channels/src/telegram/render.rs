@@ -1,19 +1,19 @@
 //! How a request looks on Telegram: the message's HTML text, its inline keyboard, and the
 //! prompts that ask for a typed reply.
 
-use clarify_core::{Context, QuestionKind, Scope};
+use clarify_core::{QuestionKind, Scope};
+use clarify_render::Markup;
 use clarify_store::RequestRecord;
 use serde_json::{Value, json};
 
 use super::inbound::{Press, prompt_line};
 use crate::answer::Focus;
+use crate::layout::{self, Dialect, Limits};
 use crate::text::fit;
-use crate::{Notice, cut, headline, outcome_text};
+use crate::{Notice, cut, headline};
 
 /// Telegram's limit on a message's text, counted after entities are parsed.
 pub const MAX_TEXT: usize = 4_096;
-/// Room kept for the pretty JSON of an approval's arguments.
-const MAX_ARGUMENTS: usize = 1_500;
 
 /// Options shown as buttons; more are answered through the answer link.
 const MAX_OPTION_BUTTONS: usize = 24;
@@ -23,16 +23,12 @@ pub fn escape(text: &str) -> String {
     crate::escape_markup(text)
 }
 
-/// Room for display blocks in a message, whose whole limit is [`MAX_TEXT`] (counted, as
-/// Telegram counts it, after its HTML is parsed).
-const MAX_DISPLAY: usize = 2_000;
-
 /// Telegram's HTML parse mode, for display blocks: agent text is escaped, so no tag or entity
 /// forms from it; diffs are `<pre><code class="language-diff">`, which Telegram highlights.
 #[derive(Debug, Clone, Copy)]
 pub struct Html;
 
-impl clarify_render::Markup for Html {
+impl Markup for Html {
     fn text(&self, s: &str) -> String {
         escape(s)
     }
@@ -101,107 +97,46 @@ pub(super) fn mention_of(id: &str) -> String {
     format!("<a href=\"tg://user?id={}\">{}</a>", escape(id), escape(id))
 }
 
+/// A Telegram message ends its footer saying a reply answers it (when one can) and marks
+/// mentions as links, which need no username.
+impl Dialect for Html {
+    const LIMITS: Limits = Limits {
+        message: MAX_TEXT,
+        fallback: 1_000,
+        display: 2_000,
+        context: 1_000,
+        json: 800,
+        question: 1_000,
+        option: 200,
+        description: None,
+        action: 200,
+        arguments: 1_500,
+        names: 100,
+        outcome: 1_000,
+    };
+    fn mention(&self, id: &str) -> String {
+        mention_of(id)
+    }
+    fn answer_link(&self, url: &str, label: &str) -> String {
+        self.link(url, label)
+    }
+    fn cut_note(&self, answer_url: &str) -> String {
+        format!(
+            "<a href=\"{}\">(cut: the rest in clarify)</a>",
+            escape(answer_url)
+        )
+    }
+    fn json(&self, pretty: &str) -> String {
+        self.pre(pretty, None)
+    }
+    fn hint(&self, record: &RequestRecord) -> Option<&'static str> {
+        answered_by_reply(record).then_some("reply to this message to answer")
+    }
+}
+
 /// The message's text (HTML) for `notice`: pending, what is asked; resolved, how it ended.
 pub fn message_text(notice: &Notice<'_>, mention: &[String]) -> String {
-    let record = notice.record;
-    let request = &record.request;
-    let pending = !record.status.is_resolved();
-    let mut parts = vec![format!("<b>{}</b>", fit(&Html, &headline(record), 200))];
-    if pending && !mention.is_empty() {
-        let m: Vec<String> = mention.iter().map(|m| mention_of(m)).collect();
-        parts.push(m.join(" "));
-    }
-    match &request.context {
-        Some(Context::Text(t)) => parts.push(fit(&Html, t, 1_000)),
-        Some(Context::Json(map)) => {
-            let pretty = serde_json::to_string_pretty(map).unwrap_or_default();
-            parts.push(format!("<pre>{}</pre>", fit(&Html, &pretty, 800)));
-        }
-        None => {}
-    }
-    let more = format!(
-        "<a href=\"{}\">The rest is on the answer page</a>",
-        escape(notice.answer_url).replace('"', "&quot;")
-    );
-    parts.extend(crate::display_text(record, &Html, MAX_DISPLAY, &more));
-    for q in &request.questions {
-        let mut part = fit(&Html, &q.text, 1_000);
-        match &q.kind {
-            QuestionKind::Single(c) | QuestionKind::Multi(c) => {
-                for (i, o) in c.options.iter().enumerate() {
-                    let mark = if c.recommended.as_deref() == Some(o.id.as_str()) {
-                        " <i>(recommended)</i>"
-                    } else {
-                        ""
-                    };
-                    part.push_str(&format!("\n{}. {}{mark}", i + 1, fit(&Html, &o.label, 200)));
-                }
-            }
-            QuestionKind::Approval(a) if !request.display.is_empty() => {
-                // The display blocks above show what the action does.
-                part.push_str(&format!(
-                    "\nAction: <code>{}</code>",
-                    fit(&Html, &a.action.name, 200)
-                ));
-            }
-            QuestionKind::Approval(a) => {
-                let pretty = serde_json::to_string_pretty(&a.action.arguments).unwrap_or_default();
-                let more = if pretty.chars().count() > MAX_ARGUMENTS {
-                    format!(
-                        "\n<a href=\"{}\">(cut: the rest in clarify)</a>",
-                        escape(notice.answer_url)
-                    )
-                } else {
-                    String::new()
-                };
-                part.push_str(&format!(
-                    "\nAction: <code>{}</code>\n<pre>{}</pre>{more}",
-                    fit(&Html, &a.action.name, 200),
-                    fit(&Html, &pretty, MAX_ARGUMENTS)
-                ));
-            }
-            QuestionKind::Open | QuestionKind::Form(_) => {}
-        }
-        parts.push(part);
-    }
-    let mut footer: Vec<String> =
-        crate::asked_by(request, |a| fit(&Html, a, 100), |s| fit(&Html, s, 100))
-            .into_iter()
-            .collect();
-    if pending {
-        if let Some(at) = record.expires_at {
-            footer.push(format!("expires {}", at.format("%Y-%m-%d %H:%M UTC")));
-        }
-        if request.is_quorum() {
-            footer.push(escape(&outcome_text(record)));
-        }
-        if let Some(by) = &request.responders {
-            footer.push(format!("for {}", fit(&Html, &by.join(", "), 200)));
-        }
-        if answered_by_reply(record) {
-            footer.push("reply to this message to answer".to_owned());
-        }
-    }
-    if !footer.is_empty() {
-        parts.push(format!("<i>{}</i>", footer.join(" · ")));
-    }
-    if !pending {
-        parts.push(format!(
-            "<b>{}</b>",
-            fit(&Html, &outcome_text(record), 1_000)
-        ));
-    }
-    let text = parts.join("\n\n");
-    // The parts are cut to fit well inside the limit; this guards the sum (cutting HTML could
-    // leave a tag open, so the plain outcome is sent instead).
-    if clarify_render::Markup::len(&Html, &text) > MAX_TEXT {
-        return fit(
-            &Html,
-            &format!("{}: {}", headline(record), outcome_text(record)),
-            1_000,
-        );
-    }
-    text
+    layout::message(&Html, notice.record, notice.answer_url, mention)
 }
 
 /// Whether a reply typed to the announcement can answer it (one question that is not a form).
