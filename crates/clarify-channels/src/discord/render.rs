@@ -1,5 +1,6 @@
 //! How a request looks on Discord: the message (content, components, mentions), the modals
-//! for text, and the interaction responses.
+//! for text, and the interaction responses. What the content says is the layout's
+//! (`crate::layout`); here is only Discord's dialect of it.
 
 use chrono::{DateTime, Utc};
 use clarify_core::{QuestionKind, Scope};

@@ -1,5 +1,6 @@
 //! How a request looks on Mattermost: the post (message and button attachment), the dialogs
-//! for text, and the responses to a click.
+//! for text, and the responses to a click. What the message says is the layout's
+//! (`crate::layout`); here is only Mattermost's dialect of it.
 
 use clarify_core::{QuestionKind, Scope};
 use clarify_render::Markup;

@@ -1,5 +1,6 @@
 //! How a request looks on Telegram: the message's HTML text, its inline keyboard, and the
-//! prompts that ask for a typed reply.
+//! prompts that ask for a typed reply. What the text says is the layout's (`crate::layout`);
+//! here is only Telegram's dialect of it.
 
 use clarify_core::{QuestionKind, Scope};
 use clarify_render::Markup;
