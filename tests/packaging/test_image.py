@@ -1,0 +1,118 @@
+"""The image scripts/image builds, run with podman: what it declares (user, workdir, listen
+address, labels, stop signal, health check), a server that becomes ready and answers a request
+through the container as uid 10001, a read-only root filesystem with a writable /data that keeps
+the store across a restart, and `clarify healthcheck` saying 0 while the server is up and
+non-zero once it has stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from conftest import Api, answer_of, free_port, run
+
+
+def inspect(podman, image: str) -> dict:
+    return json.loads(podman("image", "inspect", image).stdout)[0]
+
+
+def test_image_declares_how_it_runs(podman, image, clarify_bin):
+    info = inspect(podman, image)
+    config = info["Config"]
+    assert config["User"] == "10001:10001"
+    assert config["WorkingDir"] == "/data"
+    assert "CLARIFY_LISTEN=0.0.0.0:7420" in config["Env"]
+    assert config["StopSignal"] == "SIGTERM"
+    assert config["Entrypoint"] == ["clarify"] and config["Cmd"] == ["serve"]
+    assert "/data" in config.get("Volumes", {})
+    assert config["Healthcheck"]["Test"][:3] == ["CMD", "clarify", "healthcheck"]
+    labels = config["Labels"]
+    version = run([str(clarify_bin), "--version"]).stdout.split()[1]
+    assert labels["org.opencontainers.image.version"] == version
+    assert labels["org.opencontainers.image.licenses"] == "Apache-2.0"
+    assert labels["org.opencontainers.image.source"] == "https://github.com/clarify-hitl/clarify"
+    assert len(labels["org.opencontainers.image.revision"]) == 40
+
+
+def key_secret(tmp_path: Path, admin_key: str) -> list[str]:
+    """The admin key as a file mounted the way compose and Kubernetes mount secrets."""
+    path = tmp_path / "admin-key"
+    path.write_text(admin_key + "\n")
+    path.chmod(0o644)
+    return ["-v", f"{path}:/run/secrets/admin-key:ro"]
+
+
+def test_serves_as_non_root_and_answers_through_the_container(podman, image, admin_key, tmp_path):
+    port = free_port()
+    name = podman.start(
+        image,
+        env={"CLARIFY_LISTEN": f"127.0.0.1:{port}", "CLARIFY_ADMIN_KEY_FILE": "/run/secrets/admin-key"},
+        options=key_secret(tmp_path, admin_key),
+    )
+    api = Api(f"http://127.0.0.1:{port}", admin_key)
+    api.wait_ready(describe=lambda: podman.logs(name))
+
+    assert podman("exec", name, "id", "-u").stdout.strip() == "10001"
+    assert podman("exec", name, "id", "-g").stdout.strip() == "10001"
+    # The SQLite file is the default one, in the working directory, /data.
+    assert "clarify.db" in podman("exec", name, "ls", "/data").stdout
+
+    request_id = api.ask("Ship the image?", ["yes", "no"])
+    api.answer(request_id, "yes")
+    status, record = api.call("GET", f"/v1/requests/{request_id}")
+    assert status == 200 and answer_of(record) == "yes"
+
+    # The image's own HEALTHCHECK, then the subcommand against the server's address.
+    assert podman("healthcheck", "run", name, check=False).returncode == 0
+    assert podman("exec", name, "clarify", "healthcheck").returncode == 0
+    assert podman("exec", name, "clarify", "healthcheck", "--ready").returncode == 0
+
+    podman("stop", "--time", "20", name)
+    state = json.loads(podman("inspect", name).stdout)[0]["State"]
+    assert state["ExitCode"] == 0, f"SIGTERM should end the server cleanly:\n{podman.logs(name)}"
+    # Nothing listens any more: a health check from another container says so.
+    down = podman("run", "--rm", "--network", "host", image, "healthcheck", "--url",
+                  f"http://127.0.0.1:{port}", check=False)
+    assert down.returncode != 0
+    assert down.stderr.strip(), "the health check says why on stderr"
+
+
+def test_read_only_root_with_a_writable_data_volume(podman, image, admin_key, tmp_path):
+    port = free_port()
+    volume = f"clarify-test-data-{port}"
+    options = ["--read-only", "-v", f"{volume}:/data", *key_secret(tmp_path, admin_key)]
+    env = {"CLARIFY_LISTEN": f"127.0.0.1:{port}", "CLARIFY_ADMIN_KEY_FILE": "/run/secrets/admin-key"}
+    try:
+        first = podman.start(image, env=env, options=options)
+        api = Api(f"http://127.0.0.1:{port}", admin_key)
+        api.wait_ready(describe=lambda: podman.logs(first))
+        assert podman("exec", first, "touch", "/usr/local/bin/x", check=False).returncode != 0, \
+            "the root filesystem should be read-only"
+        request_id = api.ask("Keep this across a restart?", ["yes", "no"])
+        podman("stop", "--time", "20", first)
+
+        # A new container on the same volume finds the request and the key.
+        second = podman.start(image, env=env, options=options)
+        api.wait_ready(describe=lambda: podman.logs(second))
+        status, record = api.call("GET", f"/v1/requests/{request_id}")
+        assert status == 200 and record["status"] == "pending"
+        api.answer(request_id, "no")
+        assert answer_of(api.call("GET", f"/v1/requests/{request_id}")[1]) == "no"
+    finally:
+        podman.cleanup()
+        podman("volume", "rm", "--force", volume, check=False)
+
+
+def test_ready_soon_after_podman_run(podman, image, tmp_path, admin_key):
+    """`podman run` to a 200 from /readyz on SQLite (the handbook quotes the release build's)."""
+    port = free_port()
+    start = time.monotonic()
+    name = podman.start(image, env={"CLARIFY_LISTEN": f"127.0.0.1:{port}",
+                                    "CLARIFY_ADMIN_KEY_FILE": "/run/secrets/admin-key"},
+                        options=key_secret(tmp_path, admin_key))
+    Api(f"http://127.0.0.1:{port}").wait_ready(within=30, describe=lambda: podman.logs(name))
+    elapsed = time.monotonic() - start
+    print(f"podman run -> /readyz: {elapsed:.2f} s (debug build, vfs storage)")
+    assert elapsed < 15
