@@ -190,6 +190,8 @@ def image(podman_session, clarify_bin: Path) -> str:
     assert lines and lines[-1] == tag, f"scripts/image should print the tag last, printed {result.stdout!r}"
     yield tag
     podman_session("rmi", "--force", tag, check=False)
+    # The build's intermediate stage, left untagged in this suite's own store.
+    podman_session("image", "prune", "--force", check=False)
 
 
 @pytest.fixture
