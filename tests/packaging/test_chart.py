@@ -258,3 +258,23 @@ def test_kubernetes_validate_catches_a_wrong_field(tmp_path):
     result = subprocess.run(["kubernetes-validate", "--strict", "--quiet", "-k", KUBERNETES_VERSIONS[0],
                              str(manifest)], capture_output=True, text=True)
     assert result.returncode != 0
+
+
+def test_the_handbooks_postgres_values_install_as_written(tmp_path):
+    """The values the Kubernetes page tells a new user to write render, lint and validate."""
+    page = (ROOT / "docs" / "src" / "deploying" / "kubernetes.md").read_text()
+    found = re.search(r"cat > values\.yaml <<'VALUES'\n(.*?)\nVALUES\n", page, re.S)
+    assert found, "docs/src/deploying/kubernetes.md should show the values.yaml it installs with"
+    values = yaml.safe_load(found.group(1))
+    report = helm_python.lint(str(CHART), values=copy.deepcopy(values), strict=True)
+    assert not report["errors"], report
+    resources = render(values)
+    assert only(resources, "Deployment")["spec"]["replicas"] == 2
+    assert env_of(resources)["CLARIFY_DB_FILE"]["value"] == "/run/secrets/clarify/database-url"
+    assert "PodDisruptionBudget" in resources and "Ingress" in resources
+    manifest = tmp_path / "rendered.yaml"
+    manifest.write_text(yaml.safe_dump_all([d for docs in resources.values() for d in docs]))
+    for version in KUBERNETES_VERSIONS:
+        result = subprocess.run(["kubernetes-validate", "--strict", "--quiet", "-k", version, str(manifest)],
+                                capture_output=True, text=True)
+        assert result.returncode == 0, result.stdout + result.stderr

@@ -27,7 +27,7 @@ def test_image_declares_how_it_runs(podman, image, clarify_bin):
     assert config["StopSignal"] == "SIGTERM"
     assert config["Entrypoint"] == ["clarify"] and config["Cmd"] == ["serve"]
     assert "/data" in config.get("Volumes", {})
-    assert config["Healthcheck"]["Test"] == ["CMD", "clarify", "healthcheck", "--ready"]
+    assert info["Healthcheck"]["Test"] == ["CMD", "clarify", "healthcheck", "--ready"]
     labels = config["Labels"]
     version = run([str(clarify_bin), "--version"]).stdout.split()[1]
     assert labels["org.opencontainers.image.version"] == version
