@@ -26,6 +26,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,6 +38,18 @@ const Version = "0.1.0"
 
 // The server's longest single long-poll.
 const maxPoll = 60 * time.Second
+
+// defaultTransport is net/http's, keeping more idle connections to the server: its default of
+// two makes agents waiting in many goroutines open and close a connection a call.
+var defaultTransport = func() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t = t.Clone()
+	t.MaxIdleConnsPerHost = 256
+	return t
+}()
 
 // Client is a client of one clarify server; safe for concurrent use.
 type Client struct {
@@ -84,13 +97,22 @@ func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = 
 // before the outcome (default true: nobody would read the answer).
 func WithCancelOnDone(cancel bool) Option { return func(c *Client) { c.cancelDone = cancel } }
 
-// NewClient returns a client of the clarify server at baseURL (empty: CLARIFY_URL's value
-// is not read here; pass it) with the API key token (empty: no Authorization header).
+// NewClient returns a client of the clarify server at baseURL (empty: CLARIFY_URL, else
+// http://127.0.0.1:7420) with the API key token (empty: CLARIFY_TOKEN).
 func NewClient(baseURL, token string, opts ...Option) *Client {
+	if baseURL == "" {
+		baseURL = os.Getenv("CLARIFY_URL")
+	}
+	if baseURL == "" {
+		baseURL = "http://127.0.0.1:7420"
+	}
+	if token == "" {
+		token = os.Getenv("CLARIFY_TOKEN")
+	}
 	c := &Client{
 		base:       strings.TrimRight(baseURL, "/"),
 		token:      token,
-		http:       &http.Client{},
+		http:       &http.Client{Transport: defaultTransport},
 		userAgent:  "clarify-go/" + Version,
 		retries:    3,
 		minBackoff: 200 * time.Millisecond,

@@ -40,9 +40,9 @@ func TestEveryQuestionKindAskedAndAnswered(t *testing.T) {
 			{ID: "plan", Label: "Plan", Type: "choice", Options: []clarify.Choice{{Label: "Basic"}, {Label: "Pro"}}},
 		}},
 	}
-	var seen *clarify.Record
+	asked := make(chan *clarify.Record, 1)
 	clarifytest.Answering(t, alice, "kinds", func(r *clarify.Record) (clarify.Answer, bool) {
-		seen = r
+		asked <- r
 		return clarify.Answer{Answers: map[string]clarify.QuestionAnswer{
 			"db":      {Option: r.Questions[0].Options[1].ID},
 			"regions": {Options: []string{"eu", "asia"}},
@@ -59,10 +59,11 @@ func TestEveryQuestionKindAskedAndAnswered(t *testing.T) {
 	if outcome.Status != clarify.StatusAnswered || outcome.AnsweredBy != "alice" || outcome.AnsweredVia != "api" {
 		t.Fatalf("status %q by %q via %q, want answered by alice via api", outcome.Status, outcome.AnsweredBy, outcome.AnsweredVia)
 	}
+	seen := <-asked
 	if got := seen.Questions[0].Options; got[0].ID != "postgres" || seen.Questions[0].Recommended != "postgres" {
 		t.Errorf("the validated options lost their ids: %+v", got)
 	}
-	if seen.Context.(map[string]any)["ticket"] != "OPS-7" {
+	if shown, _ := seen.Context.(map[string]any); shown["ticket"] != "OPS-7" {
 		t.Errorf("the context came back as %#v", seen.Context)
 	}
 

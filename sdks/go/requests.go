@@ -29,7 +29,7 @@ func (c *Client) Ask(ctx context.Context, req Request) (*Outcome, error) {
 		return nil, err
 	}
 	if !record.Resolved() {
-		record, err = c.Wait(ctx, record.ID, 0)
+		resolved, err := c.Wait(ctx, record.ID, 0)
 		if err != nil {
 			if ctx.Err() != nil && c.cancelDone {
 				// ctx is over: the cancel gets a few seconds of its own.
@@ -39,6 +39,7 @@ func (c *Client) Ask(ctx context.Context, req Request) (*Outcome, error) {
 			}
 			return nil, err
 		}
+		record = resolved
 	}
 	return outcomeOf(record)
 }

@@ -36,12 +36,9 @@ func main() {
 	if len(os.Args) > 1 {
 		question = strings.Join(os.Args[1:], " ")
 	}
-	url := os.Getenv("CLARIFY_URL")
-	if url == "" {
-		url = "http://127.0.0.1:7420"
-	}
+	// CLARIFY_URL (default http://127.0.0.1:7420) and CLARIFY_TOKEN.
 	var store Store = clarifystore.New(
-		clarify.NewClient(url, os.Getenv("CLARIFY_TOKEN")),
+		clarify.NewClient("", ""),
 		clarifystore.WithAgent("store-agent"),
 	)
 	defer store.Close()
