@@ -7,8 +7,8 @@
 package clarify
 
 import (
-	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -17,14 +17,14 @@ import (
 // Extra holds the JSON fields of an object that its Go type has no field for, as raw JSON.
 type Extra map[string]json.RawMessage
 
-var knownNames sync.Map // reflect.Type -> map[string]bool
+var fieldsByType sync.Map // reflect.Type -> map[string]int
 
-// jsonNames is the set of JSON names the struct type t encodes.
-func jsonNames(t reflect.Type) map[string]bool {
-	if cached, ok := knownNames.Load(t); ok {
-		return cached.(map[string]bool)
+// jsonFields maps the JSON names the struct type t decodes to its fields' indexes.
+func jsonFields(t reflect.Type) map[string]int {
+	if cached, ok := fieldsByType.Load(t); ok {
+		return cached.(map[string]int)
 	}
-	names := map[string]bool{}
+	fields := map[string]int{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -38,35 +38,37 @@ func jsonNames(t reflect.Type) map[string]bool {
 		if name == "" {
 			name = f.Name
 		}
-		names[name] = true
+		fields[name] = i
 	}
-	knownNames.Store(t, names)
-	return names
+	fieldsByType.Store(t, fields)
+	return fields
 }
 
 // decodeKeeping decodes data into plain (a pointer to a struct) and returns the fields the
-// struct does not name.
+// struct does not name. The object is split into its fields once and each field decoded from
+// its own bytes, so nested types keeping their Extra do not decode their subtrees twice.
 func decodeKeeping(data []byte, plain any) (Extra, error) {
-	if err := json.Unmarshal(data, plain); err != nil {
-		return nil, err
-	}
-	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
-		return nil, nil
-	}
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(data, &all); err != nil {
-		return nil, err
+		// Not an object: the struct's own decoding says what is wrong.
+		return nil, json.Unmarshal(data, plain)
 	}
-	known := jsonNames(reflect.TypeOf(plain).Elem())
+	v := reflect.ValueOf(plain).Elem()
+	fields := jsonFields(v.Type())
 	var extra Extra
-	for name, value := range all {
-		if known[name] {
+	for name, raw := range all {
+		i, known := fields[name]
+		if !known {
+			if extra == nil {
+				extra = Extra{}
+			}
+			extra[name] = raw
 			continue
 		}
-		if extra == nil {
-			extra = Extra{}
+		f := v.Field(i)
+		if err := json.Unmarshal(raw, f.Addr().Interface()); err != nil {
+			return nil, fmt.Errorf("field %s: %w", name, err)
 		}
-		extra[name] = value
 	}
 	return extra, nil
 }

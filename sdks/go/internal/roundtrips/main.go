@@ -164,7 +164,9 @@ func answer(ctx context.Context, url, token string) {
 			}
 		}()
 	}
-	stream := c.Events(ctx, "")
+	// From the first event on: the database is new, and no request is missed while the stream
+	// connects.
+	stream := c.Events(ctx, "0")
 	for stream.Next() {
 		if e := stream.Event(); e.Type == "request.created" {
 			ids <- e.Record.ID
