@@ -8,6 +8,8 @@
 // Each round trip is one question asked and answered: a person is simulated by answerers that
 // take each `request.created` of the stream and answer it at once, the same for every client.
 // The modes alternate, round after round, on one server, so compare the figures of one run.
+// For the Go modes it also gives this process's CPU time per round trip (the loop's and the
+// person's, who does the same work in every mode), which the machine's load does not change.
 package main
 
 import (
@@ -27,6 +29,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	clarify "github.com/clarify-hitl/clarify/sdks/go"
@@ -119,7 +122,7 @@ func run(window time.Duration, rounds int, python, typescript string) error {
 				strings.ReplaceAll(typescriptScript, "SDK_DIST", filepath.Join(typescript, "dist", "index.js")), url, token, s)
 		}})
 	}
-	results := map[string][]float64{}
+	results, cpus := map[string][]float64{}, map[string][]float64{}
 	for round := 0; round < rounds; round++ {
 		for i, m := range modes {
 			session := fmt.Sprintf("bench-%d-%d", round, i)
@@ -128,9 +131,13 @@ func run(window time.Duration, rounds int, python, typescript string) error {
 			errc := make(chan error, 1)
 			go func() { errc <- m.run(session, &stop, &done) }()
 			time.Sleep(time.Second)
-			before, started := done.Load(), time.Now()
+			before, started, cpu := done.Load(), time.Now(), selfCPU()
 			time.Sleep(window)
-			rate := float64(done.Load()-before) / time.Since(started).Seconds()
+			count := done.Load() - before
+			rate := float64(count) / time.Since(started).Seconds()
+			if count > 0 && !strings.HasPrefix(m.name, "Python") && !strings.HasPrefix(m.name, "TypeScript") {
+				cpus[m.name] = append(cpus[m.name], (selfCPU()-cpu).Seconds()*1e6/float64(count))
+			}
 			stop.Store(true)
 			if err := <-errc; err != nil {
 				return fmt.Errorf("%s: %w", m.name, err)
@@ -139,15 +146,29 @@ func run(window time.Duration, rounds int, python, typescript string) error {
 			fmt.Fprintf(os.Stderr, "round %d: %-45s %7.0f round trips/s\n", round+1, m.name, rate)
 		}
 	}
-	fmt.Printf("| client (%d concurrent) | round trips/s, each round |\n|---|---|\n", workers)
+	fmt.Printf("| client (%d concurrent) | round trips/s, each round | this process's CPU µs per round trip |\n|---|---|---|\n", workers)
 	for _, m := range modes {
-		var parts []string
-		for _, r := range results[m.name] {
-			parts = append(parts, fmt.Sprintf("%.0f", r))
-		}
-		fmt.Printf("| %s | %s |\n", m.name, strings.Join(parts, ", "))
+		fmt.Printf("| %s | %s | %s |\n", m.name, join(results[m.name]), join(cpus[m.name]))
 	}
 	return nil
+}
+
+func join(values []float64) string {
+	var parts []string
+	for _, v := range values {
+		parts = append(parts, fmt.Sprintf("%.0f", v))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// selfCPU is the CPU time this process has used: the Go loops' and the person's, who answers
+// the same way in every mode.
+func selfCPU() time.Duration {
+	var u syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &u) != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 // answer is the person: it takes every request.created of the stream and answers it at once.
