@@ -1,4 +1,4 @@
-// The inbox: log in, the live list of pending requests, answering, and the history.
+// The inbox: the live list of pending requests, answering them, and the page's routes.
 //
 // The list is read from `/v1/requests` each time the event stream opens, and kept current by
 // `/v1/events` in between: each event carries the request as it is now, so the list only has to
@@ -7,14 +7,22 @@
 // (an error response), the page opens a new stream after a pause, so nothing is missed either
 // way. The list is also read at once on sign-in, so it shows even when no stream can open.
 //
-// The tab shows the pending count in its title and icon, and while it is hidden each request
-// that arrives raises a desktop notification, once the person has allowed them.
+// This module holds the session, the list and the routes, and the state they share; its parts
+// live beside it and are handed that state and what they need of this module: the sign-in form
+// (login.js), notifications, Web Push and the tab's icon (notifications.js), the suggested
+// standing approvals (suggestions.js), answering several at once (batch.js) and the history
+// (history.js).
 
-import { h, put, fill, when, ago, timeLeft } from "./dom.js";
+import { h, fill, when, ago, timeLeft } from "./dom.js";
 import { call, useCsrf } from "./api.js";
-import { requestView, requestTitle, resolvedBy, answerText, quorumOf } from "./request.js";
-import { answerStepped, passkeysWork, signInWithPasskey } from "./passkeys.js";
+import { requestView, quorumOf } from "./request.js";
+import { answerStepped } from "./passkeys.js";
 import { settingsView } from "./settings.js";
+import { showLogin } from "./login.js";
+import { setUpNotifications, resumePush, notify, closeNote, closeNotes, badgeIcon } from "./notifications.js";
+import { suggestedGrants } from "./suggestions.js";
+import { batchAnswers } from "./batch.js";
+import { historyView } from "./history.js";
 
 // Every event carries the request as it is now; a vote, a reminder or an escalation changes a
 // pending request (its votes, who may answer), so the list and the open view are refreshed.
@@ -40,13 +48,8 @@ const tabPending = document.getElementById("tab-pending");
 const tabHistory = document.getElementById("tab-history");
 const tabSettings = document.getElementById("tab-settings");
 const announce = document.getElementById("announce");
-const notifyEl = document.getElementById("notify");
-const notifyAsk = document.getElementById("notify-ask");
-const notifyState = document.getElementById("notify-state");
-const pushState = document.getElementById("push-state");
-const pushToggle = document.getElementById("push-toggle");
-const iconLink = document.querySelector('link[rel="icon"]');
 
+// Everything the page knows, in one object that its parts are handed rather than a global.
 const state = {
   session: null,
   filters: readFilters(),
@@ -77,23 +80,24 @@ const state = {
   suggestTimer: null,
 };
 
+// The parts beside this module, each given the state and what it may ask of this module.
+const suggestions = suggestedGrants(state, ended);
+const batch = batchAnswers(state, { ended, renderList });
+const historyTab = historyView(state, { ended, currentRoute });
+
 // ---- session ---------------------------------------------------------------------------
 
 async function start() {
   registerWorker();
   document.getElementById("logout").addEventListener("click", logout);
-  notifyAsk.addEventListener("click", askToNotify);
-  pushToggle.addEventListener("click", togglePush);
-  // The answer can change in the browser's settings meanwhile; show it again on coming back.
-  document.addEventListener("visibilitychange", showNotifyControl);
-  showNotifyControl();
+  setUpNotifications(() => state.session);
   window.addEventListener("hashchange", route);
   try {
     const session = await call("GET", "/v1/session");
     signedIn(session);
   } catch (e) {
-    if (e.status === 401) showLogin(null);
-    else showLogin(e.message);
+    if (e.status === 401) showLogin(null, signedIn);
+    else showLogin(e.message, signedIn);
   }
 }
 
@@ -116,76 +120,9 @@ function signedIn(session) {
   loadPending();
   if (state.clock === null) state.clock = setInterval(refreshTimes, 15000);
   route();
-  // Keeps this browser's subscription known to the server (the same endpoint replaces it), unless
-  // the person turned push off here.
-  const Note = notifications();
-  if (Note && Note.permission === "granted" && localStorage.getItem(PUSH_OFF) !== "1") startPush();
+  resumePush(session);
 }
 
-function showLogin(problem) {
-  topbar.hidden = true;
-  document.title = "Sign in · clarify";
-  badgeIcon("");
-  const input = h("input", { type: "password", id: "key", autocomplete: "off", spellcheck: "false", placeholder: "ck_…", required: true });
-  const alert = h("div", { class: "alert", role: "alert", hidden: !problem }, problem || "");
-  const button = h("button", { type: "submit", class: "btn primary" }, "Sign in");
-  // The server says how people sign in here: an identity provider's button (`data-oidc`), and
-  // whether keys and login links still work for people (`data-key-login`).
-  const provider = app.dataset.oidc || "";
-  const keys = app.dataset.keyLogin !== "false";
-  const sso = provider
-    ? h("div", { class: "actions" }, h("a", { class: "btn primary", id: "oidc-sign-in", href: "/auth/oidc/start" }, `Sign in with ${provider}`))
-    : null;
-  // Any passkey registered here, picked in the browser's own chooser: nothing to type.
-  const passkey = passkeysWork()
-    ? h("div", { class: "actions" }, h("button", { type: "button", class: "btn", id: "passkey-sign-in", onclick: () => passkeySignIn(alert) }, "Sign in with a passkey"))
-    : null;
-  const form = h(
-    "form",
-    { class: "panel-body", novalidate: true },
-    h("h1", {}, "Sign in to the inbox"),
-    alert,
-    sso,
-    passkey,
-    keys ? h("p", {}, provider ? "Or open a one-time login link, or paste an API key." : ["Open the one-time login link that ", h("code", {}, "clarify serve"), " printed, or paste an API key."]) : null,
-    keys ? h("div", { class: "field" }, h("label", { for: "key" }, "API key"), input) : null,
-    keys ? h("div", { class: "actions" }, button) : null,
-  );
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const key = input.value.trim();
-    if (!key) {
-      fill(alert, "Paste an API key first.");
-      alert.hidden = false;
-      input.focus();
-      return;
-    }
-    button.disabled = true;
-    try {
-      const session = await call("POST", "/v1/login", { key });
-      input.value = "";
-      signedIn(session);
-    } catch (e) {
-      fill(alert, e.status === 401 ? "This key is unknown or revoked. Check it, or ask an admin for a login link." : e.message);
-      alert.hidden = false;
-      input.focus();
-    } finally {
-      button.disabled = false;
-    }
-  });
-  fill(app, h("section", { class: "login" }, h("div", { class: "panel" }, form)));
-  if (keys) input.focus();
-}
-
-async function passkeySignIn(alert) {
-  try {
-    await signInWithPasskey();
-    signedIn(await call("GET", "/v1/session"));
-  } catch (e) {
-    fill(alert, e.name === "NotAllowedError" ? "No passkey was used: the browser's prompt was cancelled or timed out." : e.message);
-    alert.hidden = false;
-  }
-}
 
 async function logout() {
   try {
@@ -199,7 +136,7 @@ async function logout() {
 function signedOut(problem) {
   disconnect();
   closeView();
-  for (const note of notes.values()) note.close();
+  closeNotes();
   useCsrf(null);
   state.session = null;
   state.pending.clear();
@@ -207,7 +144,7 @@ function signedOut(problem) {
   state.history = null;
   state.loaded = false;
   history.replaceState(null, "", location.pathname + location.search);
-  showLogin(problem);
+  showLogin(problem, signedIn);
 }
 
 /** A 401 anywhere means the session ended. */
@@ -274,7 +211,7 @@ async function loadPending(cursor) {
       remember(r);
     });
     state.listed += page.requests.length;
-    if (!cursor) loadSuggestions();
+    if (!cursor) suggestions.load();
     for (const record of load.events) file(record);
     state.more = page.next_cursor;
     state.loaded = true;
@@ -307,7 +244,7 @@ function apply(record, name) {
   file(record);
   if (record.status !== "pending" && state.history) {
     state.history.rows = state.history.rows.filter((r) => r.id !== record.id);
-    if (historyMatches(record)) state.history.rows.unshift(record);
+    if (historyTab.matches(record)) state.history.rows.unshift(record);
   }
   if (state.view && state.viewId === record.id) state.view.update(record);
   const arrived = !wasListed && state.pending.has(record.id);
@@ -318,13 +255,10 @@ function apply(record, name) {
     // reason (a reminder while the list is still being read) was there all along.
     if (name === "request.created") notify(record);
   }
-  if (record.status !== "pending" && notes.has(record.id)) notes.get(record.id).close();
-  if (record.status === "answered") {
-    clearTimeout(state.suggestTimer);
-    state.suggestTimer = setTimeout(loadSuggestions, 300);
-  }
+  if (record.status !== "pending") closeNote(record.id);
+  if (record.status === "answered") suggestions.loadSoon();
   renderList(arrived ? record.id : null);
-  if (currentRoute().name === "history") renderHistory();
+  if (currentRoute().name === "history") historyTab.render();
 }
 
 /** Newest first; among requests created in the same millisecond, the later arrival first. */
@@ -374,7 +308,7 @@ function renderList(arrived) {
       const key = `${current}|${selected}|${JSON.stringify(record)}`;
       const old = drawn.get(record.id);
       if (old && old.key === key && record.id !== arrived) return old.item;
-      const item = h("li", { class: "row-item" }, selectBox(record, selected), pendingRow(record, current, record.id === arrived));
+      const item = h("li", { class: "row-item" }, batch.selectBox(record, selected), pendingRow(record, current, record.id === arrived));
       drawn.set(record.id, { key, item });
       return item;
     });
@@ -393,157 +327,8 @@ function renderList(arrived) {
   }
   // Moving a focused row out and back in loses its focus; give it back.
   if (focused && focused !== document.activeElement && list.contains(focused)) focused.focus({ preventScroll: true });
-  renderBatchBar();
+  batch.renderBar();
   fillDatalists();
-}
-
-// ---- suggested standing grants -------------------------------------------------------------
-
-async function loadSuggestions() {
-  try {
-    const body = await call("GET", "/v1/suggestions");
-    state.suggestions = body.suggestions || [];
-  } catch (e) {
-    if (ended(e)) return;
-    state.suggestions = [];
-  }
-  renderSuggestions();
-}
-
-function renderSuggestions() {
-  const panel = document.getElementById("suggestions");
-  if (!panel) return;
-  if (!state.suggestions.length && !state.suggestionNote) {
-    fill(panel);
-    return;
-  }
-  fill(
-    panel,
-    h(
-      "section",
-      { class: "suggestions", "aria-label": "Suggested standing approvals" },
-      state.suggestions.map((s) =>
-        h(
-          "div",
-          { class: "suggestion" },
-          h(
-            "p",
-            {},
-            "You approved ",
-            h("code", {}, s.tool),
-            ` with the same arguments ${s.approvals} times lately.`,
-          ),
-          h("pre", { class: "suggestion-args" }, JSON.stringify(s.arguments, null, 2)),
-          h(
-            "button",
-            { type: "button", class: "btn small primary", onclick: (e) => acceptSuggestion(s, e.target) },
-            "Always allow this",
-          ),
-        ),
-      ),
-      state.suggestionNote ? h("p", { class: "suggestion-note", role: "status" }, state.suggestionNote) : null,
-    ),
-  );
-}
-
-/** A person's click: the only way a suggestion becomes a grant. */
-async function acceptSuggestion(suggestion, button) {
-  button.disabled = true;
-  try {
-    await call("POST", "/v1/suggestions/accept", { request_id: suggestion.request_id });
-    state.suggestionNote = `${suggestion.tool} with these arguments is now always allowed. Revoke it under grants at any time.`;
-    state.suggestions = state.suggestions.filter((s) => s !== suggestion);
-  } catch (e) {
-    if (ended(e)) return;
-    state.suggestionNote = e.message;
-    button.disabled = false;
-  }
-  announce.textContent = state.suggestionNote;
-  renderSuggestions();
-}
-
-// ---- answering several at once -------------------------------------------------------------
-
-/** Whether a pending request can be answered in a batch: one approval question. */
-function batchable(record) {
-  const questions = record.questions || [];
-  return questions.length === 1 && questions[0].kind === "approval";
-}
-
-/** The row's checkbox, for approvals only; other requests need their own form. */
-function selectBox(record, selected) {
-  if (!batchable(record)) return h("span", { class: "select-slot", "aria-hidden": "true" });
-  const box = h("input", {
-    type: "checkbox",
-    class: "select",
-    "aria-label": `Select: ${record.summary || (record.questions[0] || {}).text || record.id}`,
-    onchange: (e) => {
-      if (e.target.checked) state.selected.add(record.id);
-      else state.selected.delete(record.id);
-      state.batchNote = null;
-      renderBatchBar();
-    },
-  });
-  box.checked = selected;
-  box.dataset.id = record.id;
-  return box;
-}
-
-function renderBatchBar() {
-  const list = listPanel();
-  if (!list) return;
-  let bar = document.getElementById("batch-bar");
-  const n = state.selected.size;
-  if (!n && !state.batchNote) {
-    if (bar) bar.remove();
-    return;
-  }
-  if (!bar) {
-    bar = h("div", { id: "batch-bar", class: "batch-bar", role: "region", "aria-label": "Answer the selected requests" });
-    list.parentNode.insertBefore(bar, list);
-  }
-  fill(
-    bar,
-    n ? h("span", { class: "batch-count" }, `${n} selected`) : null,
-    n ? h("button", { type: "button", class: "btn small primary", id: "batch-approve", onclick: () => answerSelected("approve") }, "Approve selected") : null,
-    n ? h("button", { type: "button", class: "btn small", id: "batch-deny", onclick: () => answerSelected("deny") }, "Deny selected") : null,
-    n ? h("button", { type: "button", class: "btn small", onclick: () => { state.selected.clear(); state.batchNote = null; renderList(); } }, "Clear") : null,
-    state.batchNote ? h("p", { class: "batch-note", id: "batch-note", role: "status" }, state.batchNote) : null,
-  );
-}
-
-/** Answers every selected approval with `decision` (scope once) in one `POST /v1/answers`. */
-async function answerSelected(decision) {
-  const ids = [...state.selected];
-  if (!ids.length) return;
-  for (const b of document.querySelectorAll("#batch-bar button")) b.disabled = true;
-  let result;
-  try {
-    result = await call("POST", "/v1/answers", { items: ids.map((id) => ({ id, answer: { decision, scope: "once" } })) });
-  } catch (e) {
-    if (ended(e)) return;
-    state.batchNote = `Nothing was answered: ${e.message}`;
-    renderBatchBar();
-    return;
-  }
-  const failed = [];
-  let done = 0;
-  for (const item of result.items || []) {
-    if (item.status === 200 || item.status === 202) {
-      done += 1;
-      state.selected.delete(item.id);
-      if (item.status === 200) state.pending.delete(item.id);
-    } else {
-      const record = state.pending.get(item.id);
-      const title = record ? record.summary || (record.questions[0] || {}).text : item.id;
-      const message = item.body && item.body.error ? item.body.error.message : `status ${item.status}`;
-      failed.push(`${title}: ${message}`);
-    }
-  }
-  const verb = decision === "approve" ? "approved" : "denied";
-  state.batchNote = `${done} ${verb}.` + (failed.length ? ` ${failed.length} not answered: ${failed.join("; ")}` : "");
-  announce.textContent = state.batchNote;
-  renderList();
 }
 
 function kindOf(record) {
@@ -679,7 +464,7 @@ function connect() {
     // The list is read (again) once the stream is open, so nothing that happened before the
     // stream's starting point can be missing from it.
     loadPending();
-    if (state.history && state.opens > 1) loadHistory();
+    if (state.history && state.opens > 1) historyTab.load();
   };
   for (const name of EVENTS) {
     stream.addEventListener(name, (event) => {
@@ -722,216 +507,6 @@ function disconnect() {
   state.stream = null;
 }
 
-// ---- notifications and the tab's icon -----------------------------------------------------
-
-// Permission is asked for only when "Notify me" is clicked, never on load: a prompt nobody asked
-// for is one people refuse (and browsers hold against the site). The browser remembers the
-// answer; the server knows nothing of it. Pages may notify only in a secure context (HTTPS, or
-// this machine), so elsewhere the control is absent, as where the API is.
-
-/** Notifications shown and not yet closed, by request id. */
-const notes = new Map();
-
-function notifications() {
-  return window.isSecureContext && typeof window.Notification === "function" ? window.Notification : null;
-}
-
-/** "Notify me" while the browser has no answer; then what it answered. */
-function showNotifyControl() {
-  const api = notifications();
-  notifyEl.hidden = !api;
-  if (!api) return;
-  const permission = api.permission;
-  notifyAsk.hidden = permission !== "default";
-  notifyState.hidden = permission === "default";
-  notifyState.textContent = permission === "granted" ? "Notifications on" : "Notifications blocked";
-  notifyState.title =
-    permission === "granted"
-      ? "New requests show as desktop notifications while this tab is in the background"
-      : "Allow notifications for this site in the browser's settings to get them";
-}
-
-async function askToNotify() {
-  const api = notifications();
-  if (!api) return;
-  notifyAsk.disabled = true;
-  try {
-    await api.requestPermission();
-  } catch {
-    // Not granted, which the control then says.
-  } finally {
-    notifyAsk.disabled = false;
-  }
-  showNotifyControl();
-  if (api.permission === "granted") {
-    localStorage.removeItem(PUSH_OFF);
-    startPush();
-  }
-}
-
-// Web Push: with notifications allowed, the browser also subscribes through the service worker,
-// so new requests reach this device while the inbox is closed (phones and desktops alike).
-// Where the browser has no service worker or push, or subscribing fails, the page says so and
-// keeps notifying while it is open. "Turn off" removes this browser's subscription.
-
-const PUSH_OFF = "clarify.push.off";
-
-function showPush(text, title, toggle) {
-  pushState.hidden = !text;
-  pushState.textContent = text ? ` · ${text}` : "";
-  pushState.title = title || "";
-  pushToggle.hidden = !toggle;
-  pushToggle.textContent = toggle || "";
-}
-
-function pushAvailable() {
-  return "serviceWorker" in navigator && typeof window.PushManager === "function";
-}
-
-function keyBytes(text) {
-  const base64 = text.replace(/-/g, "+").replace(/_/g, "/");
-  const raw = atob(base64 + "=".repeat((4 - (base64.length % 4)) % 4));
-  return Uint8Array.from(raw, (c) => c.charCodeAt(0));
-}
-
-function sameKey(a, b) {
-  if (!a || a.byteLength !== b.byteLength) return false;
-  const x = new Uint8Array(a);
-  return x.every((v, i) => v === b[i]);
-}
-
-async function pushRegistration() {
-  await navigator.serviceWorker.register("/sw.js", { scope: "/" });
-  // Subscribing needs an active worker; one that never activates is a failure, not a wait.
-  return Promise.race([
-    navigator.serviceWorker.ready,
-    new Promise((_, reject) => setTimeout(() => reject(new Error("no service worker")), 10000)),
-  ]);
-}
-
-async function startPush() {
-  const role = state.session && state.session.role;
-  if (role !== "responder" && role !== "admin") return;
-  if (!pushAvailable()) {
-    showPush("only while open", "This browser cannot receive push notifications; new requests notify while the inbox is open");
-    return;
-  }
-  try {
-    const { key } = await call("GET", "/v1/push/key");
-    const serverKey = keyBytes(key);
-    const registration = await pushRegistration();
-    let subscription = await registration.pushManager.getSubscription();
-    if (subscription && !sameKey(subscription.options.applicationServerKey, serverKey)) {
-      await subscription.unsubscribe();
-      subscription = null;
-    }
-    if (!subscription) {
-      subscription = await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: serverKey });
-    }
-    await call("POST", "/v1/push/subscriptions", subscription.toJSON());
-    showPush("push on", "New requests reach this device even while the inbox is closed", "Turn off");
-  } catch (e) {
-    showPush("only while open", `Push notifications are not available here (${e.message || e}); new requests notify while the inbox is open`);
-  }
-}
-
-async function togglePush() {
-  if (pushToggle.textContent === "Turn on") {
-    localStorage.removeItem(PUSH_OFF);
-    await startPush();
-    return;
-  }
-  pushToggle.disabled = true;
-  try {
-    const registration = await navigator.serviceWorker.getRegistration("/");
-    const subscription = registration && (await registration.pushManager.getSubscription());
-    if (subscription) {
-      const { items } = await call("GET", "/v1/push/subscriptions");
-      for (const item of items.filter((i) => i.endpoint === subscription.endpoint)) {
-        await call("DELETE", `/v1/push/subscriptions/${encodeURIComponent(item.id)}`);
-      }
-      await subscription.unsubscribe();
-    }
-    localStorage.setItem(PUSH_OFF, "1");
-    showPush("push off", "New requests notify only while the inbox is open", "Turn on");
-  } catch (e) {
-    showPush("push on", `Turning push off failed (${e.message || e}); try again`, "Turn off");
-  } finally {
-    pushToggle.disabled = false;
-  }
-}
-
-/** One desktop notification for a new request, if allowed and nobody is looking at the tab. */
-function notify(record) {
-  const Note = notifications();
-  if (!Note || Note.permission !== "granted" || document.visibilityState !== "hidden") return;
-  const questions = record.questions || [];
-  const first = questions[0] || { text: "" };
-  const extra = questions.length > 1 ? ` (+${questions.length - 1} more)` : "";
-  let note;
-  try {
-    // Title and body are plain text to the browser: nothing here is parsed as markup.
-    // The summary titles it; the body adds the question, or who asks when the summary is the
-    // question itself.
-    const from = record.agent ? `New request from ${record.agent}` : "New request";
-    const title = record.summary || from;
-    const body = first.text === title ? `${from}${extra}` : `${first.text}${extra}`;
-    note = new Note(title, { body, tag: record.id });
-  } catch {
-    return; // Some browsers (Android's) notify only through a service worker.
-  }
-  notes.set(record.id, note);
-  note.addEventListener("click", () => {
-    window.focus();
-    location.hash = `#/requests/${encodeURIComponent(record.id)}`;
-    note.close();
-  });
-  note.addEventListener("close", () => {
-    if (notes.get(record.id) === note) notes.delete(record.id);
-  });
-}
-
-// The tab's icon with the pending count: the page's own icon drawn on a canvas with a badge,
-// set as a data: URL (which the page's Content-Security-Policy allows for images).
-const plainIcon = iconLink.getAttribute("href");
-const iconImage = new Image();
-const icon = { wanted: "", shown: "" };
-iconImage.addEventListener("load", () => badgeIcon(icon.wanted));
-iconImage.src = plainIcon;
-
-/** Shows `badge` (a count, as text) on the tab's icon; "" for the plain icon. */
-function badgeIcon(badge) {
-  icon.wanted = badge;
-  // Until the icon has loaded there is nothing to draw on; its load draws the badge.
-  const shown = iconImage.complete && iconImage.naturalWidth ? badge : "";
-  if (shown === icon.shown) return;
-  icon.shown = shown;
-  if (!shown) {
-    iconLink.setAttribute("href", plainIcon);
-    return;
-  }
-  // A count only goes past 99 with a full page (100) and more to read: it says "99+".
-  const label = shown.length > 2 ? "99+" : shown;
-  const size = 64;
-  const canvas = document.createElement("canvas");
-  canvas.width = size;
-  canvas.height = size;
-  const ctx = canvas.getContext("2d");
-  if (!ctx) return;
-  ctx.drawImage(iconImage, 0, 0, size, size);
-  const r = label.length > 1 ? 24 : 20;
-  ctx.beginPath();
-  ctx.arc(size - r, r, r, 0, 2 * Math.PI);
-  ctx.fillStyle = "#dc2626";
-  ctx.fill();
-  ctx.fillStyle = "#ffffff";
-  ctx.font = `bold ${label.length > 2 ? 20 : label.length > 1 ? 28 : 34}px sans-serif`;
-  ctx.textAlign = "center";
-  ctx.textBaseline = "middle";
-  ctx.fillText(label, size - r, r + 2);
-  iconLink.setAttribute("href", canvas.toDataURL("image/png"));
-}
-
 // ---- routes --------------------------------------------------------------------------------
 
 function currentRoute() {
@@ -972,16 +547,16 @@ function route() {
   if (shownLayout !== r.name || !document.getElementById(r.name === "pending" ? "pending-list" : "history-list")) {
     closeView();
     if (r.name === "pending") showPendingLayout();
-    else showHistoryLayout();
+    else historyTab.showLayout();
     shownLayout = r.name;
   }
   const layout = document.getElementById("layout");
   layout.dataset.view = r.id ? "detail" : "list";
   if (r.name === "pending") {
     renderList();
-    renderSuggestions();
+    suggestions.render();
   }
-  else renderHistory();
+  else historyTab.render();
   openDetail(r);
 }
 
@@ -1002,30 +577,6 @@ function showPendingLayout() {
       h("section", { class: "panel detail-panel", "aria-label": "Request" }, h("div", { class: "panel-body", id: "detail" })),
     ),
   );
-}
-
-function showHistoryLayout() {
-  const select = h(
-    "select",
-    { id: "history-status", onchange: () => loadHistory() },
-    [["", "All resolved"], ["answered", "Answered"], ["skipped", "Skipped"], ["expired", "Expired"], ["cancelled", "Cancelled"]].map(([v, l]) => h("option", { value: v }, l)),
-  );
-  if (state.history) select.value = state.history.status;
-  fill(
-    app,
-    h(
-      "div",
-      { class: "layout single", id: "layout" },
-      h(
-        "section",
-        { class: "panel list-panel", "aria-labelledby": "history-title" },
-        h("div", { class: "panel-head" }, h("h1", { id: "history-title" }, "History"), h("label", { for: "history-status", class: "sr-only" }, "Status"), h("div", {}, select)),
-        h("div", { id: "history-list" }),
-      ),
-      h("section", { class: "panel detail-panel", "aria-label": "Request" }, h("div", { class: "panel-body", id: "detail" })),
-    ),
-  );
-  if (!state.history) loadHistory();
 }
 
 function closeView() {
@@ -1082,81 +633,6 @@ async function openDetail(r) {
   state.view = view;
   fill(detail, back, view.el);
   view.heading.focus({ preventScroll: false });
-}
-
-// ---- history -----------------------------------------------------------------------------
-
-function historyMatches(record) {
-  const status = state.history ? state.history.status : "";
-  return record.status !== "pending" && (!status || record.status === status);
-}
-
-async function loadHistory(cursor) {
-  const select = document.getElementById("history-status");
-  const status = select ? select.value : "";
-  if (!cursor) state.history = { status, rows: [], more: null, loading: true, error: null };
-  const q = new URLSearchParams({ limit: "50" });
-  if (status) q.set("status", status);
-  if (cursor) q.set("cursor", cursor);
-  renderHistory();
-  try {
-    const page = await call("GET", `/v1/requests?${q}`);
-    if (!state.history || state.history.status !== status) return;
-    // A resolution that arrived as an event while this page was read is already listed.
-    const listed = new Set(state.history.rows.map((r) => r.id));
-    for (const r of page.requests) if (r.status !== "pending" && !listed.has(r.id)) state.history.rows.push(r);
-    state.history.more = page.next_cursor;
-    state.history.error = null;
-  } catch (e) {
-    if (ended(e)) return;
-    if (state.history) state.history.error = e.message;
-  }
-  if (state.history) state.history.loading = false;
-  renderHistory();
-}
-
-function renderHistory() {
-  const list = document.getElementById("history-list");
-  if (!list || !state.history) return;
-  const hist = state.history;
-  const current = currentRoute().id;
-  let content;
-  if (hist.error) {
-    content = h("div", { class: "empty", role: "alert" }, `The history could not be read: ${hist.error}`);
-  } else if (hist.loading && !hist.rows.length) {
-    content = h("div", { class: "empty" }, "Loading…");
-  } else if (!hist.rows.length) {
-    content = h("div", { class: "empty" }, "Nothing resolved yet.");
-  } else {
-    content = h(
-      "table",
-      { class: "history-table" },
-      h("thead", {}, h("tr", {}, h("th", {}, "Request"), h("th", {}, "Outcome"), h("th", {}, "By"), h("th", {}, "When"))),
-      h(
-        "tbody",
-        {},
-        hist.rows.map((record) => {
-          const first = (record.questions || [])[0] || { text: "" };
-          const summary = record.outcome && record.status === "answered" ? record.outcome.questions.map((oq) => answerText(oq, (record.questions || []).find((q) => q.id === oq.id)).replaceAll("\n", "; ")).join(" · ") : "";
-          const link = h("a", { href: `#/history/${encodeURIComponent(record.id)}`, "aria-current": current === record.id ? "true" : false }, record.summary || first.text || requestTitle(record));
-          const row = h(
-            "tr",
-            {},
-            h("td", { class: "q" }, link),
-            h("td", {}, h("span", { class: `status ${record.status}` }, record.status), summary ? h("span", { class: "answer-summary" }, summary) : null),
-            h("td", {}, resolvedBy(record) || "—"),
-            record.resolved_at ? h("td", { class: "when", title: when(record.resolved_at), "data-ago": record.resolved_at }, ago(record.resolved_at)) : h("td", {}),
-          );
-          row.dataset.id = record.id;
-          return row;
-        }),
-      ),
-    );
-  }
-  const more = hist.more
-    ? h("div", { class: "more" }, h("button", { type: "button", class: "btn small", onclick: () => loadHistory(hist.more) }, "Load more"))
-    : null;
-  fill(list, content, more);
 }
 
 start();

@@ -108,6 +108,11 @@ async fn the_page_and_every_asset_it_loads_are_served_with_types_policy_and_cach
     let names: BTreeSet<&str> = seen.iter().filter_map(|p| p.rsplit('/').next()).collect();
     for name in [
         "inbox.js",
+        "login.js",
+        "notifications.js",
+        "suggestions.js",
+        "batch.js",
+        "history.js",
         "request.js",
         "dom.js",
         "api.js",

@@ -1,0 +1,3 @@
+module github.com/clarify-hitl/clarify/sdks/go
+
+go 1.19
