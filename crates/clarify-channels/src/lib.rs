@@ -44,7 +44,7 @@ mod display_tests;
 pub mod email;
 mod form;
 pub mod google_chat;
-mod http;
+pub mod http;
 pub mod inbound;
 pub mod jwt;
 mod layout;
@@ -63,7 +63,7 @@ use std::time::Duration;
 
 use clarify_store::{EventKind, RequestRecord};
 
-pub(crate) use http::retry_after;
+pub use http::RetryAfter;
 pub use route::{Route, channels_for};
 pub(crate) use text::decode_hex;
 pub use text::{cut, escape_markup};
@@ -167,8 +167,8 @@ pub enum SendError {
         platform: &'static str,
         status: u16,
         detail: String,
-        /// How long the platform asked to wait (`Retry-After`).
-        retry_after: Option<Duration>,
+        /// How long the platform asked to wait (`Retry-After`, or its own field).
+        retry_after: Option<RetryAfter>,
     },
     /// No answer: the connection failed or timed out.
     #[error("{platform} could not be reached: {detail}")]
@@ -205,10 +205,10 @@ impl SendError {
         }
     }
 
-    /// How long the platform asked to wait before trying again.
-    pub fn retry_after(&self) -> Option<Duration> {
+    /// How long the platform asked to wait before trying again, from `now`.
+    pub fn retry_after(&self, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
         match self {
-            Self::Refused { retry_after, .. } => *retry_after,
+            Self::Refused { retry_after, .. } => retry_after.map(|r| r.wait(now)),
             Self::Unreachable { .. } | Self::Failed { .. } => None,
         }
     }

@@ -35,7 +35,7 @@ pub(crate) async fn token(
         detail: format!("the token endpoint: {e}"),
     })?;
     let status = response.status();
-    let wait = crate::retry_after(response.headers());
+    let wait = crate::RetryAfter::read(response.headers());
     let answer: Value = response.json().await.unwrap_or_default();
     let (Some(token), true) = (answer["access_token"].as_str(), status.is_success()) else {
         return Err(SendError::Refused {
@@ -73,7 +73,7 @@ pub(crate) async fn call(
         detail: format!("{path}: {e}"),
     })?;
     let status = response.status();
-    let wait = crate::retry_after(response.headers());
+    let wait = crate::RetryAfter::read(response.headers());
     let text = response.text().await.unwrap_or_default();
     let answer: Option<Value> = serde_json::from_str(&text).ok();
     if status.is_success() {

@@ -11,6 +11,8 @@
 //! [`Client::wait_resolved`] long-polls until the request is resolved, reconnecting with backoff
 //! when the server is briefly unreachable (a restart, another instance taking over).
 
+pub mod http;
+
 use std::time::Duration;
 
 use clarify_core::{Limits, NewRequest};
@@ -173,7 +175,7 @@ impl Client {
                 reason: "use an http:// or https:// URL".to_owned(),
             });
         }
-        let http = reqwest::Client::builder()
+        let http = http::builder()
             .connect_timeout(Duration::from_secs(5))
             .user_agent(concat!("clarify-client/", env!("CARGO_PKG_VERSION")))
             .build()

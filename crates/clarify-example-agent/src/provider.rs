@@ -39,7 +39,7 @@ impl Provider {
                 "no model given; set OPENAI_MODEL (or pass --model)".to_owned(),
             ));
         }
-        let http = reqwest::Client::builder()
+        let http = clarify_client::http::builder()
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(300))
             .user_agent(concat!("clarify-example-agent/", env!("CARGO_PKG_VERSION")))

@@ -192,7 +192,14 @@ async fn connect_with(
                 .map_err(|e| failed(&e))
         }
         GatedServer::Url(url) => {
-            let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
+            // The workspace's client (TLS included), not rmcp's own default one.
+            let http = clarify_client::http::client().map_err(|e| failed(&e))?;
+            let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+                http,
+                rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                    url.as_str(),
+                ),
+            );
             relay
                 .serve_with_lifecycle(transport, lifecycle)
                 .await

@@ -145,7 +145,7 @@ impl Browser {
             .spawn()
             .map_err(|e| format!("chromedriver did not start: {e}"))?;
         let url = format!("http://127.0.0.1:{port}");
-        let status = reqwest::Client::new();
+        let status = clarify_client::http::client().expect("an HTTP client");
         let deadline = Instant::now() + PATIENCE;
         loop {
             if let Ok(Some(exit)) = driver.try_wait() {
@@ -342,7 +342,8 @@ impl Browser {
             .flatten()
             .expect("a WebDriver session");
         let url = format!("{}/session/{session}{path}", self.driver_url);
-        let response = reqwest::Client::new()
+        let response = clarify_client::http::client()
+            .expect("an HTTP client")
             .post(&url)
             .json(&body)
             .send()

@@ -63,7 +63,7 @@ pub async fn run(command: AguiCommand) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| args.agent_url.host_str().unwrap_or("agent").to_owned());
     let clarify = args.conn.client()?;
-    let http = reqwest::Client::builder()
+    let http = clarify_client::http::builder()
         .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION")))
         .build()?;
     let mut round = 0;

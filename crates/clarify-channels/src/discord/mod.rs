@@ -19,8 +19,6 @@ pub mod render;
 #[cfg(test)]
 mod tests;
 
-use std::time::Duration;
-
 use clarify_store::EventKind;
 use serde_json::{Value, json};
 
@@ -92,7 +90,7 @@ impl Discord {
                 },
             })?;
         let status = response.status();
-        let header_wait = crate::retry_after(response.headers());
+        let header_wait = crate::RetryAfter::read(response.headers());
         let text = response.text().await.unwrap_or_default();
         let answer: Option<Value> = serde_json::from_str(&text).ok();
         if status.is_success() {
@@ -102,8 +100,7 @@ impl Discord {
         let body_wait = answer
             .as_ref()
             .and_then(|a| a["retry_after"].as_f64())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(|s| Duration::from_secs_f64(s.min(3_600.0)));
+            .and_then(crate::RetryAfter::seconds);
         let detail = answer
             .as_ref()
             .and_then(|a| a["message"].as_str().map(str::to_owned))

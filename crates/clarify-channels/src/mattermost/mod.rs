@@ -78,14 +78,14 @@ impl Mattermost {
             },
         })?;
         let status = response.status();
-        let wait = crate::retry_after(response.headers()).or_else(|| {
+        let wait = crate::RetryAfter::read(response.headers()).or_else(|| {
             // Mattermost's rate limiter names the wait in X-Ratelimit-Reset (seconds).
             response
                 .headers()
                 .get("x-ratelimit-reset")
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(|s| std::time::Duration::from_secs(s.min(3_600)))
+                .map(|s| crate::RetryAfter::For(std::time::Duration::from_secs(s)))
         });
         let text = response.text().await.unwrap_or_default();
         let answer: Option<Value> = serde_json::from_str(&text).ok();

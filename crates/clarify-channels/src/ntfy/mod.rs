@@ -67,7 +67,7 @@ impl Ntfy {
             },
         })?;
         let status = response.status();
-        let retry_after = crate::retry_after(response.headers());
+        let retry_after = crate::RetryAfter::read(response.headers());
         let text = response.text().await.unwrap_or_default();
         if !status.is_success() {
             // ntfy's errors are JSON: {"code": 40101, "http": 401, "error": "unauthorized", ...}.

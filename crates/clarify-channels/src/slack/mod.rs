@@ -96,7 +96,7 @@ impl Slack {
                 },
             })?;
         let status = response.status();
-        let retry_after = crate::retry_after(response.headers());
+        let retry_after = crate::RetryAfter::read(response.headers());
         let text = response.text().await.unwrap_or_default();
         let answer: Option<Value> = serde_json::from_str(&text).ok();
         if !status.is_success() {

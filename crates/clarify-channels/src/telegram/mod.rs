@@ -104,7 +104,7 @@ impl Telegram {
             },
         })?;
         let status = response.status();
-        let header_wait = crate::retry_after(response.headers());
+        let header_wait = crate::RetryAfter::read(response.headers());
         let text = response.text().await.unwrap_or_default();
         let answer: Option<Value> = serde_json::from_str(&text).ok();
         let ok = answer.as_ref().is_some_and(|a| a["ok"] == true);
@@ -119,7 +119,7 @@ impl Telegram {
         let body_wait = answer
             .as_ref()
             .and_then(|a| a["parameters"]["retry_after"].as_u64())
-            .map(|s| Duration::from_secs(s.min(3_600)));
+            .map(|s| crate::RetryAfter::For(Duration::from_secs(s)));
         let code = answer
             .as_ref()
             .and_then(|a| a["error_code"].as_u64())

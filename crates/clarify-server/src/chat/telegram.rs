@@ -288,7 +288,7 @@ async fn poll(state: &AppState, name: &str) {
             Ok(offset) => telegram
                 .updates(&state.http, offset, POLL_WAIT)
                 .await
-                .map_err(|e| (e.retry_after(), e.to_string())),
+                .map_err(|e| (e.retry_after(state.store.now()), e.to_string())),
             Err(e) => Err((None, format!("reading the update offset: {e}"))),
         };
         let updates = match fetched {

@@ -117,7 +117,12 @@ async fn notify(state: &AppState, client: &reqwest::Client, n: Delivery) {
                     (None, Some(why.to_owned()), AfterAttempt::Delivered, None)
                 }
                 Err(e) if e.retryable() => {
-                    let after = after_failure(state, number, n.created_at, e.retry_after());
+                    let after = after_failure(
+                        state,
+                        number,
+                        n.created_at,
+                        e.retry_after(state.store.now()),
+                    );
                     (e.status(), Some(e.to_string()), after, None)
                 }
                 Err(e) => (e.status(), Some(e.to_string()), AfterAttempt::GiveUp, None),

@@ -6,7 +6,8 @@
 //! outbox through the same loop ([`drain`]): claim due items with a lease (instances sharing a
 //! store do not send the same item at once, and one whose worker died is retried when the lease
 //! runs out), send each, record the attempt. A failed attempt is retried by one rule
-//! ([`after_failure`]: the backoff, the other side's `Retry-After` read by [`retry_after`], the
+//! ([`after_failure`]: the backoff, the other side's `Retry-After` as
+//! `clarify_channels::RetryAfter` reads it, the
 //! retry window) and described by one ([`describe`]).
 //!
 //! The workers: webhook deliveries to `callback_url`s ([`webhooks`]), channel announcements and
@@ -122,28 +123,6 @@ pub(crate) fn after_failure(
     }
 }
 
-/// How long `Retry-After` in `headers` asks to wait from `now`, in either of its forms
-/// (delta-seconds or an HTTP date; a date already past is no wait), at most an hour: a longer
-/// ask is not obeyed beyond it, so one answer cannot park an item past the retry window.
-pub(crate) fn retry_after(
-    headers: &reqwest::header::HeaderMap,
-    now: DateTime<Utc>,
-) -> Option<Duration> {
-    let text = headers
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim();
-    let seconds = match text.parse::<u64>() {
-        Ok(s) => s,
-        Err(_) => {
-            let at = DateTime::parse_from_rfc2822(text).ok()?;
-            u64::try_from((at.with_timezone(&Utc) - now).num_seconds()).unwrap_or(0)
-        }
-    };
-    Some(Duration::from_secs(seconds.min(3_600)))
-}
-
 /// A failed send in words for the attempt's record: `peer` is who was called ("the receiver"),
 /// `sending` what was sent ("the request"). Never more of the target than reqwest says.
 pub(crate) fn describe(e: &reqwest::Error, peer: &str, sending: &str) -> String {
@@ -162,7 +141,7 @@ pub(crate) fn describe(e: &reqwest::Error, peer: &str, sending: &str) -> String 
 pub(crate) fn outbound_client(state: &AppState, otherwise: &str) -> Option<reqwest::Client> {
     built(
         state.config.outbound.client(
-            reqwest::Client::builder()
+            clarify_client::http::builder()
                 .timeout(state.config.webhooks.timeout)
                 .user_agent(USER_AGENT),
         ),
@@ -175,7 +154,7 @@ pub(crate) fn outbound_client(state: &AppState, otherwise: &str) -> Option<reqwe
 /// addresses are the admin's own, so it is not guarded; webhooks use the outbound guard's.
 pub(crate) fn client(state: &AppState, otherwise: &str) -> Option<reqwest::Client> {
     built(
-        reqwest::Client::builder()
+        clarify_client::http::builder()
             .timeout(state.config.webhooks.timeout)
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(USER_AGENT)
@@ -196,44 +175,5 @@ fn built<E: std::fmt::Display>(
             tracing::error!(error = %e, "cannot build an HTTP client; {otherwise}");
             None
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn headers(value: &str) -> reqwest::header::HeaderMap {
-        let mut h = reqwest::header::HeaderMap::new();
-        h.insert(
-            reqwest::header::RETRY_AFTER,
-            reqwest::header::HeaderValue::from_str(value).expect("a header value"),
-        );
-        h
-    }
-
-    #[test]
-    fn retry_after_reads_seconds_and_dates_and_caps_at_an_hour() {
-        let now = DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
-            .expect("a time")
-            .with_timezone(&Utc);
-        assert_eq!(
-            retry_after(&headers("120"), now),
-            Some(Duration::from_secs(120))
-        );
-        assert_eq!(
-            retry_after(&headers("Thu, 01 Jan 2026 00:01:30 GMT"), now),
-            Some(Duration::from_secs(90))
-        );
-        assert_eq!(
-            retry_after(&headers("Wed, 31 Dec 2025 23:00:00 GMT"), now),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(
-            retry_after(&headers("86400"), now),
-            Some(Duration::from_secs(3_600))
-        );
-        assert_eq!(retry_after(&headers("soon"), now), None);
-        assert_eq!(retry_after(&reqwest::header::HeaderMap::new(), now), None);
     }
 }

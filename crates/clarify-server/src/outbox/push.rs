@@ -22,6 +22,7 @@
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
+use clarify_channels::RetryAfter;
 use clarify_core::QuestionKind;
 use clarify_core::text::cut;
 use clarify_store::{
@@ -30,9 +31,7 @@ use clarify_store::{
 };
 use serde_json::{Value, json};
 
-use crate::outbox::{
-    Outbox, after_failure, attempt_number, describe, drain, outbound_client, retry_after,
-};
+use crate::outbox::{Outbox, after_failure, attempt_number, describe, drain, outbound_client};
 use crate::shared::outbound::OutboundGuard;
 use crate::shared::sign::base64url as decode;
 use crate::state::AppState;
@@ -213,7 +212,7 @@ async fn attempt(
             }
         }
         429 | 500..=599 => {
-            let wait = retry_after(response.headers(), now);
+            let wait = RetryAfter::read(response.headers()).map(|r| r.wait(now));
             retry(code, format!("the push service answered {status}"), wait)
         }
         _ => Sent {

@@ -26,6 +26,7 @@
 
 use std::time::Instant;
 
+use clarify_channels::RetryAfter;
 use clarify_store::{AfterAttempt, Attempt, Delivery};
 
 use crate::outbox::{Outbox, after_failure, attempt_number, describe, drain, outbound_client};
@@ -163,7 +164,13 @@ async fn deliver(state: &AppState, client: &reqwest::Client, delivery: Delivery)
         AfterAttempt::Delivered
     } else {
         state.metrics.webhook_failed();
-        after_failure(state, number, delivery.created_at, None)
+        // A receiver that answers 429 or 503 may say when to come back.
+        let wait = sent
+            .as_ref()
+            .ok()
+            .and_then(|r| RetryAfter::read(r.headers()))
+            .map(|r| r.wait(now));
+        after_failure(state, number, delivery.created_at, wait)
     };
     finish(
         state,

@@ -151,7 +151,7 @@ impl AppState {
                 .clone()
                 .map(|o| oidc::Provider::new(o, &config.public_url)),
             webauthn: passkeys::relying_party_of(&config.public_url),
-            http: reqwest::Client::builder()
+            http: clarify_client::http::builder()
                 .timeout(config.webhooks.timeout)
                 .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION")))
                 .build()

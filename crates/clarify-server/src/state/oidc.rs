@@ -9,6 +9,8 @@
 //! Requests to the provider follow no redirects: a redirect from an endpoint the discovery
 //! document names could otherwise point this server anywhere.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,8 +21,8 @@ use openidconnect::core::{
 };
 use openidconnect::{
     AdditionalClaims, Client, ClientId, ClientSecret, EmptyExtraTokenFields, EndpointMaybeSet,
-    EndpointNotSet, EndpointSet, IdTokenFields, IssuerUrl, RedirectUrl, StandardErrorResponse,
-    StandardTokenResponse,
+    EndpointNotSet, EndpointSet, HttpClientError, HttpRequest, HttpResponse, IdTokenFields,
+    IssuerUrl, RedirectUrl, StandardErrorResponse, StandardTokenResponse,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -80,7 +82,7 @@ pub struct Provider {
     pub config: OidcConfig,
     /// Where the provider sends people back: `<public URL>/auth/oidc/callback`.
     pub redirect: String,
-    pub http: reqwest::Client,
+    pub http: Http,
     discovered: Mutex<Option<(Arc<OidcClient>, Instant)>>,
 }
 
@@ -105,7 +107,7 @@ impl Provider {
     /// A provider for `config`, people coming back to `public_url`; discovery waits for first
     /// use, so a provider that is down when the server starts only delays sign-in.
     pub fn new(config: OidcConfig, public_url: &str) -> Self {
-        let http = reqwest::Client::builder()
+        let http = clarify_client::http::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(10))
             .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION")))
@@ -114,7 +116,7 @@ impl Provider {
         Self {
             config,
             redirect: format!("{}/auth/oidc/callback", public_url.trim_end_matches('/')),
-            http,
+            http: Http(http),
             discovered: Mutex::new(None),
         }
     }
@@ -185,4 +187,31 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+/// The provider's HTTP client: the workspace's reqwest, handed to `openidconnect` through its
+/// `AsyncHttpClient` trait. The crate's own implementation (its `reqwest` feature) is tied to an
+/// older reqwest and would build a second one into the binary; this is the same few lines over
+/// ours.
+#[derive(Debug)]
+pub struct Http(reqwest::Client);
+
+impl<'c> openidconnect::AsyncHttpClient<'c> for Http {
+    type Error = HttpClientError<reqwest::Error>;
+    type Future = Pin<Box<dyn Future<Output = Result<HttpResponse, Self::Error>> + Send + 'c>>;
+
+    fn call(&'c self, request: HttpRequest) -> Self::Future {
+        Box::pin(async move {
+            let request = reqwest::Request::try_from(request).map_err(Box::new)?;
+            let response = self.0.execute(request).await.map_err(Box::new)?;
+            let mut reply = openidconnect::http::Response::builder()
+                .status(response.status())
+                .version(response.version());
+            for (name, value) in response.headers() {
+                reply = reply.header(name, value);
+            }
+            let body = response.bytes().await.map_err(Box::new)?;
+            reply.body(body.to_vec()).map_err(HttpClientError::Http)
+        })
+    }
 }

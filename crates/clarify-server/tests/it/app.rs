@@ -10,7 +10,10 @@ use crate::support::TestServer;
 use clarify_testkit::browser::Browser;
 
 async fn get(s: &TestServer, path: &str) -> reqwest::Response {
-    reqwest::get(format!("{}{path}", s.url))
+    clarify_client::http::client()
+        .expect("an HTTP client")
+        .get(format!("{}{path}", s.url))
+        .send()
         .await
         .unwrap_or_else(|e| panic!("GET {path}: {e}"))
 }
@@ -90,7 +93,8 @@ async fn the_service_worker_keeps_this_builds_shell_and_is_revalidated() {
         "the shell holds the page's own assets"
     );
     assert!(script.contains("\"/offline\""));
-    let again = reqwest::Client::new()
+    let again = clarify_client::http::client()
+        .expect("an HTTP client")
         .get(format!("{}/sw.js", s.url))
         .header(IF_NONE_MATCH, tag)
         .send()

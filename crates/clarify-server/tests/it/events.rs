@@ -471,7 +471,8 @@ async fn a_two_of_two_approval_counts_votes_and_says_so_everywhere() {
 
     // A link holder is nobody in particular: the link cannot vote.
     let link = record["answer_url"].as_str().expect("answer link");
-    let refused = reqwest::Client::new()
+    let refused = clarify_client::http::client()
+        .expect("an HTTP client")
         .post(link)
         .json(&json!({"decision": "approve"}))
         .send()

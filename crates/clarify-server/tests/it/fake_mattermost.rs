@@ -69,7 +69,7 @@ impl FakeMattermost {
         Self {
             url,
             state,
-            http: reqwest::Client::new(),
+            http: clarify_client::http::client().expect("an HTTP client"),
         }
     }
 

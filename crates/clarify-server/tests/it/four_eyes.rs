@@ -54,7 +54,7 @@ async fn nor_through_an_inbox_session_or_the_anonymous_link() {
         .to_owned();
 
     // The inbox: a session opened with alice's key.
-    let http = reqwest::Client::new();
+    let http = clarify_client::http::client().expect("an HTTP client");
     let login = http
         .post(format!("{}/v1/login", s.url))
         .json(&json!({"key": alice}))
@@ -121,7 +121,8 @@ async fn without_four_eyes_the_person_may_answer_and_the_outcome_says_where_from
 
     let record = s.ask(&s.admin, deploy_for("alice")).await;
     let link = record["answer_url"].as_str().expect("answer link");
-    let response = reqwest::Client::new()
+    let response = clarify_client::http::client()
+        .expect("an HTTP client")
         .post(link)
         .json(&json!({"option": "no"}))
         .send()

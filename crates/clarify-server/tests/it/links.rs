@@ -15,7 +15,7 @@ const SCRIPT: &str = "<script>alert(1)</script>";
 
 /// A client that shows redirects instead of following them.
 fn no_redirects() -> reqwest::Client {
-    reqwest::Client::builder()
+    clarify_client::http::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("client")

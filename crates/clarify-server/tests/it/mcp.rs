@@ -17,7 +17,8 @@ use crate::support::{TestServer, code};
 
 /// A session at `/mcp` with `key`, offering protocol `version`.
 async fn connect_with(server: &TestServer, key: &str, version: ProtocolVersion) -> McpAgent {
-    let transport = StreamableHttpClientTransport::from_config(
+    let transport = StreamableHttpClientTransport::with_client(
+        clarify_client::http::client().expect("an HTTP client"),
         StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", server.url))
             .auth_header(key),
     );

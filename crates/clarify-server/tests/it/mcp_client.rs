@@ -29,7 +29,8 @@ const VERSIONS: [ProtocolVersion; 3] = [
 ];
 
 async fn connect(server: &TestServer, key: &str, declared: Declared) -> McpAgent {
-    let transport = StreamableHttpClientTransport::from_config(
+    let transport = StreamableHttpClientTransport::with_client(
+        clarify_client::http::client().expect("an HTTP client"),
         StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", server.url))
             .auth_header(key),
     );

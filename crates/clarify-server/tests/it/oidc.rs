@@ -100,7 +100,7 @@ impl Idp {
 }
 
 fn no_redirects() -> reqwest::Client {
-    reqwest::Client::builder()
+    clarify_client::http::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("client")
@@ -489,7 +489,10 @@ async fn without_key_login_people_sign_in_only_through_the_provider() {
     let (status, me) = s.get("/v1/session", &token).await;
     assert_eq!(status, StatusCode::OK, "{me}");
     // The inbox page offers the provider's button and no key field.
-    let page = reqwest::get(&s.url)
+    let page = clarify_client::http::client()
+        .expect("an HTTP client")
+        .get(&s.url)
+        .send()
         .await
         .expect("as the test set it up")
         .text()

@@ -371,7 +371,8 @@ async fn a_refused_callback_url_through_mcp_is_refused_before_anything_is_stored
     let key = s
         .key(clarify_store::Role::Agent, "mcp-bot", "default")
         .await;
-    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
+    let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+        clarify_client::http::client().expect("an HTTP client"),
         rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
             format!("{}/mcp", s.url),
         )

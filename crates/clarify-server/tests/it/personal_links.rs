@@ -73,7 +73,10 @@ fn quorum_of_sre() -> Value {
 }
 
 async fn post_json(url: &str, body: Value, cookie: Option<&str>) -> (StatusCode, Value) {
-    let mut request = reqwest::Client::new().post(url).json(&body);
+    let mut request = clarify_client::http::client()
+        .expect("an HTTP client")
+        .post(url)
+        .json(&body);
     if let Some(cookie) = cookie {
         request = request.header(COOKIE, cookie);
     }
@@ -172,7 +175,8 @@ async fn forged_foreign_and_revoked_personal_links_are_refused() {
 
     // A browser signed in as carol may not answer through bob's link.
     let carol = s.key(Role::Responder, "carol", "default").await;
-    let login = reqwest::Client::new()
+    let login = clarify_client::http::client()
+        .expect("an HTTP client")
         .post(format!("{}/v1/login", s.url))
         .json(&json!({"key": carol}))
         .send()

@@ -155,7 +155,8 @@ async fn rules_decide_approvals_created_over_http() {
 async fn rules_decide_approvals_asked_over_mcp() {
     let server = server().await;
     let key = server.key(Role::Agent, "bot", "default").await;
-    let transport = StreamableHttpClientTransport::from_config(
+    let transport = StreamableHttpClientTransport::with_client(
+        clarify_client::http::client().expect("an HTTP client"),
         StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", server.url))
             .auth_header(key),
     );

@@ -347,7 +347,8 @@ async fn subscribe(s: &TestServer, token: &str, browser: &Browser) -> String {
 
 /// Taps an action as the service worker does: its JSON body POSTed to its URL, no cookies.
 async fn tap(action: &Value) -> (StatusCode, Value) {
-    let response = reqwest::Client::new()
+    let response = clarify_client::http::client()
+        .expect("an HTTP client")
         .post(action["url"].as_str().expect("a url"))
         .header("content-type", "application/json")
         .body(action["body"].to_string())

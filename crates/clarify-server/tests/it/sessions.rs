@@ -12,7 +12,7 @@ use crate::support::{TestServer, code};
 
 /// A client that shows redirects instead of following them, and keeps no cookies.
 fn no_redirects() -> reqwest::Client {
-    reqwest::Client::builder()
+    clarify_client::http::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("client")

@@ -109,7 +109,7 @@ impl TestServer {
             state,
             store,
             admin,
-            client: reqwest::Client::new(),
+            client: clarify_client::http::client().expect("an HTTP client"),
             stop,
             task: Some(task),
         }

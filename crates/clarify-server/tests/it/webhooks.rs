@@ -268,6 +268,62 @@ async fn a_failing_receiver_is_retried_until_it_accepts() {
 }
 
 #[tokio::test]
+async fn a_busy_receiver_is_not_called_again_before_its_retry_after() {
+    let s = fast_server().await;
+    // Busy: every call answered 429, come back in two minutes.
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(|| async { (AxumStatus::TOO_MANY_REQUESTS, [("retry-after", "120")]) }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let id = id_of(
+        &s.ask(&s.admin, json!({"question": "Busy?", "callback_url": url}))
+            .await,
+    );
+    s.post(
+        &format!("/v1/requests/{id}/answer"),
+        &s.admin,
+        json!({"text": "ok"}),
+    )
+    .await;
+
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let delivery = loop {
+        let (_, body) = s
+            .get(&format!("/v1/requests/{id}/deliveries"), &s.admin)
+            .await;
+        let delivery = body["deliveries"][0].clone();
+        if delivery["attempts"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty())
+        {
+            break delivery;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no attempt: {body}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    task.abort();
+    let time = |v: &Value| {
+        v.as_str()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .unwrap_or_else(|| panic!("a time: {v}"))
+    };
+    let attempted = time(&delivery["attempts"][0]["at"]);
+    let next = time(&delivery["next_attempt_at"]);
+    assert_eq!(delivery["attempts"][0]["status_code"], 429, "{delivery}");
+    assert!(
+        next - attempted >= TimeDelta::seconds(119),
+        "the next attempt waits for Retry-After, not the 50 ms backoff: {delivery}"
+    );
+}
+
+#[tokio::test]
 async fn a_receiver_that_never_accepts_ends_failed() {
     let s = TestServer::build("memory:", StoreOptions::default(), |c| {
         fast(c);

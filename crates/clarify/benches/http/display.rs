@@ -86,7 +86,7 @@ pub(crate) async fn display(dir: &std::path::Path) {
                        "action": {"name": "Edit", "arguments": {"file_path": "big.txt"}}}],
         "display": [{"type": "diff", "path": "big.txt", "diff": diff}],
     });
-    let client = reqwest::Client::new();
+    let client = clarify_client::http::client().expect("an HTTP client");
     let (mut create, mut record, mut fragment) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..220 {
         let started = Instant::now();

@@ -330,7 +330,7 @@ pub(crate) async fn fleet(dir: &std::path::Path, mode: Mode, n: usize) {
         servers
             .push(Server::start_with(&server_bin, &database.url, &["--max-waiters", &max]).await);
     }
-    let client = reqwest::Client::new();
+    let client = clarify_client::http::client().expect("an HTTP client");
 
     // Before the crowd: what 32 agents do alone, and one waiter's wake latency.
     let alone = agents(&servers[0], &admin, 32, AGENTS_FOR, (PLAIN_ASK, ANSWER_YES)).await;
@@ -560,7 +560,7 @@ async fn events_stream(servers: &[Server], admin: &str, crowds: &mut [Crowd], n:
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000);
     let total = rate * 10;
-    let client = reqwest::Client::new();
+    let client = clarify_client::http::client().expect("an HTTP client");
     let url = servers[0].url.clone();
     let started = Instant::now();
     let cpu = servers[0].cpu_seconds();

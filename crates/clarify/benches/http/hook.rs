@@ -40,7 +40,7 @@ pub(crate) async fn hook(dir: &std::path::Path) {
     let db = format!("sqlite://{}", dir.join("hook.db").display());
     let admin = key(&db, "admin", "default");
     let server = Server::start(&db).await;
-    let client = reqwest::Client::new();
+    let client = clarify_client::http::client().expect("an HTTP client");
     // Grants: an approval of each agent's shell command answered with scope `always`. Tool names
     // are compared ignoring case, so `Bash` covers Claude Code, Codex and Copilot CLI's `bash`.
     for tool in ["Bash", "Shell", "run_shell_command"] {

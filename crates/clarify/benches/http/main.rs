@@ -102,7 +102,7 @@ impl Server {
             .spawn()
             .expect("clarify serve starts");
         let url = format!("http://127.0.0.1:{port}");
-        let client = reqwest::Client::new();
+        let client = clarify_client::http::client().expect("an HTTP client");
         let deadline = Instant::now() + Duration::from_secs(20);
         while client.get(format!("{url}/healthz")).send().await.is_err() {
             assert!(Instant::now() < deadline, "server did not start");
@@ -297,7 +297,7 @@ async fn agents(
             format!("Bearer {admin}"),
         );
         tasks.push(tokio::spawn(async move {
-            let client = reqwest::Client::new();
+            let client = clarify_client::http::client().expect("an HTTP client");
             let send = async |url: String, body: &'static [u8]| {
                 let r = client
                     .post(url)
@@ -547,7 +547,7 @@ async fn wake_samples(
     key: &str,
     samples: usize,
 ) -> (Vec<Duration>, Vec<Duration>) {
-    let client = reqwest::Client::new();
+    let client = clarify_client::http::client().expect("an HTTP client");
     let mut out = Vec::with_capacity(samples);
     let mut after_ack = Vec::with_capacity(samples);
     for _ in 0..samples {

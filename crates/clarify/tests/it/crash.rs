@@ -354,7 +354,7 @@ fn parse_events(text: &mut String, seen: &mut Vec<Seen>) {
 /// arrived and a further second brought no more, or once [`PATIENCE`] has passed since it was
 /// set (the caller then finds what is missing).
 async fn follow(url: String, key: String, expected: Arc<AtomicUsize>) -> Vec<Seen> {
-    let client = reqwest::Client::new();
+    let client = clarify_client::http::client().expect("an HTTP client");
     let mut seen: Vec<Seen> = Vec::new();
     let mut deadline: Option<Instant> = None;
     loop {

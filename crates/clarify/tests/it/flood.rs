@@ -84,7 +84,7 @@ async fn floods_of_streams_long_polls_and_bodies_keep_memory_bounded() {
     let pid = server.pid();
     // No idle connections are kept, so every descriptor the server holds is a live client.
     let api = Api {
-        client: reqwest::Client::builder()
+        client: clarify_client::http::builder()
             .pool_max_idle_per_host(0)
             .build()
             .expect("client"),

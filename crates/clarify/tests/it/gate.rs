@@ -436,3 +436,50 @@ async fn the_gate_speaks_every_protocol_version_to_its_client() {
         );
     }
 }
+
+/// A server at an `https://` URL is spoken to over TLS: the gate's MCP client is the
+/// workspace's HTTP client, which has TLS, rather than one without it that refused every
+/// `https://` URL ("scheme is not http"). The upstream here accepts and hangs up, so the TLS
+/// handshake fails, and the gate says so.
+#[tokio::test]
+async fn an_https_server_is_reached_over_tls() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("https://{}/mcp", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            drop(stream);
+        }
+    });
+    let mut gate = tokio::process::Command::new(BIN)
+        .args(["gate", "--url", &url, "--clarify-url", "http://127.0.0.1:9"])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("clarify gate starts");
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}});
+    if let Some(mut stdin) = gate.stdin.take() {
+        use tokio::io::AsyncWriteExt;
+        stdin
+            .write_all(format!("{initialize}\n").as_bytes())
+            .await
+            .expect("initialize sent");
+    }
+    let output = tokio::time::timeout(Duration::from_secs(30), gate.wait_with_output())
+        .await
+        .expect("the gate ends when its upstream cannot be reached")
+        .expect("the gate's output");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains(&url), "names the server: {stderr}");
+    assert!(
+        !stderr.contains("scheme is not http"),
+        "https is spoken: {stderr}"
+    );
+    assert!(stderr.contains("tls handshake"), "{stderr}");
+}

@@ -184,7 +184,7 @@ fn read_until(
 }
 
 async fn healthy(url: &str, request_id: &str) {
-    let client = reqwest::Client::new();
+    let client = clarify_client::http::client().expect("an HTTP client");
     for _ in 0..400 {
         if let Ok(r) = client
             .get(format!("{url}/healthz"))
@@ -250,7 +250,10 @@ async fn text_logs_into_a_pipe_are_never_coloured() {
     let mut child = serve(&db, port, &[], &[("CLARIFY_LOG_FORMAT", "text")]);
     let url = format!("http://127.0.0.1:{port}");
     healthy(&url, "probe-text").await;
-    let generated = reqwest::get(format!("{url}/healthz"))
+    let generated = clarify_client::http::client()
+        .expect("an HTTP client")
+        .get(format!("{url}/healthz"))
+        .send()
         .await
         .expect("healthz")
         .headers()

@@ -38,7 +38,7 @@ async fn first_start_prints_an_admin_key_and_a_one_time_login_link() {
         "the printed key is an admin key"
     );
 
-    let no_redirects = reqwest::Client::builder()
+    let no_redirects = clarify_client::http::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("client");

@@ -67,7 +67,7 @@ impl Server {
 
     async fn wait_healthy(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(20);
-        let client = reqwest::Client::new();
+        let client = clarify_client::http::client().expect("an HTTP client");
         loop {
             if let Ok(r) = client.get(format!("{}/healthz", self.url)).send().await
                 && r.status().is_success()
@@ -231,7 +231,7 @@ impl Api {
         Self {
             url: url.to_owned(),
             key: key.to_owned(),
-            client: reqwest::Client::new(),
+            client: clarify_client::http::client().expect("an HTTP client"),
         }
     }
 

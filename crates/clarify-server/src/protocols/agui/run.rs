@@ -54,7 +54,7 @@ fn client(state: &AppState, agent: &AguiAgent) -> Result<reqwest::Client, ApiErr
         .clone()
         .with_host(agent.url.host_str().unwrap_or_default())
         .client(
-            reqwest::Client::builder()
+            clarify_client::http::builder()
                 .connect_timeout(CONNECT)
                 .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION"))),
         )

@@ -33,7 +33,7 @@ impl ReqwestClient {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             "the OTLP exporter must be set up inside the server's runtime".to_owned()
         })?;
-        let client = reqwest::Client::builder()
+        let client = clarify_client::http::builder()
             .timeout(timeout)
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("clarify/", env!("CARGO_PKG_VERSION")))

@@ -38,7 +38,7 @@ pub(crate) async fn crowd(spec: &str) {
     let clients: Vec<reqwest::Client> = sources
         .iter()
         .map(|ip| {
-            reqwest::Client::builder()
+            clarify_client::http::builder()
                 .local_address(*ip)
                 .pool_max_idle_per_host(0)
                 .build()
