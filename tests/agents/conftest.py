@@ -129,7 +129,7 @@ class Clarify:
             if pending:
                 return min(pending, key=lambda r: r["created_at"])
             if run is not None and run.process.poll() is not None:
-                raise AssertionError(f"the agent exited before asking anything:\n{run.output()}")
+                raise AssertionError(f"the agent exited before asking anything:\n{run.output()}{run.told()}")
             time.sleep(0.1)
         raise AssertionError(f"no request reached clarify within {timeout}s" + (f":\n{run.output()}" if run else ""))
 
@@ -157,6 +157,13 @@ class AgentRun:
 
     process: subprocess.Popen[str]
     log: Path
+    # The scripted model the agent talks to, whose record shows what the agent told it.
+    model: Any = None
+
+    def told(self) -> str:
+        if self.model is None:
+            return ""
+        return f"\nthe tool results the model got: {self.model.tool_results()}"
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")[-6000:]
@@ -198,14 +205,14 @@ class Sandbox:
         assert done.returncode == 0, done.stderr
         return {"stdout": done.stdout}
 
-    def start(self, argv: list[str], **popen: Any) -> AgentRun:
+    def start(self, argv: list[str], model: Any = None, **popen: Any) -> AgentRun:
         log = self.home / f"agent-{len(self.runs)}.log"
         with open(log, "w") as out:
             process = subprocess.Popen(
                 argv, cwd=self.work, env=self.env, stdout=out, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, text=True, **popen,
             )
-        run = AgentRun(process, log)
+        run = AgentRun(process, log, model)
         self.runs.append(run)
         return run
 

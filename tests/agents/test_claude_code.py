@@ -32,7 +32,7 @@ def claude(agents_bin: Path, sandbox: Sandbox) -> Any:
 
     def start(model: AnthropicModel, *flags: str) -> Any:
         sandbox.env["ANTHROPIC_BASE_URL"] = model.url
-        return sandbox.start([str(agents_bin / "claude"), "-p", "Do the task.", "--output-format", "json", *flags])
+        return sandbox.start([str(agents_bin / "claude"), "-p", "Do the task.", "--output-format", "json", *flags], model)
 
     return start
 
@@ -90,7 +90,10 @@ def test_edit_approved_with_the_persons_edit(claude: Any, sandbox: Sandbox, clar
 
 
 def test_ask_user_question_is_answered_in_clarify(claude: Any, sandbox: Sandbox, clarify: Clarify) -> None:
+    # `claude -p` offers AskUserQuestion only when something can answer it: a permission prompt
+    # tool. The hook answers it first, at PreToolUse.
     sandbox.install_hook("claude-code")
+    mcp = {"mcpServers": {"clarify": {"command": clarify.binary, "args": ["mcp"]}}}
     question = {
         "question": "Which database?",
         "header": "Database",
@@ -101,13 +104,15 @@ def test_ask_user_question_is_answered_in_clarify(claude: Any, sandbox: Sandbox,
         ],
     }
     with AnthropicModel([Call("AskUserQuestion", {"questions": [question]})]) as model:
-        run = claude(model)
+        run = claude(model, "--mcp-config", json.dumps(mcp),
+                     "--permission-prompt-tool", "mcp__clarify__approve_tool_use")
         request = clarify.next_pending(run)
         asked = request["questions"][0]
         assert asked["text"] == "Which database?"
         labels = {o["label"]: o["id"] for o in asked["options"]}
         clarify.answer(request, {"option": labels["SQLite"]})
         run.wait()
+    assert len(clarify.requests()) == 1
     answer = model.result_text(0)
     assert "SQLite" in answer and "Which database?" in answer, answer
 

@@ -33,7 +33,7 @@ def gemini(agents_bin: Path, sandbox: Sandbox) -> Any:
 
     def start(model: GeminiModel) -> Any:
         sandbox.env["GOOGLE_GEMINI_BASE_URL"] = model.url
-        return sandbox.start([str(agents_bin / "gemini"), "-p", "Do the task.", "--yolo", "--output-format", "json"])
+        return sandbox.start([str(agents_bin / "gemini"), "-p", "Do the task.", "--yolo", "--output-format", "json"], model)
 
     return start
 
