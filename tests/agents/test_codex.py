@@ -4,7 +4,7 @@
 configuration says: an escalated command is refused and `PermissionRequest` never runs), so these
 tests drive the interactive TUI in a terminal of its own (tmux). With `approval_policy =
 "on-request"`, a command the model asks to run outside the sandbox, and a patch outside the
-working folder, reach `PermissionRequest`, where clarify asks the person.
+folders the sandbox may write, reach `PermissionRequest`, where clarify asks the person.
 """
 
 from __future__ import annotations
@@ -66,7 +66,13 @@ def codex(agents_bin: Path, sandbox: Sandbox) -> Iterator[Any]:
 model = "{MODEL}"
 model_provider = "scripted"
 approval_policy = "on-request"
+sandbox_mode = "workspace-write"
 check_for_update_on_startup = false
+
+# The test's folders are under /tmp, which Codex lets commands and patches write by default.
+[sandbox_workspace_write]
+exclude_slash_tmp = true
+exclude_tmpdir_env_var = true
 
 [analytics]
 enabled = false
@@ -141,7 +147,7 @@ def test_escalated_command_denied_does_not_run(codex: Any, sandbox: Sandbox, cla
 
 
 def test_apply_patch_approved(codex: Any, sandbox: Sandbox, clarify: Clarify) -> None:
-    # A patch inside the working folder runs without asking under `on-request`; one outside it asks.
+    # A patch inside the folders the sandbox may write runs without asking; one outside them asks.
     target = sandbox.home / "notes.txt"
     patch = f"*** Begin Patch\n*** Add File: {target}\n+patched\n*** End Patch\n"
     with OpenAIModel([Call("apply_patch", {"input": patch})]) as model:

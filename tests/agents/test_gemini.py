@@ -21,15 +21,17 @@ def gemini(agents_bin: Path, sandbox: Sandbox) -> Any:
     """Starts `gemini -p --yolo` against a scripted model, with the hook installed."""
     settings = sandbox.home / ".gemini" / "settings.json"
     settings.parent.mkdir()
-    # Offline and quiet: an API key (no sign-in), no folder-trust prompt, no telemetry, no updates.
+    # Offline and quiet: an API key (no sign-in), no telemetry, no updates.
     settings.write_text(json.dumps({
-        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
         "privacy": {"usageStatisticsEnabled": False},
         "telemetry": {"enabled": False},
         "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
     }))
     sandbox.install_hook("gemini")
-    sandbox.env.update({"GEMINI_API_KEY": "scripted", "GEMINI_CLI_NO_RELAUNCH": "true"})
+    # A headless run trusts its folder this way; `--yolo` is ignored in an untrusted one.
+    sandbox.env.update({"GEMINI_API_KEY": "scripted", "GEMINI_CLI_TRUST_WORKSPACE": "true",
+                        "GEMINI_CLI_NO_RELAUNCH": "true"})
 
     def start(model: GeminiModel) -> Any:
         sandbox.env["GOOGLE_GEMINI_BASE_URL"] = model.url
