@@ -44,6 +44,8 @@ def test_shell_command_approved(copilot: Any, sandbox: Sandbox, clarify: Clarify
         run = copilot(model)
         request = clarify.next_pending(run)
         assert request["agent"] == "copilot"
+        # Copilot CLI names its `bash` tool `Bash` to a hook registered as PreToolUse.
+        assert request["questions"][0]["action"]["name"] == "Bash"
         assert request["questions"][0]["action"]["arguments"]["command"] == "echo ran > ran.txt"
         clarify.approve(request)
         run.wait()
