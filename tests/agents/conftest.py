@@ -47,7 +47,9 @@ def agents_bin() -> Path:
     given = os.environ.get("CLARIFY_TEST_AGENTS", "")
     folder = Path(given) / "node_modules" / ".bin"
     if not given or not folder.is_dir():
-        missing(f"CLARIFY_TEST_AGENTS ({given or 'unset'}) has no installed agents; run scripts/agents")
+        missing(
+            f"CLARIFY_TEST_AGENTS ({given or 'unset'}) has no installed agents; run scripts/agents"
+        )
     return folder
 
 
@@ -84,7 +86,9 @@ class Clarify:
             except OSError:
                 if time.monotonic() > deadline or self.process.poll() is not None:
                     self.stop()
-                    raise RuntimeError(f"clarify serve did not start; see {folder}/clarify.log") from None
+                    raise RuntimeError(
+                        f"clarify serve did not start; see {folder}/clarify.log"
+                    ) from None
                 time.sleep(0.05)
 
     def _key(self, role: str, name: str) -> str:
@@ -107,7 +111,10 @@ class Clarify:
             f"{self.url}{path}",
             data=data,
             method=method,
-            headers={"Authorization": f"Bearer {self.responder_key}", "Content-Type": "application/json"},
+            headers={
+                "Authorization": f"Bearer {self.responder_key}",
+                "Content-Type": "application/json",
+            },
         )
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
@@ -120,7 +127,9 @@ class Clarify:
         listed = self.api("GET", f"/v1/requests{query}")
         return listed["requests"] if isinstance(listed, dict) else listed
 
-    def next_pending(self, run: AgentRun | None = None, timeout: float = PATIENCE) -> dict[str, Any]:
+    def next_pending(
+        self, run: AgentRun | None = None, timeout: float = PATIENCE
+    ) -> dict[str, Any]:
         """The next request waiting for a person (oldest first); fails when none comes in time,
         or when `run`'s agent exits first."""
         deadline = time.monotonic() + timeout
@@ -129,13 +138,19 @@ class Clarify:
             if pending:
                 return min(pending, key=lambda r: r["created_at"])
             if run is not None and run.process.poll() is not None:
-                raise AssertionError(f"the agent exited before asking anything:\n{run.output()}{run.told()}")
+                raise AssertionError(
+                    f"the agent exited before asking anything:\n{run.output()}{run.told()}"
+                )
             time.sleep(0.1)
-        raise AssertionError(f"no request reached clarify within {timeout}s" + (f":\n{run.output()}" if run else ""))
+        raise AssertionError(
+            f"no request reached clarify within {timeout}s" + (f":\n{run.output()}" if run else "")
+        )
 
     def answer(self, request: dict[str, Any], answer: dict[str, Any]) -> Any:
         question = request["questions"][0]["id"]
-        return self.api("POST", f"/v1/requests/{request['id']}/answer", {"answers": {question: answer}})
+        return self.api(
+            "POST", f"/v1/requests/{request['id']}/answer", {"answers": {question: answer}}
+        )
 
     def approve(self, request: dict[str, Any], **extra: Any) -> Any:
         return self.answer(request, {"decision": "approve", **extra})
@@ -173,7 +188,9 @@ class AgentRun:
             self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            raise AssertionError(f"the agent did not finish within {timeout}s:\n{self.output()}") from None
+            raise AssertionError(
+                f"the agent did not finish within {timeout}s:\n{self.output()}"
+            ) from None
         return self.output()
 
     def stop(self) -> None:
@@ -209,8 +226,14 @@ class Sandbox:
         log = self.home / f"agent-{len(self.runs)}.log"
         with open(log, "w") as out:
             process = subprocess.Popen(
-                argv, cwd=self.work, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, text=True, **popen,
+                argv,
+                cwd=self.work,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                **popen,
             )
         run = AgentRun(process, log, model)
         self.runs.append(run)

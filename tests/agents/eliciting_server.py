@@ -13,7 +13,9 @@ from typing import Any
 
 SCHEMA = {
     "type": "object",
-    "properties": {"env": {"type": "string", "title": "Environment", "enum": ["staging", "production"]}},
+    "properties": {
+        "env": {"type": "string", "title": "Environment", "enum": ["staging", "production"]}
+    },
     "required": ["env"],
 }
 
@@ -32,32 +34,62 @@ def main() -> None:
         message = json.loads(line)
         method, ident = message.get("method"), message.get("id")
         if method == "initialize":
-            send({"id": ident, "result": {
-                "protocolVersion": message["params"].get("protocolVersion", "2025-06-18"),
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "deployer", "version": "1.0.0"},
-            }})
+            send(
+                {
+                    "id": ident,
+                    "result": {
+                        "protocolVersion": message["params"].get("protocolVersion", "2025-06-18"),
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "deployer", "version": "1.0.0"},
+                    },
+                }
+            )
         elif method == "tools/list":
-            send({"id": ident, "result": {"tools": [{
-                "name": "deploy",
-                "description": "Deploys the build to an environment the user picks.",
-                "inputSchema": {"type": "object", "properties": {}},
-            }]}})
+            send(
+                {
+                    "id": ident,
+                    "result": {
+                        "tools": [
+                            {
+                                "name": "deploy",
+                                "description": "Deploys to an environment the user picks.",
+                                "inputSchema": {"type": "object", "properties": {}},
+                            }
+                        ]
+                    },
+                }
+            )
         elif method == "tools/call":
             asking = f"elicit-{ident}"
             waiting[asking] = ident
-            send({"id": asking, "method": "elicitation/create",
-                  "params": {"mode": "form", "message": "Which environment?", "requestedSchema": SCHEMA}})
+            send(
+                {
+                    "id": asking,
+                    "method": "elicitation/create",
+                    "params": {
+                        "mode": "form",
+                        "message": "Which environment?",
+                        "requestedSchema": SCHEMA,
+                    },
+                }
+            )
         elif method is None and ident in waiting:
             result = message.get("result") or {}
             if result.get("action") == "accept":
                 text = f"deployed to {(result.get('content') or {}).get('env')}"
             else:
-                text = f"not deployed: the user chose {result.get('action') or message.get('error')}"
-            send({"id": waiting.pop(ident), "result": {"content": [{"type": "text", "text": text}]}})
+                text = (
+                    f"not deployed: the user chose {result.get('action') or message.get('error')}"
+                )
+            send(
+                {"id": waiting.pop(ident), "result": {"content": [{"type": "text", "text": text}]}}
+            )
         elif ident is not None and method is not None:
-            send({"id": ident, "result": {}} if method == "ping" else
-                 {"id": ident, "error": {"code": -32601, "message": f"no method {method}"}})
+            send(
+                {"id": ident, "result": {}}
+                if method == "ping"
+                else {"id": ident, "error": {"code": -32601, "message": f"no method {method}"}}
+            )
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -174,10 +174,18 @@ class AnthropicModel(ScriptedModel):
         else:
             done, call = 0, None
         if call is None:
-            block: dict[str, Any] = {"type": "text", "text": self.final_text if self.is_main(body) else SIDE_TEXT}
+            block: dict[str, Any] = {
+                "type": "text",
+                "text": self.final_text if self.is_main(body) else SIDE_TEXT,
+            }
             stop = "end_turn"
         else:
-            block = {"type": "tool_use", "id": f"toolu_scripted_{done:02d}", "name": call.name, "input": call.args}
+            block = {
+                "type": "tool_use",
+                "id": f"toolu_scripted_{done:02d}",
+                "name": call.name,
+                "input": call.args,
+            }
             stop = "tool_use"
         message = {
             "id": f"msg_scripted_{len(self.requests):03d}",
@@ -198,15 +206,33 @@ class AnthropicModel(ScriptedModel):
         else:
             opened = {**block, "input": {}}
             delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
-        return 200, "text/event-stream", sse([
-            ("message_start", {"type": "message_start", "message": start}),
-            ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": opened}),
-            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
-            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                               "usage": {"output_tokens": 5}}),
-            ("message_stop", {"type": "message_stop"}),
-        ])
+        return (
+            200,
+            "text/event-stream",
+            sse(
+                [
+                    ("message_start", {"type": "message_start", "message": start}),
+                    (
+                        "content_block_start",
+                        {"type": "content_block_start", "index": 0, "content_block": opened},
+                    ),
+                    (
+                        "content_block_delta",
+                        {"type": "content_block_delta", "index": 0, "delta": delta},
+                    ),
+                    ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                    (
+                        "message_delta",
+                        {
+                            "type": "message_delta",
+                            "delta": {"stop_reason": stop, "stop_sequence": None},
+                            "usage": {"output_tokens": 5},
+                        },
+                    ),
+                    ("message_stop", {"type": "message_stop"}),
+                ]
+            ),
+        )
 
     @staticmethod
     def _results_in(body: dict[str, Any]) -> list[ToolResult]:
@@ -219,10 +245,14 @@ class AnthropicModel(ScriptedModel):
                 if isinstance(block, dict) and block.get("type") == "tool_result":
                     inner = block.get("content")
                     if isinstance(inner, list):
-                        text = "\n".join(str(b.get("text", "")) for b in inner if isinstance(b, dict))
+                        text = "\n".join(
+                            str(b.get("text", "")) for b in inner if isinstance(b, dict)
+                        )
                     else:
                         text = str(inner or "")
-                    found.append(ToolResult(str(block.get("tool_use_id")), text, bool(block.get("is_error"))))
+                    found.append(
+                        ToolResult(str(block.get("tool_use_id")), text, bool(block.get("is_error")))
+                    )
         return found
 
     def tool_results(self) -> list[ToolResult]:
@@ -259,30 +289,80 @@ class OpenAIModel(ScriptedModel):
         response_id = f"resp_scripted_{len(self.requests):03d}"
         if call is None:
             text = self.final_text if self.is_main(body) else SIDE_TEXT
-            item: dict[str, Any] = {"type": "message", "role": "assistant", "id": f"msg_{response_id}",
-                                    "status": "completed",
-                                    "content": [{"type": "output_text", "text": text, "annotations": []}]}
+            item: dict[str, Any] = {
+                "type": "message",
+                "role": "assistant",
+                "id": f"msg_{response_id}",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
         elif self._is_custom(body, call.name):
-            item = {"type": "custom_tool_call", "id": f"ctc_{response_id}", "status": "completed",
-                    "call_id": f"call_scripted_{done:02d}", "name": call.name, "input": str(call.args.get("input", ""))}
+            item = {
+                "type": "custom_tool_call",
+                "id": f"ctc_{response_id}",
+                "status": "completed",
+                "call_id": f"call_scripted_{done:02d}",
+                "name": call.name,
+                "input": str(call.args.get("input", "")),
+            }
         else:
-            item = {"type": "function_call", "id": f"fc_{response_id}", "status": "completed",
-                    "call_id": f"call_scripted_{done:02d}", "name": call.name, "arguments": json.dumps(call.args)}
-        usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
-                 "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
-        response = {"id": response_id, "object": "response", "status": "in_progress", "model": body.get("model"),
-                    "output": []}
-        return 200, "text/event-stream", sse([
-            ("response.created", {"type": "response.created", "response": response}),
-            ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}),
-            ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
-            ("response.completed", {"type": "response.completed",
-                                    "response": {**response, "status": "completed", "output": [item], "usage": usage}}),
-        ])
+            item = {
+                "type": "function_call",
+                "id": f"fc_{response_id}",
+                "status": "completed",
+                "call_id": f"call_scripted_{done:02d}",
+                "name": call.name,
+                "arguments": json.dumps(call.args),
+            }
+        usage = {
+            "input_tokens": 10,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 5,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 15,
+        }
+        response = {
+            "id": response_id,
+            "object": "response",
+            "status": "in_progress",
+            "model": body.get("model"),
+            "output": [],
+        }
+        return (
+            200,
+            "text/event-stream",
+            sse(
+                [
+                    ("response.created", {"type": "response.created", "response": response}),
+                    (
+                        "response.output_item.added",
+                        {"type": "response.output_item.added", "output_index": 0, "item": item},
+                    ),
+                    (
+                        "response.output_item.done",
+                        {"type": "response.output_item.done", "output_index": 0, "item": item},
+                    ),
+                    (
+                        "response.completed",
+                        {
+                            "type": "response.completed",
+                            "response": {
+                                **response,
+                                "status": "completed",
+                                "output": [item],
+                                "usage": usage,
+                            },
+                        },
+                    ),
+                ]
+            ),
+        )
 
     @staticmethod
     def _is_custom(body: dict[str, Any], name: str) -> bool:
-        return any(t.get("type") == "custom" and t.get("name") == name for t in body.get("tools", []))
+        return any(
+            t.get("type") == "custom" and t.get("name") == name for t in body.get("tools", [])
+        )
 
     @classmethod
     def _results_in(cls, body: dict[str, Any]) -> list[ToolResult]:
@@ -305,7 +385,11 @@ class OpenAIModel(ScriptedModel):
 
     def tool_names(self) -> list[str]:
         main = self.main_requests()
-        return [t.get("name", t.get("type", "")) for t in main[0].body.get("tools", [])] if main else []
+        return (
+            [t.get("name", t.get("type", "")) for t in main[0].body.get("tools", [])]
+            if main
+            else []
+        )
 
 
 class GeminiModel(ScriptedModel):
@@ -317,7 +401,9 @@ class GeminiModel(ScriptedModel):
     """
 
     def is_main(self, body: dict[str, Any]) -> bool:
-        return any(t.get("functionDeclarations") for t in body.get("tools", []) if isinstance(t, dict))
+        return any(
+            t.get("functionDeclarations") for t in body.get("tools", []) if isinstance(t, dict)
+        )
 
     def respond(self, path: str, query: str, body: dict[str, Any]) -> tuple[int, str, bytes] | None:
         if path.endswith(":countTokens"):
@@ -333,14 +419,26 @@ class GeminiModel(ScriptedModel):
             if call is None:
                 part: dict[str, Any] = {"text": self.final_text}
             else:
-                part = {"functionCall": {"id": f"call_scripted_{done:02d}", "name": call.name, "args": call.args}}
+                part = {
+                    "functionCall": {
+                        "id": f"call_scripted_{done:02d}",
+                        "name": call.name,
+                        "args": call.args,
+                    }
+                }
         elif schema:
             part = {"text": json.dumps(_fill(schema))}
         else:
             part = {"text": SIDE_TEXT}
         chunk = {
-            "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
-            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+            "candidates": [
+                {"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": {
+                "promptTokenCount": 10,
+                "candidatesTokenCount": 5,
+                "totalTokenCount": 15,
+            },
             "modelVersion": path.rsplit("/", 1)[-1].split(":")[0],
         }
         if streaming:
@@ -356,9 +454,18 @@ class GeminiModel(ScriptedModel):
                 if isinstance(response, dict):
                     payload = response.get("response") or {}
                     is_error = isinstance(payload, dict) and "error" in payload
-                    text = payload.get("error" if is_error else "output", payload) if isinstance(payload, dict) else payload
-                    found.append(ToolResult(str(response.get("id", response.get("name"))),
-                                            text if isinstance(text, str) else json.dumps(text), is_error))
+                    text = (
+                        payload.get("error" if is_error else "output", payload)
+                        if isinstance(payload, dict)
+                        else payload
+                    )
+                    found.append(
+                        ToolResult(
+                            str(response.get("id", response.get("name"))),
+                            text if isinstance(text, str) else json.dumps(text),
+                            is_error,
+                        )
+                    )
         return found
 
     def tool_results(self) -> list[ToolResult]:
@@ -368,7 +475,11 @@ class GeminiModel(ScriptedModel):
         main = self.main_requests()
         if not main:
             return []
-        return [d.get("name", "") for t in main[0].body.get("tools", []) for d in t.get("functionDeclarations", [])]
+        return [
+            d.get("name", "")
+            for t in main[0].body.get("tools", [])
+            for d in t.get("functionDeclarations", [])
+        ]
 
 
 def _fill(schema: dict[str, Any]) -> Any:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from conftest import Clarify, Sandbox
 from models import AnthropicModel, Call
 
@@ -22,17 +23,22 @@ HERE = Path(__file__).resolve().parent
 @pytest.fixture
 def claude(agents_bin: Path, sandbox: Sandbox) -> Any:
     """Starts `claude -p` against a scripted model, in the sandbox, with the hook installed."""
-    sandbox.env.update({
-        "ANTHROPIC_API_KEY": "sk-scripted",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    })
+    sandbox.env.update(
+        {
+            "ANTHROPIC_API_KEY": "sk-scripted",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        }
+    )
 
     def start(model: AnthropicModel, *flags: str) -> Any:
         sandbox.env["ANTHROPIC_BASE_URL"] = model.url
-        return sandbox.start([str(agents_bin / "claude"), "-p", "Do the task.", "--output-format", "json", *flags], model)
+        return sandbox.start(
+            [str(agents_bin / "claude"), "-p", "Do the task.", "--output-format", "json", *flags],
+            model,
+        )
 
     return start
 
@@ -45,7 +51,9 @@ def edit_script(path: Path, old: str, new: str) -> list[Call]:
     ]
 
 
-def test_edit_approved_shows_a_diff_and_a_summary(claude: Any, sandbox: Sandbox, clarify: Clarify) -> None:
+def test_edit_approved_shows_a_diff_and_a_summary(
+    claude: Any, sandbox: Sandbox, clarify: Clarify
+) -> None:
     sandbox.install_hook("claude-code")
     app = sandbox.work / "app.py"
     app.write_text("x = 1\n")
@@ -76,7 +84,9 @@ def test_edit_denied_tells_the_model_why(claude: Any, sandbox: Sandbox, clarify:
     assert "keep x at one" in result.text and result.is_error, result
 
 
-def test_edit_approved_with_the_persons_edit(claude: Any, sandbox: Sandbox, clarify: Clarify) -> None:
+def test_edit_approved_with_the_persons_edit(
+    claude: Any, sandbox: Sandbox, clarify: Clarify
+) -> None:
     sandbox.install_hook("claude-code")
     app = sandbox.work / "app.py"
     app.write_text("x = 1\n")
@@ -89,7 +99,9 @@ def test_edit_approved_with_the_persons_edit(claude: Any, sandbox: Sandbox, clar
     assert app.read_text() == "x = 3\n"
 
 
-def test_ask_user_question_is_answered_in_clarify(claude: Any, sandbox: Sandbox, clarify: Clarify) -> None:
+def test_ask_user_question_is_answered_in_clarify(
+    claude: Any, sandbox: Sandbox, clarify: Clarify
+) -> None:
     # `claude -p` offers AskUserQuestion only when something can answer it: a permission prompt
     # tool. The hook answers it first, at PreToolUse.
     sandbox.install_hook("claude-code")
@@ -104,8 +116,13 @@ def test_ask_user_question_is_answered_in_clarify(claude: Any, sandbox: Sandbox,
         ],
     }
     with AnthropicModel([Call("AskUserQuestion", {"questions": [question]})]) as model:
-        run = claude(model, "--mcp-config", json.dumps(mcp),
-                     "--permission-prompt-tool", "mcp__clarify__approve_tool_use")
+        run = claude(
+            model,
+            "--mcp-config",
+            json.dumps(mcp),
+            "--permission-prompt-tool",
+            "mcp__clarify__approve_tool_use",
+        )
         request = clarify.next_pending(run)
         asked = request["questions"][0]
         assert asked["text"] == "Which database?"
@@ -121,14 +138,18 @@ def test_policy_deny_asks_nobody(claude: Any, sandbox: Sandbox, clarify: Clarify
     policy = sandbox.home / "policy.toml"
     policy.write_text('deny = ["Bash"]\n')
     sandbox.install_hook("claude-code", "--policy", str(policy))
-    with AnthropicModel([Call("Bash", {"command": "touch made.txt", "description": "make a file"})]) as model:
+    with AnthropicModel(
+        [Call("Bash", {"command": "touch made.txt", "description": "make a file"})]
+    ) as model:
         claude(model).wait()
     assert not (sandbox.work / "made.txt").exists()
     assert "policy does not allow Bash" in model.result_text(0)
     assert clarify.requests() == []
 
 
-def test_session_grant_lets_the_same_call_through(claude: Any, sandbox: Sandbox, clarify: Clarify) -> None:
+def test_session_grant_lets_the_same_call_through(
+    claude: Any, sandbox: Sandbox, clarify: Clarify
+) -> None:
     sandbox.install_hook("claude-code")
     append = Call("Bash", {"command": "echo ran >> log.txt", "description": "note a run"})
     with AnthropicModel([append, append]) as model:
@@ -142,11 +163,20 @@ def test_session_grant_lets_the_same_call_through(claude: Any, sandbox: Sandbox,
     assert len(model.tool_results()) == 2
 
 
-def test_permission_prompt_tool_asks_through_clarify_mcp(claude: Any, sandbox: Sandbox, clarify: Clarify) -> None:
+def test_permission_prompt_tool_asks_through_clarify_mcp(
+    claude: Any, sandbox: Sandbox, clarify: Clarify
+) -> None:
     mcp = {"mcpServers": {"clarify": {"command": clarify.binary, "args": ["mcp"]}}}
-    with AnthropicModel([Call("Bash", {"command": "touch made.txt", "description": "make a file"})]) as model:
-        run = claude(model, "--mcp-config", json.dumps(mcp),
-                     "--permission-prompt-tool", "mcp__clarify__approve_tool_use")
+    with AnthropicModel(
+        [Call("Bash", {"command": "touch made.txt", "description": "make a file"})]
+    ) as model:
+        run = claude(
+            model,
+            "--mcp-config",
+            json.dumps(mcp),
+            "--permission-prompt-tool",
+            "mcp__clarify__approve_tool_use",
+        )
         request = clarify.next_pending(run)
         assert request["questions"][0]["action"]["name"] == "Bash"
         clarify.approve(request)
@@ -154,7 +184,9 @@ def test_permission_prompt_tool_asks_through_clarify_mcp(claude: Any, sandbox: S
     assert (sandbox.work / "made.txt").exists()
 
 
-def test_mcp_elicitation_is_answered_in_clarify(claude: Any, sandbox: Sandbox, clarify: Clarify) -> None:
+def test_mcp_elicitation_is_answered_in_clarify(
+    claude: Any, sandbox: Sandbox, clarify: Clarify
+) -> None:
     sandbox.install_hook("claude-code")
     server = {"command": sys.executable, "args": [str(HERE / "eliciting_server.py")]}
     mcp = {"mcpServers": {"deployer": server}}

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from conftest import PATIENCE, Clarify, Sandbox, missing
 from models import Call, OpenAIModel
 
@@ -36,14 +37,30 @@ class Terminal:
         env = " ".join(shlex.quote(f"{k}={v}") for k, v in sandbox.env.items())
         command = f"env -i {env} {shlex.join(argv)}"
         subprocess.run(
-            ["tmux", "-S", self.socket, "new-session", "-d", "-s", "codex", "-x", "200", "-y", "50",
-             "-c", str(sandbox.work), command],
+            [
+                "tmux",
+                "-S",
+                self.socket,
+                "new-session",
+                "-d",
+                "-s",
+                "codex",
+                "-x",
+                "200",
+                "-y",
+                "50",
+                "-c",
+                str(sandbox.work),
+                command,
+            ],
             check=True,
         )
 
     def screen(self) -> str:
         shown = subprocess.run(
-            ["tmux", "-S", self.socket, "capture-pane", "-p", "-t", "codex"], capture_output=True, text=True
+            ["tmux", "-S", self.socket, "capture-pane", "-p", "-t", "codex"],
+            capture_output=True,
+            text=True,
         )
         return "\n".join(line.rstrip() for line in shown.stdout.splitlines() if line.strip())
 
@@ -93,7 +110,9 @@ stream_max_retries = 0
 """)
         sandbox.install_hook("codex", *hook_flags)
         # The hooks are new to Codex: trusted here for this run, as automation does.
-        terminal = Terminal(sandbox, [str(agents_bin / "codex"), "--dangerously-bypass-hook-trust", "Do the task."])
+        terminal = Terminal(
+            sandbox, [str(agents_bin / "codex"), "--dangerously-bypass-hook-trust", "Do the task."]
+        )
         terminals.append(terminal)
         return terminal
 
@@ -120,8 +139,10 @@ def pending(clarify: Clarify, terminal: Terminal) -> dict[str, Any]:
 
 
 def escalated(command: str) -> Call:
-    return Call("exec_command", {"cmd": command, "sandbox_permissions": "require_escalated",
-                                 "justification": "note a run"})
+    return Call(
+        "exec_command",
+        {"cmd": command, "sandbox_permissions": "require_escalated", "justification": "note a run"},
+    )
 
 
 def test_escalated_command_approved_runs(codex: Any, sandbox: Sandbox, clarify: Clarify) -> None:
@@ -137,7 +158,9 @@ def test_escalated_command_approved_runs(codex: Any, sandbox: Sandbox, clarify: 
     assert (sandbox.work / "ran.txt").read_text() == "ran\n"
 
 
-def test_escalated_command_denied_does_not_run(codex: Any, sandbox: Sandbox, clarify: Clarify) -> None:
+def test_escalated_command_denied_does_not_run(
+    codex: Any, sandbox: Sandbox, clarify: Clarify
+) -> None:
     with OpenAIModel([escalated("echo ran > ran.txt")]) as model:
         terminal = codex(model)
         clarify.deny(pending(clarify, terminal), "not on this machine")

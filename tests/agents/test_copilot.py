@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from conftest import Clarify, Sandbox
 from models import AnthropicModel, Call
 
@@ -21,17 +22,21 @@ from models import AnthropicModel, Call
 def copilot(agents_bin: Path, sandbox: Sandbox) -> Any:
     """Starts `copilot -p` against a scripted model, with the hook installed."""
     sandbox.install_hook("copilot")
-    sandbox.env.update({
-        "COPILOT_OFFLINE": "true",
-        "COPILOT_PROVIDER_TYPE": "anthropic",
-        "COPILOT_PROVIDER_API_KEY": "scripted",
-        "COPILOT_MODEL": "claude-sonnet-4.5",
-        "COPILOT_AUTO_UPDATE": "false",
-    })
+    sandbox.env.update(
+        {
+            "COPILOT_OFFLINE": "true",
+            "COPILOT_PROVIDER_TYPE": "anthropic",
+            "COPILOT_PROVIDER_API_KEY": "scripted",
+            "COPILOT_MODEL": "claude-sonnet-4.5",
+            "COPILOT_AUTO_UPDATE": "false",
+        }
+    )
 
     def start(model: AnthropicModel) -> Any:
         sandbox.env["COPILOT_PROVIDER_BASE_URL"] = model.url
-        return sandbox.start([str(agents_bin / "copilot"), "-p", "Do the task.", "--allow-all-tools"], model)
+        return sandbox.start(
+            [str(agents_bin / "copilot"), "-p", "Do the task.", "--allow-all-tools"], model
+        )
 
     return start
 
@@ -52,7 +57,9 @@ def test_shell_command_approved(copilot: Any, sandbox: Sandbox, clarify: Clarify
     assert (sandbox.work / "ran.txt").read_text() == "ran\n"
 
 
-def test_shell_command_denied_tells_the_model_why(copilot: Any, sandbox: Sandbox, clarify: Clarify) -> None:
+def test_shell_command_denied_tells_the_model_why(
+    copilot: Any, sandbox: Sandbox, clarify: Clarify
+) -> None:
     with AnthropicModel([SHELL]) as model:
         run = copilot(model)
         clarify.deny(clarify.next_pending(run), "not on this machine")

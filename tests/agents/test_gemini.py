@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from conftest import Clarify, Sandbox
 from models import Call, GeminiModel
 
@@ -22,27 +23,41 @@ def gemini(agents_bin: Path, sandbox: Sandbox) -> Any:
     settings = sandbox.home / ".gemini" / "settings.json"
     settings.parent.mkdir()
     # Offline and quiet: an API key (no sign-in), no telemetry, no updates.
-    settings.write_text(json.dumps({
-        "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "privacy": {"usageStatisticsEnabled": False},
-        "telemetry": {"enabled": False},
-        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
-    }))
+    settings.write_text(
+        json.dumps(
+            {
+                "security": {"auth": {"selectedType": "gemini-api-key"}},
+                "privacy": {"usageStatisticsEnabled": False},
+                "telemetry": {"enabled": False},
+                "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+            }
+        )
+    )
     sandbox.install_hook("gemini")
     # A headless run trusts its folder this way; `--yolo` is ignored in an untrusted one.
-    sandbox.env.update({"GEMINI_API_KEY": "scripted", "GEMINI_CLI_TRUST_WORKSPACE": "true",
-                        "GEMINI_CLI_NO_RELAUNCH": "true"})
+    sandbox.env.update(
+        {
+            "GEMINI_API_KEY": "scripted",
+            "GEMINI_CLI_TRUST_WORKSPACE": "true",
+            "GEMINI_CLI_NO_RELAUNCH": "true",
+        }
+    )
 
     def start(model: GeminiModel) -> Any:
         sandbox.env["GOOGLE_GEMINI_BASE_URL"] = model.url
-        return sandbox.start([str(agents_bin / "gemini"), "-p", "Do the task.", "--yolo", "--output-format", "json"], model)
+        return sandbox.start(
+            [str(agents_bin / "gemini"), "-p", "Do the task.", "--yolo", "--output-format", "json"],
+            model,
+        )
 
     return start
 
 
 def test_write_file_approved(gemini: Any, sandbox: Sandbox, clarify: Clarify) -> None:
     notes = sandbox.work / "notes.txt"
-    with GeminiModel([Call("write_file", {"file_path": str(notes), "content": "hello\n"})]) as model:
+    with GeminiModel(
+        [Call("write_file", {"file_path": str(notes), "content": "hello\n"})]
+    ) as model:
         run = gemini(model)
         request = clarify.next_pending(run)
         assert request["agent"] == "gemini"
@@ -53,9 +68,13 @@ def test_write_file_approved(gemini: Any, sandbox: Sandbox, clarify: Clarify) ->
     assert not model.tool_results()[0].is_error
 
 
-def test_write_file_denied_tells_the_model_why(gemini: Any, sandbox: Sandbox, clarify: Clarify) -> None:
+def test_write_file_denied_tells_the_model_why(
+    gemini: Any, sandbox: Sandbox, clarify: Clarify
+) -> None:
     notes = sandbox.work / "notes.txt"
-    with GeminiModel([Call("write_file", {"file_path": str(notes), "content": "hello\n"})]) as model:
+    with GeminiModel(
+        [Call("write_file", {"file_path": str(notes), "content": "hello\n"})]
+    ) as model:
         run = gemini(model)
         clarify.deny(clarify.next_pending(run), "no new files")
         run.wait()
@@ -64,7 +83,9 @@ def test_write_file_denied_tells_the_model_why(gemini: Any, sandbox: Sandbox, cl
 
 
 def test_run_shell_command_approved(gemini: Any, sandbox: Sandbox, clarify: Clarify) -> None:
-    shell = Call("run_shell_command", {"command": "echo ran > ran.txt", "description": "note a run"})
+    shell = Call(
+        "run_shell_command", {"command": "echo ran > ran.txt", "description": "note a run"}
+    )
     with GeminiModel([shell]) as model:
         run = gemini(model)
         request = clarify.next_pending(run)
@@ -75,7 +96,9 @@ def test_run_shell_command_approved(gemini: Any, sandbox: Sandbox, clarify: Clar
 
 
 def test_run_shell_command_denied(gemini: Any, sandbox: Sandbox, clarify: Clarify) -> None:
-    shell = Call("run_shell_command", {"command": "echo ran > ran.txt", "description": "note a run"})
+    shell = Call(
+        "run_shell_command", {"command": "echo ran > ran.txt", "description": "note a run"}
+    )
     with GeminiModel([shell]) as model:
         run = gemini(model)
         clarify.deny(clarify.next_pending(run), "not now")
@@ -87,8 +110,15 @@ def test_run_shell_command_denied(gemini: Any, sandbox: Sandbox, clarify: Clarif
 def test_replace_is_shown_as_a_diff(gemini: Any, sandbox: Sandbox, clarify: Clarify) -> None:
     app = sandbox.work / "app.py"
     app.write_text("x = 1\n")
-    edit = Call("replace", {"file_path": str(app), "old_string": "x = 1", "new_string": "x = 2",
-                            "instruction": "Set x to two."})
+    edit = Call(
+        "replace",
+        {
+            "file_path": str(app),
+            "old_string": "x = 1",
+            "new_string": "x = 2",
+            "instruction": "Set x to two.",
+        },
+    )
     with GeminiModel([edit]) as model:
         run = gemini(model)
         request = clarify.next_pending(run)
