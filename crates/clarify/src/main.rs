@@ -11,6 +11,7 @@ mod client;
 mod config;
 mod duration;
 mod gate;
+mod healthcheck;
 mod hook;
 mod inbox;
 mod keys;
@@ -194,6 +195,12 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Ask a server whether it is alive (/healthz) or ready (/readyz): exit 0 when it answers
+    /// 200, else 1 with one line on stderr saying why. For container health checks.
+    #[command(
+        after_help = "Examples:\n  clarify healthcheck\n  clarify healthcheck --ready --url http://127.0.0.1:7420\n\nWithout --url it asks the address in CLARIFY_LISTEN (0.0.0.0 is reached as\n127.0.0.1), or http://127.0.0.1:7420; it gives up after 3 seconds."
+    )]
+    Healthcheck(healthcheck::HealthcheckArgs),
     /// Print the LLM tool definition of `ask_human`.
     #[command(after_help = "Example:\n  clarify tools --format anthropic")]
     Tools {
@@ -415,5 +422,6 @@ async fn run(cli: Cli, given: Vec<String>) -> anyhow::Result<ExitCode> {
         Command::Gate(args) => gate::run(args).await,
         Command::Acp(args) => acp::run(args).await,
         Command::Agui { command } => agui::run(command).await,
+        Command::Healthcheck(args) => healthcheck::run(args).await,
     }
 }

@@ -5,6 +5,7 @@ mod book;
 mod cli;
 mod config;
 mod crash;
+mod deploying;
 mod faults;
 mod flood;
 mod gate;
