@@ -86,7 +86,7 @@ enum Command {
     Cancel(client::CancelArgs),
     /// Manage API keys, directly on the store (also while a server runs).
     #[command(
-        after_help = "Examples:\n  clarify keys create --role agent --name ci-bot\n  clarify keys list\n  clarify keys revoke ci-bot"
+        after_help = "Examples:\n  clarify keys create --role agent --name ci-bot\n  clarify keys list\n  clarify keys revoke ci-bot\n  clarify keys generate > admin.key   (for serve --admin-key-file; touches no store)"
     )]
     Keys {
         #[command(subcommand)]
@@ -222,6 +222,11 @@ struct ServeArgs {
     /// or memory: (nothing persists).
     #[arg(long, env = "CLARIFY_DB", default_value = "sqlite://clarify.db")]
     db: String,
+    /// A file holding a key in clarify's format (from `clarify keys generate`), stored at start
+    /// as an admin key of the tenant default unless it is already: a first admin key without
+    /// reading the logs, the same on every instance.
+    #[arg(long, env = "CLARIFY_ADMIN_KEY_FILE")]
+    admin_key_file: Option<std::path::PathBuf>,
     /// The URL people reach this server at, for answer and login links
     /// (default: http://<listen address>).
     #[arg(long, env = "CLARIFY_PUBLIC_URL")]
@@ -309,6 +314,9 @@ enum KeysCommand {
         #[arg(long, default_value = "default")]
         tenant: String,
     },
+    /// Print a fresh key in clarify's format without touching a store: give it to `serve
+    /// --admin-key-file` (CLARIFY_ADMIN_KEY_FILE), which stores it as an admin key at start.
+    Generate,
     /// List keys (never their secrets).
     List,
     /// Revoke the active key with this name; it stops working at once.
