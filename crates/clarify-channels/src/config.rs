@@ -166,6 +166,19 @@ impl Secrets<'_> {
     }
 }
 
+/// The secret held in the file at `path`: its text without trailing line breaks (an editor or
+/// `echo` adds one; Kubernetes' secrets keep whatever was given). A file that cannot be read or
+/// holds nothing else is refused, naming the file.
+pub fn read_secret_file(path: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let secret = text.trim_end_matches(['\n', '\r']);
+    if secret.is_empty() {
+        return Err(format!("{} is empty", path.display()));
+    }
+    Ok(secret.to_owned())
+}
+
 /// The schemes of an API a channel calls.
 pub(crate) const WEB: [&str; 2] = ["http", "https"];
 

@@ -404,6 +404,17 @@ impl Backend {
         dispatch!(self, b => b.insert_key(row, by).await)
     }
 
+    /// Inserts a key, with its `key.created` event by `by`, unless a key has its id or an
+    /// active key its name: then nothing, and false. Of several instances inserting the same
+    /// key at once, exactly one does.
+    pub(crate) async fn insert_key_once(
+        &self,
+        row: KeyRow,
+        by: &crate::Actor,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.insert_key_once(row, by).await)
+    }
+
     /// The key with this id, revoked or not.
     pub(crate) async fn key(&self, id: &str) -> Result<Option<KeyRow>, StoreError> {
         dispatch!(self, b => b.key(id).await)

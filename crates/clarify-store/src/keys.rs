@@ -96,6 +96,36 @@ pub enum KeyError {
     Store(#[from] StoreError),
 }
 
+/// Why the admin key given at start could not be stored: each message reads after the name of
+/// the file that holds the key.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminKeyError {
+    #[error(
+        "is not a clarify key: expected ck_ followed by 16 and 32 characters of 0-9 a-z \
+         (as `clarify keys generate` prints)"
+    )]
+    Malformed,
+    #[error("holds a key whose id {0:?} another key has, with a different secret")]
+    IdTaken(String),
+    #[error("names the {role} key {name:?}, not an admin key")]
+    NotAdmin { role: Role, name: String },
+    #[error("cannot be stored: active keys hold both the names admin and {0:?}")]
+    NamesTaken(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What [`Store::ensure_admin_key`] found or did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ensured {
+    /// The key was stored now, with its `key.created` event.
+    Created(ApiKey),
+    /// The key was already stored (by an earlier start or another instance).
+    Present(ApiKey),
+    /// The key was stored and later revoked; it stays revoked.
+    Revoked(ApiKey),
+}
+
 /// What a token stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TokenKind {
@@ -150,6 +180,62 @@ impl Store {
             return Err(KeyError::NameTaken(name.to_owned()));
         }
         Ok(NewKey { key, token })
+    }
+
+    /// Makes sure the admin key `token` (as [`generate_key`] makes one) is stored in the tenant
+    /// `default`: stored with its `key.created` event by the system when absent, left as it is
+    /// when present. Idempotent, also when several instances call it at once: the key's id and
+    /// digest come from the token, and one insert of them wins. Its name is `admin`, or
+    /// `admin-<id>` when an active key already holds that name. A key revoked since stays
+    /// revoked ([`Ensured::Revoked`]).
+    pub async fn ensure_admin_key(&self, token: &str) -> Result<Ensured, AdminKeyError> {
+        let id = parse_key(token).ok_or(AdminKeyError::Malformed)?;
+        let digest = digest(token);
+        let found = |row: KeyRow| {
+            if !digests_match(&row.digest, &digest) {
+                return Err(AdminKeyError::IdTaken(row.key.id));
+            }
+            if row.key.role != Role::Admin {
+                return Err(AdminKeyError::NotAdmin {
+                    role: row.key.role,
+                    name: row.key.name,
+                });
+            }
+            Ok(match row.key.revoked_at {
+                Some(_) => Ensured::Revoked(row.key),
+                None => Ensured::Present(row.key),
+            })
+        };
+        if let Some(row) = self.inner.backend.key(id).await? {
+            return found(row);
+        }
+        for name in ["admin".to_owned(), format!("admin-{id}")] {
+            let key = ApiKey {
+                id: id.to_owned(),
+                name,
+                role: Role::Admin,
+                tenant: "default".to_owned(),
+                created_at: self.now(),
+                revoked_at: None,
+            };
+            let row = KeyRow {
+                key: key.clone(),
+                digest: digest.clone(),
+            };
+            if self
+                .inner
+                .backend
+                .insert_key_once(row, &crate::Actor::system())
+                .await?
+            {
+                return Ok(Ensured::Created(key));
+            }
+            // Another instance stored it first, or the name is held by another key.
+            if let Some(row) = self.inner.backend.key(id).await? {
+                return found(row);
+            }
+        }
+        Err(AdminKeyError::NamesTaken(format!("admin-{id}")))
     }
 
     /// The active key `token` belongs to, if any.
@@ -366,6 +452,25 @@ pub(crate) fn new_key_token() -> (String, String) {
     (id, token)
 }
 
+/// A fresh key token in clarify's format (`ck_<id>_<secret>`), stored nowhere: `clarify keys
+/// generate` prints it for an operator to hand to [`Store::ensure_admin_key`] at start.
+pub fn generate_key() -> String {
+    new_key_token().1
+}
+
+/// The id of `token` when it is exactly what [`new_key_token`] makes: `ck_`, 16 characters,
+/// `_`, 32 characters, all of the base32 alphabet.
+pub(crate) fn parse_key(token: &str) -> Option<&str> {
+    let rest = token.strip_prefix("ck_")?;
+    let (id, secret) = rest.split_once('_')?;
+    let base32 = |s: &str, len: usize| {
+        s.len() == len
+            && s.bytes()
+                .all(|b| b"0123456789abcdefghjkmnpqrstvwxyz".contains(&b))
+    };
+    (base32(id, 16) && base32(secret, 32)).then_some(id)
+}
+
 /// The id part of a key token, if it has the key shape.
 pub(crate) fn key_id_of(token: &str) -> Option<&str> {
     let rest = token.strip_prefix("ck_")?;
@@ -396,6 +501,24 @@ mod tests {
         assert_eq!(key_id_of("ck_short_x"), None);
         assert_eq!(key_id_of("Bearer whatever"), None);
         assert_ne!(new_key_token().1, token);
+    }
+
+    #[test]
+    fn generated_keys_parse_and_nothing_else_does() {
+        let token = generate_key();
+        assert_eq!(parse_key(&token), key_id_of(&token));
+        assert!(parse_key(&token).is_some());
+        for bad in [
+            "",
+            "ck_short_x",
+            &token.to_uppercase(),
+            &format!("{token}\n"),
+            &format!("{token}x"),
+            &token.replace("ck_", "ct_"),
+            &format!("{}i", &token[..token.len() - 1]),
+        ] {
+            assert_eq!(parse_key(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

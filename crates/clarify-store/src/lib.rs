@@ -89,7 +89,9 @@ pub use insights::{
     AGES as PENDING_AGES, AgeFigures, BOUNDS, DayFigures, FAST_APPROVAL_SECONDS, Insights,
     InsightsQuery, MAX_DAYS, ResponderFigures, SurfaceFigures, TimeToDecision, ToolFigures,
 };
-pub use keys::{ApiKey, KeyError, LOGIN_TTL, NewKey, Role, TokenKind};
+pub use keys::{
+    AdminKeyError, ApiKey, Ensured, KeyError, LOGIN_TTL, NewKey, Role, TokenKind, generate_key,
+};
 pub use options::{Announce, Durability, PickChannels, StoreOptions};
 pub use outbox::{AfterAttempt, Attempt, Delivery, DeliveryStatus};
 pub use passkeys::{STEP_UP_WINDOW, StoredPasskey};

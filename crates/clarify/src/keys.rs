@@ -1,4 +1,5 @@
-//! `clarify keys`: key management directly on the store, also while a server runs.
+//! `clarify keys`: key management directly on the store, also while a server runs; and
+//! `clarify keys generate`, which makes a key for `serve --admin-key-file` without a store.
 
 use std::process::ExitCode;
 
@@ -8,6 +9,10 @@ use clarify_store::{Role, Store, StoreOptions};
 use crate::KeysCommand;
 
 pub async fn run(command: KeysCommand, db: &str) -> anyhow::Result<ExitCode> {
+    if let KeysCommand::Generate = command {
+        println!("{}", clarify_store::generate_key());
+        return Ok(ExitCode::SUCCESS);
+    }
     let options = StoreOptions {
         reaper_interval: None,
         ..StoreOptions::default()
@@ -40,6 +45,7 @@ pub async fn run(command: KeysCommand, db: &str) -> anyhow::Result<ExitCode> {
                 );
             }
         }
+        KeysCommand::Generate => {}
         KeysCommand::Revoke { name } => {
             let key = store.revoke_key(&name, &cli_actor()).await?;
             eprintln!(

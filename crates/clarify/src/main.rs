@@ -11,6 +11,7 @@ mod client;
 mod config;
 mod duration;
 mod gate;
+mod healthcheck;
 mod hook;
 mod inbox;
 mod keys;
@@ -85,7 +86,7 @@ enum Command {
     Cancel(client::CancelArgs),
     /// Manage API keys, directly on the store (also while a server runs).
     #[command(
-        after_help = "Examples:\n  clarify keys create --role agent --name ci-bot\n  clarify keys list\n  clarify keys revoke ci-bot"
+        after_help = "Examples:\n  clarify keys create --role agent --name ci-bot\n  clarify keys list\n  clarify keys revoke ci-bot\n  clarify keys generate > admin.key   (for serve --admin-key-file; touches no store)"
     )]
     Keys {
         #[command(subcommand)]
@@ -194,6 +195,12 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Ask a server whether it is alive (/healthz) or ready (/readyz): exit 0 when it answers
+    /// 200, else 1 with one line on stderr saying why. For container health checks.
+    #[command(
+        after_help = "Examples:\n  clarify healthcheck\n  clarify healthcheck --ready --url http://127.0.0.1:7420\n\nWithout --url it asks the address in CLARIFY_LISTEN (0.0.0.0 is reached as\n127.0.0.1), or http://127.0.0.1:7420; it gives up after 3 seconds."
+    )]
+    Healthcheck(healthcheck::HealthcheckArgs),
     /// Print the LLM tool definition of `ask_human`.
     #[command(after_help = "Example:\n  clarify tools --format anthropic")]
     Tools {
@@ -215,6 +222,11 @@ struct ServeArgs {
     /// or memory: (nothing persists).
     #[arg(long, env = "CLARIFY_DB", default_value = "sqlite://clarify.db")]
     db: String,
+    /// A file holding a key in clarify's format (from `clarify keys generate`), stored at start
+    /// as an admin key of the tenant default unless it is already: a first admin key without
+    /// reading the logs, the same on every instance.
+    #[arg(long, env = "CLARIFY_ADMIN_KEY_FILE")]
+    admin_key_file: Option<std::path::PathBuf>,
     /// The URL people reach this server at, for answer and login links
     /// (default: http://<listen address>).
     #[arg(long, env = "CLARIFY_PUBLIC_URL")]
@@ -302,6 +314,9 @@ enum KeysCommand {
         #[arg(long, default_value = "default")]
         tenant: String,
     },
+    /// Print a fresh key in clarify's format without touching a store: give it to `serve
+    /// --admin-key-file` (CLARIFY_ADMIN_KEY_FILE), which stores it as an admin key at start.
+    Generate,
     /// List keys (never their secrets).
     List,
     /// Revoke the active key with this name; it stops working at once.
@@ -415,5 +430,6 @@ async fn run(cli: Cli, given: Vec<String>) -> anyhow::Result<ExitCode> {
         Command::Gate(args) => gate::run(args).await,
         Command::Acp(args) => acp::run(args).await,
         Command::Agui { command } => agui::run(command).await,
+        Command::Healthcheck(args) => healthcheck::run(args).await,
     }
 }

@@ -153,6 +153,9 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
         tracing::info!(endpoint = %otlp.endpoint, "sending traces and metrics over OTLP/HTTP");
     }
     config.agui = agui.into_iter().map(std::sync::Arc::new).collect();
+    if let Some(path) = &args.admin_key_file {
+        admin_key_from(&store, path).await?;
+    }
     if let Some((key, login)) = clarify_server::bootstrap(&store, &public_url).await? {
         eprintln!("clarify: created the first admin key (shown once; keep it):");
         eprintln!("  {}", key.token);
@@ -164,6 +167,32 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     clarify_server::serve(listener, state, shutdown_signal()).await?;
     tracing::info!("clarify stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Stores the admin key in the file at `path` (`--admin-key-file`) unless it is stored already;
+/// a file that cannot be read or holds no clarify key stops the start, naming the file.
+async fn admin_key_from(store: &Store, path: &std::path::Path) -> anyhow::Result<()> {
+    let named = || format!("the admin key file {}", path.display());
+    let token = clarify_channels::config::read_secret_file(path)
+        .map_err(|e| anyhow::anyhow!("--admin-key-file (CLARIFY_ADMIN_KEY_FILE): {e}"))?;
+    match store.ensure_admin_key(&token).await {
+        Ok(clarify_store::Ensured::Created(key)) => {
+            tracing::info!(name = %key.name, file = %path.display(), "stored the admin key from the file");
+        }
+        Ok(clarify_store::Ensured::Present(_)) => {}
+        Ok(clarify_store::Ensured::Revoked(key)) => {
+            tracing::warn!(
+                name = %key.name,
+                file = %path.display(),
+                "the admin key in the file was revoked and stays revoked; give a new one from `clarify keys generate`, or none"
+            );
+        }
+        Err(clarify_store::AdminKeyError::Store(e)) => {
+            return Err(anyhow::Error::new(e).context(format!("storing {}", named())));
+        }
+        Err(e) => anyhow::bail!("{}: {e}", named()),
+    }
+    Ok(())
 }
 
 /// Who answers, as the configuration file says: `[identities]`, `[oidc]`, `[groups]`,

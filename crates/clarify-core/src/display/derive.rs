@@ -56,14 +56,14 @@ pub fn derive(call: &ToolCall<'_>, read: &dyn Fn(&str) -> FileState) -> Derived 
         return apply_patch(call, &patch, read);
     }
     match name {
-        "Edit" => {
+        // Claude Code's `Edit`, and Gemini CLI's `replace` (`allow_multiple`: every occurrence).
+        "Edit" | "replace" => {
             if let (Some(path), Some(old), Some(new)) =
                 (s("file_path"), s("old_string"), s("new_string"))
             {
-                let all = args
-                    .get("replace_all")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
+                let all = ["replace_all", "allow_multiple"]
+                    .iter()
+                    .any(|key| args.get(*key).and_then(Value::as_bool) == Some(true));
                 return edit(call, path, &[(old, new, all)], read);
             }
         }
@@ -86,7 +86,8 @@ pub fn derive(call: &ToolCall<'_>, read: &dyn Fn(&str) -> FileState) -> Derived 
                 }
             }
         }
-        "Write" => {
+        // Claude Code's `Write`, and Gemini CLI's `write_file`.
+        "Write" | "write_file" => {
             if let (Some(path), Some(content)) = (s("file_path"), s("content")) {
                 return write(call, path, content, read);
             }
@@ -220,8 +221,9 @@ fn notebook_edit(call: &ToolCall<'_>, path: &str) -> Derived {
     }
 }
 
-/// `Edit` and `MultiEdit`: the file's diff when the file could be read and every edit applies
-/// to it; otherwise the edited text alone, which is all a reader of the arguments could know.
+/// `Edit`, `MultiEdit` and `replace`: the file's diff when the file could be read and every edit
+/// applies to it; otherwise the edited text alone, which is all a reader of the arguments could
+/// know.
 fn edit(
     call: &ToolCall<'_>,
     path: &str,
@@ -229,11 +231,7 @@ fn edit(
     read: &dyn Fn(&str) -> FileState,
 ) -> Derived {
     let shown = relative(path, call.cwd);
-    let verb = if call.name == "MultiEdit" {
-        "MultiEdit"
-    } else {
-        "Edit"
-    };
+    let verb = call.name;
     if let FileState::Content(before) = read(path) {
         if let Some(after) = apply_edits(&before, edits) {
             let (block, added, removed) = diff_block(None, &shown, &before, &after);
@@ -303,7 +301,7 @@ fn write(
     let (blocks, added, removed) = diff_block(title, &shown, &before, content);
     Derived {
         blocks,
-        summary: summary_line(&format!("Write {shown} {}", counts(added, removed))),
+        summary: summary_line(&format!("{} {shown} {}", call.name, counts(added, removed))),
     }
 }
 

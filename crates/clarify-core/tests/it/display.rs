@@ -463,6 +463,35 @@ fn an_edit_is_shown_as_a_diff_of_the_file() {
 }
 
 #[test]
+fn gemini_clis_replace_and_write_file_are_diffs_too() {
+    let path = "/home/dev/shop/src/payments.py";
+    let d = derived(
+        "replace",
+        json!({"file_path": path, "old_string": "order.total", "new_string": "order.paid",
+            "instruction": "Compare with what was paid."}),
+        &[(path, Some(PAYMENTS))],
+    );
+    assert_eq!(d.summary, "replace src/payments.py (+1 \u{2212}1)");
+    assert!(diff_lines(&d.blocks).contains(&"+- 4     if amount > order.paid:".to_owned()));
+
+    let twice = "a = 1\na = 1\n";
+    let d = derived(
+        "replace",
+        json!({"file_path": path, "old_string": "a = 1", "new_string": "a = 2", "allow_multiple": true}),
+        &[(path, Some(twice))],
+    );
+    assert_eq!(d.summary, "replace src/payments.py (+2 \u{2212}2)");
+
+    let d = derived(
+        "write_file",
+        json!({"file_path": "/home/dev/shop/README.md", "content": "# Shop\n"}),
+        &[("/home/dev/shop/README.md", None)],
+    );
+    assert_eq!(d.summary, "write_file README.md (+1 \u{2212}0)");
+    assert_eq!(diff_lines(&d.blocks), vec!["+- 1 # Shop"]);
+}
+
+#[test]
 fn multi_edit_write_and_notebook_edit() {
     let path = "/home/dev/shop/src/payments.py";
     let d = derived(

@@ -23,6 +23,23 @@ impl MemoryBackend {
         Ok(!taken)
     }
 
+    pub(crate) async fn insert_key_once(
+        &self,
+        row: KeyRow,
+        by: &Actor,
+    ) -> Result<bool, StoreError> {
+        let mut s = self.state();
+        let taken = s.keys.iter().any(|k| {
+            k.key.id == row.key.id || (k.key.name == row.key.name && k.key.revoked_at.is_none())
+        });
+        if !taken {
+            let event = AdminEvent::new(&row.key.tenant, AdminKind::KeyCreated, &row.key.id, by);
+            s.push_admin(&event, row.key.created_at);
+            s.keys.push(row);
+        }
+        Ok(!taken)
+    }
+
     pub(crate) async fn key(&self, id: &str) -> Result<Option<KeyRow>, StoreError> {
         Ok(self.state().keys.iter().find(|k| k.key.id == id).cloned())
     }

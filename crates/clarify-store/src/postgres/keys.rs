@@ -41,6 +41,39 @@ impl PgBackend {
         Ok(true)
     }
 
+    pub(crate) async fn insert_key_once(
+        &self,
+        row: KeyRow,
+        by: &Actor,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        // No conflict target: the id and the active name both refuse quietly, so instances
+        // inserting the same key at once wait on each other's row and all but one insert none.
+        let inserted = sqlx::query(&format!(
+            "INSERT INTO clarify_keys ({KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             ON CONFLICT DO NOTHING"
+        ))
+        .bind(&row.key.id)
+        .bind(&row.key.name)
+        .bind(row.key.role.as_str())
+        .bind(&row.key.tenant)
+        .bind(&row.digest)
+        .bind(millis(row.key.created_at))
+        .bind(row.key.revoked_at.map(millis))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        if inserted != 1 {
+            tx.rollback().await.map_err(db_err)?;
+            return Ok(false);
+        }
+        let event = AdminEvent::new(&row.key.tenant, AdminKind::KeyCreated, &row.key.id, by);
+        append_admin(&mut tx, &event, row.key.created_at).await?;
+        self.commit_events(tx).await?;
+        Ok(true)
+    }
+
     pub(crate) async fn key(&self, id: &str) -> Result<Option<KeyRow>, StoreError> {
         sqlx::query(&format!(
             "SELECT {KEY_COLUMNS} FROM clarify_keys WHERE id = $1"

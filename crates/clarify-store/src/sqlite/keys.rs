@@ -38,6 +38,36 @@ impl SqliteBackend {
         .await
     }
 
+    pub(crate) async fn insert_key_once(
+        &self,
+        row: KeyRow,
+        by: &Actor,
+    ) -> Result<bool, StoreError> {
+        let event = AdminEvent::new(&row.key.tenant, AdminKind::KeyCreated, &row.key.id, by);
+        self.write(move |conn| {
+            // No conflict target: the id and the active name both refuse quietly.
+            let inserted = conn
+                .prepare_cached(&format!(
+                    "INSERT INTO keys ({KEY_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+                     ON CONFLICT DO NOTHING"
+                ))?
+                .execute(params![
+                    row.key.id,
+                    row.key.name,
+                    row.key.role.as_str(),
+                    row.key.tenant,
+                    row.digest,
+                    millis(row.key.created_at),
+                    row.key.revoked_at.map(millis),
+                ])?;
+            if inserted == 1 {
+                append_admin(conn, &event, row.key.created_at)?;
+            }
+            Ok(inserted == 1)
+        })
+        .await
+    }
+
     pub(crate) async fn key(&self, id: &str) -> Result<Option<KeyRow>, StoreError> {
         self.read(|conn| {
             conn.prepare_cached(&format!("SELECT {KEY_COLUMNS} FROM keys WHERE id = ?1"))?

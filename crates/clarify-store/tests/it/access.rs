@@ -31,6 +31,7 @@ conformance! {
         wrong_and_malformed_tokens_do_not_authenticate,
         active_key_names_are_unique_until_revoked,
         invalid_names_are_refused,
+        an_admin_key_from_a_file_is_stored_once,
         keys_lists_revoked_keys_too,
         login_token_redeems_once,
         concurrent_login_redemptions_have_one_winner,
@@ -47,6 +48,7 @@ conformance! {
     ],
     durable: [
         secrets_are_shared_by_instances,
+        instances_ensuring_one_admin_key_store_it_once,
         cursors_move_and_survive_reopening,
         deliveries_survive_reopening,
     ],
@@ -102,6 +104,135 @@ async fn a_new_key_authenticates_with_its_token(store: Store, env: Env) {
     assert_ne!(other.token, created.token);
     let found = store.authenticate(&other.token).await.expect("auth");
     assert_eq!(found.map(|k| k.role), Some(Role::Responder));
+}
+
+/// The `key.created` events of the key `id`.
+async fn created_events(store: &Store, id: &str) -> usize {
+    store.sync_feed().await.expect("sync the feed");
+    let subject = format!("key:{id}");
+    store
+        .audit_events(Some("default"), 0, usize::MAX)
+        .await
+        .expect("audit")
+        .iter()
+        .filter(|e| e.kind == "key.created" && e.subject.as_deref() == Some(subject.as_str()))
+        .count()
+}
+
+async fn an_admin_key_from_a_file_is_stored_once(store: Store, _env: Env) {
+    let token = clarify_store::generate_key();
+    let racing: Vec<_> = (0..8)
+        .map(|_| {
+            let (store, token) = (store.clone(), token.clone());
+            tokio::spawn(async move { store.ensure_admin_key(&token).await })
+        })
+        .collect();
+    let mut created = 0;
+    for task in racing {
+        match task.await.expect("task").expect("ensured") {
+            clarify_store::Ensured::Created(_) => created += 1,
+            clarify_store::Ensured::Present(_) => {}
+            other => panic!("an active key: {other:?}"),
+        }
+    }
+    assert_eq!(created, 1, "stored by exactly one of the racing starts");
+    let key = store
+        .authenticate(&token)
+        .await
+        .expect("auth")
+        .expect("the key from the file authenticates");
+    assert_eq!(key.role, Role::Admin);
+    assert_eq!(key.tenant, "default");
+    assert!(
+        key.name == "admin" || key.name == format!("admin-{}", key.id),
+        "{key:?}"
+    );
+    assert_eq!(
+        created_events(&store, &key.id).await,
+        1,
+        "one event in the chain"
+    );
+
+    // A later start finds it; once revoked it stays revoked.
+    assert_eq!(
+        store.ensure_admin_key(&token).await.expect("ensured"),
+        clarify_store::Ensured::Present(key.clone())
+    );
+    store
+        .revoke_key(&key.name, &clarify_store::Actor::system())
+        .await
+        .expect("revoke");
+    assert!(matches!(
+        store.ensure_admin_key(&token).await.expect("ensured"),
+        clarify_store::Ensured::Revoked(_)
+    ));
+    assert_eq!(store.authenticate(&token).await.expect("auth"), None);
+    assert_eq!(created_events(&store, &key.id).await, 1);
+
+    // A key of another role, a secret that differs, a token of another shape: refused.
+    let agent = store
+        .create_key(
+            &random_name("k"),
+            Role::Agent,
+            "default",
+            &clarify_store::Actor::system(),
+        )
+        .await
+        .expect("create key");
+    assert!(matches!(
+        store.ensure_admin_key(&agent.token).await,
+        Err(clarify_store::AdminKeyError::NotAdmin {
+            role: Role::Agent,
+            ..
+        })
+    ));
+    let mut forged = agent.token.clone();
+    let last = forged.pop().expect("non-empty");
+    forged.push(if last == 'a' { 'b' } else { 'a' });
+    assert!(matches!(
+        store.ensure_admin_key(&forged).await,
+        Err(clarify_store::AdminKeyError::IdTaken(id)) if id == agent.key.id
+    ));
+    for bad in ["", "ck_short_x", &format!("{token} "), "not a key"] {
+        assert!(
+            matches!(
+                store.ensure_admin_key(bad).await,
+                Err(clarify_store::AdminKeyError::Malformed)
+            ),
+            "{bad:?}"
+        );
+    }
+}
+
+async fn instances_ensuring_one_admin_key_store_it_once(store: Store, env: Env) {
+    let second = env.open().await;
+    let token = clarify_store::generate_key();
+    let racing: Vec<_> = (0..10)
+        .map(|i| {
+            let store = if i % 2 == 0 {
+                store.clone()
+            } else {
+                second.clone()
+            };
+            let token = token.clone();
+            tokio::spawn(async move { store.ensure_admin_key(&token).await })
+        })
+        .collect();
+    let mut created = 0;
+    for task in racing {
+        if let clarify_store::Ensured::Created(_) = task.await.expect("task").expect("ensured") {
+            created += 1;
+        }
+    }
+    assert_eq!(created, 1, "one instance stores it");
+    let key = second
+        .authenticate(&token)
+        .await
+        .expect("auth")
+        .expect("every instance knows it");
+    assert_eq!(key.role, Role::Admin);
+    assert_eq!(created_events(&store, &key.id).await, 1);
+    drop((store, second));
 }
 
 async fn wrong_and_malformed_tokens_do_not_authenticate(store: Store, env: Env) {

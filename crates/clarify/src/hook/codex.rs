@@ -11,8 +11,13 @@
 //! `deny` (an `allow` without an input rewrite, and `ask`, are ignored and the call runs on). So
 //! there the hook applies the policy's deny list and nothing else: a person asked there could
 //! not let the call run, and would be asked again at `PermissionRequest`. Which calls reach
-//! `PermissionRequest` is Codex's approval policy (`approval_policy = "untrusted"` sends every
-//! command that is not known to be safe).
+//! `PermissionRequest` is Codex's approval policy: as of Codex 0.169, `approval_policy =
+//! "on-request"` sends a command the model asks to run outside the sandbox and a patch outside
+//! the folders the sandbox may write (`"untrusted"` is refused at start). `codex exec` runs with
+//! the policy `never` whatever the configuration says, so there `PermissionRequest` never runs
+//! and only the policy's denials at `PreToolUse` apply. Codex runs hooks by default (`[features]
+//! hooks`, which replaced `codex_hooks`) once the user trusts them (`/hooks`), or unreviewed for
+//! one run with `--dangerously-bypass-hook-trust`.
 //!
 //! A shell command's `description` (the justification Codex writes for it) is shown as context
 //! and is not part of the action, so a `session` grant covers the same command again however it

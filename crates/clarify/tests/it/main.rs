@@ -6,6 +6,7 @@ mod cli;
 mod config;
 mod crash;
 mod dependencies;
+mod deploying;
 mod faults;
 mod flood;
 mod gate;

@@ -1,0 +1,183 @@
+//! What the deployment files rely on in the binary: `clarify healthcheck` as a container's health
+//! check, and a first admin key from a file.
+
+use std::process::Command;
+
+use crate::support::{Api, BIN, Server, temp_dir};
+
+/// Runs `clarify ARGS` with `env` added; returns (exit code, stdout, stderr).
+fn run_with(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .env_remove("CLARIFY_LISTEN")
+        .envs(env.iter().copied())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("clarify runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn healthcheck_exits_0_while_the_server_answers_and_1_with_a_reason_once_it_stopped() {
+    let dir = temp_dir("healthcheck");
+    let mut server = Server::start(&crate::support::sqlite_url(&dir), &[]).await;
+    let listen = format!("0.0.0.0:{}", server.port);
+    // Without --url: the address in CLARIFY_LISTEN, 0.0.0.0 reached on loopback.
+    for args in [&["healthcheck"][..], &["healthcheck", "--ready"]] {
+        let (code, stdout, stderr) = run_with(args, &[("CLARIFY_LISTEN", &listen)]);
+        assert_eq!(code, 0, "{args:?}: {stderr}");
+        assert_eq!(stdout, "", "a health check prints nothing when healthy");
+    }
+    let (code, _, stderr) = run_with(&["healthcheck", "--ready", "--url", &server.url], &[]);
+    assert_eq!(code, 0, "{stderr}");
+
+    // Something answering, but not 200: the status and the API's code are named.
+    let (code, _, stderr) = run_with(
+        &[
+            "healthcheck",
+            "--url",
+            &format!("{}/v1/requests", server.url),
+        ],
+        &[],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("/v1/requests/healthz: answered 401 Unauthorized (unauthorized)"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+
+    server.terminate();
+    assert_eq!(
+        server.wait_exit(std::time::Duration::from_secs(20)),
+        Some(0)
+    );
+    let (code, _, stderr) = run_with(&["healthcheck"], &[("CLARIFY_LISTEN", &listen)]);
+    assert_eq!(code, 1, "nothing listens any more");
+    assert!(
+        stderr.starts_with(&format!(
+            "clarify: healthcheck: http://127.0.0.1:{}/healthz: cannot connect",
+            server.port
+        )),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+
+    // A wrong CLARIFY_LISTEN is named rather than guessed around.
+    let (code, _, stderr) = run_with(&["healthcheck"], &[("CLARIFY_LISTEN", "localhost")]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("CLARIFY_LISTEN=\"localhost\""), "{stderr}");
+}
+
+#[tokio::test]
+async fn healthcheck_gives_up_on_a_server_that_never_answers() {
+    // A listener that accepts and never answers: the check must fail on its own timeout.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = silent.local_addr().expect("addr").port();
+    let started = std::time::Instant::now();
+    let (code, _, stderr) = run_with(
+        &["healthcheck", "--url", &format!("http://127.0.0.1:{port}")],
+        &[],
+    );
+    assert_eq!(code, 1);
+    assert!(stderr.contains("no answer within 3 s"), "{stderr}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    drop(silent);
+}
+
+#[test]
+fn keys_generate_prints_a_fresh_key_and_touches_no_store() {
+    let dir = temp_dir("keys-generate");
+    let generate = || {
+        let out = Command::new(BIN)
+            .args(["keys", "generate"])
+            .current_dir(&dir)
+            .env_remove("CLARIFY_DB")
+            .output()
+            .expect("clarify runs");
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let (one, two) = (generate(), generate());
+    assert_ne!(one, two, "fresh each time");
+    let key = one.strip_suffix('\n').expect("one line");
+    let (id, secret) = key
+        .strip_prefix("ck_")
+        .and_then(|k| k.split_once('_'))
+        .expect("ck_<id>_<secret>");
+    assert_eq!((id.len(), secret.len()), (16, 32), "{key}");
+    assert_eq!(
+        std::fs::read_dir(&dir).expect("dir").count(),
+        0,
+        "no store was made in the working directory"
+    );
+}
+
+/// `clarify audit export` of `db`: how many `key.created` events it holds.
+fn keys_created(db: &str) -> usize {
+    let (code, stdout, stderr) = run_with(&["audit", "export", "--db", db], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    stdout
+        .lines()
+        .filter(|l| l.contains("\"key.created\""))
+        .count()
+}
+
+#[tokio::test]
+async fn a_first_admin_key_from_a_file_works_at_once_and_is_stored_once_across_restarts() {
+    let dir = temp_dir("admin-key-file");
+    let db = crate::support::sqlite_url(&dir);
+    let (_, key, _) = run_with(&["keys", "generate"], &[]);
+    let key = key.trim().to_owned();
+    let file = dir.join("admin.key");
+    std::fs::write(&file, format!("{key}\n")).expect("write the key");
+    let file = file.display().to_string();
+    for start in 0..2 {
+        let mut server = Server::start(&db, &["--admin-key-file", &file]).await;
+        let (status, session) = Api::new(&server.url, &key).get("/v1/session").await;
+        assert_eq!(status, 200, "start {start}: {session}");
+        assert_eq!(session["role"], "admin");
+        assert!(
+            !server.stderr().contains("ck_"),
+            "no key is printed when one is given: {}",
+            server.stderr()
+        );
+        server.terminate();
+        server.wait_exit(std::time::Duration::from_secs(20));
+    }
+    assert_eq!(keys_created(&db), 1, "one key.created across restarts");
+    let (_, list, _) = run_with(&["keys", "list", "--db", &db], &[]);
+    assert_eq!(list.lines().count(), 2, "a header and the one key: {list}");
+    assert!(
+        list.lines().nth(1).is_some_and(|l| l.starts_with("admin ")),
+        "{list}"
+    );
+}
+
+#[test]
+fn a_malformed_or_missing_admin_key_file_stops_the_start_naming_the_file() {
+    let dir = temp_dir("admin-key-bad");
+    let db = crate::support::sqlite_url(&dir);
+    let bad = dir.join("bad.key");
+    std::fs::write(&bad, "hunter2\n").expect("write");
+    let missing = dir.join("missing.key");
+    for (file, says) in [(&bad, "is not a clarify key"), (&missing, "cannot read")] {
+        let (code, _, stderr) = run_with(
+            &["serve", "--db", &db, "--listen", "127.0.0.1:0"],
+            &[("CLARIFY_ADMIN_KEY_FILE", &file.display().to_string())],
+        );
+        assert_eq!(code, 1, "{stderr}");
+        assert!(
+            stderr.contains(&file.display().to_string()) && stderr.contains(says),
+            "{stderr}"
+        );
+        assert!(
+            !stderr.contains("hunter2"),
+            "the file's content is not shown"
+        );
+    }
+}
