@@ -58,7 +58,7 @@ pub async fn run(args: HealthcheckArgs) -> anyhow::Result<ExitCode> {
 async fn check(url: &str) -> Result<(), String> {
     // No proxy: a proxy set for the server's outbound calls must not stand between a health
     // check and the server beside it.
-    let client = reqwest::Client::builder()
+    let client = clarify_client::http::builder()
         .no_proxy()
         .timeout(TIMEOUT)
         .build()
