@@ -11,6 +11,7 @@
 use std::sync::{Arc, OnceLock};
 
 /// A client builder with clarify's TLS set up; add timeouts, a user agent, a redirect policy.
+#[allow(clippy::disallowed_methods)] // The one place reqwest's own builder is called.
 pub fn builder() -> reqwest::ClientBuilder {
     let builder = reqwest::Client::builder();
     match tls() {
@@ -50,6 +51,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::disallowed_methods)] // What a library building its own client does.
     fn clients_build_and_reqwest_defaults_work_after_the_first() {
         client().expect("a client with clarify's TLS");
         // The default provider is now ring, so a client a library builds itself works too.
