@@ -14,6 +14,7 @@ mod insights;
 mod mcp;
 mod operating;
 mod paths;
+mod replicas;
 mod seen;
 mod serve;
 mod support;
