@@ -45,9 +45,20 @@ use crate::duration::parse_duration;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// What `clarify --version` prints after the name: the version, the commit and its date (see
+/// `build.rs`; `unknown` when the build did not know them).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("CLARIFY_COMMIT"),
+    " ",
+    env!("CLARIFY_COMMIT_DATE"),
+    ")"
+);
+
 /// Ask a human and wait for the answer.
 #[derive(Debug, Parser)]
-#[command(name = "clarify", version, about, max_term_width = 100)]
+#[command(name = "clarify", version = VERSION, about, max_term_width = 100)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

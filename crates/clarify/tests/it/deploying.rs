@@ -1,5 +1,5 @@
 //! What the deployment files rely on in the binary: `clarify healthcheck` as a container's health
-//! check, a first admin key from a file, and secrets from files.
+//! check, a first admin key from a file, secrets from files, and `--version`.
 
 use std::process::Command;
 
@@ -87,6 +87,26 @@ async fn healthcheck_gives_up_on_a_server_that_never_answers() {
     assert!(stderr.contains("no answer within 3 s"), "{stderr}");
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
     drop(silent);
+}
+
+#[test]
+fn version_names_the_version_the_commit_and_its_date() {
+    let (code, stdout, _) = run_with(&["--version"], &[]);
+    assert_eq!(code, 0);
+    let line = stdout.trim_end();
+    let rest = line
+        .strip_prefix(&format!("clarify {} (", env!("CARGO_PKG_VERSION")))
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("clarify <version> (<commit> <date>): {line:?}"));
+    let (commit, date) = rest.split_once(' ').expect("a commit and a date");
+    assert!(
+        commit == "unknown" || (commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{commit:?}"
+    );
+    assert!(
+        date == "unknown" || chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").is_ok(),
+        "{date:?}"
+    );
 }
 
 #[test]
