@@ -849,5 +849,10 @@ async fn a_printing_command_ends_quietly_when_its_reader_goes_away() {
     let out = child.wait_with_output().expect("clarify ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
-    assert_eq!(out.status.signal(), Some(13), "SIGPIPE: {:?} {stderr}", out.status);
+    assert_eq!(
+        out.status.signal(),
+        Some(13),
+        "SIGPIPE: {:?} {stderr}",
+        out.status
+    );
 }
