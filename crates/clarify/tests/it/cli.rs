@@ -856,3 +856,16 @@ async fn a_printing_command_ends_quietly_when_its_reader_goes_away() {
         out.status
     );
 }
+
+/// Without a key, the error says once how to make one (the server's message and the client's
+/// hint each named `clarify keys create`).
+#[tokio::test]
+async fn a_missing_key_is_explained_once() {
+    let (server, _) = server().await;
+    let mut c = clarify_at(&server.url, "");
+    c.env_remove("CLARIFY_TOKEN").arg("list");
+    let (code, _, stderr) = output(c);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("CLARIFY_TOKEN"), "{stderr}");
+    assert_eq!(stderr.matches("clarify keys create").count(), 1, "{stderr}");
+}
