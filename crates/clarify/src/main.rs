@@ -367,6 +367,13 @@ fn main() -> ExitCode {
             .chain(from_files.given_at(&["serve"]).map(str::to_owned))
             .collect::<Vec<String>>()
     });
+    if cli.command.prints() {
+        // A printing command ends quietly when its reader goes away (`clarify list | head -1`),
+        // killed by SIGPIPE as `ls` is (status 141 in a shell), rather than panicking on the
+        // failed write. Servers and protocol commands keep ignoring the signal: they handle a
+        // peer that went away themselves.
+        sigpipe::reset();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -389,6 +396,23 @@ fn main() -> ExitCode {
     // stdin open), and dropping the runtime would wait for it forever.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     code
+}
+
+impl Command {
+    /// Whether the command prints its result and ends, rather than serving a peer (a server, an
+    /// MCP or ACP session, a hook speaking to its agent, the terminal inbox).
+    fn prints(&self) -> bool {
+        !matches!(
+            self,
+            Command::Serve(_)
+                | Command::Mcp(_)
+                | Command::Hook { .. }
+                | Command::Gate(_)
+                | Command::Acp(_)
+                | Command::Agui { .. }
+                | Command::Inbox(_)
+        )
+    }
 }
 
 async fn run(cli: Cli, given: Vec<String>) -> anyhow::Result<ExitCode> {
