@@ -130,7 +130,8 @@ async fn instances_starting_at_once_on_an_empty_database_migrate_it_once_and_all
 
 /// How many long-polls, event streams and /mcp calls `server` holds open.
 async fn waiters(server: &Server, key: &str) -> f64 {
-    let text = reqwest::Client::new()
+    let text = clarify_client::http::client()
+        .expect("an HTTP client")
         .get(format!("{}/metrics", server.url))
         .bearer_auth(key)
         .send()
