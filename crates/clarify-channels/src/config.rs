@@ -111,10 +111,13 @@ fn checked(table: impl PlatformTable, secrets: &Secrets<'_>) -> Result<Channel, 
     })
 }
 
-/// Reads a secret: its value (`bot_token = "..."`), or the environment variable `<key>_env`
-/// names (`bot_token_env = "SLACK_BOT_TOKEN"`); both at once is an error, and so is a named
-/// variable that is unset or empty. The binary reads the secrets of its other sections
-/// (`[oidc]`, `[push]`) through it too, so every secret in the file is given the same way.
+/// Reads a secret: its value (`bot_token = "..."`), the environment variable `<key>_env` names
+/// (`bot_token_env = "SLACK_BOT_TOKEN"`), or the file `<key>_file` names (`bot_token_file =
+/// "/run/secrets/slack"`, as Kubernetes and compose mount secrets; its trailing line breaks
+/// trimmed). Two ways at once is an error naming both, and so is a named variable that is unset
+/// or empty, or a named file that cannot be read or holds nothing. The binary reads the secrets
+/// of its other sections (`[oidc]`, `[push]`) through it too, so every secret in the file is
+/// given the same way.
 pub struct Secrets<'a> {
     /// Resolves an environment variable (the process's, or a test's).
     pub env: &'a dyn Fn(&str) -> Option<String>,
@@ -127,27 +130,43 @@ impl std::fmt::Debug for Secrets<'_> {
 }
 
 impl Secrets<'_> {
+    /// The secret `key`, given as `value`, through the variable `var` or in the file `file`;
+    /// `None` when none is given.
     pub fn optional(
         &self,
         key: &str,
         value: Option<String>,
         var: Option<String>,
+        file: Option<String>,
     ) -> Result<Option<String>, Invalid> {
-        match (value, var) {
-            (Some(_), Some(_)) => Err(Invalid::new(
-                key,
-                format!("give either {key} or {key}_env, not both"),
-            )),
-            (Some(v), None) if v.is_empty() => Err(Invalid::new(key, "is empty")),
-            (Some(v), None) => Ok(Some(v)),
-            (None, Some(name)) => match (self.env)(&name).filter(|v| !v.is_empty()) {
+        let given: Vec<String> = [
+            value.is_some().then(|| key.to_owned()),
+            var.is_some().then(|| format!("{key}_env")),
+            file.is_some().then(|| format!("{key}_file")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if let [first, second, ..] = given.as_slice() {
+            return Err(Invalid::new(
+                first,
+                format!("give either {first} or {second}, not both"),
+            ));
+        }
+        match (value, var, file) {
+            (Some(v), _, _) if v.is_empty() => Err(Invalid::new(key, "is empty")),
+            (Some(v), _, _) => Ok(Some(v)),
+            (None, Some(name), _) => match (self.env)(&name).filter(|v| !v.is_empty()) {
                 Some(v) => Ok(Some(v)),
                 None => Err(Invalid::new(
                     &format!("{key}_env"),
                     format!("the environment variable {name} is not set"),
                 )),
             },
-            (None, None) => Ok(None),
+            (None, None, Some(path)) => read_secret_file(std::path::Path::new(&path))
+                .map(Some)
+                .map_err(|problem| Invalid::new(&format!("{key}_file"), problem)),
+            (None, None, None) => Ok(None),
         }
     }
 
@@ -156,11 +175,15 @@ impl Secrets<'_> {
         key: &str,
         value: Option<String>,
         var: Option<String>,
+        file: Option<String>,
     ) -> Result<String, Invalid> {
-        self.optional(key, value, var)?.ok_or_else(|| {
+        self.optional(key, value, var, file)?.ok_or_else(|| {
             Invalid::new(
                 key,
-                format!("is missing; give {key} = \"...\" or {key}_env = \"VARIABLE\""),
+                format!(
+                    "is missing; give {key} = \"...\", {key}_env = \"VARIABLE\" or \
+                     {key}_file = \"PATH\""
+                ),
             )
         })
     }

@@ -486,9 +486,11 @@ impl Client {
             .unwrap_or("the server refused the call")
             .to_owned();
         if status == 401 {
-            message.push_str(
-                "; set CLARIFY_TOKEN to an API key (create one with `clarify keys create`)",
-            );
+            message.push_str("; set CLARIFY_TOKEN to an API key");
+            // The server's own message may already say how to make one.
+            if !message.contains("clarify keys create") {
+                message.push_str(" (create one with `clarify keys create`)");
+            }
         }
         let record = value
             .get("record")

@@ -22,6 +22,7 @@ mod policy;
 mod reference;
 mod render;
 mod report;
+mod secret_files;
 mod serve;
 mod settings;
 
@@ -44,9 +45,20 @@ use crate::duration::parse_duration;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// What `clarify --version` prints after the name: the version, the commit and its date (see
+/// `build.rs`; `unknown` when the build did not know them).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("CLARIFY_COMMIT"),
+    " ",
+    env!("CLARIFY_COMMIT_DATE"),
+    ")"
+);
+
 /// Ask a human and wait for the answer.
 #[derive(Debug, Parser)]
-#[command(name = "clarify", version, about, max_term_width = 100)]
+#[command(name = "clarify", version = VERSION, about, max_term_width = 100)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -327,13 +339,24 @@ enum KeysCommand {
 }
 
 fn main() -> ExitCode {
-    let matches = Cli::command().get_matches();
+    let (command, from_files) = secret_files::apply(Cli::command(), &|name| std::env::var_os(name));
+    let matches = command.get_matches();
+    let mut path = Vec::new();
+    let mut innermost = &matches;
+    while let Some((name, sub)) = innermost.subcommand() {
+        path.push(name.to_owned());
+        innermost = sub;
+    }
+    if let Some(failure) = from_files.failure(&path) {
+        eprintln!("clarify: {failure}");
+        return ExitCode::FAILURE;
+    }
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    // Which of `serve`'s settings were given as flags (or their environment variables), which
-    // win over the configuration file.
+    // Which of `serve`'s settings were given as flags (or their environment variables, or
+    // files those name), which win over the configuration file.
     let given = matches.subcommand_matches("serve").map(|m| {
         m.ids()
             .filter(|id| {
@@ -341,8 +364,16 @@ fn main() -> ExitCode {
                     .is_some_and(|s| s != clap::parser::ValueSource::DefaultValue)
             })
             .map(|id| id.as_str().to_owned())
+            .chain(from_files.given_at(&["serve"]).map(str::to_owned))
             .collect::<Vec<String>>()
     });
+    if cli.command.prints() {
+        // A printing command ends quietly when its reader goes away (`clarify list | head -1`),
+        // killed by SIGPIPE as `ls` is (status 141 in a shell), rather than panicking on the
+        // failed write. Servers and protocol commands keep ignoring the signal: they handle a
+        // peer that went away themselves.
+        sigpipe::reset();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -365,6 +396,23 @@ fn main() -> ExitCode {
     // stdin open), and dropping the runtime would wait for it forever.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     code
+}
+
+impl Command {
+    /// Whether the command prints its result and ends, rather than serving a peer (a server, an
+    /// MCP or ACP session, a hook speaking to its agent, the terminal inbox).
+    fn prints(&self) -> bool {
+        !matches!(
+            self,
+            Command::Serve(_)
+                | Command::Mcp(_)
+                | Command::Hook { .. }
+                | Command::Gate(_)
+                | Command::Acp(_)
+                | Command::Agui { .. }
+                | Command::Inbox(_)
+        )
+    }
 }
 
 async fn run(cli: Cli, given: Vec<String>) -> anyhow::Result<ExitCode> {

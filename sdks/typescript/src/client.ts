@@ -345,7 +345,9 @@ export class Client {
       // Not clarify's JSON (a proxy's page, say): the status and the URL say enough.
     }
     if (response.status === 401) {
-      message += "; set CLARIFY_TOKEN to an API key (create one with `clarify keys create`)";
+      message += "; set CLARIFY_TOKEN to an API key";
+      // The server's own message may already say how to make one.
+      if (!message.includes("clarify keys create")) message += " (create one with `clarify keys create`)";
     }
     const retryAfter = Number(response.headers.get("retry-after") ?? Number.NaN);
     throw new ClarifyError(message, {

@@ -20,10 +20,13 @@ pub struct RawDiscord {
     /// `discord:<user id>`, instead of refusing their answer.
     #[serde(default)]
     allow_unmapped: bool,
-    /// The bot's token. This or `bot_token_env` is required.
+    /// The bot's token. This, `bot_token_env` or `bot_token_file` is
+    /// required.
     bot_token: Option<String>,
     /// The environment variable holding `bot_token`.
     bot_token_env: Option<String>,
+    /// The file holding `bot_token` (its trailing line break trimmed).
+    bot_token_file: Option<String>,
     /// The application's public key (64 hex digits, under General Information), which verifies
     /// Discord's calls.
     public_key: String,
@@ -53,7 +56,12 @@ impl PlatformTable for RawDiscord {
             ));
         }
         Ok(Platform::Discord(Discord {
-            bot_token: secrets.required("bot_token", self.bot_token, self.bot_token_env)?,
+            bot_token: secrets.required(
+                "bot_token",
+                self.bot_token,
+                self.bot_token_env,
+                self.bot_token_file,
+            )?,
             public_key: self.public_key.to_ascii_lowercase(),
             channel_id: nonempty("channel_id", self.channel_id.text())?,
             api_url: url("api_url", self.api_url, API_URL, &WEB)?,

@@ -21,6 +21,8 @@ pub struct RawEmail {
     password: Option<String>,
     /// The environment variable holding `password`.
     password_env: Option<String>,
+    /// The file holding `password` (its trailing line break trimmed).
+    password_file: Option<String>,
     /// The sender: `clarify@example.com` or `Clarify <clarify@example.com>`.
     from: String,
     /// The recipients. Absent: the addresses `[identities]` gives the request's responders
@@ -41,7 +43,12 @@ impl PlatformTable for RawEmail {
         }
         Ok(Platform::Email(Email {
             smtp_url: url("smtp_url", Some(self.smtp_url), "", &["smtp", "smtps"])?,
-            password: secrets.optional("password", self.password, self.password_env)?,
+            password: secrets.optional(
+                "password",
+                self.password,
+                self.password_env,
+                self.password_file,
+            )?,
             from: self.from,
             to: self.to,
         }))

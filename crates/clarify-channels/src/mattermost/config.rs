@@ -20,10 +20,13 @@ pub struct RawMattermost {
     allow_unmapped: bool,
     /// The Mattermost server, such as `https://chat.example.com`.
     url: String,
-    /// The bot account's access token. This or `bot_token_env` is required.
+    /// The bot account's access token. This, `bot_token_env` or
+    /// `bot_token_file` is required.
     bot_token: Option<String>,
     /// The environment variable holding `bot_token`.
     bot_token_env: Option<String>,
+    /// The file holding `bot_token` (its trailing line break trimmed).
+    bot_token_file: Option<String>,
     /// The id of the channel requests are posted to (26 characters, under View Info).
     channel_id: String,
 }
@@ -40,7 +43,12 @@ impl PlatformTable for RawMattermost {
     fn check(self, secrets: &Secrets<'_>) -> Result<Platform, Invalid> {
         Ok(Platform::Mattermost(Mattermost {
             url: url("url", Some(self.url), "", &WEB)?,
-            bot_token: secrets.required("bot_token", self.bot_token, self.bot_token_env)?,
+            bot_token: secrets.required(
+                "bot_token",
+                self.bot_token,
+                self.bot_token_env,
+                self.bot_token_file,
+            )?,
             channel_id: nonempty("channel_id", self.channel_id)?,
         }))
     }

@@ -25,6 +25,8 @@ pub struct RawNtfy {
     token: Option<String>,
     /// The environment variable holding `token`.
     token_env: Option<String>,
+    /// The file holding `token` (its trailing line break trimmed).
+    token_file: Option<String>,
 }
 
 impl PlatformTable for RawNtfy {
@@ -36,7 +38,7 @@ impl PlatformTable for RawNtfy {
         Ok(Platform::Ntfy(Ntfy {
             url: url("url", self.url, URL, &WEB)?,
             topic: nonempty("topic", self.topic)?,
-            token: secrets.optional("token", self.token, self.token_env)?,
+            token: secrets.optional("token", self.token, self.token_env, self.token_file)?,
         }))
     }
 }

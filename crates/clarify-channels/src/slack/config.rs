@@ -20,15 +20,19 @@ pub struct RawSlack {
     /// instead of refusing their answer.
     #[serde(default)]
     allow_unmapped: bool,
-    /// The bot's token (`xoxb-...`, under OAuth & Permissions). This or `bot_token_env` is
-    /// required.
+    /// The bot's token (`xoxb-...`, under OAuth & Permissions). This, `bot_token_env`
+    /// or `bot_token_file` is required.
     bot_token: Option<String>,
     /// The environment variable holding `bot_token`.
     bot_token_env: Option<String>,
+    /// The file holding `bot_token` (its trailing line break trimmed).
+    bot_token_file: Option<String>,
     /// Verifies Slack's calls to `/hooks/slack/<name>`; required unless `socket_mode` is true.
     signing_secret: Option<String>,
     /// The environment variable holding `signing_secret`.
     signing_secret_env: Option<String>,
+    /// The file holding `signing_secret` (its trailing line break trimmed).
+    signing_secret_file: Option<String>,
     /// The id of the conversation requests are posted to (`C0123456789`).
     channel: String,
     /// Where Slack's Web API is; a proxy or a test may stand in for it.
@@ -42,6 +46,8 @@ pub struct RawSlack {
     app_token: Option<String>,
     /// The environment variable holding `app_token`.
     app_token_env: Option<String>,
+    /// The file holding `app_token` (its trailing line break trimmed).
+    app_token_file: Option<String>,
     /// Users (`U...`) or user groups (`S...`) mentioned in each announcement.
     #[serde(default)]
     mention: Vec<String>,
@@ -57,11 +63,17 @@ impl PlatformTable for RawSlack {
     }
 
     fn check(self, secrets: &Secrets<'_>) -> Result<Platform, Invalid> {
-        let app_token = secrets.optional("app_token", self.app_token, self.app_token_env)?;
+        let app_token = secrets.optional(
+            "app_token",
+            self.app_token,
+            self.app_token_env,
+            self.app_token_file,
+        )?;
         let signing_secret = secrets.optional(
             "signing_secret",
             self.signing_secret,
             self.signing_secret_env,
+            self.signing_secret_file,
         )?;
         if self.socket_mode && app_token.is_none() {
             return Err(Invalid::new(
@@ -76,7 +88,12 @@ impl PlatformTable for RawSlack {
             ));
         }
         Ok(Platform::Slack(Slack {
-            bot_token: secrets.required("bot_token", self.bot_token, self.bot_token_env)?,
+            bot_token: secrets.required(
+                "bot_token",
+                self.bot_token,
+                self.bot_token_env,
+                self.bot_token_file,
+            )?,
             signing_secret,
             channel: nonempty("channel", self.channel)?,
             api_url: url("api_url", self.api_url, API_URL, &WEB)?,

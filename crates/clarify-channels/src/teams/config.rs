@@ -23,10 +23,13 @@ pub struct RawTeams {
     allow_unmapped: bool,
     /// The Azure Bot's Microsoft App ID: the audience of the tokens Teams sends.
     app_id: String,
-    /// A client secret of the app. This or `app_password_env` is required.
+    /// A client secret of the app. This, `app_password_env` or
+    /// `app_password_file` is required.
     app_password: Option<String>,
     /// The environment variable holding `app_password`.
     app_password_env: Option<String>,
+    /// The file holding `app_password` (its trailing line break trimmed).
+    app_password_file: Option<String>,
     /// The Microsoft Entra tenant (directory) id the single-tenant bot is registered in.
     tenant_id: String,
     /// The Bot Connector URL of the conversation requests are posted to (the `serviceUrl` of
@@ -73,8 +76,12 @@ impl PlatformTable for RawTeams {
         let tenant_id = nonempty("tenant_id", self.tenant_id)?;
         let login = token_url(LOGIN, &tenant_id);
         let app_id = nonempty("app_id", self.app_id)?;
-        let app_password =
-            secrets.required("app_password", self.app_password, self.app_password_env)?;
+        let app_password = secrets.required(
+            "app_password",
+            self.app_password,
+            self.app_password_env,
+            self.app_password_file,
+        )?;
         let login_url = url("login_url", self.login_url, &login, &WEB)?;
         let openid_url = url("openid_url", self.openid_url, OPENID_URL, &WEB)?;
         Ok(Platform::Teams(Teams::new(

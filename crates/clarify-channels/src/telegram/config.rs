@@ -32,10 +32,13 @@ pub struct RawTelegram {
     /// `telegram:<user id>`, instead of refusing their answer.
     #[serde(default)]
     allow_unmapped: bool,
-    /// The bot's token from @BotFather (`123456:ABC-...`). This or `bot_token_env` is required.
+    /// The bot's token from @BotFather (`123456:ABC-...`). This,
+    /// `bot_token_env` or `bot_token_file` is required.
     bot_token: Option<String>,
     /// The environment variable holding `bot_token`.
     bot_token_env: Option<String>,
+    /// The file holding `bot_token` (its trailing line break trimmed).
+    bot_token_file: Option<String>,
     /// The chat requests are posted to: a number (a group's is negative) or `"@channelusername"`.
     chat_id: Id,
     #[serde(default)]
@@ -46,6 +49,8 @@ pub struct RawTelegram {
     webhook_secret: Option<String>,
     /// The environment variable holding `webhook_secret`.
     webhook_secret_env: Option<String>,
+    /// The file holding `webhook_secret` (its trailing line break trimmed).
+    webhook_secret_file: Option<String>,
     /// Where the Bot API is; a proxy or a test may stand in for it.
     #[schemars(extend("default" = API_URL))]
     api_url: Option<String>,
@@ -65,6 +70,7 @@ impl PlatformTable for RawTelegram {
             "webhook_secret",
             self.webhook_secret,
             self.webhook_secret_env,
+            self.webhook_secret_file,
         )?;
         if matches!(self.mode, TelegramMode::Webhook) && webhook_secret.is_none() {
             return Err(Invalid::new(
@@ -79,7 +85,12 @@ impl PlatformTable for RawTelegram {
             ));
         }
         Ok(Platform::Telegram(Telegram {
-            bot_token: secrets.required("bot_token", self.bot_token, self.bot_token_env)?,
+            bot_token: secrets.required(
+                "bot_token",
+                self.bot_token,
+                self.bot_token_env,
+                self.bot_token_file,
+            )?,
             chat_id: nonempty("chat_id", self.chat_id.text())?,
             webhook_secret,
             api_url: url("api_url", self.api_url, API_URL, &WEB)?,

@@ -139,8 +139,8 @@ pub async fn check(
         return Err(ApiError::forbidden(
             "forbidden",
             format!(
-                "a {} key cannot check grants; use an agent key",
-                caller.key.role
+                "{} cannot check grants; use an agent key",
+                crate::middleware::auth::a_key(caller.key.role)
             ),
         ));
     }
@@ -174,8 +174,8 @@ pub async fn revoke(
         return Err(ApiError::forbidden(
             "forbidden",
             format!(
-                "a {} key cannot revoke grants; use a responder key",
-                caller.key.role
+                "{} cannot revoke grants; use a responder key",
+                crate::middleware::auth::a_key(caller.key.role)
             ),
         ));
     }

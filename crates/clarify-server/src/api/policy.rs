@@ -112,8 +112,8 @@ pub async fn check(
         return Err(ApiError::forbidden(
             "forbidden",
             format!(
-                "a {} key cannot check the policy; use an agent key",
-                caller.key.role
+                "{} cannot check the policy; use an agent key",
+                crate::middleware::auth::a_key(caller.key.role)
             ),
         ));
     }

@@ -135,8 +135,8 @@ impl Caller {
             Err(ApiError::forbidden(
                 "forbidden",
                 format!(
-                    "a {} key cannot create, wait for or cancel requests; use an agent key",
-                    self.key.role
+                    "{} cannot create, wait for or cancel requests; use an agent key",
+                    a_key(self.key.role)
                 ),
             ))
         }
@@ -150,8 +150,8 @@ impl Caller {
             Err(ApiError::forbidden(
                 "forbidden",
                 format!(
-                    "a {} key cannot answer requests; use a responder key",
-                    self.key.role
+                    "{} cannot answer requests; use a responder key",
+                    a_key(self.key.role)
                 ),
             ))
         }
@@ -436,5 +436,14 @@ fn secure(state: &AppState) -> &'static str {
         "; Secure"
     } else {
         ""
+    }
+}
+
+/// A key of `role`, with its article, to begin a refusal: "an agent key", "a responder key".
+pub(crate) fn a_key(role: Role) -> &'static str {
+    match role {
+        Role::Agent => "an agent key",
+        Role::Responder => "a responder key",
+        Role::Admin => "an admin key",
     }
 }

@@ -287,11 +287,15 @@ async fn roles_limit_what_a_key_may_do() {
     let responder = s.key(Role::Responder, "alice", "default").await;
     let (status, err) = s.post("/v1/requests", &responder, deploy()).await;
     assert_eq!((status, code(&err)), (StatusCode::FORBIDDEN, "forbidden"));
+    assert_eq!(
+        err["error"]["message"],
+        "a responder key cannot create, wait for or cancel requests; use an agent key"
+    );
     let id = s.ask(&agent, deploy()).await["id"]
         .as_str()
         .expect("id")
         .to_owned();
-    let (status, _) = s
+    let (status, err) = s
         .post(
             &format!("/v1/requests/{id}/answer"),
             &agent,
@@ -299,6 +303,10 @@ async fn roles_limit_what_a_key_may_do() {
         )
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "agents do not answer");
+    assert_eq!(
+        err["error"]["message"],
+        "an agent key cannot answer requests; use a responder key"
+    );
     let (status, _) = s
         .post(&format!("/v1/requests/{id}/cancel"), &responder, json!({}))
         .await;

@@ -7,8 +7,9 @@
 //! VAPID key pair), and the tool-name
 //! policies `[claude_code]` (for every `clarify hook <agent>` and `clarify acp`) and `[gate]` (for
 //! `clarify gate`).
-//! A secret is given as a value (`bot_token = "..."`) or as the name of an environment variable
-//! (`bot_token_env = "SLACK_BOT_TOKEN"`). Whatever is wrong (an unknown key, a wrong type, a
+//! A secret is given as a value (`bot_token = "..."`), as the name of an environment variable
+//! (`bot_token_env = "SLACK_BOT_TOKEN"`) or as the path of a file holding it (`bot_token_file =
+//! "/run/secrets/slack"`). Whatever is wrong (an unknown key, a wrong type, a
 //! missing secret, a route to a channel that does not exist) stops the command with one line
 //! naming the file, the key and the problem: nothing is silently ignored.
 //!

@@ -17,10 +17,13 @@ pub(crate) struct RawOidc {
     issuer: String,
     /// The client id clarify was registered with.
     client_id: String,
-    /// The client secret. This or `client_secret_env` is required.
+    /// The client secret. This, `client_secret_env` or `client_secret_file` is
+    /// required.
     client_secret: Option<String>,
     /// The environment variable holding the client secret.
     client_secret_env: Option<String>,
+    /// The file holding `client_secret` (its trailing line break trimmed).
+    client_secret_file: Option<String>,
     /// On the inbox's button: "Sign in with <display_name>".
     #[serde(default = "default_display_name")]
     #[schemars(default = "default_display_name")]
@@ -92,8 +95,12 @@ impl RawOidc {
             env,
             fail,
         };
-        let client_secret =
-            secrets.required("client_secret", self.client_secret, self.client_secret_env)?;
+        let client_secret = secrets.required(
+            "client_secret",
+            self.client_secret,
+            self.client_secret_env,
+            self.client_secret_file,
+        )?;
         match url::Url::parse(&self.issuer) {
             Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host() => {}
             _ => {

@@ -14,10 +14,13 @@ pub(crate) struct RawPush {
     /// The P-256 private key: its 32 bytes in URL-safe base64, as `npx web-push
     /// generate-vapid-keys` prints it. Keep it: browsers subscribed with its public key, and a
     /// new key leaves every subscription unreachable until people turn notifications on again.
-    /// Without this or `vapid_private_key_env`, the key kept in the store is used.
+    /// Without this, `vapid_private_key_env` or `vapid_private_key_file`, the key kept in
+    /// the store is used.
     vapid_private_key: Option<String>,
     /// The environment variable holding the private key.
     vapid_private_key_env: Option<String>,
+    /// The file holding `vapid_private_key` (its trailing line break trimmed).
+    vapid_private_key_file: Option<String>,
     /// Who runs this server, for the push services: `mailto:ops@example.com` or an `https:`
     /// URL. Default: the public URL when it is `https`, else `mailto:clarify@<its host>`
     /// (Apple's push service refuses a `localhost` contact: set one for Safari).
@@ -40,6 +43,7 @@ impl RawPush {
                 "vapid_private_key",
                 self.vapid_private_key,
                 self.vapid_private_key_env,
+                self.vapid_private_key_file,
             )?
             .map(|k| clarify_server::state::push::VapidKey::from_base64url(k.expose()))
             .transpose()

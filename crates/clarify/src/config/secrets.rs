@@ -1,5 +1,6 @@
-//! How a secret is given: as a value (`bot_token = "..."`) or as the name of an environment
-//! variable (`bot_token_env = "SLACK_BOT_TOKEN"`), and the type that keeps it from being printed.
+//! How a secret is given: as a value (`bot_token = "..."`), as the name of an environment
+//! variable (`bot_token_env = "SLACK_BOT_TOKEN"`) or as the path of a file holding it
+//! (`bot_token_file = "/run/secrets/slack"`), and the type that keeps it from being printed.
 //!
 //! The reading itself is the channels' ([`clarify_channels::config::Secrets`]), so a secret in
 //! `[oidc]` or `[push]` is given exactly as one in `[[channels]]`; this module names the table
@@ -23,9 +24,9 @@ impl std::fmt::Debug for Secret {
     }
 }
 
-/// Reads the secret `key` of the table at `at`: its value, or the environment variable
-/// `<key>_env` names; both at once is an error, and so is a named variable that is unset or
-/// empty.
+/// Reads the secret `key` of the table at `at`: its value, the environment variable `<key>_env`
+/// names, or the file `<key>_file` names; two at once is an error, and so is a named variable
+/// that is unset or empty, or a named file that cannot be read or is empty.
 pub(super) struct Secrets<'a> {
     pub(super) at: &'a str,
     pub(super) env: &'a dyn Fn(&str) -> Option<String>,
@@ -38,9 +39,10 @@ impl Secrets<'_> {
         key: &str,
         value: Option<String>,
         var: Option<String>,
+        file: Option<String>,
     ) -> Result<Option<Secret>, String> {
         self.reader()
-            .optional(key, value, var)
+            .optional(key, value, var, file)
             .map(|s| s.map(Secret))
             .map_err(|e| self.failed(e))
     }
@@ -50,9 +52,10 @@ impl Secrets<'_> {
         key: &str,
         value: Option<String>,
         var: Option<String>,
+        file: Option<String>,
     ) -> Result<Secret, String> {
         self.reader()
-            .required(key, value, var)
+            .required(key, value, var, file)
             .map(Secret)
             .map_err(|e| self.failed(e))
     }

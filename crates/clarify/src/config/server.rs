@@ -37,6 +37,9 @@ pub struct Server {
 pub(crate) struct RawServer {
     listen: Option<SocketAddr>,
     db: Option<String>,
+    /// The file holding `db` (its trailing line break trimmed), for a database URL with a
+    /// password in it: `/run/secrets/clarify-db`. Not with `db`.
+    db_file: Option<String>,
     public_url: Option<String>,
     max_options: Option<usize>,
     /// A duration: `500ms`, `10s`, `5m`, `2h`, `1d`.
@@ -63,7 +66,19 @@ impl RawServer {
         };
         Ok(Server {
             listen: self.listen,
-            db: self.db,
+            db: match (self.db, self.db_file) {
+                (Some(_), Some(_)) => {
+                    return Err(fail(
+                        "server.db",
+                        "give either db or db_file, not both".to_owned(),
+                    ));
+                }
+                (db, None) => db,
+                (None, Some(path)) => Some(
+                    clarify_channels::config::read_secret_file(std::path::Path::new(&path))
+                        .map_err(|e| fail("server.db_file", e))?,
+                ),
+            },
             public_url: self.public_url,
             max_options: self.max_options,
             webhook_first_retry: duration("webhook_first_retry", self.webhook_first_retry)?,

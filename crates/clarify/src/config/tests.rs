@@ -235,7 +235,7 @@ fn oidc_takes_its_defaults_and_names_what_is_wrong() {
     for (text, says) in [
         (
             "[oidc]\nissuer = \"https://id.example.com\"\nclient_id = \"c\"\n",
-            "clarify.toml: oidc.client_secret: is missing; give client_secret = \"...\" or client_secret_env = \"VARIABLE\"",
+            "clarify.toml: oidc.client_secret: is missing; give client_secret = \"...\", client_secret_env = \"VARIABLE\" or client_secret_file = \"PATH\"",
         ),
         (
             "[oidc]\nissuer = \"id.example.com\"\nclient_id = \"c\"\nclient_secret = \"s\"\n",
@@ -315,7 +315,7 @@ fn mistakes_are_named_on_one_line() {
         ("[sever]\n", "clarify.toml:1: sever: unknown field `sever`"),
         (
             slack,
-            "clarify.toml: channels[0].bot_token: is missing; give bot_token = \"...\" or bot_token_env = \"VARIABLE\"",
+            "clarify.toml: channels[0].bot_token: is missing; give bot_token = \"...\", bot_token_env = \"VARIABLE\" or bot_token_file = \"PATH\"",
         ),
         (
             &format!("{slack}bot_token_env = \"NOT_SET\"\n"),
@@ -388,4 +388,226 @@ fn mistakes_are_named_on_one_line() {
         );
         assert!(!e.contains('\n'), "one line: {e}");
     }
+}
+
+/// Every secret key of the file, each in a table that is valid once the secret is given: (the
+/// table, where it is, the key, a value it accepts).
+const SECRET_KEYS: &[(&str, &str, &str, &str)] = &[
+    (
+        "[[channels]]\nname = \"ops\"\ntype = \"slack\"\nsigning_secret = \"s\"\nchannel = \"C1\"\n",
+        "channels[0]",
+        "bot_token",
+        "xoxb-1",
+    ),
+    (
+        "[[channels]]\nname = \"ops\"\ntype = \"slack\"\nbot_token = \"b\"\nchannel = \"C1\"\n",
+        "channels[0]",
+        "signing_secret",
+        "8f742231b10e",
+    ),
+    (
+        "[[channels]]\nname = \"ops\"\ntype = \"slack\"\nbot_token = \"b\"\nchannel = \"C1\"\n\
+         socket_mode = true\n",
+        "channels[0]",
+        "app_token",
+        "xapp-1",
+    ),
+    (
+        "[[channels]]\nname = \"t\"\ntype = \"telegram\"\nchat_id = 1\n",
+        "channels[0]",
+        "bot_token",
+        "123:ABC",
+    ),
+    (
+        "[[channels]]\nname = \"t\"\ntype = \"telegram\"\nchat_id = 1\nbot_token = \"1:A\"\n\
+         mode = \"webhook\"\n",
+        "channels[0]",
+        "webhook_secret",
+        "hook-secret",
+    ),
+    (
+        "[[channels]]\nname = \"d\"\ntype = \"discord\"\nchannel_id = 1\npublic_key = \
+         \"3f4c0e1b2a5d6c7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a\"\n",
+        "channels[0]",
+        "bot_token",
+        "MTA5.x",
+    ),
+    (
+        "[[channels]]\nname = \"m\"\ntype = \"mattermost\"\nurl = \"https://chat.example.com\"\n\
+         channel_id = \"4xp9\"\n",
+        "channels[0]",
+        "bot_token",
+        "mm-token",
+    ),
+    (
+        "[[channels]]\nname = \"a\"\ntype = \"teams\"\napp_id = \"6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b\"\n\
+         tenant_id = \"0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d\"\n",
+        "channels[0]",
+        "app_password",
+        "teams-secret",
+    ),
+    (
+        "[[channels]]\nname = \"mail\"\ntype = \"email\"\nsmtp_url = \"smtps://u@smtp.example.com\"\n\
+         from = \"clarify@example.com\"\n",
+        "channels[0]",
+        "password",
+        "smtp-password",
+    ),
+    (
+        "[[channels]]\nname = \"n\"\ntype = \"ntfy\"\ntopic = \"t\"\n",
+        "channels[0]",
+        "token",
+        "tk_ntfy",
+    ),
+    (
+        "[oidc]\nissuer = \"https://id.example.com\"\nclient_id = \"c\"\n",
+        "oidc",
+        "client_secret",
+        "oidc-secret",
+    ),
+    (
+        "[push]\n",
+        "push",
+        "vapid_private_key",
+        "yfWPiYE-n46HLnH0KqZOF1fJJU3MYrct3AELtAQ-oRw",
+    ),
+];
+
+/// `text` with `line` added to its first table (right after its header line).
+fn with_line(text: &str, line: &str) -> String {
+    let (header, rest) = text.split_once('\n').expect("a header line");
+    format!("{header}\n{line}\n{rest}")
+}
+
+/// A secret is read alike from its value, from the variable `<key>_env` names and from the
+/// file `<key>_file` names (its trailing line break trimmed); each way that fails names the key.
+#[test]
+fn every_secret_is_given_as_a_value_a_variable_or_a_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (table, at, key, value) in SECRET_KEYS {
+        let env = |name: &str| (name == "THE_SECRET").then(|| (*value).to_owned());
+        let parse_with =
+            |line: &str| parse(Path::new("clarify.toml"), &with_line(table, line), &env);
+        let file = dir.path().join(format!("{at}-{key}"));
+        std::fs::write(&file, format!("{value}\n")).expect("write the secret");
+        let path = file.display().to_string();
+        let forms = [
+            format!("{key} = \"{value}\""),
+            format!("{key}_env = \"THE_SECRET\""),
+            format!("{key}_file = \"{path}\""),
+        ];
+        let mut read = Vec::new();
+        for line in &forms {
+            let config = parse_with(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+            read.push(secret_of(&config, key));
+        }
+        assert!(
+            read.iter().all(|r| r.as_deref() == Some(*value)),
+            "{at}.{key}: {read:?}"
+        );
+
+        // Two ways at once, each naming both keys.
+        for (a, b) in [(0, 2), (1, 2), (0, 1)] {
+            let e = parse_with(&format!("{}\n{}", forms[a], forms[b])).expect_err("two ways");
+            let names = [
+                (*key).to_owned(),
+                format!("{key}_env"),
+                format!("{key}_file"),
+            ];
+            let (first, second) = (&names[a.min(b)], &names[a.max(b)]);
+            assert_eq!(
+                e,
+                format!("clarify.toml: {at}.{first}: give either {first} or {second}, not both")
+            );
+        }
+
+        // A file that cannot be read, or holds nothing: the key and the file are named.
+        let missing = dir.path().join("missing");
+        let e =
+            parse_with(&format!("{key}_file = \"{}\"", missing.display())).expect_err("missing");
+        assert!(
+            e.starts_with(&format!(
+                "clarify.toml: {at}.{key}_file: cannot read {}: ",
+                missing.display()
+            )),
+            "{e}"
+        );
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "\n").expect("write");
+        let e = parse_with(&format!("{key}_file = \"{}\"", empty.display())).expect_err("empty");
+        assert_eq!(
+            e,
+            format!(
+                "clarify.toml: {at}.{key}_file: {} is empty",
+                empty.display()
+            )
+        );
+    }
+}
+
+/// The secret `key` as the checked configuration holds it, where a test can see it.
+fn secret_of(config: &Config, key: &str) -> Option<String> {
+    if key == "client_secret" {
+        return config.oidc.as_ref().and_then(|o| o.client_secret.clone());
+    }
+    if key == "vapid_private_key" {
+        // The key itself is not shown; the public key derived from it is.
+        return config.push.key.as_ref().map(|k| {
+            let expected = clarify_server::state::push::VapidKey::from_base64url(
+                "yfWPiYE-n46HLnH0KqZOF1fJJU3MYrct3AELtAQ-oRw",
+            )
+            .expect("the test's key");
+            if k.public_key() == expected.public_key() {
+                "yfWPiYE-n46HLnH0KqZOF1fJJU3MYrct3AELtAQ-oRw".to_owned()
+            } else {
+                "another key".to_owned()
+            }
+        });
+    }
+    let channel = config.channels.first()?;
+    Some(match (&channel.platform, key) {
+        (Platform::Slack(s), "bot_token") => s.bot_token.clone(),
+        (Platform::Slack(s), "signing_secret") => s.signing_secret.clone()?,
+        (Platform::Slack(s), "app_token") => s.app_token.clone()?,
+        (Platform::Telegram(t), "bot_token") => t.bot_token.clone(),
+        (Platform::Telegram(t), "webhook_secret") => t.webhook_secret.clone()?,
+        (Platform::Discord(d), "bot_token") => d.bot_token.clone(),
+        (Platform::Mattermost(m), "bot_token") => m.bot_token.clone(),
+        (Platform::Teams(t), "app_password") => t.app_password.clone(),
+        (Platform::Email(e), "password") => e.password.clone()?,
+        (Platform::Ntfy(n), "token") => n.token.clone()?,
+        (other, key) => panic!("no way to read {key} of {other:?}"),
+    })
+}
+
+/// `[server] db_file`: the database URL from a file, not beside `db`.
+#[test]
+fn the_database_url_comes_from_a_file_too() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("db");
+    std::fs::write(&file, "postgres://clarify:pw@db/clarify\r\n").expect("write");
+    let config = check(&format!("[server]\ndb_file = \"{}\"\n", file.display())).expect("valid");
+    assert_eq!(
+        config.server.db.as_deref(),
+        Some("postgres://clarify:pw@db/clarify")
+    );
+    let e = check(&format!(
+        "[server]\ndb = \"sqlite://x.db\"\ndb_file = \"{}\"\n",
+        file.display()
+    ))
+    .expect_err("both");
+    assert_eq!(
+        e,
+        "clarify.toml: server.db: give either db or db_file, not both"
+    );
+    let missing = dir.path().join("nope");
+    let e =
+        check(&format!("[server]\ndb_file = \"{}\"\n", missing.display())).expect_err("missing");
+    assert!(
+        e.starts_with(&format!(
+            "clarify.toml: server.db_file: cannot read {}: ",
+            missing.display()
+        )),
+        "{e}"
+    );
 }

@@ -163,7 +163,16 @@ fn command_section(out: &mut String, cmd: &clap::Command, parent: &str, up: &cla
             facts.push(format!("default {default}"));
         }
         if let Some(env) = arg.get_env() {
-            facts.push(format!("environment {}", code(&env.to_string_lossy())));
+            let env = env.to_string_lossy();
+            if crate::secret_files::SECRET_VARIABLES.contains(&env.as_ref()) {
+                facts.push(format!(
+                    "environment {}, or a file named in {}",
+                    code(&env),
+                    code(&format!("{env}_FILE"))
+                ));
+            } else {
+                facts.push(format!("environment {}", code(&env)));
+            }
         }
         let facts = if facts.is_empty() {
             String::new()
@@ -296,6 +305,24 @@ pub fn configuration_page() -> String {
                 );
                 let server = doc.resolve(node);
                 for (key, field) in doc.properties(server) {
+                    // `db_file`: the file holding `db`, as `CLARIFY_DB_FILE` is for `CLARIFY_DB`.
+                    if let Some(stem) = key.strip_suffix("_file") {
+                        let mut facts = vec![doc.type_of(field)];
+                        if let Some(env) = serve
+                            .get_arguments()
+                            .find(|a| a.get_id().as_str() == stem)
+                            .and_then(|a| a.get_env())
+                        {
+                            facts.push(format!("`{}_FILE`", env.to_string_lossy()));
+                        }
+                        let _ = writeln!(
+                            page,
+                            "- `{key}` ({}): {}",
+                            facts.join(", "),
+                            sentence(&doc.description(field))
+                        );
+                        continue;
+                    }
                     let arg = serve
                         .get_arguments()
                         .find(|a| a.get_id().as_str() == key)
@@ -327,8 +354,10 @@ pub fn configuration_page() -> String {
                 let entry = doc.resolve(&node["items"]);
                 let _ = writeln!(
                     page,
-                    "{} A secret (a token, a password) is given as its value or, with `_env` after \
-                     its key, as the name of the environment variable that holds it; not both.\n",
+                    "{} A secret (a token, a password) is given as its value, with `_env` after its \
+                     key as the name of the environment variable that holds it, or with `_file` \
+                     after its key as the path of a file that holds it (its trailing line break \
+                     trimmed); one of the three.\n",
                     text(&doc.description(entry))
                 );
                 for variant in entry["oneOf"].as_array().into_iter().flatten() {

@@ -1,6 +1,6 @@
 //! The handbook builds, and every link between its pages leads somewhere: each internal `href`
 //! and `src` of the built HTML names a file that exists and, with a `#fragment`, an element with
-//! that id.
+//! that id. The README's index names every page.
 //!
 //! `CLARIFY_TEST_MDBOOK` names the mdBook to build with (`./scripts/test` sets it to the pinned
 //! version `scripts/book` installs). Without it the test prints that it skips, or fails under
@@ -222,5 +222,25 @@ fn the_link_check_finds_broken_links() {
             "index.html: ../outside.html: leads out of the book",
             "index.html: images/inbox.png: no such file",
         ]
+    );
+}
+
+/// The README's index of the handbook names every page the handbook's table of contents lists,
+/// so a new page is found from the repository's front page too.
+#[test]
+fn the_readme_indexes_every_handbook_page() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let summary = std::fs::read_to_string(root.join("docs/src/SUMMARY.md")).expect("SUMMARY.md");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let missing: Vec<&str> = summary
+        .split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split_once(')').map(|(target, _)| target))
+        .filter(|target| target.ends_with(".md"))
+        .filter(|target| !readme.contains(&format!("(docs/src/{target})")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README.md's handbook index leaves out: {missing:?}"
     );
 }

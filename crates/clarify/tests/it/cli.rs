@@ -826,3 +826,46 @@ async fn the_inbox_shows_a_quorum_and_counts_its_vote() {
     let status = again.child.wait().expect("inbox ends");
     assert_eq!(status.code(), Some(0));
 }
+
+/// `clarify list --json | head -1`: when the reader goes away, a printing command ends as `ls`
+/// does, by SIGPIPE (status 141 in a shell), without a panic on stderr.
+#[tokio::test]
+async fn a_printing_command_ends_quietly_when_its_reader_goes_away() {
+    use std::os::unix::process::ExitStatusExt;
+
+    let (server, key) = server().await;
+    let api = Api::new(&server.url, &key);
+    for n in 0..3 {
+        api.post("/v1/requests", json!({"question": format!("Q{n}?")}))
+            .await;
+    }
+    let mut c = clarify(&server, &key);
+    c.args(["list", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("clarify runs");
+    // The reader is gone before the command has anything to print.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("clarify ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        out.status.signal(),
+        Some(13),
+        "SIGPIPE: {:?} {stderr}",
+        out.status
+    );
+}
+
+/// Without a key, the error says once how to make one (the server's message and the client's
+/// hint each named `clarify keys create`).
+#[tokio::test]
+async fn a_missing_key_is_explained_once() {
+    let (server, _) = server().await;
+    let mut c = clarify_at(&server.url, "");
+    c.env_remove("CLARIFY_TOKEN").arg("list");
+    let (code, _, stderr) = output(c);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("CLARIFY_TOKEN"), "{stderr}");
+    assert_eq!(stderr.matches("clarify keys create").count(), 1, "{stderr}");
+}

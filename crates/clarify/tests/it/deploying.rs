@@ -1,5 +1,5 @@
 //! What the deployment files rely on in the binary: `clarify healthcheck` as a container's health
-//! check, and a first admin key from a file.
+//! check, a first admin key from a file, secrets from files, and `--version`.
 
 use std::process::Command;
 
@@ -87,6 +87,26 @@ async fn healthcheck_gives_up_on_a_server_that_never_answers() {
     assert!(stderr.contains("no answer within 3 s"), "{stderr}");
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
     drop(silent);
+}
+
+#[test]
+fn version_names_the_version_the_commit_and_its_date() {
+    let (code, stdout, _) = run_with(&["--version"], &[]);
+    assert_eq!(code, 0);
+    let line = stdout.trim_end();
+    let rest = line
+        .strip_prefix(&format!("clarify {} (", env!("CARGO_PKG_VERSION")))
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("clarify <version> (<commit> <date>): {line:?}"));
+    let (commit, date) = rest.split_once(' ').expect("a commit and a date");
+    assert!(
+        commit == "unknown" || (commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{commit:?}"
+    );
+    assert!(
+        date == "unknown" || chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").is_ok(),
+        "{date:?}"
+    );
 }
 
 #[test]
@@ -180,4 +200,66 @@ fn a_malformed_or_missing_admin_key_file_stops_the_start_naming_the_file() {
             "the file's content is not shown"
         );
     }
+}
+
+#[tokio::test]
+async fn the_database_url_and_the_token_come_from_files() {
+    let dir = temp_dir("secret-files");
+    let db = crate::support::sqlite_url(&dir);
+    let db_file = dir.join("db");
+    std::fs::write(&db_file, format!("{db}\n")).expect("write");
+    let db_file = db_file.display().to_string();
+
+    // A store command reads CLARIFY_DB_FILE as it reads CLARIFY_DB.
+    let (code, key, stderr) = run_with(
+        &["keys", "create", "--role", "admin", "--name", "ops"],
+        &[("CLARIFY_DB_FILE", &db_file)],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let (_, list, _) = run_with(&["keys", "list", "--db", &db], &[]);
+    assert!(
+        list.contains("ops"),
+        "the key went to the file's store: {list}"
+    );
+
+    // The server too, and a client's key from CLARIFY_TOKEN_FILE.
+    let server = Server::start(&db, &[]).await;
+    let token_file = dir.join("token");
+    std::fs::write(&token_file, key.as_bytes()).expect("write");
+    let token_file = token_file.display().to_string();
+    let (code, _, stderr) = run_with(
+        &["list"],
+        &[
+            ("CLARIFY_URL", &server.url),
+            ("CLARIFY_TOKEN_FILE", &token_file),
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+
+    // A value beside its file, or a file that cannot be read, is named; a command that does not
+    // read the variable does not mind.
+    let (code, _, stderr) = run_with(
+        &["list"],
+        &[
+            ("CLARIFY_URL", &server.url),
+            ("CLARIFY_TOKEN_FILE", &token_file),
+            ("CLARIFY_TOKEN", key.trim()),
+        ],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(
+        stderr.trim_end(),
+        "clarify: CLARIFY_TOKEN and CLARIFY_TOKEN_FILE are both set; keep one (the file is for secrets mounted as files)"
+    );
+    let missing = dir.join("nope").display().to_string();
+    let (code, _, stderr) = run_with(&["keys", "list"], &[("CLARIFY_DB_FILE", &missing)]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.starts_with(&format!(
+            "clarify: CLARIFY_DB_FILE: cannot read {missing}: "
+        )),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run_with(&["tools"], &[("CLARIFY_DB_FILE", &missing)]);
+    assert_eq!(code, 0, "{stderr}");
 }

@@ -15,6 +15,7 @@ mod insights;
 mod mcp;
 mod operating;
 mod paths;
+mod replicas;
 mod seen;
 mod serve;
 mod support;

@@ -129,7 +129,10 @@ def error_from_response(
         if isinstance(error.get("message"), str) and error["message"]:
             message = error["message"]
     if status == 401:
-        message += "; set CLARIFY_TOKEN to an API key (create one with `clarify keys create`)"
+        message += "; set CLARIFY_TOKEN to an API key"
+        # The server's own message may already say how to make one.
+        if "clarify keys create" not in message:
+            message += " (create one with `clarify keys create`)"
     if status == 409 and code == "already_resolved":
         return AlreadyResolvedError(message, code=code, status=status, record=record)
     if status == 429:
