@@ -333,6 +333,30 @@ impl Client {
             .1)
     }
 
+    /// Records the answer (or skip) this key's MCP client took from its user for a request this
+    /// key created, with the `client_answer_token` the creating response carried; returns the
+    /// outcome (`answered_via: "mcp"`).
+    pub async fn client_answer(
+        &self,
+        id: &str,
+        token: &str,
+        body: &Value,
+    ) -> Result<Value, ClientError> {
+        let path = format!("/v1/requests/{}/client-answer", segment(id));
+        let headers = [("x-clarify-client-answer", token)];
+        Ok(self
+            .send_with(
+                reqwest::Method::POST,
+                &path,
+                &[],
+                &headers,
+                Some(body),
+                None,
+            )
+            .await?
+            .1)
+    }
+
     pub async fn cancel(&self, id: &str) -> Result<Record, ClientError> {
         let path = format!("/v1/requests/{}/cancel", segment(id));
         let empty = Value::Object(serde_json::Map::new());
@@ -456,8 +480,25 @@ impl Client {
         body: Option<&Value>,
         timeout: Option<Duration>,
     ) -> Result<(u16, Value), ClientError> {
+        self.send_with(method, path, query, &[], body, timeout)
+            .await
+    }
+
+    /// [`Client::send`] with extra request headers.
+    async fn send_with(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        query: &[(&str, String)],
+        headers: &[(&str, &str)],
+        body: Option<&Value>,
+        timeout: Option<Duration>,
+    ) -> Result<(u16, Value), ClientError> {
         let url = format!("{}{path}", self.base);
         let mut request = self.http.request(method, &url).query(query);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }

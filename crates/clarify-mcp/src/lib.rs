@@ -66,7 +66,7 @@ pub use tools::{
     APPROVE_TOOL_USE, ASK_HUMAN, ASK_HUMAN_ASYNC, DEFAULT_WAIT_SECONDS, GET_ANSWER,
     MAX_WAIT_SECONDS, definitions, summary,
 };
-pub use upstream::{Admission, Embedded, Observer, Upstream};
+pub use upstream::{Admission, Embedded, Observer, Remote, Upstream};
 
 /// How often a waiting call reports progress. Clients commonly give up on a request after 60 s
 /// without a message, and the contract promises one at least every 15 s.

@@ -162,7 +162,7 @@ impl ClarifyMcp {
         }
         let snapshot = party.upstream.snapshot(id).await?;
         if let Some(dialect) = surface.form
-            && party.upstream.answers_in_client()
+            && party.upstream.answers_in_client(id)
             && let Some(form) = elicit::form(&snapshot.request, dialect)
         {
             return Ok(Some(ClientAsk::Form {

@@ -50,7 +50,46 @@ pub enum Upstream {
     /// A store opened by this process, for one tenant.
     Store(Embedded),
     /// A clarify server, through its HTTP API with one key (whose tenant scopes everything).
-    Server(Client),
+    Server(Remote),
+}
+
+impl Upstream {
+    /// A clarify server, through its HTTP API with `client`'s key.
+    pub fn server(client: Client) -> Self {
+        Self::Server(Remote {
+            client,
+            tokens: Arc::default(),
+        })
+    }
+}
+
+/// A clarify server and what this process holds for the requests it created there.
+///
+/// Answers given in the MCP client go to the server's `POST /v1/requests/{id}/client-answer`,
+/// which records them on the key's behalf through `mcp`, as `/mcp` does for its sessions. That
+/// is simpler than forwarding the session to `/mcp`: this process keeps its one HTTP client,
+/// its waits and its retries, and the server checks one token instead of proxying a protocol.
+#[derive(Debug, Clone)]
+pub struct Remote {
+    client: Client,
+    /// Each pending request's `client_answer_token`, by request id: what lets this key record
+    /// the answer its MCP client's user gave. The server hands one out only in the response that
+    /// created the request, to the key that created it, so an agent key answers nothing else
+    /// (it answers nothing over `/answer`); that is why the client's form is asked here only for
+    /// requests this process created. Dropped once the request is resolved.
+    tokens: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
+}
+
+impl Remote {
+    fn token(&self, id: &str) -> Option<String> {
+        self.tokens.lock().ok()?.get(id).cloned()
+    }
+
+    fn forget(&self, id: &str) {
+        if let Ok(mut tokens) = self.tokens.lock() {
+            tokens.remove(id);
+        }
+    }
 }
 
 /// A store and the tenant whose requests the tools create and read.
@@ -175,7 +214,7 @@ impl Upstream {
                     timeout,
                 })
             }
-            Self::Server(client) => {
+            Self::Server(remote @ Remote { client, .. }) => {
                 if let (Some(obj), Some(agent)) = (raw.as_object_mut(), agent)
                     && obj.get("agent").is_none_or(Value::is_null)
                 {
@@ -187,6 +226,11 @@ impl Upstream {
                     })
                     .await
                     .map_err(|e| ToolError::from_client(e, None))?;
+                if let Some(token) = record.0["client_answer_token"].as_str()
+                    && let Ok(mut tokens) = remote.tokens.lock()
+                {
+                    tokens.insert(record.id().to_owned(), token.to_owned());
+                }
                 Ok(Opened {
                     id: record.id().to_owned(),
                     timeout: remote_timeout(&record),
@@ -209,7 +253,7 @@ impl Upstream {
                     None => Polled::Pending,
                 })
             }
-            Self::Server(client) => {
+            Self::Server(remote @ Remote { client, .. }) => {
                 let record = if wait.is_zero() {
                     client.get(id).await
                 } else {
@@ -219,7 +263,10 @@ impl Upstream {
                 }
                 .map_err(|e| ToolError::from_client(e, Some(id)))?;
                 Ok(match record.outcome() {
-                    Some(outcome) => Polled::Resolved(outcome.clone()),
+                    Some(outcome) => {
+                        remote.forget(id);
+                        Polled::Resolved(outcome.clone())
+                    }
                     None => Polled::Pending,
                 })
             }
@@ -245,7 +292,7 @@ impl Upstream {
                     .outcome()
                     .map_or(Value::Null, |o| crate::tools::json(&o)))
             }
-            Self::Server(client) => {
+            Self::Server(Remote { client, .. }) => {
                 let record = match client.cancel(id).await {
                     Ok(record) => record,
                     Err(ClientError::Api {
@@ -278,7 +325,7 @@ impl Upstream {
                     status: record.status,
                 })
             }
-            Self::Server(client) => {
+            Self::Server(Remote { client, .. }) => {
                 let record = client
                     .get(id)
                     .await
@@ -306,10 +353,14 @@ impl Upstream {
         }
     }
 
-    /// Whether answers given in the MCP client can be stored here: only on a store this process
-    /// holds (an agent key may not answer over the API).
-    pub(crate) fn answers_in_client(&self) -> bool {
-        matches!(self, Self::Store(_))
+    /// Whether an answer given in the MCP client to request `id` can be stored here: on a store
+    /// this process holds, and on a server for a request this process created (it holds the
+    /// request's `client_answer_token`).
+    pub(crate) fn answers_in_client(&self, id: &str) -> bool {
+        match self {
+            Self::Store(_) => true,
+            Self::Server(remote) => remote.token(id).is_some(),
+        }
     }
 
     /// Answers request `id` with an answer body, as `by` through MCP: the same path as every
@@ -322,12 +373,25 @@ impl Upstream {
     ) -> Result<Answered, ToolError> {
         let e = match self {
             Self::Store(e) => e,
-            Self::Server(client) => {
-                let answered = if body.get("skip") == Some(&Value::Bool(true)) {
-                    client.answer(id, &serde_json::json!({"skip": true})).await
-                } else {
-                    client.answer(id, body).await
+            Self::Server(remote) => {
+                // Recorded by the server as this key's answer through `mcp`, like `/mcp`'s.
+                let Some(token) = remote.token(id) else {
+                    return Err(ToolError::Refused {
+                        code: "not_the_creator".to_owned(),
+                        message: "this process did not create the request, so it cannot record an answer to it".to_owned(),
+                    });
                 };
+                let answered = if body.get("skip") == Some(&Value::Bool(true)) {
+                    remote
+                        .client
+                        .client_answer(id, &token, &serde_json::json!({"skip": true}))
+                        .await
+                } else {
+                    remote.client.client_answer(id, &token, body).await
+                };
+                if !matches!(answered, Err(ClientError::Api { status: 422, .. })) {
+                    remote.forget(id);
+                }
                 return match answered {
                     Ok(outcome) => Ok(Answered::Resolved(outcome)),
                     Err(ClientError::Api {
@@ -374,7 +438,7 @@ impl Upstream {
     pub(crate) async fn answer_url(&self, id: &str) -> Option<String> {
         match self {
             Self::Store(e) => e.observer.as_ref().and_then(|o| o.answer_url(id)),
-            Self::Server(client) => client
+            Self::Server(Remote { client, .. }) => client
                 .get(id)
                 .await
                 .ok()
@@ -404,7 +468,7 @@ impl Upstream {
                         .is_some_and(|m| matches!(m.decide, Decide::Allow | Decide::Deny))
                 }))
             }
-            Self::Server(client) => {
+            Self::Server(Remote { client, .. }) => {
                 let body = serde_json::json!({
                     "action": {"name": action.name, "arguments": action.arguments},
                     "agent": agent,
@@ -433,7 +497,7 @@ impl Upstream {
                 .check_grant(&e.tenant, action, session)
                 .await?
                 .is_some()),
-            Self::Server(client) => {
+            Self::Server(Remote { client, .. }) => {
                 let action =
                     serde_json::json!({"name": action.name, "arguments": action.arguments});
                 let checked = client

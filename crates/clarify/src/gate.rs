@@ -63,7 +63,7 @@ pub async fn run(args: GateArgs) -> anyhow::Result<ExitCode> {
             "name the MCP server to gate: `clarify gate -- COMMAND [ARGS...]` or `clarify gate --url URL`"
         ),
     };
-    let approvals = Upstream::Server(Client::new(&args.clarify_url, args.token)?);
+    let approvals = Upstream::server(Client::new(&args.clarify_url, args.token)?);
     let options = GateOptions {
         policy,
         progress_interval: args.progress_interval,

@@ -58,7 +58,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
                     "CLARIFY_TOKEN is not set; {url} will refuse requests without a key"
                 );
             }
-            Upstream::Server(Client::new(url, args.token.clone())?)
+            Upstream::server(Client::new(url, args.token.clone())?)
         }
         None => {
             let limits = Limits::new(args.max_options, Limits::DEFAULT_TIMEOUT_SECONDS)

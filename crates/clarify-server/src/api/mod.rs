@@ -54,6 +54,10 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/v1/requests/{id}", get(requests::show))
         .route("/v1/answers", post(answers::batch))
         .route("/v1/requests/{id}/answer", post(requests::answer))
+        .route(
+            "/v1/requests/{id}/client-answer",
+            post(requests::client_answer),
+        )
         .route("/v1/requests/{id}/cancel", post(requests::cancel))
         .route("/v1/requests/{id}/wait", get(requests::wait))
         .route(

@@ -29,6 +29,7 @@ use utoipa::{Modify, OpenApi};
         crate::api::requests::list,
         crate::api::requests::show,
         crate::api::requests::answer,
+        crate::api::requests::client_answer,
         crate::api::answers::batch,
         crate::api::requests::cancel,
         crate::api::requests::wait,

@@ -88,7 +88,15 @@ pub async fn create(
     } else {
         StatusCode::OK
     };
-    Ok((status, Json(render(&state, &caller, &created.record))).into_response())
+    let mut body = render(&state, &caller, &created.record);
+    if created.created {
+        body.client_answer_token = Some(crate::shared::sign::client_answer_token(
+            &state.secrets.link,
+            &caller.key.id,
+            &created.record.id,
+        ));
+    }
+    Ok((status, Json(body)).into_response())
 }
 
 /// One request, with its outcome once resolved.
@@ -276,6 +284,75 @@ pub(crate) async fn answer_one(
         let body = render(state, caller, &record);
         return Ok((StatusCode::ACCEPTED, Json(body)).into_response());
     }
+    Ok(Json(state.resolved(&record)?).into_response())
+}
+
+/// The header carrying a request's `client_answer_token`.
+const CLIENT_ANSWER_HEADER: &str = "x-clarify-client-answer";
+
+/// Records the answer the asking agent's MCP client took from its user, for the key that
+/// created the request.
+///
+/// The client's user answered a form elicitation; the server records it on the key's behalf:
+/// `answered_via` is `mcp` and `answered_by` the key's name, as on `/mcp`. This is how
+/// `clarify mcp --url` asks in the client too. An agent key
+/// answers nothing else: the route needs the `client_answer_token` handed out only in the
+/// response that created the request (an HMAC of the key and the request, so another key's, or
+/// another request's, does not match), and the store takes it only while the request is pending
+/// (a person's answer elsewhere wins first: `409` with the record). The process holding the key
+/// sends it only for a client that declared form elicitation and answered the form.
+#[utoipa::path(post, path = "/v1/requests/{id}/client-answer", tag = "requests",
+    params(("id" = String, Path, description = "Request id"),
+           ("X-Clarify-Client-Answer" = String, Header, description = "The `client_answer_token` of the response that created the request")),
+    request_body = AnswerRequestBody,
+    responses(
+        (status = 200, description = "Resolved; the outcome", body = OutcomeBody),
+        (status = 403, description = "The role may not create requests, the token is missing or is not this key's for this request (`not_the_creator`), or the request names its responders or needs several approvals (`not_for_client`)", body = ErrorBody),
+        (status = 404, description = "No such request", body = ErrorBody),
+        (status = 409, description = "Already resolved (`already_resolved`; `record` shows by whom)", body = ErrorBody),
+        (status = 422, description = "The answer does not fit; still pending", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn client_answer(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<Value>,
+) -> Result<Response, ApiError> {
+    caller.must_ask()?;
+    let expected =
+        crate::shared::sign::client_answer_token(&state.secrets.link, &caller.key.id, &id);
+    let given = headers
+        .get(CLIENT_ANSWER_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if !crate::shared::sign::equal(given.as_bytes(), expected.as_bytes()) {
+        return Err(ApiError::forbidden(
+            "not_the_creator",
+            "only the key that created this request may record its MCP client's answer, with the client_answer_token it was given",
+        ));
+    }
+    let asked = state
+        .store
+        .get(caller.tenant(), &id)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    // As `/mcp` and the embedded mode never ask these in a client: the client's user is nobody
+    // the request can name, and a key's answer must not count as a vote.
+    if asked.request.is_quorum() || asked.request.responders.is_some() {
+        return Err(ApiError::forbidden(
+            "not_for_client",
+            "a request that names its responders or needs several approvals is answered by those people, not in the MCP client",
+        ));
+    }
+    let actor = clarify_store::Actor::new(caller.key.name.clone(), "mcp")
+        .as_principal(caller.principal.clone());
+    let record = state
+        .store
+        .answer(caller.tenant(), &id, &body, &actor)
+        .await
+        .map_err(|e| resolve_error(e, |r| render(&state, &caller, r)))?;
+    tracing::info!(request = %id, principal = %caller.principal, "answered in the MCP client");
     Ok(Json(state.resolved(&record)?).into_response())
 }
 

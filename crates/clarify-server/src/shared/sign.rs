@@ -49,6 +49,17 @@ pub fn link_token(secret: &[u8], id: &str) -> String {
     format!("{id}.{}", URL_SAFE_NO_PAD.encode(signature))
 }
 
+/// The token that lets the key `key_id` record its MCP client's answer to request `id`
+/// (`POST /v1/requests/{id}/client-answer`): an HMAC-SHA256 of both under the link secret, in
+/// URL-safe base64. Handed out only in the response that created the request, so only the key
+/// that created it holds one, and nothing needs storing.
+pub fn client_answer_token(secret: &[u8], key_id: &str, id: &str) -> String {
+    URL_SAFE_NO_PAD.encode(mac(
+        secret,
+        format!("client-answer:{key_id}:{id}").as_bytes(),
+    ))
+}
+
 /// The request id of a genuine link token; `None` when its signature does not match.
 pub fn link_request<'a>(secret: &[u8], token: &'a str) -> Option<&'a str> {
     let (id, _) = token.split_once('.')?;

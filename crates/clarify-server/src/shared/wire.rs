@@ -92,6 +92,10 @@ pub struct RecordBody {
     /// (`[decisions] step_up` and a high-risk request): `POST /v1/requests/{id}/step-up`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub step_up: bool,
+    /// Only in the response that created the request, to the key that created it: what lets
+    /// that key record the answer its MCP client's user gave (`POST /v1/requests/{id}/client-answer`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_answer_token: Option<String>,
 }
 
 impl RecordBody {
@@ -142,6 +146,7 @@ impl RecordBody {
             revises: request.revises.clone(),
             risk: request.risk.as_str(),
             step_up: false,
+            client_answer_token: None,
         }
     }
 }

@@ -818,3 +818,97 @@ async fn a_connection_stays_usable_after_a_cancel_whose_body_came_late() {
         }
     }
 }
+
+/// `POST /v1/requests/{id}/client-answer` with `token` in its header, as `key`.
+async fn client_answer(
+    s: &TestServer,
+    key: &str,
+    id: &str,
+    token: &str,
+    body: Value,
+) -> (StatusCode, Value) {
+    let response = s
+        .client
+        .post(format!("{}/v1/requests/{id}/client-answer", s.url))
+        .bearer_auth(key)
+        .header("x-clarify-client-answer", token)
+        .json(&body)
+        .send()
+        .await
+        .expect("request sent");
+    let status = response.status();
+    (status, response.json().await.expect("JSON body"))
+}
+
+#[tokio::test]
+async fn only_the_creating_key_records_its_mcp_clients_answer_while_pending() {
+    let s = TestServer::start().await;
+    let bot = s.key(Role::Agent, "bot", "default").await;
+    let other = s.key(Role::Agent, "other", "default").await;
+    let first = s
+        .ask(
+            &bot,
+            json!({"question": "First?", "choices": ["yes", "no"], "idempotency_key": "k1"}),
+        )
+        .await;
+    let second = s.ask(&bot, deploy()).await;
+    let id = first["id"].as_str().expect("id");
+    let token = first["client_answer_token"]
+        .as_str()
+        .expect("the creator gets a token");
+
+    // Handed out only in the creating response: not on reads, nor on an idempotent repeat.
+    let (_, read) = s.get(&format!("/v1/requests/{id}"), &bot).await;
+    assert!(read.get("client_answer_token").is_none(), "{read}");
+    let (status, again) = s
+        .post(
+            "/v1/requests",
+            &other,
+            json!({"question": "First?", "choices": ["yes", "no"], "idempotency_key": "k1"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert!(again.get("client_answer_token").is_none(), "{again}");
+
+    // Another key with the token, or the token on another request, is refused.
+    let yes = json!({"option": "yes"});
+    let (status, body) = client_answer(&s, &other, id, token, yes.clone()).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::FORBIDDEN, "not_the_creator")
+    );
+    let second_id = second["id"].as_str().expect("id");
+    let (status, body) = client_answer(&s, &bot, second_id, token, yes.clone()).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::FORBIDDEN, "not_the_creator")
+    );
+
+    let (status, outcome) = client_answer(&s, &bot, id, token, yes.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{outcome}");
+    assert_eq!(outcome["answered_via"], "mcp");
+    assert_eq!(outcome["answered_by"], "bot");
+    // Once resolved, nothing more is taken.
+    let (status, body) = client_answer(&s, &bot, id, token, json!({"option": "no"})).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::CONFLICT, "already_resolved")
+    );
+
+    // A request naming its responders is theirs, not the client's.
+    let named = s
+        .ask(&bot, json!({"question": "Named?", "responders": ["alice"]}))
+        .await;
+    let (status, body) = client_answer(
+        &s,
+        &bot,
+        named["id"].as_str().expect("id"),
+        named["client_answer_token"].as_str().expect("token"),
+        json!({"text": "hi"}),
+    )
+    .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::FORBIDDEN, "not_for_client")
+    );
+}

@@ -13,6 +13,7 @@ mod gate;
 mod hooks;
 mod insights;
 mod mcp;
+mod mcp_remote;
 mod operating;
 mod paths;
 mod replicas;

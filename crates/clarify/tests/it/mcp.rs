@@ -307,7 +307,7 @@ async fn sigterm_cancels_the_waiting_ask_human_and_exits() {
 }
 
 /// A `clarify serve` process with an agent key for the MCP side and a responder key.
-async fn remote(name: &str) -> (Server, String, Api) {
+pub(crate) async fn remote(name: &str) -> (Server, String, Api) {
     let dir = support::temp_dir(name);
     let db = support::sqlite_url(&dir);
     let agent_key = support::create_key(&db, "agent", "bot", "default");
@@ -317,7 +317,7 @@ async fn remote(name: &str) -> (Server, String, Api) {
     (server, agent_key, api)
 }
 
-async fn wait_remote(api: &Api, text: &str) -> Value {
+pub(crate) async fn wait_remote(api: &Api, text: &str) -> Value {
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
         let (_, page) = api.get("/v1/requests?status=pending").await;
