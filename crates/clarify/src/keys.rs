@@ -39,7 +39,8 @@ pub async fn run(command: KeysCommand, db: &str) -> anyhow::Result<ExitCode> {
                 println!(
                     "{:<24} {:<10} {:<16} {:<26} {status}",
                     k.name,
-                    k.role,
+                    // As text: a role's `Display` writes its name without the column's padding.
+                    k.role.as_str(),
                     k.tenant,
                     k.created_at.format("%Y-%m-%d %H:%M:%S UTC").to_string()
                 );

@@ -85,6 +85,19 @@ async fn keys_are_managed_on_the_store_while_the_server_runs() {
         "{listing}"
     );
     assert!(!listing.contains("ck_"), "secrets are never listed");
+    // Every column starts where its heading does.
+    let mut lines = listing.lines();
+    let header = lines.next().unwrap_or_default();
+    let row = lines
+        .find(|l| l.starts_with("ci-bot"))
+        .unwrap_or_else(|| panic!("{listing}"));
+    for (heading, value) in [("ROLE", "agent"), ("TENANT", "default"), ("CREATED", "20")] {
+        assert_eq!(
+            header.find(heading),
+            row.find(value),
+            "{heading} lines up:\n{listing}"
+        );
+    }
 
     let (code, _, stderr) = run(&[
         "keys", "create", "--db", &db, "--role", "agent", "--name", "ci-bot",
