@@ -75,6 +75,16 @@ fn copy(path: &str, out: &Path) -> Result<BackupReport, BackupError> {
         .file_name()
         .ok_or_else(|| failed(format!("{} is not a file name", out.display())))?;
     let partial = out.with_file_name(format!(".{}.partial", name.to_string_lossy()));
+    // `backups/clarify-<date>.db` on a fresh machine: the folder is made, as `cp` into a new
+    // folder would not, since a backup's place is usually one made for backups.
+    if let Some(folder) = out.parent().filter(|f| !f.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder).map_err(|e| {
+            failed(format!(
+                "cannot create the folder {}: {e}",
+                folder.display()
+            ))
+        })?;
+    }
     let result = copy_into(path, &partial).and_then(|requests| {
         std::fs::rename(&partial, out)
             .map_err(|e| failed(format!("cannot write {}: {e}", out.display())))?;

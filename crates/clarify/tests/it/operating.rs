@@ -137,6 +137,20 @@ fn a_backup_refuses_to_overwrite_or_to_copy_postgres_and_writes_nothing_on_failu
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
+/// `clarify backup --db ... backups/clarify-<date>.db` on a fresh machine makes the folder (it
+/// failed with "unable to open database file: backups/.clarify-....db.partial").
+#[test]
+fn a_backup_makes_the_folder_it_is_written_to() {
+    let dir = temp_dir("backup-folder");
+    let db = sqlite_url(&dir);
+    create_key(&db, "admin", "root", "default");
+    let out = dir.join("backups").join("nightly").join("clarify.db");
+    let (code, stdout, stderr) = run(&["backup", "--db", &db, &out.display().to_string()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("backed up"), "{stdout}");
+    assert!(out.is_file(), "the copy is there");
+}
+
 /// Starts `clarify serve` with `extra` flags and the environment given; stderr piped (so not a
 /// terminal) and `NO_COLOR` unset unless `env` sets it.
 fn serve(db: &str, port: u16, extra: &[&str], env: &[(&str, &str)]) -> std::process::Child {
