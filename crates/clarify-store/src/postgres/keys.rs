@@ -14,31 +14,13 @@ use crate::record::Actor;
 
 impl PgBackend {
     pub(crate) async fn insert_key(&self, row: KeyRow, by: &Actor) -> Result<bool, StoreError> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
         // Only the active-name index may refuse quietly; any other conflict is an error.
-        let inserted = sqlx::query(&format!(
-            "INSERT INTO clarify_keys ({KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-             ON CONFLICT (name) WHERE revoked_at IS NULL DO NOTHING"
-        ))
-        .bind(&row.key.id)
-        .bind(&row.key.name)
-        .bind(row.key.role.as_str())
-        .bind(&row.key.tenant)
-        .bind(&row.digest)
-        .bind(millis(row.key.created_at))
-        .bind(row.key.revoked_at.map(millis))
-        .execute(&mut *tx)
+        self.insert_key_unless(
+            row,
+            by,
+            "ON CONFLICT (name) WHERE revoked_at IS NULL DO NOTHING",
+        )
         .await
-        .map_err(db_err)?
-        .rows_affected();
-        if inserted != 1 {
-            tx.rollback().await.map_err(db_err)?;
-            return Ok(false);
-        }
-        let event = AdminEvent::new(&row.key.tenant, AdminKind::KeyCreated, &row.key.id, by);
-        append_admin(&mut tx, &event, row.key.created_at).await?;
-        self.commit_events(tx).await?;
-        Ok(true)
     }
 
     pub(crate) async fn insert_key_once(
@@ -46,12 +28,24 @@ impl PgBackend {
         row: KeyRow,
         by: &Actor,
     ) -> Result<bool, StoreError> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
         // No conflict target: the id and the active name both refuse quietly, so instances
         // inserting the same key at once wait on each other's row and all but one insert none.
+        self.insert_key_unless(row, by, "ON CONFLICT DO NOTHING")
+            .await
+    }
+
+    /// Inserts the key with its `key.created` event, unless `on_conflict` skips the row; whether
+    /// it was inserted.
+    async fn insert_key_unless(
+        &self,
+        row: KeyRow,
+        by: &Actor,
+        on_conflict: &str,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
         let inserted = sqlx::query(&format!(
             "INSERT INTO clarify_keys ({KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-             ON CONFLICT DO NOTHING"
+             {on_conflict}"
         ))
         .bind(&row.key.id)
         .bind(&row.key.name)

@@ -13,28 +13,12 @@ use crate::record::Actor;
 
 impl SqliteBackend {
     pub(crate) async fn insert_key(&self, row: KeyRow, by: &Actor) -> Result<bool, StoreError> {
-        let event = AdminEvent::new(&row.key.tenant, AdminKind::KeyCreated, &row.key.id, by);
-        self.write(move |conn| {
-            // Only the active-name index may refuse quietly; any other conflict is an error.
-            let inserted = conn
-                .prepare_cached(&format!(
-                    "INSERT INTO keys ({KEY_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
-                     ON CONFLICT (name) WHERE revoked_at IS NULL DO NOTHING"
-                ))?
-                .execute(params![
-                    row.key.id,
-                    row.key.name,
-                    row.key.role.as_str(),
-                    row.key.tenant,
-                    row.digest,
-                    millis(row.key.created_at),
-                    row.key.revoked_at.map(millis),
-                ])?;
-            if inserted == 1 {
-                append_admin(conn, &event, row.key.created_at)?;
-            }
-            Ok(inserted == 1)
-        })
+        // Only the active-name index may refuse quietly; any other conflict is an error.
+        self.insert_key_unless(
+            row,
+            by,
+            "ON CONFLICT (name) WHERE revoked_at IS NULL DO NOTHING",
+        )
         .await
     }
 
@@ -43,13 +27,25 @@ impl SqliteBackend {
         row: KeyRow,
         by: &Actor,
     ) -> Result<bool, StoreError> {
+        // No conflict target: the id and the active name both refuse quietly.
+        self.insert_key_unless(row, by, "ON CONFLICT DO NOTHING")
+            .await
+    }
+
+    /// Inserts the key with its `key.created` event, unless `on_conflict` skips the row; whether
+    /// it was inserted.
+    async fn insert_key_unless(
+        &self,
+        row: KeyRow,
+        by: &Actor,
+        on_conflict: &'static str,
+    ) -> Result<bool, StoreError> {
         let event = AdminEvent::new(&row.key.tenant, AdminKind::KeyCreated, &row.key.id, by);
         self.write(move |conn| {
-            // No conflict target: the id and the active name both refuse quietly.
             let inserted = conn
                 .prepare_cached(&format!(
                     "INSERT INTO keys ({KEY_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
-                     ON CONFLICT DO NOTHING"
+                     {on_conflict}"
                 ))?
                 .execute(params![
                     row.key.id,
