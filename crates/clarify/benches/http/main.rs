@@ -32,6 +32,9 @@
 //!   waits idle, answer-to-wake latency of 100 agents answered one by one beside one waiter's
 //!   alone, and 32 other agents' round trips beside the crowd against alone; in `events` mode,
 //!   each subscriber's deliveries of a stream of creates. See `fleet.rs`.
+//! - `footprint` (only when named): the release binary's size as built and stripped, and a fresh
+//!   server's idle memory, each against the figure BENCHMARKS.md's table "Figures the handbook
+//!   quotes" states; exits 1 when one is off by more than a quarter. See `footprint.rs`.
 //! - `otlp` (only when named): 32 clients creating an approval and answering it, on SQLite,
 //!   against a server sending OpenTelemetry to a collector that takes everything (a receiver in
 //!   this process answering 200), to one that is down (a closed port), to one that accepts
@@ -50,6 +53,7 @@ use serde_json::{Value, json};
 
 mod display;
 mod fleet;
+mod footprint;
 mod hook;
 
 const BIN: &str = env!("CARGO_BIN_EXE_clarify");
@@ -666,6 +670,9 @@ async fn main() {
     }
     if args.iter().any(|a| a == "hook") {
         hook::hook(&dir).await;
+    }
+    if args.iter().any(|a| a == "footprint") {
+        footprint::footprint(&dir).await;
     }
     if args.iter().any(|a| a == "display") {
         display::display(&dir).await;

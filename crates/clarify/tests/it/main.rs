@@ -8,6 +8,7 @@ mod crash;
 mod dependencies;
 mod deploying;
 mod faults;
+mod figures;
 mod flood;
 mod gate;
 mod hooks;
