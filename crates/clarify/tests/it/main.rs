@@ -10,6 +10,7 @@ mod deploying;
 mod faults;
 mod flood;
 mod gate;
+mod handbook;
 mod hooks;
 mod insights;
 mod mcp;
