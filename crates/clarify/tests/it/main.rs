@@ -11,6 +11,7 @@ mod faults;
 mod figures;
 mod flood;
 mod gate;
+mod handbook;
 mod hooks;
 mod insights;
 mod mcp;
