@@ -335,7 +335,10 @@ async fn a_high_risk_request_says_so_in_words_in_the_list_the_detail_and_its_lin
         // The answer link: its page without script, and the same view once script runs.
         for (record, shown) in [(&risky, true), (&normal, false)] {
             let url = record["answer_url"].as_str().expect("an answer link");
-            let page = reqwest::get(url)
+            let page = clarify_client::http::client()
+                .expect("an HTTP client")
+                .get(url)
+                .send()
                 .await
                 .expect("the link page")
                 .text()
