@@ -202,7 +202,7 @@ async fn selection_boxes_are_checkboxes_with_a_name_and_a_visible_tick() {
             .js(
                 "return [...document.querySelectorAll('.row-item input[type=checkbox]')].map((box) => { \
                    const r = box.getBoundingClientRect(); \
-                   const t = box.closest('label').getBoundingClientRect(); \
+                   const t = (box.closest('label') || box).getBoundingClientRect(); \
                    const row = box.closest('li').querySelector('a.row').getBoundingClientRect(); \
                    return [Math.round(r.width), Math.round(r.height), getComputedStyle(box).appearance, \
                            Math.round(t.width), Math.round(t.height) === Math.round(row.height)]; })",
