@@ -21,12 +21,16 @@ export function batchAnswers(state, { ended, renderList }) {
     return questions.length === 1 && questions[0].kind === "approval";
   }
 
-  /** The row's checkbox, for approvals only; other requests need their own form. */
+  /**
+   * The row's checkbox, for approvals only; other requests need their own form. A native
+   * checkbox, named for screen readers by what the request asks, in a label that makes the
+   * strip beside the row the place to tap.
+   */
   function selectBox(record, selected) {
     if (!batchable(record)) return h("span", { class: "select-slot", "aria-hidden": "true" });
     const box = h("input", {
       type: "checkbox",
-      class: "select",
+      class: "select-box",
       "aria-label": `Select: ${record.summary || (record.questions[0] || {}).text || record.id}`,
       onchange: (e) => {
         if (e.target.checked) state.selected.add(record.id);
@@ -37,7 +41,7 @@ export function batchAnswers(state, { ended, renderList }) {
     });
     box.checked = selected;
     box.dataset.id = record.id;
-    return box;
+    return h("label", { class: "select" }, box);
   }
 
   function renderBar() {

@@ -15,7 +15,7 @@
 
 import { h, fill, when, ago, timeLeft } from "./dom.js";
 import { call, useCsrf } from "./api.js";
-import { requestView, quorumOf } from "./request.js";
+import { requestView, quorumOf, riskMark } from "./request.js";
 import { answerStepped } from "./passkeys.js";
 import { settingsView } from "./settings.js";
 import { showLogin } from "./login.js";
@@ -92,8 +92,16 @@ async function start() {
   document.getElementById("logout").addEventListener("click", logout);
   setUpNotifications(() => state.session);
   window.addEventListener("hashchange", route);
+  // Log out on a page without script (Insights) is a link to here: it signs out, once.
+  const leaving = location.hash === "#/logout";
+  if (leaving) history.replaceState(null, "", location.pathname + location.search);
   try {
     const session = await call("GET", "/v1/session");
+    if (leaving) {
+      useCsrf(session.csrf_token);
+      await logout();
+      return;
+    }
     signedIn(session);
   } catch (e) {
     if (e.status === 401) showLogin(null, signedIn);
@@ -357,6 +365,7 @@ function pendingRow(record, current, isNew) {
     h(
       "span",
       { class: "row-meta" },
+      riskMark(record),
       h("span", { class: "chip kind" }, KIND_CHIPS[kindOf(record)]),
       quorum ? h("span", { class: "chip quorum", title: quorum.approvers.length ? `approved by ${quorum.approvers.join(", ")}` : null }, quorum.text, voted ? " · you voted" : null) : null,
       // A header that only repeats the kind ("Approval") would read twice.

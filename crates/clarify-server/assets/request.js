@@ -141,9 +141,19 @@ function contextBlock(context) {
   return h("section", { class: "context" }, h("h3", {}, "Context"), body);
 }
 
-/** Metadata of a request: agent, session, tags, age, deadline (kept current by `tick`). */
+/**
+ * "High risk", in words, for a request its sender marked `risk: high` (whatever step-up is set
+ * to: it says what is at stake, not how the answer is checked); `null` for any other.
+ */
+export function riskMark(record) {
+  if (record.risk !== "high") return null;
+  return h("span", { class: "risk", title: "Its sender marked this request high-risk" }, "High risk");
+}
+
+/** Metadata of a request: risk, agent, session, tags, age, deadline (kept current by `tick`). */
 function metaLine(record, deadline) {
   const meta = h("div", { class: "meta" });
+  put(meta, riskMark(record));
   if (record.agent) put(meta, h("span", {}, "from ", h("strong", {}, record.agent)));
   if (record.session) put(meta, h("span", {}, `session ${record.session}`));
   for (const tag of record.tags || []) put(meta, h("span", { class: "chip tag" }, tag));

@@ -10,7 +10,7 @@ use std::fmt::Write;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
-use clarify_core::{Context, QuestionKind};
+use clarify_core::{Context, QuestionKind, Risk};
 use clarify_store::RequestRecord;
 use serde_json::Value;
 
@@ -81,14 +81,74 @@ fn page_with_head(
     response
 }
 
-/// The Insights page: `body` (the filters and the charts, made by `web::insights`) with the
-/// charts' stylesheet beside the shared one. No script: the charts are drawn on the server.
-pub fn insights_page(body: &str) -> Response {
-    let head = format!(
-        "<link rel=\"stylesheet\" href=\"{}\">",
-        asset_path("insights.css")
+/// The inbox's sections, the navigation of its top bar: `(id, address, label)`. The inbox page
+/// and the Insights page both draw it from here, so they cannot drift apart.
+const SECTIONS: [(&str, &str, &str); 4] = [
+    ("pending", "/#/", "Pending"),
+    ("history", "/#/history", "History"),
+    ("insights", "/insights", "Insights"),
+    ("settings", "/settings", "Settings"),
+];
+
+/// The top bar's navigation, with `current` (a section's id) marked as the page shown; the
+/// inbox's script marks its own sections. Pending carries the inbox's live count, which only
+/// the inbox's script fills in.
+pub fn tabs(current: Option<&str>) -> String {
+    let mut nav = String::from("<nav class=\"tabs\" aria-label=\"Sections\">");
+    for (id, href, label) in SECTIONS {
+        let mark = if current == Some(id) {
+            " aria-current=\"page\""
+        } else {
+            ""
+        };
+        let count = if id == "pending" {
+            "<span class=\"count\" id=\"pending-count\" hidden></span>"
+        } else {
+            ""
+        };
+        let _ = write!(
+            nav,
+            "<a id=\"tab-{id}\" href=\"{href}\"{mark}>{label}{count}</a>"
+        );
+    }
+    nav.push_str("</nav>");
+    nav
+}
+
+/// The Insights page, inside the inbox's frame: its top bar (the same sections, with Insights
+/// current, and who is signed in as `name` with `role`), then `body` (the filters and the
+/// charts, made by `web::insights`) in a panel, with the charts' stylesheet beside the inbox's.
+/// No script: the charts are drawn on the server, and Log out is the inbox's (`/#/logout`).
+pub fn insights_page(body: &str, name: &str, role: &str) -> Response {
+    let icon = asset_path("icon.svg");
+    let html = format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>Insights · clarify</title>\
+         <link rel=\"icon\" href=\"{icon}\" type=\"image/svg+xml\">\
+         <link rel=\"stylesheet\" href=\"{}\">\
+         <link rel=\"stylesheet\" href=\"{}\"></head>\
+         <body><a class=\"skip-link\" href=\"#app\">Skip to the insights</a>\
+         <header class=\"topbar\" id=\"topbar\">\
+         <a class=\"brand\" href=\"/#/\"><img src=\"{icon}\" alt=\"\" width=\"22\" height=\"22\">\
+         <span class=\"brand-name\">clarify</span></a>{}<span class=\"spacer\"></span>\
+         <span class=\"account\"><span id=\"who\"><span class=\"who\">{}</span>\
+         <span class=\"chip\">{}</span></span>\
+         <a class=\"linkish\" id=\"logout\" href=\"/#/logout\">Log out</a></span></header>\
+         <main id=\"app\" class=\"insights-page\" tabindex=\"-1\">\
+         <section class=\"panel\" aria-labelledby=\"insights-title\">{body}</section>\
+         </main></body></html>\n",
+        asset_path("clarify.css"),
+        asset_path("insights.css"),
+        tabs(Some("insights")),
+        escape(name),
+        escape(role),
     );
-    page_with_head(StatusCode::OK, "Insights", body, None, None, &head)
+    let mut response = document(StatusCode::OK, html);
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
 }
 
 /// A page that only says something.
@@ -219,6 +279,9 @@ pub fn link_page(
         "<p class=\"meta\">A question for you</p><h1>{}</h1>",
         escape(&request.summary)
     );
+    if request.risk == Risk::High {
+        body.push_str("<p class=\"meta\"><span class=\"risk\" id=\"risk\">High risk</span></p>");
+    }
     if let Some(person) = person {
         let _ = write!(
             body,

@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::shared::error::ApiError;
 use crate::shared::sign::hex;
 use crate::state::AppState;
-use crate::web::html::document;
+use crate::web::html::{document, tabs};
 use clarify_render::html::escape;
 
 /// One embedded file.
@@ -80,6 +80,7 @@ static VERSION: LazyLock<String> = LazyLock::new(|| {
         digest.update(asset.body);
     }
     digest.update(PAGE_TEMPLATE.as_bytes());
+    digest.update(tabs(None).as_bytes());
     digest.update(WORKER_TEMPLATE.as_bytes());
     hex(&digest.finalize()[..8])
 });
@@ -97,6 +98,7 @@ static PAGE: LazyLock<String> = LazyLock::new(|| {
     PAGE_TEMPLATE
         .replace("{{version}}", VERSION.as_str())
         .replace("{{theme_colour}}", THEME_COLOUR)
+        .replace("{{tabs}}", &tabs(None))
 });
 
 const WORKER_TEMPLATE: &str = include_str!("../../assets/sw.js");

@@ -2,7 +2,8 @@
 //! a responder or admin key). The filters are the address's query, the same names as
 //! `GET /v1/insights`, so a view can be bookmarked and shared; a plain GET form changes them.
 //! The charts are server-drawn SVG (`clarify_render::charts`, which says why), so the page has no
-//! script and is readable at phone width and in print.
+//! script and is readable at phone width and in print. It sits in the inbox's frame: the same top
+//! bar and sections ([`tabs`](crate::web::html::tabs)), stylesheet and buttons.
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
@@ -52,8 +53,10 @@ pub(crate) async fn page(
         Err(e) => return message_page(e.status, "Insights", &e.message),
     };
     let mut body = String::from(
-        "<div class=\"insights\"><nav><a href=\"/\">← Inbox</a></nav><h1>Insights</h1>\
-         <form class=\"filters\" method=\"get\" action=\"/insights\">",
+        "<div class=\"panel-head\"><h1 id=\"insights-title\">Insights</h1></div>\
+         <div class=\"panel-body insights\">\
+         <form class=\"filters insights-filters\" method=\"get\" action=\"/insights\" \
+         role=\"search\" aria-label=\"Filter the insights\">",
     );
     let shown = |name: &str| -> String {
         let value = match name {
@@ -69,12 +72,16 @@ pub(crate) async fn page(
     };
     for (name, label, kind, hint) in FIELDS {
         body.push_str(&format!(
-            "<label>{label}<input type=\"{kind}\" name=\"{name}\" value=\"{}\" placeholder=\"{}\"></label>",
+            "<div><label for=\"insights-{name}\">{label}</label><input type=\"{kind}\" \
+             id=\"insights-{name}\" name=\"{name}\" value=\"{}\" placeholder=\"{}\"></div>",
             shown(name),
             escape(hint)
         ));
     }
-    body.push_str("<button type=\"submit\">Show</button></form>");
+    body.push_str(
+        "<div class=\"filter-actions\"><button type=\"submit\" class=\"btn primary\">Show</button>\
+         </div></form>",
+    );
     body.push_str(&format!(
         "<p class=\"range\">{} to {} (UTC days). Decisions are counted on the day they were made; \
          pending requests as they are now.</p>",
@@ -82,5 +89,5 @@ pub(crate) async fn page(
     ));
     body.push_str(&charts::all(&figures));
     body.push_str("</div>");
-    insights_page(&body)
+    insights_page(&body, &caller.key.name, caller.key.role.as_str())
 }

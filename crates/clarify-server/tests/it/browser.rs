@@ -1394,15 +1394,15 @@ async fn several_approvals_are_answered_at_once_from_the_list() {
         // Only approvals can be ticked.
         let boxes = b
             .js(
-                "return document.querySelectorAll('input.select').length",
+                "return document.querySelectorAll('.row-item input[type=checkbox]').length",
                 vec![],
             )
             .await;
         assert_eq!(boxes, json!(3));
         // beta's item fails (alice is not its responder); the others go through.
-        b.click("//li[.//a[contains(., 'branch alpha')]]/input[@type='checkbox']")
+        b.click("//li[.//a[contains(., 'branch alpha')]]//input[@type='checkbox']")
             .await;
-        b.click("//li[.//a[contains(., 'branch beta')]]/input[@type='checkbox']")
+        b.click("//li[.//a[contains(., 'branch beta')]]//input[@type='checkbox']")
             .await;
         b.wait_for("//*[@id='batch-bar'][contains(., '2 selected')]")
             .await;

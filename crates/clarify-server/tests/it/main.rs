@@ -28,6 +28,7 @@ mod insights;
 mod keys;
 mod limits;
 mod links;
+mod look;
 mod mattermost;
 mod mcp;
 mod mcp_client;

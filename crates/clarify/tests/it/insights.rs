@@ -1,10 +1,10 @@
 //! The insights end to end, on one SQLite store that a real `clarify serve` fills: the inbox's
-//! Insights page in Chromium at desktop and phone width (its filters in the address, nothing
-//! scrolling sideways, a screenshot of each for the handbook), and `clarify report` in each
-//! format against the same store while it serves: JSON with every decision and the audit
-//! chain's head, whose verify command really verifies; CSV with one line per decision; HTML
-//! opened in Chromium, where it shows its charts with no request leaving the page; and the same
-//! report read from the running server over HTTP (`--url`) with an admin key.
+//! Insights page in Chromium at desktop and phone width (under the inbox's top bar, its filters
+//! in the address, nothing scrolling sideways, a screenshot of each for the handbook), and
+//! `clarify report` in each format against the same store while it serves: JSON with every
+//! decision and the audit chain's head, whose verify command really verifies; CSV with one line
+//! per decision; HTML opened in Chromium, where it shows its charts with no request leaving the
+//! page; and the same report read from the running server over HTTP (`--url`) with an admin key.
 
 use std::path::Path;
 use std::process::Command;
@@ -119,6 +119,11 @@ async fn the_insights_page_and_the_report_show_the_decisions_made() {
                 b.click("//a[@id = 'tab-insights']").await;
             }
             b.wait_for("//h1[. = 'Insights']").await;
+            // In the inbox's frame: its top bar, with this section the current one.
+            let current = b
+                .js("return document.querySelector('header.topbar a[aria-current=page]').textContent", vec![])
+                .await;
+            assert_eq!(current, json!("Insights"));
             let tile = |label: &str| {
                 format!("return [...document.querySelectorAll('dl.tiles div')].find((d) => d.querySelector('dt').textContent === '{label}').querySelector('dd').textContent")
             };
