@@ -12,23 +12,14 @@ use crate::AuditCommand;
 /// Events read per round trip.
 const PAGE: usize = 1_000;
 
-/// Opens the store at `db` for reading it (no reaper). Opening a SQLite URL creates the file, so
-/// a file that is not there is refused first: reading a store that does not exist is a typo.
+/// Opens the store at `db` for reading it (no reaper), saying which it is. A SQLite file that is
+/// not there is refused: reading a store that does not exist is a typo.
 pub(crate) async fn open_existing(db: &str) -> anyhow::Result<Store> {
-    let path = db
-        .trim()
-        .strip_prefix("sqlite://")
-        .or_else(|| db.trim().strip_prefix("sqlite:"));
-    if let Some(path) = path.filter(|p| !std::path::Path::new(p).exists()) {
-        anyhow::bail!("there is no store at {path}; pass the store's --db (or CLARIFY_DB)");
-    }
     let options = StoreOptions {
         reaper_interval: None,
         ..StoreOptions::default()
     };
-    Store::open(db, options)
-        .await
-        .with_context(|| format!("cannot open the store {db}"))
+    crate::store_arg::open(db, options, crate::store_arg::Missing::Refuse).await
 }
 
 pub async fn run(command: AuditCommand, db: &str) -> anyhow::Result<ExitCode> {
