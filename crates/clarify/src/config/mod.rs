@@ -171,7 +171,10 @@ pub fn parse(
         }
     };
     let server = problems.keep(raw.server.check(&fail));
+    let tables = raw.channels.len();
     let channels = channels::check(raw.channels, env, &fail, &mut problems);
+    // A route naming a channel whose table has a problem is not a problem of its own.
+    let every_channel_read = channels.len() == tables;
     let names: BTreeSet<&str> = channels.iter().map(|c| c.name.as_str()).collect();
     for (i, route) in raw.routes.iter().enumerate() {
         let at = format!("routes[{i}]");
@@ -181,7 +184,11 @@ pub fn parse(
                 "is empty; name at least one channel".to_owned(),
             ));
         }
-        if let Some(unknown) = route.channels.iter().find(|c| !names.contains(c.as_str())) {
+        if let Some(unknown) = route
+            .channels
+            .iter()
+            .find(|c| every_channel_read && !names.contains(c.as_str()))
+        {
             problems.add(fail(
                 &format!("{at}.channels"),
                 format!("{unknown:?} is not the name of any [[channels]] entry"),
