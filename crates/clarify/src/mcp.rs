@@ -10,7 +10,6 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use clap::Args;
 use clarify_client::Client;
 use clarify_core::Limits;
