@@ -23,6 +23,11 @@ pub(crate) async fn open_existing(db: &str) -> anyhow::Result<Store> {
 }
 
 pub async fn run(command: AuditCommand, db: &str) -> anyhow::Result<ExitCode> {
+    // A mistyped --since is named before the store is.
+    let since = match &command {
+        AuditCommand::Export { since } => since.as_deref().map(parse_since).transpose()?,
+        AuditCommand::Verify => None,
+    };
     let store = open_existing(db).await?;
     // Events committed moments ago are numbered (PostgreSQL numbers them just after commit).
     store.sync_feed().await?;
@@ -40,8 +45,7 @@ pub async fn run(command: AuditCommand, db: &str) -> anyhow::Result<ExitCode> {
                 Ok(ExitCode::FAILURE)
             }
         },
-        AuditCommand::Export { since } => {
-            let since = since.as_deref().map(parse_since).transpose()?;
+        AuditCommand::Export { .. } => {
             let mut after = 0;
             loop {
                 let events = store.audit_events(None, after, PAGE).await?;
