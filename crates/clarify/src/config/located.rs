@@ -81,10 +81,10 @@ fn walk_table(
             format!("{at}.{key}")
         };
         match value.get_ref() {
-            DeValue::String(name) if key.ends_with("_env") => {
-                if env(name).is_none_or(|v| v.is_empty()) {
-                    unset.push((path, name.to_string()));
-                }
+            DeValue::String(name)
+                if key.ends_with("_env") && env(name).is_none_or(|v| v.is_empty()) =>
+            {
+                unset.push((path, name.to_string()));
             }
             DeValue::Table(t) => walk_table(t, &path, env, unset),
             DeValue::Array(items) => {

@@ -313,19 +313,14 @@ async fn a_failing_rule_condition_is_logged_with_the_request_id() {
     let path = path.display().to_string();
     let server = Server::start("memory:", &["--config", &path, "--log-format", "json"]).await;
     let key = server.admin_key().await;
-    let response = reqwest::Client::new()
-        .post(format!("{}/v1/requests", server.url))
-        .bearer_auth(&key)
-        .header("x-request-id", "call-7f3a")
-        .json(
-            &json!({"questions": [{"text": "Refund?", "kind": "approval",
-            "action": {"name": "refund", "arguments": {}}}]}),
+    let (status, record) = Api::new(&server.url, &key)
+        .post(
+            "/v1/requests",
+            json!({"questions": [{"text": "Refund?", "kind": "approval",
+                "action": {"name": "refund", "arguments": {}}}]}),
         )
-        .send()
-        .await
-        .expect("the call");
-    assert_eq!(response.status(), 201);
-    let record: serde_json::Value = response.json().await.expect("json");
+        .await;
+    assert_eq!(status, 201, "{record}");
     let id = record["id"].as_str().expect("an id").to_owned();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let line = loop {
