@@ -19,7 +19,13 @@ pub(crate) async fn open_existing(db: &str) -> anyhow::Result<Store> {
         reaper_interval: None,
         ..StoreOptions::default()
     };
-    crate::store_arg::open(db, options, crate::store_arg::Missing::Refuse).await
+    crate::store_arg::open(
+        db,
+        options,
+        crate::store_arg::Missing::Refuse,
+        crate::store_arg::Use::Read,
+    )
+    .await
 }
 
 pub async fn run(command: AuditCommand, db: &str) -> anyhow::Result<ExitCode> {

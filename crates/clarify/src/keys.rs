@@ -1,14 +1,14 @@
 //! `clarify keys`: key management directly on the store, also while a server runs; and
 //! `clarify keys generate`, which makes a key for `serve --admin-key-file` without a store.
-//! Each names the store it used on stderr, and only `keys create --create` makes a new one
-//! ([`crate::store_arg`]).
+//! `create` and `revoke` name the store they used on stderr, and only `keys create --create`
+//! makes a new one ([`crate::store_arg`]).
 
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clarify_store::{Role, StoreOptions};
 
-use crate::store_arg::Missing;
+use crate::store_arg::{Missing, Use};
 
 use crate::KeysCommand;
 
@@ -25,7 +25,11 @@ pub async fn run(command: KeysCommand, db: &str) -> anyhow::Result<ExitCode> {
         KeysCommand::Create { create: true, .. } => Missing::Create,
         _ => Missing::Refuse,
     };
-    let store = crate::store_arg::open(db, options, missing).await?;
+    let used = match command {
+        KeysCommand::List => Use::Read,
+        _ => Use::Write,
+    };
+    let store = crate::store_arg::open(db, options, missing, used).await?;
     match command {
         KeysCommand::Create {
             role, name, tenant, ..

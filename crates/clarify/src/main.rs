@@ -99,7 +99,7 @@ enum Command {
     Cancel(client::CancelArgs),
     /// Manage API keys, directly on the store (also while a server runs).
     #[command(
-        after_help = "Examples:\n  clarify keys create --role agent --name ci-bot --db sqlite:///srv/clarify/clarify.db\n  clarify keys create --role admin --name me --create   (a new store here, before the first serve)\n  clarify keys list\n  clarify keys revoke ci-bot\n  clarify keys generate > admin.key   (for serve --admin-key-file; touches no store)\n\nEach names the store it used on stderr. Use the server's store (its --db, or\nCLARIFY_DB): a SQLite file that does not exist is refused, unless keys create is\ngiven --create."
+        after_help = "Examples:\n  clarify keys create --role agent --name ci-bot --db sqlite:///srv/clarify/clarify.db\n  clarify keys create --role admin --name me --create   (a new store here, before the first serve)\n  clarify keys list\n  clarify keys revoke ci-bot\n  clarify keys generate > admin.key   (for serve --admin-key-file; touches no store)\n\ncreate and revoke name the store they used on stderr. Use the server's store (its\n--db, or CLARIFY_DB): a SQLite file that does not exist is refused, unless keys\ncreate is given --create."
     )]
     Keys {
         #[command(subcommand)]

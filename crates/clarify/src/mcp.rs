@@ -70,9 +70,13 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
             };
             // Made when it is not there, as `clarify serve` makes it: an MCP client starts this
             // command on its own, before or without a server; stderr says which store it is.
-            let store =
-                crate::store_arg::open(&args.db, options, crate::store_arg::Missing::Create)
-                    .await?;
+            let store = crate::store_arg::open(
+                &args.db,
+                options,
+                crate::store_arg::Missing::Create,
+                crate::store_arg::Use::Write,
+            )
+            .await?;
             Upstream::Store(Embedded::new(store, args.tenant, limits))
         }
     };

@@ -1,5 +1,5 @@
 //! Opening the store a command works on directly (`keys`, `audit`, `report --db`, `mcp`): each
-//! says on stderr which store it used, and none creates a SQLite file unless asked.
+//! that writes says on stderr which store it used, and none creates a SQLite file unless asked.
 //!
 //! Opening a `sqlite://PATH` store creates the file when it is not there. For `clarify serve`
 //! that is the point; for a command run beside a server it is a mistake waiting to happen: run in
@@ -20,9 +20,23 @@ pub enum Missing {
     Create,
 }
 
-/// Opens the store at `db` for a command that is not the server, after saying on stderr which
-/// store it is (a PostgreSQL password shown as `***`).
-pub async fn open(db: &str, options: StoreOptions, missing: Missing) -> anyhow::Result<Store> {
+/// What the command does with the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    /// Writes it: which store it is goes to stderr first.
+    Write,
+    /// Only reads it (its error, if any, stays one line).
+    Read,
+}
+
+/// Opens the store at `db` for a command that is not the server; one that writes says on
+/// stderr which store it is first (a PostgreSQL password shown as `***`).
+pub async fn open(
+    db: &str,
+    options: StoreOptions,
+    missing: Missing,
+    used: Use,
+) -> anyhow::Result<Store> {
     let shown = shown(db);
     if let Some(path) = sqlite_path(db).filter(|p| !std::path::Path::new(p).exists()) {
         if missing == Missing::Refuse {
@@ -33,7 +47,7 @@ pub async fn open(db: &str, options: StoreOptions, missing: Missing) -> anyhow::
             );
         }
         eprintln!("clarify: store {shown} (created)");
-    } else {
+    } else if used == Use::Write {
         eprintln!("clarify: store {shown}");
     }
     Store::open(db, options)

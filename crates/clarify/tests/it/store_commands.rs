@@ -121,7 +121,8 @@ fn a_postgres_password_is_never_shown() {
     // Nothing listens on port 1: the command fails after saying which store it tried.
     let (code, _, err) = run(&[
         "keys",
-        "list",
+        "revoke",
+        "ci-bot",
         "--db",
         "postgres://clarify:s3cret-pw@127.0.0.1:1/clarify",
     ]);
