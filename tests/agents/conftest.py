@@ -93,7 +93,10 @@ class Clarify:
 
     def _key(self, role: str, name: str) -> str:
         return subprocess.run(
-            [self.binary, "keys", "create", "--role", role, "--name", name, "--db", self.db],
+            [
+                self.binary, "keys", "create", "--role", role, "--name", name,
+                "--db", self.db, "--create",
+            ],
             check=True,
             capture_output=True,
             text=True,

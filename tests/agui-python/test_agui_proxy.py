@@ -111,7 +111,10 @@ class Clarify:
 
     def key(self, role: str, name: str) -> str:
         return subprocess.run(
-            [self.bin, "keys", "create", "--role", role, "--name", name, "--db", self.db],
+            [
+                self.bin, "keys", "create", "--role", role, "--name", name,
+                "--db", self.db, "--create",
+            ],
             check=True,
             capture_output=True,
             text=True,

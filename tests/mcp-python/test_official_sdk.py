@@ -96,7 +96,10 @@ def http_server(clarify_bin: str, tmp_path: Path) -> Iterator[tuple[str, str]]:
     db = f"sqlite://{tmp_path}/clarify.db"
     env = {**os.environ, "NO_COLOR": "1"}
     key = subprocess.run(
-        [clarify_bin, "keys", "create", "--role", "agent", "--name", "bot", "--db", db],
+        [
+            clarify_bin, "keys", "create", "--role", "agent", "--name", "bot",
+            "--db", db, "--create",
+        ],
         check=True,
         capture_output=True,
         text=True,

@@ -220,12 +220,34 @@ pub struct AuditEvent {
     /// Who was authenticated: `key:<name>`, `oidc:<issuer>#<sub>`, `slack:<user id>`, ...
     #[serde(skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
+    /// A key event's key (`key.created`, `key.revoked`): its name and role, read from the key
+    /// itself, which keeps them for good (revoking a key keeps its row). Not hashed: the chain
+    /// hashes the key's id, which names it for good, and events stored before this was shown
+    /// verify as they did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<KeyNamed>,
     pub at: chrono::DateTime<chrono::Utc>,
     /// Empty for an event stored before the chain existed and never hashed.
     pub hash: String,
 }
 
+/// The key a key event concerns, as an auditor reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeyNamed {
+    pub name: String,
+    pub role: crate::Role,
+}
+
 impl AuditEvent {
+    /// The id of the key this event concerns, for a key event.
+    fn key_id(&self) -> Option<&str> {
+        let kind = AdminKind::parse(&self.kind)?;
+        if kind.noun() != "key" {
+            return None;
+        }
+        self.subject.as_deref()?.strip_prefix("key:")
+    }
+
     pub(crate) fn of(parts: &EventParts, hash: Option<&str>) -> Self {
         let purged = parts.kind == PURGED;
         let admin = is_admin(&parts.kind);
@@ -238,6 +260,7 @@ impl AuditEvent {
             actor: parts.actor.clone(),
             channel: parts.channel.clone(),
             principal: parts.principal.clone(),
+            key: None,
             at: crate::codec::from_millis(parts.at).unwrap_or_default(),
             hash: hash.unwrap_or_default().to_owned(),
         }
@@ -316,10 +339,27 @@ impl Store {
             .backend
             .audit_events(tenant, after, limit)
             .await?;
-        Ok(parts
+        let mut events: Vec<crate::AuditEvent> = parts
             .iter()
             .map(|p| crate::AuditEvent::of(p, p.hash.as_deref()))
-            .collect())
+            .collect();
+        // Each key event names its key; a key is read once per page (most pages have none).
+        let mut keys: std::collections::HashMap<String, Option<KeyNamed>> =
+            std::collections::HashMap::new();
+        for event in &mut events {
+            let Some(id) = event.key_id().map(str::to_owned) else {
+                continue;
+            };
+            if !keys.contains_key(&id) {
+                let named = self.inner.backend.key(&id).await?.map(|row| KeyNamed {
+                    name: row.key.name,
+                    role: row.key.role,
+                });
+                keys.insert(id.clone(), named);
+            }
+            event.key = keys.get(&id).cloned().flatten();
+        }
+        Ok(events)
     }
 
     /// Records an admin action in the audit chain, in a transaction of its own: for actions

@@ -77,7 +77,7 @@ use clarify_core::{NewRequest, parse_submission};
 
 pub use agent::{Asked, Clarify};
 pub use agui::{AGUI_BATCH, AguiRun};
-pub use audit::{AdminEvent, AdminKind, AuditEvent, ChainBreak};
+pub use audit::{AdminEvent, AdminKind, AuditEvent, ChainBreak, KeyNamed};
 pub use backup::{BackupError, BackupReport, backup};
 pub use clock::{Clock, IdGenerator, ManualClock, RandomIds, SequentialIds, SystemClock};
 pub use error::{AskError, ResolveError, StoreError};
@@ -323,9 +323,11 @@ impl Store {
         let call = clarify_core::rules::Call::of(request)?;
         let verdict = rules.decide(&call);
         for failure in verdict.errors.iter().filter(|f| f.first) {
+            // `request`, as every line about a request names it: `request_id` is the HTTP
+            // call's id, which the span of the call being served carries.
             tracing::warn!(
                 rule = failure.rule.as_str(),
-                request_id = id,
+                request = id,
                 error = failure.error.as_str(),
                 "a rule's condition failed to evaluate, so the rule did not match; \
                  this is logged once per rule"

@@ -12,26 +12,28 @@ use crate::AuditCommand;
 /// Events read per round trip.
 const PAGE: usize = 1_000;
 
-/// Opens the store at `db` for reading it (no reaper). Opening a SQLite URL creates the file, so
-/// a file that is not there is refused first: reading a store that does not exist is a typo.
+/// Opens the store at `db` for reading it (no reaper), saying which it is. A SQLite file that is
+/// not there is refused: reading a store that does not exist is a typo.
 pub(crate) async fn open_existing(db: &str) -> anyhow::Result<Store> {
-    let path = db
-        .trim()
-        .strip_prefix("sqlite://")
-        .or_else(|| db.trim().strip_prefix("sqlite:"));
-    if let Some(path) = path.filter(|p| !std::path::Path::new(p).exists()) {
-        anyhow::bail!("there is no store at {path}; pass the store's --db (or CLARIFY_DB)");
-    }
     let options = StoreOptions {
         reaper_interval: None,
         ..StoreOptions::default()
     };
-    Store::open(db, options)
-        .await
-        .with_context(|| format!("cannot open the store {db}"))
+    crate::store_arg::open(
+        db,
+        options,
+        crate::store_arg::Missing::Refuse,
+        crate::store_arg::Use::Read,
+    )
+    .await
 }
 
 pub async fn run(command: AuditCommand, db: &str) -> anyhow::Result<ExitCode> {
+    // A mistyped --since is named before the store is.
+    let since = match &command {
+        AuditCommand::Export { since } => since.as_deref().map(parse_since).transpose()?,
+        AuditCommand::Verify => None,
+    };
     let store = open_existing(db).await?;
     // Events committed moments ago are numbered (PostgreSQL numbers them just after commit).
     store.sync_feed().await?;
@@ -49,8 +51,7 @@ pub async fn run(command: AuditCommand, db: &str) -> anyhow::Result<ExitCode> {
                 Ok(ExitCode::FAILURE)
             }
         },
-        AuditCommand::Export { since } => {
-            let since = since.as_deref().map(parse_since).transpose()?;
+        AuditCommand::Export { .. } => {
             let mut after = 0;
             loop {
                 let events = store.audit_events(None, after, PAGE).await?;

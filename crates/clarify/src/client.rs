@@ -268,6 +268,17 @@ pub async fn answer(args: AnswerArgs) -> anyhow::Result<ExitCode> {
             _ => json!({"option": o}),
         }
     } else if let Some(o) = &args.other {
+        // `other` answers a choice question only; the server's refusal would show the HTTP
+        // body to send, so the flag to use instead is named here.
+        let kind = client.get(&args.id).await?.0["questions"][0]["kind"]
+            .as_str()
+            .map(str::to_owned);
+        if let Some(flags) = kind.as_deref().and_then(flags_for_kind) {
+            anyhow::bail!(
+                "request {} is {flags}; --other is a choice question's own answer",
+                args.id
+            );
+        }
         json!({"other": o})
     } else {
         anyhow::bail!(
@@ -284,6 +295,16 @@ pub async fn answer(args: AnswerArgs) -> anyhow::Result<ExitCode> {
         eprintln!("clarify: request {} is {status}", args.id);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How the CLI answers a question of `kind` that `--other` cannot answer.
+fn flags_for_kind(kind: &str) -> Option<&'static str> {
+    match kind {
+        "open" => Some("an open question: answer it with --text \"...\""),
+        "approval" => Some("an approval: answer it with --approve, --deny or --revise"),
+        "form" => Some("a form: answer it with --body '{\"values\": {...}}'"),
+        _ => None,
+    }
 }
 
 #[derive(Debug, Args)]

@@ -1,10 +1,14 @@
 //! `clarify keys`: key management directly on the store, also while a server runs; and
 //! `clarify keys generate`, which makes a key for `serve --admin-key-file` without a store.
+//! `create` and `revoke` name the store they used on stderr, and only `keys create --create`
+//! makes a new one ([`crate::store_arg`]).
 
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use clarify_store::{Role, Store, StoreOptions};
+use clarify_store::{Role, StoreOptions};
+
+use crate::store_arg::{Missing, Use};
 
 use crate::KeysCommand;
 
@@ -17,11 +21,19 @@ pub async fn run(command: KeysCommand, db: &str) -> anyhow::Result<ExitCode> {
         reaper_interval: None,
         ..StoreOptions::default()
     };
-    let store = Store::open(db, options)
-        .await
-        .with_context(|| format!("cannot open the store {db}"))?;
+    let missing = match command {
+        KeysCommand::Create { create: true, .. } => Missing::Create,
+        _ => Missing::Refuse,
+    };
+    let used = match command {
+        KeysCommand::List => Use::Read,
+        _ => Use::Write,
+    };
+    let store = crate::store_arg::open(db, options, missing, used).await?;
     match command {
-        KeysCommand::Create { role, name, tenant } => {
+        KeysCommand::Create {
+            role, name, tenant, ..
+        } => {
             let role = Role::parse(&role).context("unknown role; use agent, responder or admin")?;
             let key = store.create_key(&name, role, &tenant, &cli_actor()).await?;
             println!("{}", key.token);

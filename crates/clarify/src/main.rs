@@ -25,6 +25,7 @@ mod report;
 mod secret_files;
 mod serve;
 mod settings;
+mod store_arg;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -98,7 +99,7 @@ enum Command {
     Cancel(client::CancelArgs),
     /// Manage API keys, directly on the store (also while a server runs).
     #[command(
-        after_help = "Examples:\n  clarify keys create --role agent --name ci-bot\n  clarify keys list\n  clarify keys revoke ci-bot\n  clarify keys generate > admin.key   (for serve --admin-key-file; touches no store)"
+        after_help = "Examples:\n  clarify keys create --role agent --name ci-bot --db sqlite:///srv/clarify/clarify.db\n  clarify keys create --role admin --name me --create   (a new store here, before the first serve)\n  clarify keys list\n  clarify keys revoke ci-bot\n  clarify keys generate > admin.key   (for serve --admin-key-file; touches no store)\n\ncreate and revoke name the store they used on stderr. Use the server's store (its\n--db, or CLARIFY_DB): a SQLite file that does not exist is refused, unless keys\ncreate is given --create."
     )]
     Keys {
         #[command(subcommand)]
@@ -139,9 +140,13 @@ enum Command {
         since: String,
         #[arg(long, default_value = "html", value_parser = ["html", "json", "csv"])]
         format: String,
-        /// The file to write; standard output when absent.
+        /// The file to write; standard output when absent. A file that exists is refused unless
+        /// --force.
         #[arg(long)]
         out: Option<std::path::PathBuf>,
+        /// Replace the --out file when it exists.
+        #[arg(long, requires = "out")]
+        force: bool,
         /// The store: sqlite://PATH or postgres://...
         #[arg(long, env = "CLARIFY_DB", default_value = "sqlite://clarify.db")]
         db: String,
@@ -199,7 +204,8 @@ enum Command {
         command: agui::AguiCommand,
     },
     /// Check a configuration file: exit 0 when `clarify serve --config` would accept it, or 1
-    /// with one line naming the key and the problem.
+    /// with a line for every problem found, naming its line and column, the key and the problem
+    /// (every environment variable a `<key>_env` names and the environment lacks, at once).
     #[command(
         after_help = "Example:\n  clarify config check clarify.toml\n\nEvery key: docs/clarify.example.toml"
     )]
@@ -325,6 +331,10 @@ enum KeysCommand {
         /// The tenant whose requests the key reaches.
         #[arg(long, default_value = "default")]
         tenant: String,
+        /// Make a new SQLite store when --db names a file that does not exist (without it, the
+        /// command refuses: a key in a store no server reads is refused by every server).
+        #[arg(long)]
+        create: bool,
     },
     /// Print a fresh key in clarify's format without touching a store: give it to `serve
     /// --admin-key-file` (CLARIFY_ADMIN_KEY_FILE), which stores it as an admin key at start.
@@ -427,6 +437,7 @@ async fn run(cli: Cli, given: Vec<String>) -> anyhow::Result<ExitCode> {
             since,
             format,
             out,
+            force,
             db,
             tenant,
             url,
@@ -447,6 +458,7 @@ async fn run(cli: Cli, given: Vec<String>) -> anyhow::Result<ExitCode> {
                 since,
                 format,
                 out,
+                force,
                 source,
             })
             .await

@@ -10,12 +10,11 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use clap::Args;
 use clarify_client::Client;
 use clarify_core::Limits;
 use clarify_mcp::{ClarifyMcp, Embedded, Options, Upstream};
-use clarify_store::{Store, StoreOptions};
+use clarify_store::StoreOptions;
 
 use crate::duration::parse_duration;
 
@@ -69,9 +68,15 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
                 rules,
                 ..StoreOptions::default()
             };
-            let store = Store::open(&args.db, options)
-                .await
-                .with_context(|| format!("cannot open the store {}", args.db))?;
+            // Made when it is not there, as `clarify serve` makes it: an MCP client starts this
+            // command on its own, before or without a server; stderr says which store it is.
+            let store = crate::store_arg::open(
+                &args.db,
+                options,
+                crate::store_arg::Missing::Create,
+                crate::store_arg::Use::Write,
+            )
+            .await?;
             Upstream::Store(Embedded::new(store, args.tenant, limits))
         }
     };

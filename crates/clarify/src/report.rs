@@ -27,6 +27,8 @@ pub struct ReportArgs {
     pub since: String,
     pub format: String,
     pub out: Option<std::path::PathBuf>,
+    /// Whether `out` may replace a file that exists (`--force`).
+    pub force: bool,
     pub source: Source,
 }
 
@@ -236,6 +238,10 @@ struct Json<'a> {
 }
 
 pub async fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    // Before any reading: an earlier report is not replaced without a word.
+    if let Some(out) = args.out.as_deref().filter(|o| !args.force && o.exists()) {
+        anyhow::bail!(refuse_existing(out));
+    }
     let read = match &args.source {
         Source::Store { db, tenant } => from_store(db, tenant, &args.since).await?,
         Source::Server { url, token } => from_server(url, token.clone(), &args.since).await?,
@@ -267,7 +273,7 @@ pub async fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     };
     match &args.out {
         Some(out) => {
-            std::fs::write(out, text).with_context(|| format!("cannot write {}", out.display()))?;
+            write_out(out, &text, args.force)?;
             eprintln!(
                 "clarify: wrote {} decisions to {}",
                 decisions.len(),
@@ -277,6 +283,35 @@ pub async fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         None => print!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the report to `out`; without `force`, only as a new file (one made meanwhile is
+/// refused too).
+fn write_out(out: &std::path::Path, text: &str, force: bool) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true);
+    if force {
+        options.create(true).truncate(true);
+    } else {
+        options.create_new(true);
+    }
+    let mut file = match options.open(out) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            anyhow::bail!(refuse_existing(out))
+        }
+        other => other.with_context(|| format!("cannot write {}", out.display()))?,
+    };
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.flush())
+        .with_context(|| format!("cannot write {}", out.display()))
+}
+
+fn refuse_existing(out: &std::path::Path) -> String {
+    format!(
+        "{} exists; pass --force to replace it, or choose another --out",
+        out.display()
+    )
 }
 
 async fn from_store(db: &str, tenant: &str, since: &str) -> anyhow::Result<Read> {

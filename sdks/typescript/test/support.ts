@@ -62,7 +62,7 @@ export class Server {
   }
 
   createKey(role: string, name: string): string {
-    return execFileSync(clarifyBin(), ["keys", "create", "--db", this.db, "--role", role, "--name", name], {
+    return execFileSync(clarifyBin(), ["keys", "create", "--db", this.db, "--role", role, "--name", name, "--create"], {
       encoding: "utf8",
       env: { ...process.env, NO_COLOR: "1" },
     }).trim();

@@ -61,6 +61,11 @@ pub struct AuditEventBody {
     /// principals were kept. Hashed into the chain when present.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
+    /// A key event's key (`key.created`, `key.revoked`): its name and role, so the event says
+    /// which key it was without another lookup. Read from the key, not hashed (the chain hashes
+    /// the key's id in `subject`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<AuditKeyBody>,
     pub at: String,
     /// Hex SHA-256 of the previous event's hash and this event's canonical JSON.
     pub hash: String,
@@ -76,10 +81,23 @@ impl From<&AuditEvent> for AuditEventBody {
             actor: e.actor.clone(),
             principal: e.principal.clone(),
             channel: e.channel.clone(),
+            key: e.key.as_ref().map(|k| AuditKeyBody {
+                name: k.name.clone(),
+                role: k.role.as_str().to_owned(),
+            }),
             at: time(e.at),
             hash: e.hash.clone(),
         }
     }
+}
+
+/// The key a key event concerns.
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub struct AuditKeyBody {
+    /// The key's name (recorded as `answered_by` when it answers).
+    pub name: String,
+    /// `agent`, `responder` or `admin`.
+    pub role: String,
 }
 
 #[derive(Debug, serde::Serialize, ToSchema)]

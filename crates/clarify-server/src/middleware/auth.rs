@@ -212,8 +212,12 @@ impl FromRequestParts<AppState> for Caller {
                 .authenticate(&state.store, token)
                 .await?
                 .ok_or_else(|| {
+                    // Most often a key made against another store than this server's (a
+                    // `clarify keys create` run beside another `clarify.db`): say so.
                     ApiError::unauthorized(
-                        "this API key is unknown or revoked; ask an admin for a key",
+                        "this API key is not in this server's store, or was revoked; keys are \
+                         made against the store the server uses: `clarify keys create --db \
+                         <the server's --db or CLARIFY_DB>`, or ask an admin for a key",
                     )
                 })?;
             admit(state, &key)?;

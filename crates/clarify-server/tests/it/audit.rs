@@ -174,6 +174,12 @@ async fn admin_actions_are_in_the_audit_chain_with_who_did_them() {
     );
     assert!(admin_events.iter().all(|e| e["request_id"].is_null()));
     assert_eq!(admin_events[1]["channel"], "api");
+    // Each key event names its key and role; other events name none.
+    let ci_bot = json!({"name": "ci-bot", "role": "agent"});
+    assert_eq!(admin_events[1]["key"], ci_bot, "{page}");
+    assert_eq!(admin_events[2]["key"], ci_bot, "{page}");
+    assert_eq!(admin_events[0]["key"]["role"], "admin", "{page}");
+    assert_eq!(admin_events[4].get("key"), None, "{page}");
 
     // The event stream shows requests' events only.
     let response = s

@@ -178,6 +178,19 @@ async fn admin_actions_are_events_of_the_chain_and_not_of_the_feed(store: Store,
             ("identity.linked", Some("identity:slack:U012ABCDEF")),
         ]
     );
+    // The key's events name it and its role, the revoked one too; other events name no key.
+    let named: Vec<Option<(&str, Role)>> = mine
+        .iter()
+        .map(|e| e.key.as_ref().map(|k| (k.name.as_str(), k.role)))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            Some((key.name.as_str(), Role::Agent)),
+            Some((key.name.as_str(), Role::Agent)),
+            None
+        ]
+    );
     for e in &mine {
         assert_eq!(e.actor.as_deref(), Some("root"), "{e:?}");
         assert_eq!(e.channel.as_deref(), Some("api"), "{e:?}");

@@ -157,13 +157,15 @@ fn key(db: &str, role: &str, tenant: &str) -> String {
     key_of(BIN, db, role, tenant)
 }
 
-/// A new key made by the binary at `bin` (whose schema the store gets).
+/// A new key made by the binary at `bin` (whose schema the store gets), in a new store when
+/// there is none yet (`--create`, which binaries before it neither knew nor needed).
 fn key_of(bin: &str, db: &str, role: &str, tenant: &str) -> String {
     let name = format!("bench-{role}-{}", std::process::id());
     let out = Command::new(bin)
         .args([
             "keys", "create", "--db", db, "--role", role, "--name", &name, "--tenant", tenant,
         ])
+        .args((bin == BIN).then_some("--create"))
         .output()
         .expect("keys create runs");
     assert!(

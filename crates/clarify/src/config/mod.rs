@@ -10,8 +10,9 @@
 //! A secret is given as a value (`bot_token = "..."`), as the name of an environment variable
 //! (`bot_token_env = "SLACK_BOT_TOKEN"`) or as the path of a file holding it (`bot_token_file =
 //! "/run/secrets/slack"`). Whatever is wrong (an unknown key, a wrong type, a
-//! missing secret, a route to a channel that does not exist) stops the command with one line
-//! naming the file, the key and the problem: nothing is silently ignored.
+//! missing secret, a route to a channel that does not exist) stops the command with a line per
+//! problem naming the file, the line and column, the key and the problem, every problem found at
+//! once: nothing is silently ignored.
 //!
 //! `docs/clarify.example.toml` shows every key; a test parses it. The raw types (here, and each
 //! chat platform's in its folder of `clarify-channels`) are the single source of the handbook's
@@ -27,6 +28,7 @@
 //! identities and groups.
 
 mod channels;
+mod located;
 mod oidc;
 mod protocols;
 mod push;
@@ -83,10 +85,10 @@ pub struct Config {
 
 pub use clarify_channels::Route;
 
-/// `clarify config check PATH`: prints what the file holds and exits 0, or prints the one line
-/// and exits 1.
+/// `clarify config check PATH`: prints what the file holds and exits 0, or prints every problem
+/// found, one a line with the line and column it is at, and exits 1.
 pub fn check_command(path: &Path) -> std::process::ExitCode {
-    match load(path) {
+    match read(path) {
         Ok(c) => {
             println!(
                 "{}: valid ({} channels, {} routes, {} identities, {} rules{}{})",
@@ -105,54 +107,95 @@ pub fn check_command(path: &Path) -> std::process::ExitCode {
             std::process::ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("clarify: {e}");
+            let problems: Vec<&str> = e.lines().collect();
+            for problem in &problems {
+                eprintln!("clarify: {problem}");
+            }
+            if problems.len() > 1 {
+                eprintln!("clarify: {} problems in {}", problems.len(), path.display());
+            }
             std::process::ExitCode::FAILURE
         }
     }
 }
 
-/// Reads and checks the file at `path`: one line naming the file, the key and the problem when
-/// anything is wrong.
+/// Reads and checks the file at `path`: a line for each problem, naming the file, where in it,
+/// the key and the problem, each after the first starting `clarify: ` as the first does once
+/// printed.
 pub fn load(path: &Path) -> Result<Config, String> {
+    read(path).map_err(|e| e.replace('\n', "\nclarify: "))
+}
+
+/// [`load`], its problems one a line as they are.
+fn read(path: &Path) -> Result<Config, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read the configuration file {}: {e}", path.display()))?;
     parse(path, &text, &|name| std::env::var(name).ok())
 }
 
-/// Parses `text` (read from `path`), resolving `*_env` secrets through `env`.
+/// Parses `text` (read from `path`), resolving `*_env` secrets through `env`. Every problem
+/// it finds is a line of the error, in the file's order, each naming the file, the line and
+/// column, the key and the problem: a file with several mistakes shows them all at once.
 pub fn parse(
     path: &Path,
     text: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Config, String> {
     let file = path.display();
+    let document = located::Document::new(text);
+    let mut problems = Problems::default();
+    let fail = |key: &str, problem: String| format!("{file}{}: {key}: {problem}", document.at(key));
+    // Every variable the file names, before any table is read: a table stops at its first
+    // problem, and a newcomer should see every variable to set in one run.
+    for (key, name) in document.unset_variables(env) {
+        problems.add(fail(
+            &key,
+            format!("the environment variable {name} is not set"),
+        ));
+    }
     let raw: RawConfig = {
-        let de = toml::Deserializer::parse(text).map_err(|e| located(&file, text, None, &e))?;
-        serde_path_to_error::deserialize(de).map_err(|e| {
-            let key = e.path().to_string();
-            located(&file, text, Some(key), e.inner())
-        })?
+        let parsed = toml::Deserializer::parse(text)
+            .map_err(|e| located(&file, text, None, &e))
+            .and_then(|de| {
+                serde_path_to_error::deserialize(de).map_err(|e| {
+                    let key = e.path().to_string();
+                    located(&file, text, Some(key), e.inner())
+                })
+            });
+        match parsed {
+            Ok(raw) => raw,
+            Err(e) => {
+                problems.add(e);
+                return Err(problems.into_error());
+            }
+        }
     };
-    let fail = |key: &str, problem: String| format!("{file}: {key}: {problem}");
-    let server = raw.server.check(&fail)?;
-    let channels = channels::check(raw.channels, env, &fail)?;
+    let server = problems.keep(raw.server.check(&fail));
+    let tables = raw.channels.len();
+    let channels = channels::check(raw.channels, env, &fail, &mut problems);
+    // A route naming a channel whose table has a problem is not a problem of its own.
+    let every_channel_read = channels.len() == tables;
     let names: BTreeSet<&str> = channels.iter().map(|c| c.name.as_str()).collect();
     for (i, route) in raw.routes.iter().enumerate() {
         let at = format!("routes[{i}]");
         if route.channels.is_empty() {
-            return Err(fail(
+            problems.add(fail(
                 &format!("{at}.channels"),
                 "is empty; name at least one channel".to_owned(),
             ));
         }
-        if let Some(unknown) = route.channels.iter().find(|c| !names.contains(c.as_str())) {
-            return Err(fail(
+        if let Some(unknown) = route
+            .channels
+            .iter()
+            .find(|c| every_channel_read && !names.contains(c.as_str()))
+        {
+            problems.add(fail(
                 &format!("{at}.channels"),
                 format!("{unknown:?} is not the name of any [[channels]] entry"),
             ));
         }
         if let Some(kind) = route.kinds.iter().find(|k| !KINDS.contains(&k.as_str())) {
-            return Err(fail(
+            problems.add(fail(
                 &format!("{at}.kinds"),
                 format!("{kind:?} is not a question kind; use {}", KINDS.join(", ")),
             ));
@@ -162,7 +205,7 @@ pub fn parse(
             .as_deref()
             .is_some_and(|a| a.is_empty() || a.strip_suffix('*').unwrap_or(a).contains('*'))
         {
-            return Err(fail(
+            problems.add(fail(
                 &format!("{at}.agent"),
                 "must be a name, a prefix followed by *, or *".to_owned(),
             ));
@@ -171,13 +214,14 @@ pub fn parse(
     for (who, responder) in &raw.identities {
         let key = format!("identities.{who:?}");
         let Some((platform, id)) = who.split_once(':') else {
-            return Err(fail(
+            problems.add(fail(
                 &key,
                 "must be `platform:user id`, e.g. \"slack:U012ABCDEF\"".to_owned(),
             ));
+            continue;
         };
         if !PLATFORMS.contains(&platform) || id.trim().is_empty() {
-            return Err(fail(
+            problems.add(fail(
                 &key,
                 format!(
                     "the platform must be one of {} with a user id after the colon",
@@ -186,7 +230,7 @@ pub fn parse(
             ));
         }
         if !valid_responder(responder) {
-            return Err(fail(
+            problems.add(fail(
                 &key,
                 format!("{responder:?} is not a responder name (1 to 64 of A-Z a-z 0-9 . _ @ -)"),
             ));
@@ -195,66 +239,82 @@ pub fn parse(
     let rules = if raw.rules.is_empty() {
         None
     } else {
-        let mut specs = Vec::with_capacity(raw.rules.len());
+        let count = raw.rules.len();
+        let mut specs = Vec::with_capacity(count);
         for (i, rule) in raw.rules.into_iter().enumerate() {
-            specs.push(rule.check(&format!("rules[{i}]"), &fail)?);
+            specs.extend(problems.keep(rule.check(&format!("rules[{i}]"), &fail)));
         }
-        Some(clarify_core::rules::Rules::compile(specs).map_err(|e| {
-            let at = format!("rules[{}]", e.index);
-            fail(&at, e.to_string())
-        })?)
+        // Compiled only when every rule was read, so that an index names the file's rule.
+        if specs.len() == count {
+            problems.keep(clarify_core::rules::Rules::compile(specs).map_err(|e| {
+                let at = format!("rules[{}]", e.index);
+                fail(&at, e.to_string())
+            }))
+        } else {
+            None
+        }
     };
-    let suggest = raw.suggestions.check(&fail)?;
+    let suggest = problems.keep(raw.suggestions.check(&fail));
     for (group, members) in &raw.groups {
         let key = format!("groups.{group:?}");
         if !valid_responder(group) {
-            return Err(fail(
+            problems.add(fail(
                 &key,
                 "a group name is 1 to 64 of A-Z a-z 0-9 . _ @ -".to_owned(),
             ));
         }
         if let Some(bad) = members.iter().find(|m| !valid_responder(m)) {
-            return Err(fail(
+            problems.add(fail(
                 &key,
                 format!("{bad:?} is not a responder name (1 to 64 of A-Z a-z 0-9 . _ @ -)"),
             ));
         }
     }
-    let oidc = raw.oidc.map(|o| o.check(env, &fail)).transpose()?;
+    let oidc = raw.oidc.and_then(|o| problems.keep(o.check(env, &fail)));
     let push = raw
         .push
-        .map(|p| p.check(env, &fail))
-        .transpose()?
+        .and_then(|p| problems.keep(p.check(env, &fail)))
         .unwrap_or_default();
     let step_up = match raw.decisions.step_up.as_deref() {
         None => None,
         Some("high") => Some(clarify_core::Risk::High),
         Some(other) => {
-            return Err(fail(
+            problems.add(fail(
                 "decisions.step_up",
                 format!("{other:?} is not a risk step-up applies to; use \"high\""),
             ));
+            None
         }
     };
     let mut agui = Vec::with_capacity(raw.agui.len());
     for (i, entry) in raw.agui.into_iter().enumerate() {
-        let agent = entry.check(&format!("agui[{i}]"), &fail)?;
+        let Some(agent) = problems.keep(entry.check(&format!("agui[{i}]"), &fail)) else {
+            continue;
+        };
         if agui
             .iter()
             .any(|a: &clarify_server::state::AguiAgent| a.name == agent.name)
         {
-            return Err(fail(
+            problems.add(fail(
                 &format!("agui[{i}].name"),
                 format!("{:?} is the name of another [[agui]] entry", agent.name),
             ));
         }
         agui.push(agent);
     }
+    let claude_code = raw
+        .claude_code
+        .and_then(|p| problems.keep(p.check("claude_code", &fail)));
+    let gate = raw.gate.and_then(|p| problems.keep(p.check("gate", &fail)));
+    let server = match server {
+        Some(server) if problems.is_empty() => server,
+        _ => return Err(problems.into_error()),
+    };
     Ok(Config {
         agui,
         push,
         rules,
-        suggest,
+        suggest: suggest.unwrap_or_default(),
         a2a: raw.a2a.enabled,
         server,
         channels,
@@ -264,12 +324,47 @@ pub fn parse(
         groups: raw.groups,
         forbid_self_approval: raw.decisions.forbid_self_approval,
         step_up,
-        claude_code: raw
-            .claude_code
-            .map(|p| p.check("claude_code", &fail))
-            .transpose()?,
-        gate: raw.gate.map(|p| p.check("gate", &fail)).transpose()?,
+        claude_code,
+        gate,
     })
+}
+
+/// The problems found so far, each a line naming the file, where in it, the key and the
+/// problem; one found twice (a variable both the first pass and its table name) counts once.
+#[derive(Default)]
+struct Problems(Vec<String>);
+
+impl Problems {
+    fn add(&mut self, problem: String) {
+        if !self.0.contains(&problem) {
+            self.0.push(problem);
+        }
+    }
+
+    /// The value of a check that passed; a failed one's problem is kept.
+    fn keep<T>(&mut self, checked: Result<T, String>) -> Option<T> {
+        checked.map_err(|e| self.add(e)).ok()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The problems in the order of the lines they name (those naming none last), one a line.
+    fn into_error(mut self) -> String {
+        self.0.sort_by_key(|p| line_of(p));
+        self.0.join("\n")
+    }
+}
+
+/// The line a problem names after the file's name (`clarify.toml:12:1: ...`), if any.
+fn line_of(problem: &str) -> usize {
+    problem
+        .split(": ")
+        .next()
+        .and_then(|at| at.split(':').nth(1))
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(usize::MAX)
 }
 
 const KINDS: [&str; 5] = ["open", "single", "multi", "approval", "form"];
@@ -290,18 +385,17 @@ fn valid_responder(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '@' | '-'))
 }
 
-/// `file:line: key: message`, on one line.
+/// `file:line:column: key: message`, on one line.
 fn located(
     file: &dyn std::fmt::Display,
     text: &str,
     key: Option<String>,
     e: &toml::de::Error,
 ) -> String {
-    let line = e
+    let at = e
         .span()
-        .and_then(|span| text.get(..span.start))
-        .map(|before| before.matches('\n').count() + 1);
-    let at = line.map(|l| format!(":{l}")).unwrap_or_default();
+        .map(|span| located::position(text, span.start))
+        .unwrap_or_default();
     let key = key
         .filter(|k| !k.is_empty() && k != ".")
         .map(|k| format!(" {k}:"))

@@ -8,8 +8,52 @@ fn env(name: &str) -> Option<String> {
     (name == "SLACK_BOT_TOKEN").then(|| "xoxb-from-env".to_owned())
 }
 
+/// The checks of `text`, their problems without the line and column each names (which
+/// [`problems_name_their_line_and_column_and_all_are_found`] checks).
 fn check(text: &str) -> Result<Config, String> {
-    parse(Path::new("clarify.toml"), text, &env)
+    parse(Path::new("clarify.toml"), text, &env).map_err(|e| unlocated(&e))
+}
+
+/// `e` with `clarify.toml:LINE:COLUMN:` written `clarify.toml:`.
+fn unlocated(e: &str) -> String {
+    e.lines()
+        .map(|line| match line.strip_prefix("clarify.toml:") {
+            Some(rest) => {
+                let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit() || c == ':');
+                format!("clarify.toml: {}", rest.trim_start())
+            }
+            None => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn problems_name_their_line_and_column_and_all_are_found() {
+    let text = "[server]\nlisten = 7420\n";
+    let e = parse(Path::new("clarify.toml"), text, &env).expect_err("refused");
+    assert_eq!(
+        e,
+        "clarify.toml:2:10: server.listen: invalid type: integer `7420`, expected socket address"
+    );
+    // Past the tables' types, every problem is found, in the file's order, each at its key (or
+    // at the table lacking it).
+    let text = "[[channels]]\nname = \"ops\"\ntype = \"slack\"\nsigning_secret = \"s\"\n\
+                channel = \"C1\"\nbot_token_env = \"NOT_SET\"\n\n[oidc]\nissuer = \"https://id.example\"\n\
+                client_id = \"c\"\nclient_secret_env = \"ALSO_NOT_SET\"\n\n[decisions]\nstep_up = \"low\"\n\n\
+                [push]\nvapid_private_key = \"short\"\n";
+    let e = parse(Path::new("clarify.toml"), text, &env).expect_err("refused");
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "clarify.toml:6:1: channels[0].bot_token_env: the environment variable NOT_SET is not set",
+            "clarify.toml:11:1: oidc.client_secret_env: the environment variable ALSO_NOT_SET is not set",
+            "clarify.toml:14:1: decisions.step_up: \"low\" is not a risk step-up applies to; use \"high\"",
+            "clarify.toml:17:1: push.vapid_private_key: not URL-safe base64 (the 32 bytes of a P-256 private key)",
+        ],
+        "{e}"
+    );
 }
 
 #[test]
@@ -290,11 +334,11 @@ fn mistakes_are_named_on_one_line() {
     let cases: &[(&str, &str)] = &[
         (
             "[server]\nlisten = 7420\n",
-            "clarify.toml:2: server.listen: invalid type: integer `7420`",
+            "clarify.toml: server.listen: invalid type: integer `7420`",
         ),
         (
             "[server]\nmax_waiter = 5\n",
-            "clarify.toml:2: server.max_waiter: unknown field `max_waiter`",
+            "clarify.toml: server.max_waiter: unknown field `max_waiter`",
         ),
         (
             "[server]\nretain_resolved = \"forever\"\n",
@@ -306,13 +350,13 @@ fn mistakes_are_named_on_one_line() {
         ),
         (
             "[server]\ndurability = \"maybe\"\n",
-            "clarify.toml:2: server.durability: unknown variant `maybe`, expected `normal` or `full`",
+            "clarify.toml: server.durability: unknown variant `maybe`, expected `normal` or `full`",
         ),
         (
             "[server]\noutbound_allow = [\"10.20.0.0/16\", \"10.0.0.0/33\"]\n",
             "clarify.toml: server.outbound_allow: \"10.0.0.0/33\" is not a CIDR range",
         ),
-        ("[sever]\n", "clarify.toml:1: sever: unknown field `sever`"),
+        ("[sever]\n", "clarify.toml: sever: unknown field `sever`"),
         (
             slack,
             "clarify.toml: channels[0].bot_token: is missing; give bot_token = \"...\", bot_token_env = \"VARIABLE\" or bot_token_file = \"PATH\"",
@@ -486,8 +530,10 @@ fn every_secret_is_given_as_a_value_a_variable_or_a_file() {
     let dir = tempfile::tempdir().expect("temp dir");
     for (table, at, key, value) in SECRET_KEYS {
         let env = |name: &str| (name == "THE_SECRET").then(|| (*value).to_owned());
-        let parse_with =
-            |line: &str| parse(Path::new("clarify.toml"), &with_line(table, line), &env);
+        let parse_with = |line: &str| {
+            parse(Path::new("clarify.toml"), &with_line(table, line), &env)
+                .map_err(|e| unlocated(&e))
+        };
         let file = dir.path().join(format!("{at}-{key}"));
         std::fs::write(&file, format!("{value}\n")).expect("write the secret");
         let path = file.display().to_string();

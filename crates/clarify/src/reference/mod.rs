@@ -290,7 +290,8 @@ pub fn configuration_page() -> String {
     page.push_str(
         "Every key `clarify serve --config PATH` (or `CLARIFY_CONFIG`) and `clarify config check \
          PATH` accept. Every part is optional; a key not listed here, a wrong type or a missing \
-         secret stops the command with one line naming the file, the line and the key. \
+         secret stops the command with a line for each problem, naming the file, the line and \
+         column, and the key. \
          [The configuration file](../operating/configuration.md) shows how to use it.\n\n",
     );
     let root = doc.object(&schema);

@@ -307,6 +307,12 @@ async fn answer_list_show_and_cancel() {
     let open = ask(json!({"question": "Why?"})).await;
     let (code, _, stderr) = run(&["answer", &open, "--option", "x"]);
     assert_eq!(code, 1, "a wrong kind is refused: {stderr}");
+    let (code, _, stderr) = run(&["answer", &open, "--other", "because"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("open question: answer it with --text") && !stderr.contains("{\""),
+        "the flag to use, not the HTTP body: {stderr}"
+    );
     assert_eq!(run(&["answer", &open, "--text", "because"]).0, 0);
 
     let approval = ask(json!({"questions": [{"text": "Delete?", "kind": "approval", "action": {"name": "rm", "arguments": {"path": "/tmp/x"}}, "scopes": ["once", "session"]}]})).await;

@@ -212,7 +212,9 @@ async fn the_database_url_and_the_token_come_from_files() {
 
     // A store command reads CLARIFY_DB_FILE as it reads CLARIFY_DB.
     let (code, key, stderr) = run_with(
-        &["keys", "create", "--role", "admin", "--name", "ops"],
+        &[
+            "keys", "create", "--role", "admin", "--name", "ops", "--create",
+        ],
         &[("CLARIFY_DB_FILE", &db_file)],
     );
     assert_eq!(code, 0, "{stderr}");

@@ -21,4 +21,5 @@ mod paths;
 mod replicas;
 mod seen;
 mod serve;
+mod store_commands;
 mod support;

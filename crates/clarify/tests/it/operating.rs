@@ -297,7 +297,7 @@ async fn admin_actions_are_counted_exported_and_a_changed_one_is_named() {
     let path = dir.join("clarify.db");
     let db = sqlite_url_of(&path);
     let (code, _, err) = run(&[
-        "keys", "create", "--db", &db, "--role", "agent", "--name", "ci-bot",
+        "keys", "create", "--db", &db, "--role", "agent", "--name", "ci-bot", "--create",
     ]);
     assert_eq!(code, 0, "{err}");
     let (code, _, err) = run(&["keys", "revoke", "--db", &db, "ci-bot"]);
@@ -358,6 +358,15 @@ async fn admin_actions_are_counted_exported_and_a_changed_one_is_named() {
             ),
         ]
     );
+    // A key event names its key, so an auditor knows which one it was without a lookup.
+    for event in &lines[..2] {
+        assert_eq!(
+            event["key"],
+            json!({"name": "ci-bot", "role": "agent"}),
+            "{event}"
+        );
+    }
+    assert_eq!(lines[2].get("key"), None, "only key events name a key");
 
     // Someone rewrites who linked the account.
     let conn = rusqlite::Connection::open(&path).expect("open");

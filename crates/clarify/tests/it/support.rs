@@ -179,10 +179,12 @@ pub fn run(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// Creates a key with `clarify keys create`; returns the key.
+/// Creates a key with `clarify keys create`, in a new store when `db` names none yet (tests
+/// make their keys before the server starts); returns the key.
 pub fn create_key(db: &str, role: &str, name: &str, tenant: &str) -> String {
     let (code, stdout, stderr) = run(&[
         "keys", "create", "--db", db, "--role", role, "--name", name, "--tenant", tenant,
+        "--create",
     ]);
     assert_eq!(code, 0, "keys create failed: {stderr}");
     let key = stdout.trim().to_owned();

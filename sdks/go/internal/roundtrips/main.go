@@ -66,7 +66,7 @@ func run(window time.Duration, rounds int, python, typescript string) error {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	out, err := exec.Command(bin, "keys", "create", "--role", "admin", "--name", "bench", "--db", db).Output()
+	out, err := exec.Command(bin, "keys", "create", "--role", "admin", "--name", "bench", "--db", db, "--create").Output()
 	if err != nil {
 		return fmt.Errorf("clarify keys create: %w", err)
 	}

@@ -61,7 +61,7 @@ pub struct Shell {
 
 impl Shell {
     /// A `bash` in `work` whose `PATH` starts with `bin_dir`, with nothing of the test's own
-    /// environment but `PATH`, under the lock file `lock`.
+    /// environment but `PATH` (and `CHECK_REPO`, the repository), under the lock file `lock`.
     pub fn start(work: &Path, scratch: &Path, bin_dir: &Path, lock: &Path) -> Result<Self, String> {
         let path = std::env::var("PATH").unwrap_or_default();
         let mut child = Command::new("flock")
@@ -71,6 +71,8 @@ impl Shell {
             .env_clear()
             .env("PATH", format!("{}:{path}", bin_dir.display()))
             .env("HOME", work)
+            // The repository, for a page that reads one of its files (the example configuration).
+            .env("CHECK_REPO", Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
             .env("TMPDIR", scratch)
             .env("LC_ALL", "C.UTF-8")
             .env("NO_COLOR", "1")
