@@ -72,7 +72,10 @@ impl Shell {
             .env("PATH", format!("{}:{path}", bin_dir.display()))
             .env("HOME", work)
             // The repository, for a page that reads one of its files (the example configuration).
-            .env("CHECK_REPO", Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+            .env(
+                "CHECK_REPO",
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."),
+            )
             .env("TMPDIR", scratch)
             .env("LC_ALL", "C.UTF-8")
             .env("NO_COLOR", "1")
