@@ -139,7 +139,12 @@ pub(crate) async fn compare(dir: &std::path::Path, base: &str) {
         .max(100);
     let mut pg = Figure::new("HTTP ask+answer, PostgreSQL, 64 clients", "/s", true, n);
     let mut bare = Figure::new("bare PostgreSQL loop, 64 clients", "/s", true, n);
-    let mut share = Figure::new("HTTP PostgreSQL as a share of the bare loop", "share", true, n);
+    let mut share = Figure::new(
+        "HTTP PostgreSQL as a share of the bare loop",
+        "share",
+        true,
+        n,
+    );
     let mut sqlite = Figure::new("HTTP ask+answer, SQLite, 32 clients", "/s", true, n);
     let mut wake = Figure::new("answer -> wake p99 over HTTP, SQLite", "ms", false, n);
     let mut idle = Figure::new("fresh server, idle RSS after 3 s", "MiB", false, n);
@@ -167,8 +172,9 @@ pub(crate) async fn compare(dir: &std::path::Path, base: &str) {
                 share.push(which, rate / loop_rate);
             }
             if wanted("sqlite") {
-                let r = crate::roundtrip(dir, bin, &format!(" ({who})"), 32, Duration::from_secs(8))
-                    .await;
+                let r =
+                    crate::roundtrip(dir, bin, &format!(" ({who})"), 32, Duration::from_secs(8))
+                        .await;
                 sqlite.push(which, r.per_second);
             }
             if wanted("wake") {
@@ -221,7 +227,10 @@ async fn pg_roundtrips(bin: &str, clients: usize, run_for: Duration) -> f64 {
 async fn wake_p99(dir: &std::path::Path, bin: &str) -> f64 {
     static RUN: AtomicU64 = AtomicU64::new(0);
     let run = RUN.fetch_add(1, Ordering::Relaxed);
-    let db = format!("sqlite://{}", dir.join(format!("cmp-wake-{run}.db")).display());
+    let db = format!(
+        "sqlite://{}",
+        dir.join(format!("cmp-wake-{run}.db")).display()
+    );
     let admin = key_of(bin, &db, "admin", "default");
     let server = Server::start_bin(bin, &db).await;
     let _ = crate::wake_samples(&server.url, &server.url, &admin, 20).await;
@@ -234,7 +243,10 @@ async fn wake_p99(dir: &std::path::Path, bin: &str) -> f64 {
 async fn idle_rss(dir: &std::path::Path, bin: &str) -> (f64, f64) {
     static RUN: AtomicU64 = AtomicU64::new(0);
     let run = RUN.fetch_add(1, Ordering::Relaxed);
-    let db = format!("sqlite://{}", dir.join(format!("cmp-idle-{run}.db")).display());
+    let db = format!(
+        "sqlite://{}",
+        dir.join(format!("cmp-idle-{run}.db")).display()
+    );
     let server = Server::start_bin(bin, &db).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     (
@@ -305,12 +317,14 @@ fn now_ms() -> i64 {
 async fn bare_round_trip(pool: &sqlx::PgPool, id: &str) -> Result<(), sqlx::Error> {
     let mut tx = pool.begin().await?;
     let at = now_ms();
-    sqlx::query("INSERT INTO requests (id, status, spec, created_at) VALUES ($1, 'pending', $2, $3)")
-        .bind(id)
-        .bind(SPEC)
-        .bind(at)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query(
+        "INSERT INTO requests (id, status, spec, created_at) VALUES ($1, 'pending', $2, $3)",
+    )
+    .bind(id)
+    .bind(SPEC)
+    .bind(at)
+    .execute(&mut *tx)
+    .await?;
     sqlx::query("INSERT INTO events (request_id, kind, at) VALUES ($1, 'created', $2)")
         .bind(id)
         .bind(at)
