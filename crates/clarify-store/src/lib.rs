@@ -95,7 +95,10 @@ pub use keys::{
 pub use options::{Announce, Durability, PickChannels, StoreOptions};
 pub use outbox::{AfterAttempt, Attempt, Delivery, DeliveryStatus};
 pub use passkeys::{STEP_UP_WINDOW, StoredPasskey};
-pub use push::{NewPushSubscription, PUSH_CHANNEL_PREFIX, PushSubscription, push_subscription_of};
+pub use push::{
+    NewPushSubscription, PUSH_CHANNEL_PREFIX, PUSH_FRESH_FOR, PushSubscription,
+    push_subscription_of,
+};
 pub use reaper::PURGE_BATCH;
 pub use record::{
     Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StepUp, StoredResolution,
@@ -127,6 +130,8 @@ struct Inner {
     step_up: Option<clarify_core::Risk>,
     /// Told of the changes this process makes (see [`Store::observe`]).
     observer: std::sync::OnceLock<Arc<dyn Observer>>,
+    /// Each tenant's push subscriptions as last read (see [`push::PushCache`]).
+    push_cache: push::PushCache,
 }
 
 /// Told of each change this process makes to a request, once it is stored: what the server's
@@ -186,6 +191,7 @@ impl Store {
                 forbid_self_approval: options.forbid_self_approval,
                 step_up: options.step_up,
                 observer: std::sync::OnceLock::new(),
+                push_cache: push::PushCache::default(),
             }),
         };
         // Requests that fell due while no process was running are expired now.

@@ -13,6 +13,16 @@
 //! creating transaction like every channel's announcement ([`Store::create`]), so reminders and
 //! escalations follow up there too; the server's push worker claims them
 //! ([`Store::claim_pushes`]).
+//!
+//! A tenant's subscriptions are read once a second at most for that ([`PushCache`]): creating a
+//! request does not read them every time, and the server wakes its push worker only for a
+//! tenant that has some ([`Store::may_push`]). A subscription made or removed through this
+//! store is seen at once; one made through another instance on the same database is pushed to
+//! for requests created here at most [`PUSH_FRESH_FOR`] later.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use clarify_core::NewRequest;
@@ -62,6 +72,82 @@ pub fn push_subscription_of(channel: &str) -> Option<&str> {
     channel.strip_prefix(PUSH_CHANNEL_PREFIX)
 }
 
+/// How long a tenant's subscriptions, once read, are used without reading them again.
+pub const PUSH_FRESH_FOR: Duration = Duration::from_secs(1);
+
+/// The most tenants whose subscriptions are kept at once.
+const PUSH_CACHE_TENANTS: usize = 4_096;
+
+/// Each tenant's push subscriptions as last read, and when. Freshness is real time (tokio's
+/// monotonic clock), not the store's injected clock: it bounds how late another instance's new
+/// subscription is seen, which is real time whatever the store's clock says.
+#[derive(Debug, Default)]
+pub(crate) struct PushCache {
+    inner: Mutex<PushCacheInner>,
+}
+
+#[derive(Debug, Default)]
+struct PushCacheInner {
+    tenants: HashMap<String, (tokio::time::Instant, Arc<Vec<PushSubscription>>)>,
+    /// Counts the changes made through this store, so a read that overlapped one is not kept.
+    changes: u64,
+}
+
+impl PushCache {
+    /// `tenant`'s subscriptions when read less than [`PUSH_FRESH_FOR`] ago.
+    fn fresh(&self, tenant: &str) -> Option<Arc<Vec<PushSubscription>>> {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner
+            .tenants
+            .get(tenant)
+            .filter(|(read_at, _)| read_at.elapsed() < PUSH_FRESH_FOR)
+            .map(|(_, subscriptions)| Arc::clone(subscriptions))
+    }
+
+    /// The count of changes, taken before a read.
+    fn changes(&self) -> u64 {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).changes
+    }
+
+    /// Keeps what a read begun at `read_at` found, unless a change was made here since
+    /// `changes` was taken.
+    fn keep(
+        &self,
+        tenant: &str,
+        read_at: tokio::time::Instant,
+        changes: u64,
+        found: Arc<Vec<PushSubscription>>,
+    ) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if inner.changes != changes {
+            return;
+        }
+        if inner.tenants.len() >= PUSH_CACHE_TENANTS && !inner.tenants.contains_key(tenant) {
+            inner
+                .tenants
+                .retain(|_, (at, _)| at.elapsed() < PUSH_FRESH_FOR);
+            if inner.tenants.len() >= PUSH_CACHE_TENANTS {
+                return;
+            }
+        }
+        inner.tenants.insert(tenant.to_owned(), (read_at, found));
+    }
+
+    /// Forgets every tenant's subscriptions after a change made here (a browser subscribing
+    /// again replaces its subscription, whichever tenant that was in).
+    fn changed(&self) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.changes = inner.changes.wrapping_add(1);
+        inner.tenants.clear();
+    }
+
+    /// Whether `tenant` is known to have no subscriptions (read less than
+    /// [`PUSH_FRESH_FOR`] ago).
+    fn known_empty(&self, tenant: &str) -> bool {
+        self.fresh(tenant).is_some_and(|s| s.is_empty())
+    }
+}
+
 /// What a browser gives when it subscribes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewPushSubscription {
@@ -93,7 +179,10 @@ impl Store {
             auth: new.auth,
             created_at: self.now(),
         };
-        self.inner.backend.push_save(subscription.clone()).await?;
+        let saved = self.inner.backend.push_save(subscription.clone()).await;
+        // After the write, whether it failed or not: a read that overlapped it is not kept.
+        self.inner.push_cache.changed();
+        saved?;
         self.record_admin(AdminEvent::new(
             tenant,
             AdminKind::PushSubscribed,
@@ -118,6 +207,28 @@ impl Store {
         tenant: &str,
     ) -> Result<Vec<PushSubscription>, StoreError> {
         self.inner.backend.push_subscriptions(tenant).await
+    }
+
+    /// Whether a request of `tenant` may have queued a push or a push follow-up: false only when
+    /// the tenant's subscriptions, read less than [`PUSH_FRESH_FOR`] ago, were none. The server
+    /// wakes its push worker after a write only when this holds (its poll finds the rest).
+    pub fn may_push(&self, tenant: &str) -> bool {
+        !self.inner.push_cache.known_empty(tenant)
+    }
+
+    /// `tenant`'s subscriptions, read from the store at most every [`PUSH_FRESH_FOR`].
+    async fn recent_push_subscriptions(
+        &self,
+        tenant: &str,
+    ) -> Result<Arc<Vec<PushSubscription>>, StoreError> {
+        let cache = &self.inner.push_cache;
+        if let Some(found) = cache.fresh(tenant) {
+            return Ok(found);
+        }
+        let (changes, read_at) = (cache.changes(), tokio::time::Instant::now());
+        let found = Arc::new(self.inner.backend.push_subscriptions(tenant).await?);
+        cache.keep(tenant, read_at, changes, Arc::clone(&found));
+        Ok(found)
     }
 
     /// Removes subscription `id` of `tenant` when it is `by`'s own (a subscription is its
@@ -158,7 +269,9 @@ impl Store {
         found: PushSubscription,
         by: &Actor,
     ) -> Result<Option<PushSubscription>, StoreError> {
-        if !self.inner.backend.push_delete(&found.id).await? {
+        let deleted = self.inner.backend.push_delete(&found.id).await;
+        self.inner.push_cache.changed();
+        if !deleted? {
             return Ok(None);
         }
         self.record_admin(AdminEvent::new(
@@ -192,7 +305,7 @@ impl Store {
         tenant: &str,
         request: &NewRequest,
     ) -> Result<Vec<String>, StoreError> {
-        let subscriptions = self.push_subscriptions(tenant).await?;
+        let subscriptions = self.recent_push_subscriptions(tenant).await?;
         Ok(subscriptions
             .iter()
             .filter(|s| {

@@ -167,16 +167,23 @@ impl AppState {
             .inspect_err(|_| self.metrics.waiter_refused())
     }
 
-    /// Tells this instance's event streams and outbox workers that `record` changed. The
-    /// webhook worker is woken only for a request with a callback URL: no other write made
-    /// here queues a webhook, and each wake-up costs it a claiming write to the store.
+    /// Tells this instance's event streams and outbox workers that `record` changed. Each
+    /// wake-up costs a worker a claiming transaction on the store, so a worker is woken only
+    /// when the write may have queued something for it: the webhook worker for a request with a
+    /// callback URL, the channel worker when channels are configured, the push worker unless
+    /// the tenant has no push subscriptions ([`clarify_store::Store::may_push`]). What the
+    /// reaper or another instance queues, their polls find.
     pub(crate) fn changed(&self, record: &RequestRecord) {
         self.hub.poke();
         if record.request.callback_url.is_some() {
             self.webhooks_due.notify_one();
         }
-        self.channels_due.notify_one();
-        self.pushes_due.notify_one();
+        if !self.config.channels.is_empty() {
+            self.channels_due.notify_one();
+        }
+        if self.store.may_push(&record.tenant) {
+            self.pushes_due.notify_one();
+        }
     }
 
     /// Counts a resolution made here, tells streams and workers, and renders its outcome.

@@ -1,7 +1,8 @@
 //! Web Push subscriptions on every backend: subscribed, read, listed per tenant, replaced by the
 //! same endpoint, removed only by their person, each change an admin event; and a new request
 //! queued as a push to exactly the subscriptions whose people may answer it, claimed only by the
-//! push worker, followed up by its reminders.
+//! push worker, followed up by its reminders; the subscriptions a create reads are at most a
+//! second old, and those made through the same store are seen at once.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,8 +16,12 @@ conformance! {
     every: [
         a_subscription_is_read_listed_replaced_and_removed_by_its_person,
         a_new_request_is_pushed_to_the_people_who_may_answer_it,
+        a_tenant_is_pushed_to_from_its_first_subscription_made_here,
     ],
-    durable: [a_subscription_survives_a_restart],
+    durable: [
+        a_subscription_survives_a_restart,
+        another_instances_subscription_is_pushed_to_within_a_second,
+    ],
 }
 
 fn browser(endpoint: &str) -> NewPushSubscription {
@@ -312,4 +317,68 @@ async fn a_subscription_survives_a_restart(store: Store, env: Env) {
         store.push_subscriptions(&env.tenant).await.expect("list"),
         [made]
     );
+}
+
+/// The push channels request `id` of `tenant` was announced on.
+async fn push_channels_of(store: &Store, tenant: &str, id: &str) -> Vec<String> {
+    store
+        .notifications(tenant, id)
+        .await
+        .expect("notifications")
+        .into_iter()
+        .filter_map(|n| n.channel)
+        .filter(|c| c.starts_with("push:"))
+        .collect()
+}
+
+async fn create_open(store: &Store, tenant: &str) -> String {
+    store
+        .create(tenant, request(json!({"question": "Anyone?"})))
+        .await
+        .expect("create")
+        .record
+        .id
+}
+
+async fn a_tenant_is_pushed_to_from_its_first_subscription_made_here(store: Store, env: Env) {
+    let t = &env.tenant;
+    assert!(store.may_push(t), "not read yet: a push may be due");
+    let before = create_open(&store, t).await;
+    assert!(push_channels_of(&store, t, &before).await.is_empty());
+    assert!(
+        !store.may_push(t),
+        "read just now and none: the push worker need not wake"
+    );
+    let carol = Actor::new("carol", "inbox");
+    let made = subscribe(&store, t, &carol).await;
+    assert!(store.may_push(t));
+    let after = create_open(&store, t).await;
+    assert_eq!(
+        push_channels_of(&store, t, &after).await,
+        [made.channel()],
+        "a subscription made through this store is pushed to at once"
+    );
+    store
+        .unsubscribe_push(t, &made.id, &carol)
+        .await
+        .expect("unsubscribe")
+        .expect("removed");
+    let gone = create_open(&store, t).await;
+    assert!(
+        push_channels_of(&store, t, &gone).await.is_empty(),
+        "nor is a removed one pushed to"
+    );
+    assert!(!store.may_push(t));
+}
+
+async fn another_instances_subscription_is_pushed_to_within_a_second(store: Store, env: Env) {
+    let t = &env.tenant;
+    let other = env.open().await;
+    // This instance reads the tenant's subscriptions (none), then the other one subscribes.
+    let _ = create_open(&store, t).await;
+    let made = subscribe(&other, t, &Actor::new("carol", "inbox")).await;
+    tokio::time::sleep(clarify_store::PUSH_FRESH_FOR + std::time::Duration::from_millis(100)).await;
+    assert!(store.may_push(t), "what was read is stale by now");
+    let id = create_open(&store, t).await;
+    assert_eq!(push_channels_of(&store, t, &id).await, [made.channel()]);
 }

@@ -130,8 +130,8 @@ fn unix_micros() -> u64 {
 }
 
 /// The database the instances share, and how to drop it afterwards.
-struct Database {
-    url: String,
+pub(crate) struct Database {
+    pub(crate) url: String,
     drop_with: Option<(String, String)>,
 }
 
@@ -145,9 +145,20 @@ impl Database {
 
     /// A fresh PostgreSQL database beside `CLARIFY_TEST_POSTGRES`'s, made with `psql`.
     fn postgres() -> Self {
+        Self::postgres_named(&format!("clarify_fleet_{}", std::process::id()))
+    }
+
+    /// Another fresh PostgreSQL database, dropped with the value (each call its own).
+    pub(crate) fn postgres_fresh() -> Self {
+        static RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self::postgres_named(&format!("clarify_bench_{}_{run}", std::process::id()))
+    }
+
+    fn postgres_named(name: &str) -> Self {
         let base = std::env::var("CLARIFY_TEST_POSTGRES")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-        let name = format!("clarify_fleet_{}", std::process::id());
+        let name = name.to_owned();
         let status = Command::new("psql")
             .args([&base, "-qc", &format!("CREATE DATABASE {name}")])
             .status()
@@ -515,6 +526,53 @@ pub(crate) async fn fleet(dir: &std::path::Path, mode: Mode, n: usize) {
     drop(crowds);
     drop(servers);
     drop(database);
+}
+
+/// What one waiting long-poll adds to the RSS of a `clarify serve` of `bin` on SQLite, in KiB,
+/// with `n` of them waiting at once (held by one crowd process): the server's RSS once every
+/// request exists, against once every waiter waits.
+pub(crate) async fn waiting_kib(dir: &std::path::Path, bin: &str, n: usize) -> f64 {
+    static RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let sub = dir.join(format!("waiting-{run}"));
+    std::fs::create_dir_all(&sub).expect("a directory");
+    let database = Database::sqlite(&sub, n);
+    let admin = key_of(bin, &database.url, "admin", "default");
+    let max = (n + 100).to_string();
+    let server = Server::start_with(bin, &database.url, &["--max-waiters", &max]).await;
+    let client = clarify_client::http::client().expect("an HTTP client");
+    let mut ids = Vec::with_capacity(n);
+    let all: Vec<usize> = (0..n).collect();
+    for chunk in all.chunks(64) {
+        let made = futures_util::future::join_all(chunk.iter().map(|i| {
+            post(
+                &client,
+                format!("{}/v1/requests", server.url),
+                &admin,
+                json!({"question": format!("Agent {i}: deploy?"), "choices": ["yes", "no"],
+                       "timeout_seconds": 0}),
+            )
+        }))
+        .await;
+        ids.extend(
+            made.into_iter()
+                .map(|r| r["id"].as_str().expect("id").to_owned()),
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = server.rss_kib();
+    let crowd = Crowd::start(&sub, Mode::Wait, &server.url, &admin, &ids, n, 0);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while metric(&client, &server.url, "clarify_waiters").await < n as u64 {
+        assert!(Instant::now() < deadline, "the crowd did not connect");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let with = server.rss_kib();
+    drop(crowd);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&sub);
+    with.saturating_sub(before) as f64 / n as f64
 }
 
 /// The ids of the pending requests asked as `fleet INDEX` (by the MCP crowd), by index.

@@ -40,6 +40,9 @@
 //!   this process answering 200), to one that is down (a closed port), to one that accepts
 //!   connections and never answers, and against a server sending nothing, four rounds each
 //!   starting with another case; prints the means and their ratios to sending nothing.
+//! - `compare` (only when named): this build (or `CLARIFY_BENCH_BIN_A`) against the binary at
+//!   `CLARIFY_BENCH_BIN_B`, figure by figure in alternating rounds, each printed as head/base
+//!   with its spread; `scripts/bench-compare` builds both commits and runs it. See `compare.rs`.
 //! - `rules` (only when named): 32 clients creating an approval and answering it, on SQLite,
 //!   against a server with 100 `[[rules]]` (none matching, ten conditions evaluated per create)
 //!   and against one without rules, alternating three times each; prints both and the ratio.
@@ -51,6 +54,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod compare;
 mod display;
 mod fleet;
 mod footprint;
@@ -693,6 +697,12 @@ async fn main() {
             .filter_map(|n| n.trim().parse::<usize>().ok())
         {
             fleet::fleet(&dir, mode, n).await;
+        }
+    }
+    if args.iter().any(|a| a == "compare") {
+        match std::env::var("CLARIFY_BENCH_BIN_B") {
+            Ok(base) if !base.is_empty() => compare::compare(&dir, &base).await,
+            _ => println!("compare: skipped: CLARIFY_BENCH_BIN_B names the base binary"),
         }
     }
     if args.iter().any(|a| a == "clients") {

@@ -1,0 +1,351 @@
+//! `compare`: two `clarify` binaries measured side by side, figure by figure, in rounds that
+//! alternate which binary goes first, so that what the machine does meanwhile falls on both.
+//!
+//! `CLARIFY_BENCH_BIN_A` (default: this build's) is the head, `CLARIFY_BENCH_BIN_B` the base,
+//! and `CLARIFY_BENCH_BIN_C`, when set, a middle one (three builds in one run: before a series
+//! of changes, before a fix, after it); `CLARIFY_BENCH_ROUNDS` rounds (3), each starting with
+//! the next binary. Each round measures, for each binary:
+//! - `pg`: ask+answer round trips over HTTP on PostgreSQL with 64 clients, on a fresh database,
+//!   and in the same round a bare loop of the same two commits with 64 clients on a plain pool
+//!   (nothing of clarify around them): the figure is the HTTP rate as a share of the bare one;
+//! - `sqlite`: ask+answer round trips over HTTP on SQLite with 32 clients;
+//! - `wake`: answer-to-wake p99 of a long-poll over HTTP on SQLite (300 samples);
+//! - `idle`: a fresh server's RSS 3 s after it answered its first health check (SQLite);
+//! - `fleet`: what one waiting long-poll adds to the server's RSS, with
+//!   `CLARIFY_BENCH_COMPARE_FLEET` (5,000) of them waiting at once on SQLite.
+//!
+//! `CLARIFY_BENCH_COMPARE` names a subset (`pg,sqlite,wake,idle,fleet`). The end prints every
+//! figure's range for each binary and head/base (with a middle one also middle/base and
+//! head/middle): the ratio of the means and the spread of the per-round ratios.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::fleet::{self, Database};
+use crate::{ANSWER_YES, BIN, PLAIN_ASK, Server, agents, key_of, ms, percentile};
+
+/// One figure's readings, per round, for each binary (in the order of [`Binaries`]).
+struct Figure {
+    name: &'static str,
+    unit: &'static str,
+    /// Whether a larger value is better (round trips) or worse (latency, memory).
+    higher_is_better: bool,
+    readings: Vec<Vec<f64>>,
+}
+
+impl Figure {
+    fn new(name: &'static str, unit: &'static str, higher_is_better: bool, n: usize) -> Self {
+        Self {
+            name,
+            unit,
+            higher_is_better,
+            readings: vec![Vec::new(); n],
+        }
+    }
+
+    fn push(&mut self, which: usize, value: f64) {
+        self.readings[which].push(value);
+    }
+
+    /// Each binary's range, then `a/b` for every pair the comparison reports.
+    fn summary(&self, labels: &[&str], pairs: &[(usize, usize)]) -> String {
+        let range = |v: &[f64]| {
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            format!("{}–{}", fmt(lo), fmt(hi))
+        };
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let mut line = format!("{} ({}", self.name, self.unit);
+        line.push_str(if self.higher_is_better {
+            ", higher is better):"
+        } else {
+            ", lower is better):"
+        });
+        for (label, values) in labels.iter().zip(&self.readings) {
+            line.push_str(&format!(" {label} {}", range(values)));
+        }
+        for &(a, b) in pairs {
+            let ratios: Vec<f64> = self.readings[a]
+                .iter()
+                .zip(&self.readings[b])
+                .map(|(x, y)| x / y)
+                .collect();
+            line.push_str(&format!(
+                "; {}/{} {:.2} (rounds {})",
+                labels[a],
+                labels[b],
+                mean(&self.readings[a]) / mean(&self.readings[b]),
+                range(&ratios)
+            ));
+        }
+        line
+    }
+}
+
+fn fmt(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Which figures `CLARIFY_BENCH_COMPARE` asks for (all when unset).
+fn wanted(name: &str) -> bool {
+    match std::env::var("CLARIFY_BENCH_COMPARE") {
+        Ok(list) if !list.trim().is_empty() => list.split(',').any(|n| n.trim() == name),
+        _ => true,
+    }
+}
+
+/// The binaries compared: the base, an optional middle one, and the head, in that order.
+struct Binaries {
+    labels: Vec<&'static str>,
+    paths: Vec<String>,
+}
+
+/// Runs the comparison and prints each figure as head/base (and, with a middle binary,
+/// middle/base and head/middle).
+pub(crate) async fn compare(dir: &std::path::Path, base: &str) {
+    let head = std::env::var("CLARIFY_BENCH_BIN_A").unwrap_or_else(|_| BIN.to_owned());
+    let mut bins = Binaries {
+        labels: vec!["base"],
+        paths: vec![base.to_owned()],
+    };
+    if let Ok(middle) = std::env::var("CLARIFY_BENCH_BIN_C")
+        && !middle.is_empty()
+    {
+        bins.labels.push("middle");
+        bins.paths.push(middle);
+    }
+    bins.labels.push("head");
+    bins.paths.push(head);
+    let n = bins.paths.len();
+    let pairs: Vec<(usize, usize)> = if n == 3 {
+        vec![(1, 0), (2, 1), (2, 0)]
+    } else {
+        vec![(1, 0)]
+    };
+    let rounds = std::env::var("CLARIFY_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(3)
+        .max(1);
+    let fleet_n = std::env::var("CLARIFY_BENCH_COMPARE_FLEET")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(5000)
+        .max(100);
+    let mut pg = Figure::new("HTTP ask+answer, PostgreSQL, 64 clients", "/s", true, n);
+    let mut bare = Figure::new("bare PostgreSQL loop, 64 clients", "/s", true, n);
+    let mut share = Figure::new(
+        "HTTP PostgreSQL as a share of the bare loop",
+        "share",
+        true,
+        n,
+    );
+    let mut sqlite = Figure::new("HTTP ask+answer, SQLite, 32 clients", "/s", true, n);
+    let mut wake = Figure::new("answer -> wake p99 over HTTP, SQLite", "ms", false, n);
+    let mut idle = Figure::new("fresh server, idle RSS after 3 s", "MiB", false, n);
+    let mut idle_anon = Figure::new("  of which anonymous", "MiB", false, n);
+    let mut fleet_kib = Figure::new("a waiting long-poll's RSS (fleet)", "KiB", false, n);
+    for (label, path) in bins.labels.iter().zip(&bins.paths) {
+        println!("compare: {label} {path}");
+    }
+    println!("compare: {rounds} rounds");
+    for round in 0..rounds {
+        // Each round starts with the next binary, so none always goes first.
+        println!("compare: round {} (load average {})", round + 1, loadavg());
+        for k in 0..n {
+            let which = (round + k) % n;
+            let (who, bin) = (bins.labels[which], bins.paths[which].as_str());
+            if wanted("pg") {
+                let rate = pg_roundtrips(bin, 64, Duration::from_secs(8)).await;
+                let loop_rate = bare_pg(64, Duration::from_secs(8)).await;
+                println!(
+                    "  {who} pg: {rate:.0} round trips/s, bare loop {loop_rate:.0}/s, share {:.3}",
+                    rate / loop_rate
+                );
+                pg.push(which, rate);
+                bare.push(which, loop_rate);
+                share.push(which, rate / loop_rate);
+            }
+            if wanted("sqlite") {
+                let r =
+                    crate::roundtrip(dir, bin, &format!(" ({who})"), 32, Duration::from_secs(8))
+                        .await;
+                sqlite.push(which, r.per_second);
+            }
+            if wanted("wake") {
+                let p99 = wake_p99(dir, bin).await;
+                println!("  {who} wake p99 {p99:.2} ms");
+                wake.push(which, p99);
+            }
+            if wanted("idle") {
+                let (all, anon) = idle_rss(dir, bin).await;
+                println!("  {who} idle RSS {all:.1} MiB, {anon:.1} MiB of it anonymous");
+                idle.push(which, all);
+                idle_anon.push(which, anon);
+            }
+            if wanted("fleet") {
+                let kib = fleet::waiting_kib(dir, bin, fleet_n).await;
+                println!("  {who} fleet {fleet_n}: {kib:.1} KiB per waiting long-poll");
+                fleet_kib.push(which, kib);
+            }
+        }
+    }
+    println!("compare: after the rounds, load average {}", loadavg());
+    println!("compare: {rounds} rounds, fleet of {fleet_n}");
+    for figure in [
+        &pg, &bare, &share, &sqlite, &wake, &idle, &idle_anon, &fleet_kib,
+    ] {
+        if !figure.readings[0].is_empty() {
+            println!("{}", figure.summary(&bins.labels, &pairs));
+        }
+    }
+}
+
+/// The machine's load averages (1, 5, 15 minutes).
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// Ask+answer round trips/s of `bin` on a fresh PostgreSQL database with `clients` clients.
+async fn pg_roundtrips(bin: &str, clients: usize, run_for: Duration) -> f64 {
+    let database = Database::postgres_fresh();
+    let admin = key_of(bin, &database.url, "admin", "default");
+    let server = Server::start_bin(bin, &database.url).await;
+    let load = agents(&server, &admin, clients, run_for, (PLAIN_ASK, ANSWER_YES)).await;
+    drop(server);
+    load.count as f64 / load.elapsed.as_secs_f64()
+}
+
+/// Answer-to-wake p99 in ms of `bin` on a fresh SQLite file.
+async fn wake_p99(dir: &std::path::Path, bin: &str) -> f64 {
+    static RUN: AtomicU64 = AtomicU64::new(0);
+    let run = RUN.fetch_add(1, Ordering::Relaxed);
+    let db = format!(
+        "sqlite://{}",
+        dir.join(format!("cmp-wake-{run}.db")).display()
+    );
+    let admin = key_of(bin, &db, "admin", "default");
+    let server = Server::start_bin(bin, &db).await;
+    let _ = crate::wake_samples(&server.url, &server.url, &admin, 20).await;
+    let (from_send, _) = crate::wake_samples(&server.url, &server.url, &admin, 300).await;
+    ms(percentile(&from_send, 0.99))
+}
+
+/// A fresh server's RSS, and its anonymous part, in MiB 3 s after its first health check, on a
+/// new SQLite file.
+async fn idle_rss(dir: &std::path::Path, bin: &str) -> (f64, f64) {
+    static RUN: AtomicU64 = AtomicU64::new(0);
+    let run = RUN.fetch_add(1, Ordering::Relaxed);
+    let db = format!(
+        "sqlite://{}",
+        dir.join(format!("cmp-idle-{run}.db")).display()
+    );
+    let server = Server::start_bin(bin, &db).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    (
+        server.rss_kib() as f64 / 1024.0,
+        crate::status_kib(server.child.id(), "RssAnon:") as f64 / 1024.0,
+    )
+}
+
+/// The canonical JSON of a plain request, about what the store writes for the HTTP loop's.
+const SPEC: &str = r#"{"questions":[{"id":"q1","text":"Deploy?","kind":"choice","options":[{"id":"yes","label":"yes"},{"id":"no","label":"no"}]}]}"#;
+const ANSWERS: &str = r#"{"q1":{"option":"yes"}}"#;
+
+/// Round trips/s of a bare PostgreSQL loop: per round trip one commit inserting a request row
+/// and an event row, one updating it to answered and inserting an event row; `clients` at once
+/// on a plain pool, on tables of this process's own in a fresh database.
+async fn bare_pg(clients: usize, duration: Duration) -> f64 {
+    use sqlx::postgres::PgPoolOptions;
+    let database = Database::postgres_fresh();
+    let pool = PgPoolOptions::new()
+        .max_connections(clients as u32)
+        .connect(&database.url)
+        .await
+        .unwrap_or_else(|e| panic!("bare pg: {e}"));
+    for sql in [
+        "CREATE TABLE requests (id TEXT PRIMARY KEY, status TEXT NOT NULL, spec TEXT NOT NULL, \
+         created_at BIGINT NOT NULL, resolved_at BIGINT, answers TEXT)",
+        "CREATE TABLE events (seq BIGSERIAL PRIMARY KEY, request_id TEXT NOT NULL, \
+         kind TEXT NOT NULL, at BIGINT NOT NULL)",
+    ] {
+        sqlx::query(sql)
+            .execute(&pool)
+            .await
+            .unwrap_or_else(|e| panic!("bare pg: {sql}: {e}"));
+    }
+    let trips = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|client| {
+            let (pool, trips) = (pool.clone(), trips.clone());
+            tokio::spawn(async move {
+                let mut n = 0u64;
+                while started.elapsed() < duration {
+                    n += 1;
+                    let id = format!("{client:08x}{n:016x}");
+                    bare_round_trip(&pool, &id)
+                        .await
+                        .unwrap_or_else(|e| panic!("bare pg: {e}"));
+                    trips.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        let _ = t.await;
+    }
+    let rate = trips.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
+    pool.close().await;
+    rate
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// One bare round trip's two commits.
+async fn bare_round_trip(pool: &sqlx::PgPool, id: &str) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let at = now_ms();
+    sqlx::query(
+        "INSERT INTO requests (id, status, spec, created_at) VALUES ($1, 'pending', $2, $3)",
+    )
+    .bind(id)
+    .bind(SPEC)
+    .bind(at)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query("INSERT INTO events (request_id, kind, at) VALUES ($1, 'created', $2)")
+        .bind(id)
+        .bind(at)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    let mut tx = pool.begin().await?;
+    let at = now_ms();
+    sqlx::query(
+        "UPDATE requests SET status = 'answered', resolved_at = $2, answers = $3 \
+         WHERE id = $1 AND status = 'pending'",
+    )
+    .bind(id)
+    .bind(at)
+    .bind(ANSWERS)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query("INSERT INTO events (request_id, kind, at) VALUES ($1, 'answered', $2)")
+        .bind(id)
+        .bind(at)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await
+}
