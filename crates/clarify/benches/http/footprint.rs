@@ -17,47 +17,14 @@ use std::time::Duration;
 
 use crate::{BIN, Server, status_kib};
 
+// The table is read as the handbook's test reads it.
+#[allow(dead_code)]
+#[path = "../../tests/it/figures_table.rs"]
+mod figures_table;
+use figures_table::{bytes, table};
+
 /// How far a measurement may drift from the table before the benchmark fails.
 const TOLERANCE: f64 = 0.25;
-
-/// The table's figures by name, as bytes (`63 MB` → 63e6, `24 KiB` → 24,576).
-fn table() -> Vec<(String, f64)> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../BENCHMARKS.md");
-    let text = std::fs::read_to_string(&path).expect("read BENCHMARKS.md");
-    let mut inside = false;
-    let mut out = Vec::new();
-    for line in text.lines() {
-        if line.starts_with("## ") {
-            inside = line.trim() == "## Figures the handbook quotes";
-            continue;
-        }
-        let cells: Vec<&str> = line
-            .trim()
-            .trim_matches('|')
-            .split('|')
-            .map(str::trim)
-            .collect();
-        if !inside || cells.len() != 3 {
-            continue;
-        }
-        if let Some(bytes) = bytes(cells[1]) {
-            out.push((cells[0].trim_matches('`').to_owned(), bytes));
-        }
-    }
-    out
-}
-
-fn bytes(value: &str) -> Option<f64> {
-    let (number, unit) = value.trim().rsplit_once(' ')?;
-    let number: f64 = number.replace(',', "").parse().ok()?;
-    let scale = match unit {
-        "KiB" => 1024.0,
-        "MiB" => 1024.0 * 1024.0,
-        "MB" => 1e6,
-        _ => return None,
-    };
-    Some(number * scale)
-}
 
 /// The median of three idle servers: (VmRSS, RssAnon) in bytes.
 async fn idle(dir: &Path) -> (f64, f64) {
@@ -103,7 +70,9 @@ pub async fn footprint(dir: &Path) {
         ("idle-rss", Some(rss)),
         ("idle-allocated", Some(anon)),
     ];
-    let stated = table();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../BENCHMARKS.md");
+    let text = std::fs::read_to_string(&path).expect("read BENCHMARKS.md");
+    let stated = table(&text);
     let mut drifted = Vec::new();
     let build = if cfg!(debug_assertions) {
         "a debug build: the table's figures are the release build's"
@@ -117,7 +86,7 @@ pub async fn footprint(dir: &Path) {
     );
     for (name, value) in measured {
         let Some(value) = value else { continue };
-        let Some((_, table)) = stated.iter().find(|(n, _)| n == name) else {
+        let Some(table) = stated.get(name).and_then(|f| bytes(&f.value)) else {
             println!(
                 "{name:<18} {:>8.1} MB {:>10} {:>7}",
                 value / 1e6,

@@ -3,21 +3,15 @@
 
 use std::process::Command;
 
-use crate::support::{Api, BIN, Server, temp_dir};
+use crate::support::{Api, BIN, Server, run_command, temp_dir};
 
 /// Runs `clarify ARGS` with `env` added; returns (exit code, stdout, stderr).
 fn run_with(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let out = Command::new(BIN)
-        .args(args)
-        .env_remove("CLARIFY_LISTEN")
-        .envs(env.iter().copied())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("clarify runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+    run_command(
+        Command::new(BIN)
+            .args(args)
+            .env_remove("CLARIFY_LISTEN")
+            .envs(env.iter().copied()),
     )
 }
 

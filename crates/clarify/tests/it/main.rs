@@ -9,6 +9,7 @@ mod dependencies;
 mod deploying;
 mod faults;
 mod figures;
+mod figures_table;
 mod flood;
 mod gate;
 mod handbook;

@@ -6,22 +6,16 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::{Api, BIN, Server, run, sqlite_url, temp_dir};
+use crate::support::{Api, BIN, Server, run, run_command, sqlite_url, temp_dir};
 
 /// Runs `clarify ARGS` in `dir` without `CLARIFY_DB`, as a person in another terminal would.
 fn run_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN)
-        .current_dir(dir)
-        .args(args)
-        .env_remove("CLARIFY_DB")
-        .env_remove("CLARIFY_DB_FILE")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("clarify runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+    run_command(
+        Command::new(BIN)
+            .current_dir(dir)
+            .args(args)
+            .env_remove("CLARIFY_DB")
+            .env_remove("CLARIFY_DB_FILE"),
     )
 }
 

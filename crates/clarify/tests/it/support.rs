@@ -167,11 +167,13 @@ pub fn free_port() -> u16 {
 
 /// Runs `clarify ARGS`; returns (exit code, stdout, stderr).
 pub fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("clarify runs");
+    run_command(Command::new(BIN).args(args))
+}
+
+/// Runs `command` (a `clarify` with its arguments and environment) without colours; returns
+/// (exit code, stdout, stderr).
+pub fn run_command(command: &mut Command) -> (i32, String, String) {
+    let out = command.env("NO_COLOR", "1").output().expect("clarify runs");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
