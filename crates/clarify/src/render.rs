@@ -61,10 +61,14 @@ fn answer_text(answer: &Value) -> String {
 }
 
 /// Who asked and how long is left, as the web inbox heads a request: `agent deployer · session
-/// s1 · 14:59 left`; `None` when there is nothing to say.
+/// s1 · 14:59 left`, led by `High risk` for a high-risk request (as the inbox's badge says it,
+/// whatever step-up is set to); `None` when there is nothing to say.
 pub fn asked(record: &Record) -> Option<String> {
     let v = &record.0;
     let mut parts = Vec::new();
+    if v["risk"] == "high" {
+        parts.push("High risk".to_owned());
+    }
     if let Some(a) = v["agent"].as_str() {
         parts.push(format!("agent {a}"));
     }
@@ -320,6 +324,9 @@ pub fn detail(record: &Record) -> String {
     let v = &record.0;
     let mut out = String::new();
     let _ = writeln!(out, "{}  {}", bold(record.id()), record.status());
+    if v["risk"] == "high" {
+        let _ = writeln!(out, "High risk");
+    }
     let _ = writeln!(out, "created {}", v["created_at"].as_str().unwrap_or(""));
     if let Some(at) = v["expires_at"].as_str() {
         let _ = writeln!(out, "expires {at}");
@@ -365,6 +372,18 @@ mod tests {
             {"answer": "yes"}, {"answer": ["EU", "US"]}, {"answer": "approve"}, {"answer": null}
         ]});
         assert_eq!(answer_lines(&outcome), ["yes", "EU, US", "approve", ""]);
+    }
+
+    #[test]
+    fn a_high_risk_request_is_headed_so_and_a_normal_one_is_not() {
+        let high = Record(json!({"agent": "deployer", "risk": "high"}));
+        let normal = Record(json!({"agent": "deployer", "risk": "normal"}));
+        let head = asked(&high).unwrap_or_default();
+        assert!(head.starts_with("High risk · agent deployer"), "{head}");
+        let head = asked(&normal).unwrap_or_default();
+        assert!(head.starts_with("agent deployer"), "{head}");
+        assert!(detail(&high).lines().any(|l| l == "High risk"));
+        assert!(!detail(&normal).contains("High risk"));
     }
 
     #[test]
