@@ -583,6 +583,10 @@ export function requestView(record, options = {}) {
 
   /** This person has voted: the form goes, the quorum stays in view and keeps counting. */
   function showVoted(now, said, focus) {
+    // What the answer said ("Your approval is recorded.") stays when the event stream brings
+    // the same vote a moment later, whichever of the two arrives first.
+    said = said || state.said;
+    state.said = said;
     state.voted = true;
     form.remove();
     current = now;
