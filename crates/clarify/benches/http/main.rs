@@ -162,16 +162,25 @@ fn key(db: &str, role: &str, tenant: &str) -> String {
 }
 
 /// A new key made by the binary at `bin` (whose schema the store gets), in a new store when
-/// there is none yet (`--create`, which binaries before it neither knew nor needed).
+/// there is none yet (`--create`; a binary from before it neither knew nor needed it, and is
+/// asked again without it).
 fn key_of(bin: &str, db: &str, role: &str, tenant: &str) -> String {
     let name = format!("bench-{role}-{}", std::process::id());
-    let out = Command::new(bin)
-        .args([
-            "keys", "create", "--db", db, "--role", role, "--name", &name, "--tenant", tenant,
-        ])
-        .args((bin == BIN).then_some("--create"))
-        .output()
-        .expect("keys create runs");
+    let run = |create: bool| {
+        Command::new(bin)
+            .args([
+                "keys", "create", "--db", db, "--role", role, "--name", &name, "--tenant", tenant,
+            ])
+            .args(create.then_some("--create"))
+            .output()
+            .expect("keys create runs")
+    };
+    let mut out = run(true);
+    if !out.status.success()
+        && String::from_utf8_lossy(&out.stderr).contains("unexpected argument '--create'")
+    {
+        out = run(false);
+    }
     assert!(
         out.status.success(),
         "{}",
