@@ -25,7 +25,9 @@ Prints each reading and the load average (/proc/loadavg) as each round starts an
 each figure's mean and range, and each ratio as clarify / peer of the means with the range of
 the per-round ratios. The benchmark binaries are run as `cargo bench` runs them (from their
 package's directory, with `--bench` and the names), so their lines are the same. Exits 1 naming
-the step when a run fails; the awaithumans server's log is printed then.
+the step when a run fails; the awaithumans server's log is printed then (its errors counted and
+its last lines). A failed awaithumans run is reported and left out of its best-of; the other
+readings go on, and the driver exits 1 at the end.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ HERE = Path(__file__).resolve().parent
 AWAITHUMANS_CLIENTS = (1, 16)
 AWAITHUMANS_SECONDS = 10.0
 LANGGRAPH_SECONDS = 5.0
+LOG_TAIL_LINES = 40
 
 
 class Failed(Exception):
@@ -86,6 +89,25 @@ def parse(pattern: str, text: str, what: str) -> re.Match:
     if found is None:
         raise Failed(f"{what}: no line matching {pattern!r} in:\n{text}")
     return found
+
+
+def server_log(log: Path, tail: int = LOG_TAIL_LINES) -> str:
+    """The awaithumans server's log for a failed run: its errors counted by their last line
+    (a traceback's exception), then its last `tail` lines."""
+    if not log.exists():
+        return f"  ({log}: no log)"
+    lines = log.read_text(errors="replace").splitlines()
+    errors: dict[str, int] = {}
+    for line in lines:
+        if "QueuePool limit" in line:
+            line = line[line.index("QueuePool limit"):][:120]
+        elif not re.match(r"^[\w.]+(Error|Exception|Timeout)\b", line):
+            continue
+        errors[line[:200]] = errors.get(line[:200], 0) + 1
+    counted = "".join(f"  {n} × {line}\n" for line, n in errors.items()) or "  (none)\n"
+    shown = "\n".join(lines[-tail:])
+    return (f"  --- {log}: {len(lines)} lines; errors:\n{counted}"
+            f"  --- its last {min(tail, len(lines))} lines ---\n{shown}\n  --- end of {log} ---")
 
 
 @dataclass
@@ -141,12 +163,9 @@ class Driver:
             except (awaithumans_rt.Failed, OSError) as e:
                 # The peer failing under load is a reading too: the other client count may still
                 # give its figure. The run exits 1 at the end.
-                log = dir / "serve.log"
-                text = log.read_text(errors="replace") if log.exists() else "(no log)\n"
                 failure = f"round {r.index}, awaithumans with {clients} client{plural}: {e}"
                 r.failures.append(failure)
-                print(f"  FAILED: {failure}\n  --- {log} ---\n{text}  --- end of {log} ---",
-                      flush=True)
+                print(f"  FAILED: {failure}\n{server_log(dir / 'serve.log')}", flush=True)
                 continue
             r.awaithumans[clients] = load
             print(f"  awaithumans, {clients} client{plural}: "
