@@ -6,11 +6,14 @@
 //! of changes, before a fix, after it); `CLARIFY_BENCH_ROUNDS` rounds (3), each starting with
 //! the next binary. Each round measures, for each binary:
 //! - `pg`: ask+answer round trips over HTTP on PostgreSQL with 64 clients, on a fresh database,
-//!   and in the same round a bare loop of the same two commits with 64 clients on a plain pool
-//!   (nothing of clarify around them): the figure is the HTTP rate as a share of the bare one;
-//! - `sqlite`: ask+answer round trips over HTTP on SQLite with 32 clients;
+//!   with the server's CPU per round trip, and in the same round a bare loop of the same two
+//!   commits with 64 clients on a plain pool (nothing of clarify around them): the figure is the
+//!   HTTP rate as a share of the bare one;
+//! - `sqlite`: ask+answer round trips over HTTP on SQLite with 32 clients (and the server's CPU
+//!   per round trip);
 //! - `wake`: answer-to-wake p99 of a long-poll over HTTP on SQLite (300 samples);
-//! - `idle`: a fresh server's RSS 3 s after it answered its first health check (SQLite);
+//! - `idle`: a fresh server's RSS 3 s after it answered its first health check (SQLite), its
+//!   binary first dropped from the page cache;
 //! - `fleet`: what one waiting long-poll adds to the server's RSS, with
 //!   `CLARIFY_BENCH_COMPARE_FLEET` (5,000) of them waiting at once on SQLite.
 //!
@@ -145,7 +148,9 @@ pub(crate) async fn compare(dir: &std::path::Path, base: &str) {
         true,
         n,
     );
+    let mut pg_cpu = Figure::new("  server CPU per PostgreSQL round trip", "µs", false, n);
     let mut sqlite = Figure::new("HTTP ask+answer, SQLite, 32 clients", "/s", true, n);
+    let mut sqlite_cpu = Figure::new("  server CPU per SQLite round trip", "µs", false, n);
     let mut wake = Figure::new("answer -> wake p99 over HTTP, SQLite", "ms", false, n);
     let mut idle = Figure::new("fresh server, idle RSS after 3 s", "MiB", false, n);
     let mut idle_anon = Figure::new("  of which anonymous", "MiB", false, n);
@@ -161,13 +166,14 @@ pub(crate) async fn compare(dir: &std::path::Path, base: &str) {
             let which = (round + k) % n;
             let (who, bin) = (bins.labels[which], bins.paths[which].as_str());
             if wanted("pg") {
-                let rate = pg_roundtrips(bin, 64, Duration::from_secs(8)).await;
+                let (rate, cpu) = pg_roundtrips(bin, 64, Duration::from_secs(8)).await;
                 let loop_rate = bare_pg(64, Duration::from_secs(8)).await;
                 println!(
-                    "  {who} pg: {rate:.0} round trips/s, bare loop {loop_rate:.0}/s, share {:.3}",
+                    "  {who} pg: {rate:.0} round trips/s ({cpu:.0} µs of server CPU each), bare loop {loop_rate:.0}/s, share {:.3}",
                     rate / loop_rate
                 );
                 pg.push(which, rate);
+                pg_cpu.push(which, cpu);
                 bare.push(which, loop_rate);
                 share.push(which, rate / loop_rate);
             }
@@ -176,6 +182,7 @@ pub(crate) async fn compare(dir: &std::path::Path, base: &str) {
                     crate::roundtrip(dir, bin, &format!(" ({who})"), 32, Duration::from_secs(8))
                         .await;
                 sqlite.push(which, r.per_second);
+                sqlite_cpu.push(which, r.cpu_us);
             }
             if wanted("wake") {
                 let p99 = wake_p99(dir, bin).await;
@@ -198,7 +205,16 @@ pub(crate) async fn compare(dir: &std::path::Path, base: &str) {
     println!("compare: after the rounds, load average {}", loadavg());
     println!("compare: {rounds} rounds, fleet of {fleet_n}");
     for figure in [
-        &pg, &bare, &share, &sqlite, &wake, &idle, &idle_anon, &fleet_kib,
+        &pg,
+        &pg_cpu,
+        &bare,
+        &share,
+        &sqlite,
+        &sqlite_cpu,
+        &wake,
+        &idle,
+        &idle_anon,
+        &fleet_kib,
     ] {
         if !figure.readings[0].is_empty() {
             println!("{}", figure.summary(&bins.labels, &pairs));
@@ -213,14 +229,18 @@ fn loadavg() -> String {
         .unwrap_or_default()
 }
 
-/// Ask+answer round trips/s of `bin` on a fresh PostgreSQL database with `clients` clients.
-async fn pg_roundtrips(bin: &str, clients: usize, run_for: Duration) -> f64 {
+/// Ask+answer round trips/s of `bin` on a fresh PostgreSQL database with `clients` clients,
+/// and the server's CPU per round trip in µs.
+async fn pg_roundtrips(bin: &str, clients: usize, run_for: Duration) -> (f64, f64) {
     let database = Database::postgres_fresh();
     let admin = key_of(bin, &database.url, "admin", "default");
     let server = Server::start_bin(bin, &database.url).await;
     let load = agents(&server, &admin, clients, run_for, (PLAIN_ASK, ANSWER_YES)).await;
     drop(server);
-    load.count as f64 / load.elapsed.as_secs_f64()
+    (
+        load.count as f64 / load.elapsed.as_secs_f64(),
+        load.server_cpu * 1e6 / load.count.max(1) as f64,
+    )
 }
 
 /// Answer-to-wake p99 in ms of `bin` on a fresh SQLite file.
@@ -247,12 +267,32 @@ async fn idle_rss(dir: &std::path::Path, bin: &str) -> (f64, f64) {
         "sqlite://{}",
         dir.join(format!("cmp-idle-{run}.db")).display()
     );
+    evict(bin);
     let server = Server::start_bin(bin, &db).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     (
         server.rss_kib() as f64 / 1024.0,
         crate::status_kib(server.child.id(), "RssAnon:") as f64 / 1024.0,
     )
+}
+
+/// Drops `bin`'s pages from the page cache (GNU `dd`'s `iflag=nocache`, an
+/// `posix_fadvise(DONTNEED)` of the whole file), so that every binary starts from the disk.
+/// How its code was last read decides how much of it a start maps: a binary just written by the
+/// linker sits in the page cache in large folios, each mapped whole on the first touch, and a
+/// fresh build measured 6 MiB more than the same binary read back from the disk.
+pub(crate) fn evict(bin: &str) {
+    let dropped = std::process::Command::new("dd")
+        .args([
+            &format!("if={bin}"),
+            "iflag=nocache",
+            "count=0",
+            "status=none",
+        ])
+        .status();
+    if !dropped.is_ok_and(|s| s.success()) {
+        println!("  (could not drop {bin} from the page cache; its idle RSS may read high)");
+    }
 }
 
 /// The canonical JSON of a plain request, about what the store writes for the HTTP loop's.

@@ -6,7 +6,7 @@
 //! - `idle-rss`, `idle-allocated`: a fresh `clarify serve` on a new SQLite file, three seconds
 //!   after it answers `/healthz`: its resident set (`VmRSS`) and the anonymous part of it
 //!   (`RssAnon`, what it allocated; the rest is its code mapped from the file), three servers one
-//!   after another, the median of each.
+//!   after another, each started with the binary dropped from the page cache, the median of each.
 //!
 //! Each line prints the measurement, the table's figure and the drift. When one drifts by more
 //! than a quarter the process exits 1 naming it: the table, its section and the pages quoting it
@@ -32,6 +32,8 @@ async fn idle(dir: &Path) -> (f64, f64) {
     let mut anon = Vec::new();
     for round in 0..3 {
         let db = dir.join(format!("footprint-{round}.db"));
+        // Read from the disk as a deployed binary is, not from the linker's large folios.
+        crate::compare::evict(BIN);
         let server = Server::start(&format!("sqlite://{}", db.display())).await;
         tokio::time::sleep(Duration::from_secs(3)).await;
         let pid = server.child.id();
