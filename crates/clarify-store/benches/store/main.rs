@@ -41,6 +41,7 @@
 //! agent's wait returns the outcome. Figures vary with the machine; compare ratios within a run.
 
 mod bare;
+mod bare_pg;
 mod measure;
 mod pending;
 mod purge;
@@ -222,7 +223,7 @@ fn main() {
         let mut bare_pg = [None, None];
         if wanted("bare-pg") {
             for (clients, slot) in [1, 64].into_iter().zip(&mut bare_pg) {
-                *slot = bare::postgres(&pg_url(), clients, secs).await;
+                *slot = bare_pg::postgres(&pg_url(), &bare::spec(), clients, secs).await;
                 if let Some(rate) = *slot {
                     println!(
                         "bare-pg: {rate:.0} round trips/s, {clients} clients (no advisory lock, no NOTIFY)"

@@ -21,11 +21,14 @@
 //! figure's range for each binary and head/base (with a middle one also middle/base and
 //! head/middle): the ratio of the means and the spread of the per-round ratios.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::fleet::{self, Database};
+
+// The bare loop the store's benchmark measures as `bare-pg`, the same code.
+#[path = "../../../clarify-store/benches/store/bare_pg.rs"]
+mod bare_pg;
 use crate::{ANSWER_YES, BIN, PLAIN_ASK, Server, agents, key_of, ms, percentile};
 
 /// One figure's readings, per round, for each binary (in the order of [`Binaries`]).
@@ -297,95 +300,11 @@ pub(crate) fn evict(bin: &str) {
 
 /// The canonical JSON of a plain request, about what the store writes for the HTTP loop's.
 const SPEC: &str = r#"{"questions":[{"id":"q1","text":"Deploy?","kind":"choice","options":[{"id":"yes","label":"yes"},{"id":"no","label":"no"}]}]}"#;
-const ANSWERS: &str = r#"{"q1":{"option":"yes"}}"#;
 
-/// Round trips/s of a bare PostgreSQL loop: per round trip one commit inserting a request row
-/// and an event row, one updating it to answered and inserting an event row; `clients` at once
-/// on a plain pool, on tables of this process's own in a fresh database.
+/// Round trips/s of the bare PostgreSQL loop with `clients` clients, on a fresh database.
 async fn bare_pg(clients: usize, duration: Duration) -> f64 {
-    use sqlx::postgres::PgPoolOptions;
     let database = Database::postgres_fresh();
-    let pool = PgPoolOptions::new()
-        .max_connections(clients as u32)
-        .connect(&database.url)
+    bare_pg::postgres(&database.url, SPEC, clients, duration)
         .await
-        .unwrap_or_else(|e| panic!("bare pg: {e}"));
-    for sql in [
-        "CREATE TABLE requests (id TEXT PRIMARY KEY, status TEXT NOT NULL, spec TEXT NOT NULL, \
-         created_at BIGINT NOT NULL, resolved_at BIGINT, answers TEXT)",
-        "CREATE TABLE events (seq BIGSERIAL PRIMARY KEY, request_id TEXT NOT NULL, \
-         kind TEXT NOT NULL, at BIGINT NOT NULL)",
-    ] {
-        sqlx::query(sql)
-            .execute(&pool)
-            .await
-            .unwrap_or_else(|e| panic!("bare pg: {sql}: {e}"));
-    }
-    let trips = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
-    let tasks: Vec<_> = (0..clients)
-        .map(|client| {
-            let (pool, trips) = (pool.clone(), trips.clone());
-            tokio::spawn(async move {
-                let mut n = 0u64;
-                while started.elapsed() < duration {
-                    n += 1;
-                    let id = format!("{client:08x}{n:016x}");
-                    bare_round_trip(&pool, &id)
-                        .await
-                        .unwrap_or_else(|e| panic!("bare pg: {e}"));
-                    trips.fetch_add(1, Ordering::Relaxed);
-                }
-            })
-        })
-        .collect();
-    for t in tasks {
-        let _ = t.await;
-    }
-    let rate = trips.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
-    pool.close().await;
-    rate
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
-/// One bare round trip's two commits.
-async fn bare_round_trip(pool: &sqlx::PgPool, id: &str) -> Result<(), sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    let at = now_ms();
-    sqlx::query(
-        "INSERT INTO requests (id, status, spec, created_at) VALUES ($1, 'pending', $2, $3)",
-    )
-    .bind(id)
-    .bind(SPEC)
-    .bind(at)
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query("INSERT INTO events (request_id, kind, at) VALUES ($1, 'created', $2)")
-        .bind(id)
-        .bind(at)
-        .execute(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    let mut tx = pool.begin().await?;
-    let at = now_ms();
-    sqlx::query(
-        "UPDATE requests SET status = 'answered', resolved_at = $2, answers = $3 \
-         WHERE id = $1 AND status = 'pending'",
-    )
-    .bind(id)
-    .bind(at)
-    .bind(ANSWERS)
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query("INSERT INTO events (request_id, kind, at) VALUES ($1, 'answered', $2)")
-        .bind(id)
-        .bind(at)
-        .execute(&mut *tx)
-        .await?;
-    tx.commit().await
+        .unwrap_or_else(|| panic!("the bare PostgreSQL loop could not reach {}", database.url))
 }

@@ -350,28 +350,13 @@ pub(crate) async fn fleet(dir: &std::path::Path, mode: Mode, n: usize) {
         .await
         .0;
 
-    // The requests the crowd waits on (in `wait` mode), created 64 at a time.
-    let mut ids = Vec::new();
-    if mode == Mode::Wait {
-        ids.reserve(n);
-        let all: Vec<usize> = (0..n).collect();
-        for chunk in all.chunks(64) {
-            let made = futures_util::future::join_all(chunk.iter().map(|i| {
-                post(
-                    &client,
-                    format!("{}/v1/requests", servers[i % instances].url),
-                    &admin,
-                    json!({"question": format!("Agent {i}: deploy?"), "choices": ["yes", "no"],
-                           "timeout_seconds": 0}),
-                )
-            }))
-            .await;
-            ids.extend(
-                made.into_iter()
-                    .map(|r| r["id"].as_str().expect("id").to_owned()),
-            );
-        }
-    }
+    // The requests the crowd waits on (in `wait` mode).
+    let mut ids = if mode == Mode::Wait {
+        let urls: Vec<&str> = servers.iter().map(|s| s.url.as_str()).collect();
+        ask_many(&client, &urls, &admin, n).await
+    } else {
+        Vec::new()
+    };
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss_before: Vec<u64> = servers.iter().map(Server::rss_kib).collect();
     let file_before: Vec<u64> = servers.iter().map(Server::rss_file_kib).collect();
@@ -528,6 +513,30 @@ pub(crate) async fn fleet(dir: &std::path::Path, mode: Mode, n: usize) {
     drop(database);
 }
 
+/// Creates `n` requests that never expire, 64 at a time, request `i` on server
+/// `urls[i % urls.len()]`; returns their ids in order.
+async fn ask_many(client: &reqwest::Client, urls: &[&str], admin: &str, n: usize) -> Vec<String> {
+    let mut ids = Vec::with_capacity(n);
+    let all: Vec<usize> = (0..n).collect();
+    for chunk in all.chunks(64) {
+        let made = futures_util::future::join_all(chunk.iter().map(|i| {
+            post(
+                client,
+                format!("{}/v1/requests", urls[i % urls.len()]),
+                admin,
+                json!({"question": format!("Agent {i}: deploy?"), "choices": ["yes", "no"],
+                       "timeout_seconds": 0}),
+            )
+        }))
+        .await;
+        ids.extend(
+            made.into_iter()
+                .map(|r| r["id"].as_str().expect("id").to_owned()),
+        );
+    }
+    ids
+}
+
 /// What one waiting long-poll adds to the RSS of a `clarify serve` of `bin` on SQLite, in KiB,
 /// with `n` of them waiting at once (held by one crowd process): the server's RSS once every
 /// request exists, against once every waiter waits.
@@ -541,24 +550,7 @@ pub(crate) async fn waiting_kib(dir: &std::path::Path, bin: &str, n: usize) -> f
     let max = (n + 100).to_string();
     let server = Server::start_with(bin, &database.url, &["--max-waiters", &max]).await;
     let client = clarify_client::http::client().expect("an HTTP client");
-    let mut ids = Vec::with_capacity(n);
-    let all: Vec<usize> = (0..n).collect();
-    for chunk in all.chunks(64) {
-        let made = futures_util::future::join_all(chunk.iter().map(|i| {
-            post(
-                &client,
-                format!("{}/v1/requests", server.url),
-                &admin,
-                json!({"question": format!("Agent {i}: deploy?"), "choices": ["yes", "no"],
-                       "timeout_seconds": 0}),
-            )
-        }))
-        .await;
-        ids.extend(
-            made.into_iter()
-                .map(|r| r["id"].as_str().expect("id").to_owned()),
-        );
-    }
+    let ids = ask_many(&client, &[server.url.as_str()], &admin, n).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let before = server.rss_kib();
     let crowd = Crowd::start(&sub, Mode::Wait, &server.url, &admin, &ids, n, 0);
