@@ -95,6 +95,7 @@ pub use keys::{
 pub use options::{Announce, Durability, PickChannels, StoreOptions};
 pub use outbox::{AfterAttempt, Attempt, Delivery, DeliveryStatus};
 pub use passkeys::{STEP_UP_WINDOW, StoredPasskey};
+pub use postgres::redact as redacted_url;
 pub use push::{
     NewPushSubscription, PUSH_CHANNEL_PREFIX, PUSH_FRESH_FOR, PushSubscription,
     push_subscription_of,

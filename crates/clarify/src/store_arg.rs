@@ -68,19 +68,7 @@ fn sqlite_path(db: &str) -> Option<&str> {
 /// The URL as it may be printed: a password in it (`postgres://user:secret@host/db`) is
 /// replaced by `***`.
 pub fn shown(db: &str) -> String {
-    let db = db.trim();
-    let Some((scheme, rest)) = db.split_once("://") else {
-        return db.to_owned();
-    };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => db.to_owned(),
-        },
-        None => db.to_owned(),
-    }
+    clarify_store::redacted_url(db)
 }
 
 #[cfg(test)]

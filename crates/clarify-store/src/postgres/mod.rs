@@ -203,12 +203,14 @@ fn describe(options: &PgConnectOptions) -> String {
     }
 }
 
-/// The URL with any password replaced, for error messages.
-fn redact(url: &str) -> String {
+/// The store URL `url` with any password replaced by `***`, for messages and logs: the one
+/// rule every place that shows a store's URL uses.
+pub fn redact(url: &str) -> String {
+    let url = url.trim();
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(end);
     match authority.rsplit_once('@') {
         Some((userinfo, host)) => match userinfo.split_once(':') {
