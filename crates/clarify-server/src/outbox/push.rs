@@ -35,7 +35,6 @@ use crate::outbox::{Outbox, after_failure, attempt_number, describe, drain, outb
 use crate::shared::outbound::OutboundGuard;
 use crate::shared::sign::base64url as decode;
 use crate::state::AppState;
-use crate::state::push::Vapid;
 
 /// The longest title pushed, in characters; with the rest, the payload stays far below the
 /// 4,096 bytes a push may carry.
@@ -168,16 +167,9 @@ async fn attempt(
     if let Err(refusal) = state.config.outbound.check_literal(&endpoint) {
         return Some(Sent::give_up(format!("refused: {refusal}")));
     }
-    let vapid = match state.vapid.get(&state.store).await {
-        Ok(vapid) => vapid,
-        Err(e) => {
-            tracing::warn!(error = %e, "reading the Web Push key failed");
-            return None;
-        }
-    };
     let payload = payload(state, &record, &subscription, event);
     let now = state.store.now();
-    let request = match encrypt(vapid, &subscription, &endpoint, &record, &payload, now) {
+    let request = match encrypt(state, &subscription, &endpoint, &record, &payload, now) {
         Ok(r) => r,
         Err(why) => return Some(Sent::give_up(why)),
     };
@@ -233,7 +225,7 @@ async fn attempt(
 
 /// The encrypted, signed POST of `payload` to the subscription's endpoint.
 fn encrypt(
-    vapid: &Vapid,
+    state: &AppState,
     subscription: &PushSubscription,
     endpoint: &url::Url,
     record: &RequestRecord,
@@ -261,7 +253,8 @@ fn encrypt(
     .with_valid_duration(Duration::from_secs(ttl.unsigned_abs()))
     .build(payload.to_vec())
     .map_err(|e| format!("encrypting the push failed: {e}"))?;
-    let authorization = vapid
+    let authorization = state
+        .vapid
         .authorization(endpoint, now)
         .map_err(|e| format!("signing the push failed: {e}"))?;
     let mut request =

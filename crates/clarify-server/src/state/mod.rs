@@ -48,8 +48,8 @@ pub struct Shared {
     pub channels_due: Notify,
     /// Wakes the Web Push worker after a request was created here.
     pub pushes_due: Notify,
-    /// The key pair and contact Web Push calls are signed with, made on first use.
-    pub vapid: push::LazyVapid,
+    /// The key pair and contact Web Push calls are signed with.
+    pub vapid: push::Vapid,
     /// Cancelled when the server begins to shut down.
     pub shutdown: CancellationToken,
     /// Long-polls, event streams and `/mcp` requests in flight.
@@ -99,7 +99,18 @@ impl AppState {
             webhook: store.secret("webhook").await?,
             chat: store.secret("chat").await?,
         };
-        let vapid = push::LazyVapid::new(&config.push, &config.public_url);
+        let vapid = push::Vapid {
+            key: match &config.push.key {
+                Some(key) => key.clone(),
+                None => push::VapidKey::from_bytes(&store.secret("push_vapid").await?)
+                    .map_err(clarify_store::StoreError::Corrupt)?,
+            },
+            subject: config
+                .push
+                .subject
+                .clone()
+                .unwrap_or_else(|| push::default_subject(&config.public_url)),
+        };
         let hub = hub::EventHub::new(store.last_event_seq().await?);
         let waiters = limits::Waiters::new(config.max_waiters);
         let mut metrics = metrics::Metrics::new();

@@ -99,54 +99,6 @@ pub struct Vapid {
     pub subject: String,
 }
 
-/// This instance's [`Vapid`], made on first use (the first push sent, or the first `GET
-/// /v1/push/key`): a server nobody subscribed to never reads the stored key nor derives its
-/// public point. Made at start, that P-256 and PKCS#8 code was paged into every idle server's
-/// memory (`BENCHMARKS.md`, "Performance after v3").
-#[derive(Debug)]
-pub struct LazyVapid {
-    /// `[push] vapid_private_key`; `None`: the key kept in the store.
-    configured: Option<VapidKey>,
-    subject: String,
-    made: tokio::sync::OnceCell<Vapid>,
-}
-
-impl LazyVapid {
-    /// The identity `[push]` configures, with the contact derived from `public_url` when it
-    /// names none.
-    pub fn new(config: &PushConfig, public_url: &str) -> Self {
-        Self {
-            configured: config.key.clone(),
-            subject: config
-                .subject
-                .clone()
-                .unwrap_or_else(|| default_subject(public_url)),
-            made: tokio::sync::OnceCell::new(),
-        }
-    }
-
-    /// The key pair and contact; the first call reads (or creates) the key kept in `store`
-    /// when none is configured.
-    pub async fn get(
-        &self,
-        store: &clarify_store::Store,
-    ) -> Result<&Vapid, clarify_store::StoreError> {
-        self.made
-            .get_or_try_init(|| async {
-                let key = match &self.configured {
-                    Some(key) => key.clone(),
-                    None => VapidKey::from_bytes(&store.secret("push_vapid").await?)
-                        .map_err(clarify_store::StoreError::Corrupt)?,
-                };
-                Ok(Vapid {
-                    key,
-                    subject: self.subject.clone(),
-                })
-            })
-            .await
-    }
-}
-
 #[derive(Serialize)]
 struct Claims<'a> {
     aud: String,
