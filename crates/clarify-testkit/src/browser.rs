@@ -255,15 +255,54 @@ impl Browser {
             .unwrap_or_else(|e| panic!("opening {url}: {e}"));
     }
 
-    /// The element at `xpath`, once it exists.
+    /// The element at `xpath`, once it exists. An element that is on the page now counts, so
+    /// after a click that navigates, wait for the destination first ([`Browser::at`]) unless
+    /// `xpath` is found only there.
     pub async fn wait_for(&self, xpath: &str) -> Element {
-        self.client
+        match self
+            .client
             .wait()
             .at_most(PATIENCE)
             .every(Duration::from_millis(100))
             .for_element(Locator::XPath(xpath))
             .await
-            .unwrap_or_else(|e| panic!("waiting for {xpath}: {e}"))
+        {
+            Ok(element) => element,
+            Err(e) => panic!("waiting for {xpath} on {}: {e}", self.url().await),
+        }
+    }
+
+    /// The page's address now, for messages (`?` when it cannot be read).
+    pub async fn url(&self) -> String {
+        self.client
+            .current_url()
+            .await
+            .map_or_else(|_| "?".to_owned(), |u| u.to_string())
+    }
+
+    /// Waits until the page's address starts with `prefix` (a whole URL: the destination of
+    /// a navigation, on whichever server it is) and the page has loaded, so what is read next
+    /// is read there and not on the page being left.
+    pub async fn at(&self, prefix: &str) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Ok(url) = self.client.current_url().await
+                && url.as_str().starts_with(prefix)
+                && self
+                    .client
+                    .execute("return document.readyState", vec![])
+                    .await
+                    .is_ok_and(|state| state != json!("loading"))
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out after {PATIENCE:?} waiting to be at {prefix} (still at {})",
+                self.url().await
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Clicks the element at `xpath`, once it exists.
@@ -309,24 +348,23 @@ impl Browser {
             .unwrap_or_else(|e| panic!("running {script}: {e}"))
     }
 
-    /// Waits until `script` returns something truthy, and returns it.
+    /// Waits until `script` returns something truthy, and returns it. A script that fails (an
+    /// element not there yet, a page still loading or being left) is "not yet", not a failure;
+    /// when time runs out the last result or error is reported with the page's address.
     pub async fn until(&self, what: &str, script: &str, args: Vec<Value>) -> Value {
         let deadline = Instant::now() + PATIENCE;
         loop {
-            let value = self.js(script, args.clone()).await;
-            let truthy = match &value {
-                Value::Null | Value::Bool(false) => false,
-                Value::String(s) => !s.is_empty(),
-                Value::Number(n) => n.as_f64() != Some(0.0),
-                _ => true,
+            let last = match self.client.execute(script, args.clone()).await {
+                Ok(value) if truthy(&value) => return value,
+                Ok(value) => format!("last result: {value}"),
+                Err(e) => format!("last error: {e}"),
             };
-            if truthy {
-                return value;
+            if Instant::now() >= deadline {
+                panic!(
+                    "timed out after {PATIENCE:?} waiting for {what} on {} ({last})",
+                    self.url().await
+                );
             }
-            assert!(
-                Instant::now() < deadline,
-                "timed out after {PATIENCE:?} waiting for {what} (last: {value})"
-            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -408,6 +446,16 @@ impl Browser {
             self.press(Key::Tab).await;
         }
         panic!("Tab never reached {what}");
+    }
+}
+
+/// Whether a script's result counts as "yes", as JavaScript's truthiness has it.
+fn truthy(value: &Value) -> bool {
+    match value {
+        Value::Null | Value::Bool(false) => false,
+        Value::String(s) => !s.is_empty(),
+        Value::Number(n) => n.as_f64() != Some(0.0),
+        _ => true,
     }
 }
 

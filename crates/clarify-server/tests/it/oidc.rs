@@ -524,6 +524,8 @@ async fn signing_in_through_the_providers_pages_in_a_browser_then_answering_a_gr
         b.type_into("//input[@id='login']", "alice@example.com")
             .await;
         b.click("//button[@id='submit']").await;
+        // The provider's pages may take a moment to send the browser back.
+        b.at(&format!("{}/", s.url)).await;
         b.until(
             "the inbox to open after signing in",
             "return !document.getElementById('topbar').hidden \
