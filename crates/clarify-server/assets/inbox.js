@@ -1,11 +1,12 @@
 // The inbox: the live list of pending requests, answering them, and the page's routes.
 //
-// The list is read from `/v1/requests` each time the event stream opens, and kept current by
-// `/v1/events` in between: each event carries the request as it is now, so the list only has to
-// file it (pending and matching the filters: shown; anything else: gone). The browser's
-// EventSource reconnects by itself and resumes after the last event it saw; when it gives up
-// (an error response), the page opens a new stream after a pause, so nothing is missed either
-// way. The list is also read at once on sign-in, so it shows even when no stream can open.
+// The list (and the request open beside it) is read from `/v1/requests` each time the event
+// stream opens, and kept current by `/v1/events` in between: each event carries the request as
+// it is now, so the list only has to file it (pending and matching the filters: shown; anything
+// else: gone). The browser's EventSource reconnects by itself and resumes after the last event
+// it saw; when it gives up (an error response), the page opens a new stream after a pause, so
+// nothing is missed either way. The list is also read at once on sign-in, so it shows even when
+// no stream can open.
 //
 // This module holds the session, the list and the routes, and the state they share; its parts
 // live beside it and are handed that state and what they need of this module: the sign-in form
@@ -470,9 +471,11 @@ function connect() {
     state.retry = 0;
     state.opens += 1;
     setLive("live", "Live");
-    // The list is read (again) once the stream is open, so nothing that happened before the
-    // stream's starting point can be missing from it.
+    // The list and the open request are read (again) once the stream is open, so nothing that
+    // happened before the stream's starting point can be missing from them: a request that
+    // expired while the page was connecting says so instead of still offering its form.
     loadPending();
+    refreshView();
     if (state.history && state.opens > 1) historyTab.load();
   };
   for (const name of EVENTS) {
@@ -588,6 +591,20 @@ function showPendingLayout() {
   );
 }
 
+/** Reads the open request again and shows what became of it since it was read. */
+async function refreshView() {
+  const id = state.viewId;
+  if (!id || !state.view) return;
+  let record;
+  try {
+    record = await call("GET", `/v1/requests/${encodeURIComponent(id)}`);
+  } catch (e) {
+    ended(e);
+    return;
+  }
+  if (state.viewId === id && state.view) state.view.update(record);
+}
+
 function closeView() {
   if (state.view) state.view.destroy();
   state.view = null;
@@ -606,6 +623,7 @@ async function openDetail(r) {
   closeView();
   state.viewId = r.id;
   const seq = ++state.opening;
+  const opens = state.opens;
   const back = h("a", { class: "back", href: r.name === "pending" ? "#/" : "#/history" }, "← Back to the list");
   let record = state.pending.get(r.id);
   try {
@@ -642,6 +660,9 @@ async function openDetail(r) {
   state.view = view;
   fill(detail, back, view.el);
   view.heading.focus({ preventScroll: false });
+  // The stream (re)opened while the request was being read: what it missed before its starting
+  // point may be newer than that reading.
+  if (state.opens !== opens) refreshView();
 }
 
 start();

@@ -795,6 +795,60 @@ async fn filters_narrow_the_live_list_and_an_expired_request_says_so() {
     .await;
 }
 
+#[tokio::test]
+async fn a_request_read_before_the_event_stream_opens_shows_what_became_of_it_meanwhile() {
+    let Some(b) = Browser::launch(1280, 900).await else {
+        return;
+    };
+    let clock = Arc::new(ManualClock::new(Utc::now()));
+    let s = TestServer::with_clock(clock.clone()).await;
+    b.run("read_before_the_stream", async {
+        let created = s
+            .ask(
+                &s.admin,
+                json!({"question": "Restart the queue workers?", "timeout_seconds": 60}),
+            )
+            .await;
+        let id = created["id"].as_str().expect("an id");
+        login(&b, &s, "alice").await;
+
+        // The page opens on the request while its event stream cannot connect (a proxy
+        // restarting, say): the request is read, but no event can reach the page.
+        b.cdp("Network.enable", json!({})).await;
+        b.cdp("Network.setBlockedURLs", json!({"urls": ["*/v1/events*"]}))
+            .await;
+        b.goto(&format!("{}/#/requests/{id}", s.url)).await;
+        b.wait_for(SEND).await;
+        b.until(
+            "the stream to be down",
+            "return document.getElementById('live').dataset.state !== 'live'",
+            vec![],
+        )
+        .await;
+
+        // It expires meanwhile; the stream that opens afterwards starts after that event.
+        clock.advance(TimeDelta::seconds(61));
+        assert_eq!(s.store.expire_due().await.expect("expired"), 1);
+        b.cdp("Network.setBlockedURLs", json!({"urls": []})).await;
+        b.until(
+            "the stream to open",
+            "return document.getElementById('live').dataset.state === 'live'",
+            vec![],
+        )
+        .await;
+        b.wait_for("//div[@role = 'alert'][contains(., 'nobody answered in time')]")
+            .await;
+        b.until(
+            "the form to be closed and the row gone",
+            "return document.querySelector('.request button[type=submit]').disabled \
+             && document.querySelectorAll('a.row').length === 0",
+            vec![],
+        )
+        .await;
+    })
+    .await;
+}
+
 /// The control of the form field labelled `label` (its label holds the text).
 fn form_input(label: &str) -> String {
     format!("//*[@id = //label[contains(@class, 'field-label')][contains(., '{label}')]/@for]")
