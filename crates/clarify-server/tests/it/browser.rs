@@ -817,7 +817,9 @@ async fn a_request_read_before_the_event_stream_opens_shows_what_became_of_it_me
         b.cdp("Network.enable", json!({})).await;
         b.cdp("Network.setBlockedURLs", json!({"urls": ["*/v1/events*"]}))
             .await;
+        // Only the address's fragment changes, so the page is loaded again by hand.
         b.goto(&format!("{}/#/requests/{id}", s.url)).await;
+        b.client.refresh().await.expect("the page reloads");
         b.wait_for(SEND).await;
         b.until(
             "the stream to be down",
