@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use clarify_store::{EventKind, RequestRecord};
+use clarify_model::{EventKind, RequestRecord};
 use serde_json::{Value, json};
 
 use crate::Notice;

@@ -61,7 +61,7 @@ mod text;
 
 use std::time::Duration;
 
-use clarify_store::{EventKind, RequestRecord};
+use clarify_model::{EventKind, RequestRecord};
 
 pub use http::RetryAfter;
 pub use route::{Route, channels_for};

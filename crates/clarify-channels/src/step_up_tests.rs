@@ -2,7 +2,7 @@
 //! gets no answer buttons anywhere: every platform offers only "Open in clarify" (the answer
 //! link) and says a passkey is needed; the same request without step-up keeps its buttons.
 
-use clarify_store::{EventKind, RequestRecord};
+use clarify_model::{EventKind, RequestRecord};
 use serde_json::{Value, json};
 
 use crate::Notice;

@@ -12,7 +12,7 @@
 
 use std::fmt::Write;
 
-use clarify_store::{DayFigures, Insights};
+use clarify_model::{DayFigures, Insights};
 
 use crate::html::escape;
 

@@ -1,7 +1,6 @@
 //! Display blocks rendered for the people who decide: one renderer per format, all from the same
 //! blocks (`clarify_core::display`), so every surface shows the same thing; and the other
-//! markup more than one surface draws the same (the insights' charts), with the HMAC the
-//! server's and the chat platforms' signatures share.
+//! markup more than one surface draws the same (the insights' charts).
 //!
 //! - [`html`]: sanitised HTML for the inbox, the answer-link page, e-mail and the evidence
 //!   report. Markdown is parsed by pulldown-cmark with raw HTML turned into text and links kept
@@ -13,14 +12,12 @@
 //!   that format, cut to a budget with a line saying so. Chat platforms implement it in
 //!   `clarify-channels`; [`text`] implements it for plain text (e-mail's text part, a pipe)
 //!   and a colour terminal.
-//! - [`charts`]: the insights (`clarify_store::Insights`) drawn as SVG and HTML, the same for the
+//! - [`charts`]: the insights (`clarify_model::Insights`) drawn as SVG and HTML, the same for the
 //!   inbox's Insights page and `clarify report`'s file.
-//! - [`sign`]: HMAC-SHA256, shared by the server's signatures and the chat platforms' checks.
 
 pub mod charts;
 pub mod html;
 pub mod markup;
-pub mod sign;
 pub mod text;
 
 pub use markup::{Markup, blocks as render_blocks, markdown as render_markdown};

@@ -19,7 +19,7 @@ pub mod render;
 #[cfg(test)]
 mod tests;
 
-use clarify_store::EventKind;
+use clarify_model::EventKind;
 use serde_json::{Value, json};
 
 pub use crate::answer::Control;

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use clarify_core::{QuestionKind, Scope};
-use clarify_store::RequestRecord;
+use clarify_model::RequestRecord;
 use serde_json::{Value, json};
 
 use crate::answer::{Focus, input_id};

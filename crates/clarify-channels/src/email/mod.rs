@@ -34,7 +34,7 @@ mod tests;
 
 use std::time::Duration;
 
-use clarify_store::EventKind;
+use clarify_model::EventKind;
 use lettre::message::{Mailbox, MultiPart};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};

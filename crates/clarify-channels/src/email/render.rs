@@ -6,7 +6,7 @@ use std::fmt::Write;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use clarify_core::{Context, QuestionKind, Scope};
-use clarify_store::EventKind;
+use clarify_model::EventKind;
 use serde_json::{Value, json};
 
 use crate::layout::{self, ACTION};

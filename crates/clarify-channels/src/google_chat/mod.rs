@@ -27,7 +27,7 @@ mod tests;
 
 use std::sync::Arc;
 
-use clarify_store::EventKind;
+use clarify_model::EventKind;
 use serde_json::{Value, json};
 
 use crate::jwt::{Expect, KeySource, Keys, Refused};

@@ -2,7 +2,7 @@
 //! HTML subset, with buttons and inputs, and the synchronous responses to a click.
 
 use clarify_core::{Context, QuestionKind, Scope};
-use clarify_store::RequestRecord;
+use clarify_model::RequestRecord;
 use serde_json::{Value, json};
 
 use super::Format;

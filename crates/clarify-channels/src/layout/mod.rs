@@ -13,8 +13,8 @@ mod markdown;
 
 use chrono::{DateTime, Utc};
 use clarify_core::{Approval, Choices, Context, NewRequest, QuestionKind};
+use clarify_model::RequestRecord;
 use clarify_render::Markup;
-use clarify_store::RequestRecord;
 
 pub use markdown::{Flavour, Markdown};
 

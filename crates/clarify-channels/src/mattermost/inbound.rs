@@ -10,7 +10,7 @@ use crate::answer::{Control, Focus, Input, control};
 use crate::inbound::InboundError;
 
 fn mac(key: &[u8], message: &str) -> Vec<u8> {
-    clarify_render::sign::hmac_sha256(key, message.as_bytes())
+    clarify_model::sign::hmac_sha256(key, message.as_bytes())
 }
 
 fn b64(bytes: &[u8]) -> String {

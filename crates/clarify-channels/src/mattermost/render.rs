@@ -3,8 +3,8 @@
 //! (`crate::layout`); here is only Mattermost's dialect of it.
 
 use clarify_core::{QuestionKind, Scope};
+use clarify_model::RequestRecord;
 use clarify_render::Markup;
-use clarify_store::RequestRecord;
 use serde_json::{Value, json};
 
 use super::inbound::{button_token, dialog_token};

@@ -15,7 +15,7 @@ pub mod render;
 #[cfg(test)]
 mod tests;
 
-use clarify_store::EventKind;
+use clarify_model::EventKind;
 use serde_json::Value;
 
 use crate::{Notice, SendError, Sent, cut};

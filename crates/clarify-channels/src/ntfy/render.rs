@@ -2,7 +2,7 @@
 //! buttons, and the follow-up push saying how the request ended.
 
 use clarify_core::{Context, QuestionKind};
-use clarify_store::EventKind;
+use clarify_model::EventKind;
 use serde_json::{Value, json};
 
 use super::Ntfy;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use clarify_store::RequestRecord;
+use clarify_model::RequestRecord;
 
 use super::render::MAX_MESSAGE;
 use super::*;

@@ -135,7 +135,7 @@ impl Slack {
         client: &reqwest::Client,
         notice: &Notice<'_>,
     ) -> Result<Sent, SendError> {
-        use clarify_store::EventKind;
+        use clarify_model::EventKind;
         match (notice.event, notice.announcement) {
             (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
                 let mut mention = self.mention.clone();

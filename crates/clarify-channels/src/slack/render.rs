@@ -7,7 +7,7 @@
 //! `clarify:<request id>:<question index>`, and the live request is read again on a click.
 
 use clarify_core::{Context, FieldKind, Question, QuestionKind, Scope, TextFormat};
-use clarify_store::{EventKind, RequestRecord};
+use clarify_model::{EventKind, RequestRecord};
 use serde_json::{Value, json};
 
 use crate::answer::{Focus, input_id};

@@ -2,7 +2,7 @@
 //! with `Action.Execute` controls and `Action.ShowCard` forms, and the invoke responses.
 
 use clarify_core::{Context, QuestionKind, Scope};
-use clarify_store::RequestRecord;
+use clarify_model::RequestRecord;
 use serde_json::{Value, json};
 
 use super::CARD;

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::answer::{Act, Focus, Input};
-use clarify_store::RequestRecord;
+use clarify_model::RequestRecord;
 
 #[test]
 fn clicks_and_forms_are_read_and_the_bot_being_added_is_captured() {

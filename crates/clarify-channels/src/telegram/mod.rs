@@ -27,7 +27,7 @@ mod tests;
 
 use std::time::Duration;
 
-use clarify_store::{EventKind, RequestRecord};
+use clarify_model::{EventKind, RequestRecord};
 use serde_json::{Value, json};
 
 use crate::answer::Focus;

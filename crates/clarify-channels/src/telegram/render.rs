@@ -3,8 +3,8 @@
 //! here is only Telegram's dialect of it.
 
 use clarify_core::{QuestionKind, Scope};
+use clarify_model::RequestRecord;
 use clarify_render::Markup;
-use clarify_store::RequestRecord;
 use serde_json::{Value, json};
 
 use super::inbound::{Press, prompt_line};

@@ -7,9 +7,9 @@
 use base64::Engine;
 use base64::engine::general_purpose::{URL_SAFE, URL_SAFE_NO_PAD};
 
-/// HMAC-SHA256 of a message under a secret: `clarify_render::sign`'s, the home the chat
+/// HMAC-SHA256 of a message under a secret: `clarify_model::sign`'s, the home the chat
 /// platforms' signature checks reach too.
-pub use clarify_render::sign::hmac_sha256 as mac;
+pub use clarify_model::sign::hmac_sha256 as mac;
 
 /// Constant-time equality, for comparing secrets.
 pub fn equal(a: &[u8], b: &[u8]) -> bool {

@@ -70,9 +70,7 @@ pub const BOUNDS: [f64; 37] = [
 /// How many buckets a histogram has.
 pub const BUCKETS: usize = BOUNDS.len() + 1;
 
-/// An approval a person gave within this many seconds counts as a fast one: too fast, often,
-/// to have read what was approved.
-pub const FAST_APPROVAL_SECONDS: f64 = 10.0;
+pub use clarify_model::figures::FAST_APPROVAL_SECONDS;
 
 /// The surface rules decide through; their decisions take no person's time.
 const POLICY: &str = "policy";

@@ -213,3 +213,62 @@ fn the_binary_ships_each_crate_once_but_for_the_listed() {
         file = file!()
     );
 }
+
+/// The crates every normal (not dev, not build) dependency of `package` pulls in, by name.
+fn normal_dependencies(package: &str) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let output = Command::new(cargo)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "tree",
+            "--locked",
+            "--package",
+            package,
+            "--edges",
+            "normal",
+            "--target",
+            "x86_64-unknown-linux-gnu",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+        ])
+        .output()
+        .expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn rendering_and_the_chat_platforms_do_not_depend_on_the_store_or_a_database_driver() {
+    for package in ["clarify-model", "clarify-render", "clarify-channels"] {
+        let found = normal_dependencies(package);
+        assert!(
+            found.contains(package),
+            "cargo tree -p {package} did not list the package itself: {found:?}"
+        );
+        let below: Vec<&str> = [
+            "clarify-store",
+            "sqlx",
+            "sqlx-core",
+            "rusqlite",
+            "libsqlite3-sys",
+        ]
+        .into_iter()
+        .filter(|name| found.contains(*name))
+        .collect();
+        assert!(
+            below.is_empty(),
+            "{package} depends on {below:?}; it should read records and figures from \
+             clarify-model (see `cargo tree -p {package} -e normal -i {}`)",
+            below.first().copied().unwrap_or_default()
+        );
+    }
+}

@@ -1,0 +1,20 @@
+//! The plain data that the store, the renderers, the chat platforms and the server all read:
+//! what a stored request looks like ([`RequestRecord`]), what happened to it ([`Event`],
+//! [`EventKind`]), who did it ([`Actor`]), the figures of an insights reading ([`Insights`]),
+//! and the HMAC every signature is made with ([`sign`]).
+//!
+//! It sits below the store so that a layer which only reads these types (a chat platform
+//! rendering a request, the charts drawing figures) does not depend on the store's database
+//! drivers: this crate does no I/O and pulls in no database or network crate, which a test over
+//! `cargo tree` keeps so. The store makes and keeps these values; `clarify_store` re-exports
+//! them under their old paths.
+
+pub mod figures;
+pub mod record;
+pub mod sign;
+
+pub use figures::{
+    AGES, AgeFigures, DayFigures, FAST_APPROVAL_SECONDS, Insights, ResponderFigures,
+    SurfaceFigures, TimeToDecision, ToolFigures,
+};
+pub use record::{Actor, Event, EventKind, RequestRecord, StepUp, StoredResolution};

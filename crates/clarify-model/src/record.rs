@@ -1,0 +1,258 @@
+//! What the store keeps of a request and of what happened to it: the record, its resolution,
+//! the actor behind each change, and the event log's entries.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use clarify_core::quorum::Vote;
+use clarify_core::{NewRequest, Outcome, Resolution, Status};
+use serde::Serialize;
+
+/// A stored request with its state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestRecord {
+    pub id: String,
+    pub tenant: String,
+    /// The validated request; immutable once stored, so records share it.
+    pub request: Arc<NewRequest>,
+    pub status: Status,
+    pub created_at: DateTime<Utc>,
+    /// `None` when the request never expires.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Present once the request is resolved.
+    pub resolution: Option<StoredResolution>,
+    /// A quorum request's votes so far, in the order cast (one per responder).
+    pub votes: Vec<Vote>,
+    /// When the next reminder is due, while the request is pending and asks for reminders.
+    pub remind_at: Option<DateTime<Utc>>,
+    /// When `escalate_to` was let in; `None` before that, or without escalation.
+    pub escalated_at: Option<DateTime<Utc>>,
+}
+
+impl RequestRecord {
+    /// The outcome, once resolved.
+    pub fn outcome(&self) -> Option<Outcome> {
+        let r = self.resolution.as_ref()?;
+        Some(
+            Outcome::new(
+                &self.id,
+                &self.request,
+                &r.resolution,
+                r.actor.name.as_deref(),
+                r.resolved_at,
+            )
+            .answered_via(r.actor.answered_via())
+            .with_votes(self.votes.clone()),
+        )
+    }
+
+    /// Whether `responder`, a member of `groups`, may answer (or vote) now: one of
+    /// `responders` (a name, or `group:NAME` of one of their groups; anyone when none are
+    /// named), or one of `escalate_to` once the request has escalated.
+    pub fn allows_responder(&self, responder: &str, groups: &[String]) -> bool {
+        self.request
+            .allows_responder(responder, groups, self.escalated_at.is_some())
+    }
+
+    /// How many approving votes a quorum request has so far.
+    pub fn approvals(&self) -> usize {
+        self.votes
+            .iter()
+            .filter(|v| v.decision == clarify_core::Decision::Approve)
+            .count()
+    }
+
+    pub fn resolved_at(&self) -> Option<DateTime<Utc>> {
+        self.resolution.as_ref().map(|r| r.resolved_at)
+    }
+}
+
+/// How and by whom a request was resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredResolution {
+    pub resolution: Resolution,
+    pub actor: Actor,
+    pub resolved_at: DateTime<Utc>,
+}
+
+impl StoredResolution {
+    /// Expiry, done by the store itself at `at`.
+    pub fn expired(at: DateTime<Utc>) -> Self {
+        Self {
+            resolution: Resolution::Expired,
+            actor: Actor::system(),
+            resolved_at: at,
+        }
+    }
+}
+
+/// Who did something, and through which channel.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Actor {
+    /// The key or responder name; `None` for the system (expiry).
+    pub name: Option<String>,
+    /// `api`, `inbox`, `link`, `cli`, `mcp`, `rust`, `system`, ...
+    pub channel: String,
+    /// The groups the identity provider says this person is in (the OIDC groups claim), for
+    /// `group:NAME` responders; the configured `[groups]` are added by the store. Not stored.
+    #[serde(skip)]
+    pub groups: Vec<String>,
+    /// Who was authenticated, as the event log records it: `key:<name>`,
+    /// `oidc:<issuer>#<sub>`, `slack:<user id>`, ...; `None` when nobody was (the system, an
+    /// anonymous answer link).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
+    /// What vouches for this answer beyond the name, for a high-risk request under
+    /// `[decisions] step_up`; set by the edge that checked it. Not stored.
+    #[serde(skip)]
+    pub step_up: StepUp,
+}
+
+/// What vouches for an answer to a high-risk request when step-up is on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum StepUp {
+    /// Nothing: a high-risk request refuses the answer (`step_up_required`).
+    #[default]
+    None,
+    /// A passkey assertion made within the last 5 minutes for an answer to this request id,
+    /// verified and used up by the edge.
+    Confirmed { request_id: String },
+    /// An admin key, which may answer without one; the answer is recorded as such.
+    AdminKey,
+}
+
+impl Actor {
+    pub fn new(name: impl Into<String>, channel: impl Into<String>) -> Self {
+        Self {
+            name: Some(name.into()),
+            channel: channel.into(),
+            groups: Vec::new(),
+            principal: None,
+            step_up: StepUp::None,
+        }
+    }
+
+    /// The same actor, vouched for by `step_up`.
+    pub fn stepped_up(mut self, step_up: StepUp) -> Self {
+        self.step_up = step_up;
+        self
+    }
+
+    /// The same actor, authenticated as `principal`.
+    pub fn as_principal(mut self, principal: impl Into<String>) -> Self {
+        self.principal = Some(principal.into());
+        self
+    }
+
+    /// The same actor, a member of `groups` by the identity provider's word.
+    pub fn in_groups(mut self, groups: Vec<String>) -> Self {
+        self.groups = groups;
+        self
+    }
+
+    /// The store itself, e.g. the expiry reaper.
+    pub fn system() -> Self {
+        Self {
+            name: None,
+            channel: "system".to_owned(),
+            groups: Vec::new(),
+            principal: None,
+            step_up: StepUp::None,
+        }
+    }
+
+    /// The surface an answer by this actor came through: its channel, or `None` for the system.
+    pub fn answered_via(&self) -> Option<&str> {
+        (self.channel != "system" && !self.channel.is_empty()).then_some(self.channel.as_str())
+    }
+}
+
+/// One entry of the append-only event log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Event {
+    /// Monotonic: a reader that has seen `seq` has seen every event before it.
+    pub seq: u64,
+    pub tenant: String,
+    pub request_id: String,
+    pub kind: EventKind,
+    pub actor: Option<String>,
+    pub channel: Option<String>,
+    /// Who was authenticated (see [`Actor::principal`]).
+    pub principal: Option<String>,
+    pub at: DateTime<Utc>,
+    /// The audit chain's hash of this event: hex SHA-256 of the previous event's hash and this
+    /// event's canonical JSON.
+    pub hash: String,
+}
+
+/// What happened to a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    Created,
+    Answered,
+    Skipped,
+    Expired,
+    Cancelled,
+    /// A responder voted on a quorum request; the deciding vote is followed by `answered`.
+    Voted,
+    /// A pending request's reminder fell due.
+    Reminded,
+    /// A pending request escalated: `escalate_to` may answer from now on.
+    Escalated,
+    /// A person accepted the inbox's suggestion to always allow the action this request (the
+    /// latest of its repeated `once` approvals) asked about: an `always` grant in their name.
+    #[serde(rename = "grant.suggested_accepted")]
+    GrantSuggestedAccepted,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 9] = [
+        EventKind::Created,
+        EventKind::Answered,
+        EventKind::Skipped,
+        EventKind::Expired,
+        EventKind::Cancelled,
+        EventKind::Voted,
+        EventKind::Reminded,
+        EventKind::Escalated,
+        EventKind::GrantSuggestedAccepted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Answered => "answered",
+            Self::Skipped => "skipped",
+            Self::Expired => "expired",
+            Self::Cancelled => "cancelled",
+            Self::Voted => "voted",
+            Self::Reminded => "reminded",
+            Self::Escalated => "escalated",
+            Self::GrantSuggestedAccepted => "grant.suggested_accepted",
+        }
+    }
+
+    /// Whether this event resolves its request.
+    pub fn resolves(self) -> bool {
+        matches!(
+            self,
+            Self::Answered | Self::Skipped | Self::Expired | Self::Cancelled
+        )
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// The event a resolution to `status` appends.
+    pub fn for_status(status: Status) -> Self {
+        match status {
+            Status::Pending => Self::Created,
+            Status::Answered => Self::Answered,
+            Status::Skipped => Self::Skipped,
+            Status::Expired => Self::Expired,
+            Status::Cancelled => Self::Cancelled,
+        }
+    }
+}
