@@ -1,7 +1,8 @@
 """The Deploying pages (docs/src/deploying) as a new user follows them: the image built with the
 command image.md shows keeps its health check, the base image.md names is the Containerfile's,
-and every default image name is one a user can build here or is marked as one to replace. The compose
-page's commands are checked in test_compose.py.
+every default image name is one a user can build here or is marked as one to replace, and the
+systemd layout's modes let the service's own (non-root) user read its configuration and keep it
+out of the admin key. The compose page's commands are checked in test_compose.py.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
 import yaml
 
-from conftest import ROOT, need
+from conftest import ROOT, need, need_tool, run
 
 PAGES = ROOT / "docs" / "src" / "deploying"
 COMPOSE = ROOT / "deploy" / "compose"
@@ -140,3 +142,71 @@ def test_the_compose_image_check_catches_a_default(tmp_path):
     assert wrong != text
     assert [m.group(1) for m in CLARIFY_IMAGE.finditer(wrong)] == ["ghcr.io/example-org/clarify"]
     assert not CLARIFY_IMAGE.search("see https://github.com/clarify-hitl/clarify for the source")
+
+
+# ---------------------------------------------------------------------------------------------
+# systemd (systemd.md)
+
+
+def install_modes(page: Path) -> dict[str, int]:
+    """The modes the page's `install` lines give each path under /etc/clarify."""
+    modes: dict[str, int] = {}
+    for line in shell_lines(page):
+        for part in line.split("|"):
+            w = words(part)
+            if w[:1] == ["sudo"]:
+                w = w[1:]
+            # `tee FILE` makes a new file as umask 022 leaves it.
+            if w[:1] == ["tee"] and len(w) >= 2 and w[1].startswith("/etc/clarify"):
+                modes[w[1]] = 0o644
+                continue
+            if not w or w[0] != "install" or "-m" not in w:
+                continue
+            mode = int(w[w.index("-m") + 1], 8)
+            target = w[-1]
+            if target.startswith("/etc/clarify"):
+                modes[target] = mode
+    return modes
+
+
+def test_the_systemd_layout_lets_the_service_read_its_configuration_and_not_the_key(clarify_bin):
+    """The page's modes, root-owned as `sudo install` leaves them, read as a dynamic user would."""
+    need(os.geteuid() == 0, "the layout is made root-owned and read as another uid, which needs root")
+    setpriv = need_tool("setpriv", "the configuration is read as a non-root uid through it (util-linux)")
+    page = PAGES / "systemd.md"
+    modes = install_modes(page)
+    text = page.read_text()
+    assert "/etc/clarify" in modes and "/etc/clarify/admin-key" in modes, \
+        f"systemd.md should install /etc/clarify and its admin-key with a mode: {modes}"
+    # The configuration file as the page installs it, or as an editor makes it under umask 022.
+    found = re.search(r"install -m (0\d{3}) clarify\.toml /etc/clarify/clarify\.toml", text)
+    modes["/etc/clarify/clarify.toml"] = int(found.group(1), 8) if found else 0o644
+
+    # The unit's user: DynamicUser picks a uid in 61184-65519; nothing of it owns these files.
+    uid = 61234
+    top = Path(tempfile.mkdtemp(prefix="clarify-etc-"))
+    try:
+        top.chmod(0o755)
+        binary = top / "clarify"
+        shutil.copy(clarify_bin, binary)
+        binary.chmod(0o755)
+        etc = top / "etc" / "clarify"
+        etc.mkdir(parents=True)
+        (top / "etc").chmod(0o755)
+        config = etc / "clarify.toml"
+        config.write_text("[server]\nmax_options = 6\n")
+        key = etc / "admin-key"
+        key.write_text(run([str(binary), "keys", "generate"]).stdout)
+        config.chmod(modes["/etc/clarify/clarify.toml"])
+        key.chmod(modes["/etc/clarify/admin-key"])
+        etc.chmod(modes["/etc/clarify"])
+        as_service = [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+
+        checked = subprocess.run([*as_service, str(binary), "config", "check", str(config)],
+                                 capture_output=True, text=True)
+        assert checked.returncode == 0, (
+            f"with systemd.md's modes the service's user cannot read its configuration:\n{checked.stderr}")
+        peek = subprocess.run([*as_service, "cat", str(key)], capture_output=True, text=True)
+        assert peek.returncode != 0, "with systemd.md's modes the service's user can read the admin key file"
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
