@@ -2,16 +2,20 @@
 address, labels, stop signal, health check), a server that becomes ready and answers a request
 through the container as uid 10001, a read-only root filesystem with a writable /data that keeps
 the store across a restart, and `clarify healthcheck` saying 0 while the server is up and
-non-zero once it has stopped.
+non-zero once it has stopped; and the image sizes the handbook quotes add up to its base and
+binary as podman compresses them.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
+import re
 import time
 from pathlib import Path
 
-from conftest import Api, answer_of, free_port, run
+from conftest import ROOT, Api, answer_of, free_port, run
 
 
 def inspect(podman, image: str) -> dict:
@@ -116,3 +120,51 @@ def test_ready_soon_after_podman_run(podman, image, tmp_path, admin_key):
     elapsed = time.monotonic() - start
     print(f"podman run -> /readyz: {elapsed:.2f} s (debug build, vfs storage)")
     assert elapsed < 15
+
+
+def figures() -> dict[str, float]:
+    """BENCHMARKS.md's "Figures the handbook quotes", the sizes in MB."""
+    text = (ROOT / "BENCHMARKS.md").read_text()
+    table = text[text.index("## Figures the handbook quotes"):]
+    found = {}
+    for name, number, unit in re.findall(r"^\| `([a-z0-9-]+)` \| ([\d.,]+) (MB|KiB|MiB|GiB|GB|kB) \|", table, re.M):
+        scale = {"kB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 1024, "MiB": 2**20, "GiB": 2**30}[unit]
+        found[name] = float(number.replace(",", "")) * scale / 1e6
+    return found
+
+
+def test_the_cost_pages_image_figures_are_its_base_and_binary_as_podman_ships_them(podman, image, tmp_path):
+    """costs.md's image sizes are the base's plus the binary's: uncompressed, exactly (within
+    rounding); as pushed, the base's and the binary's `gzip -6` sizes each scaled by what podman's
+    own compression makes of that kind of layer in the image built here (within 3 %), since a
+    registry stores what podman pushes, not what `gzip` makes."""
+    layers = {}
+    for compress in (False, True):
+        pushed = tmp_path / f"pushed-{compress}"
+        podman("push", *(["--compress", "--compression-format", "gzip"] if compress else []), image, f"dir:{pushed}")
+        manifest = json.loads((pushed / "manifest.json").read_text())
+        layers[compress] = [pushed / layer["digest"].split(":")[1] for layer in manifest["layers"]]
+    base = os.environ["CLARIFY_TEST_BASE_IMAGE"]
+    count = len(inspect(podman, base)["RootFS"]["Layers"])
+    plain = [p.stat().st_size for p in layers[False]]
+    binary = max(range(count, len(plain)), key=lambda i: plain[i])
+
+    def ratio(indexes) -> float:
+        pushed = sum(layers[True][i].stat().st_size for i in indexes)
+        gzipped = sum(len(gzip.compress(layers[False][i].read_bytes(), compresslevel=6)) for i in indexes)
+        return pushed / gzipped
+
+    base_ratio, binary_ratio = ratio(range(count)), ratio([binary])
+    print(f"podman's gzip against gzip -6: {base_ratio:.3f} for the base, {binary_ratio:.3f} for the binary")
+
+    f = figures()
+    for name in ("binary-stripped", "binary-gzipped", "image-base", "image-base-gzipped",
+                 "image-uncompressed", "image-gzipped"):
+        assert name in f, f"BENCHMARKS.md's figures have no row {name}"
+    # Three figures rounded to 0.1 MB.
+    assert abs(f["image-uncompressed"] - (f["image-base"] + f["binary-stripped"])) <= 0.15, \
+        f"image-uncompressed {f['image-uncompressed']} MB is not image-base + binary-stripped"
+    expected = f["image-base-gzipped"] * base_ratio + f["binary-gzipped"] * binary_ratio
+    assert abs(f["image-gzipped"] / expected - 1) <= 0.03, (
+        f"image-gzipped {f['image-gzipped']} MB; the base's {f['image-base-gzipped']} MB and the binary's "
+        f"{f['binary-gzipped']} MB (gzip -6) as podman compresses them make {expected:.1f} MB")
