@@ -1,9 +1,9 @@
 """The image scripts/image builds, run with podman: what it declares (user, workdir, listen
 address, labels, stop signal, health check), a server that becomes ready and answers a request
 through the container as uid 10001, a read-only root filesystem with a writable /data that keeps
-the store across a restart, and `clarify healthcheck` saying 0 while the server is up and
-non-zero once it has stopped; and the image sizes the handbook quotes add up to its base and
-binary as podman compresses them.
+the store across a restart, `clarify healthcheck` saying 0 while the server is up and non-zero
+once it has stopped, and a first start's login link that opens from the host; and the image
+sizes the handbook quotes add up to its base and binary as podman compresses them.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import json
 import os
 import re
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from conftest import ROOT, Api, answer_of, free_port, run
@@ -168,3 +170,25 @@ def test_the_cost_pages_image_figures_are_its_base_and_binary_as_podman_ships_th
     assert abs(f["image-gzipped"] / expected - 1) <= 0.03, (
         f"image-gzipped {f['image-gzipped']} MB; the base's {f['image-base-gzipped']} MB and the binary's "
         f"{f['binary-gzipped']} MB (gzip -6) as podman compresses them make {expected:.1f} MB")
+
+
+def test_a_first_start_without_a_public_url_prints_a_login_link_that_opens(podman, image):
+    """The image listens on 0.0.0.0; its first start's login link names loopback, which a
+    browser on the host opens through the published port."""
+    port = free_port()
+    name = podman.start(image, env={"CLARIFY_LISTEN": f"0.0.0.0:{port}"})
+    Api(f"http://127.0.0.1:{port}").wait_ready(describe=lambda: podman.logs(name))
+    links = re.findall(r"\S+/login/\S+", podman.logs(name))
+    assert links, podman.logs(name)
+    assert links[0].startswith(f"http://127.0.0.1:{port}/login/"), links
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        opener.open(links[0], timeout=10)
+        raise AssertionError("the login link should redirect to the inbox")
+    except urllib.error.HTTPError as err:
+        assert err.code == 303, err
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
