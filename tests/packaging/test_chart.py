@@ -278,3 +278,36 @@ def test_the_handbooks_postgres_values_install_as_written(tmp_path):
         result = subprocess.run(["kubernetes-validate", "--strict", "--quiet", "-k", version, str(manifest)],
                                 capture_output=True, text=True)
         assert result.returncode == 0, result.stdout + result.stderr
+
+
+def max_waiters(values: dict) -> str | None:
+    container = only(render(values), "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    return next((e["value"] for e in container["env"] if e["name"] == "CLARIFY_MAX_WAITERS"), None)
+
+
+@pytest.mark.parametrize("limit, expected", [("512Mi", 16384), ("1Gi", 38229), ("2G", 75918), ("256Mi", 5461)])
+def test_the_waiter_limit_follows_the_memory_limit(limit, expected):
+    """A full replica answers 503 too_many_waiters before its memory limit kills it: at 24 KiB a
+    waiting long-poll (BENCHMARKS.md's longpoll-memory) the waiters fit under the limit with
+    room for the idle server."""
+    values = {"resources": {"requests": {"memory": "64Mi"}, "limits": {"memory": limit}}}
+    waiters = max_waiters(values)
+    assert waiters == str(expected), waiters
+    units = {"Mi": 2**20, "Gi": 2**30, "G": 10**9}
+    number, unit = re.fullmatch(r"(\d+)(\D+)", limit).groups()
+    assert int(waiters) * 24 * 1024 + 64 * 2**20 < int(number) * units[unit]
+
+
+def test_the_chart_sets_a_waiter_limit_by_default_and_takes_one_given():
+    assert max_waiters({}) == "16384", "the default 512Mi limit needs a waiter limit under it"
+    assert max_waiters({"maxWaiters": 500}) == "500"
+    assert max_waiters({"resources": {"limits": None}}) is None, \
+        "without a memory limit the server's own default stands"
+    with pytest.raises(Exception, match="maxWaiters"):
+        render({"resources": {"limits": {"memory": "100Mi"}}})
+    with pytest.raises(Exception, match="maxWaiters"):
+        render({"resources": {"limits": {"memory": "0.5Gi"}}})
+    costs = (ROOT / "docs" / "src" / "deploying" / "costs.md").read_text()
+    kubernetes = (ROOT / "docs" / "src" / "deploying" / "kubernetes.md").read_text()
+    for page in (costs, kubernetes):
+        assert "16,384" in page and "maxWaiters" in page, "the pages state the chart's waiter limit"

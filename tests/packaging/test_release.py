@@ -113,3 +113,24 @@ def test_the_systemd_unit_verifies(unpacked, tmp_path):
     local.write_text(local.read_text().replace("ProtectSystem=strict", "ProtectSystm=strict"))
     result = subprocess.run([analyze, "verify", str(local)], capture_output=True, text=True)
     assert "ProtectSystm" in result.stderr
+
+
+def test_the_binary_needs_only_what_the_systemd_page_says(unpacked):
+    """systemd.md's libraries and glibc version against the binary's dynamic section and the
+    highest GLIBC_ symbol version it asks for."""
+    binary = str(unpacked / "clarify")
+    dynamic = run(["readelf", "--dynamic", "-W", binary]).stdout
+    needed = sorted(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic))
+    symbols = run(["readelf", "--dyn-syms", "-W", binary]).stdout
+    versions = {tuple(int(x) for x in v.split(".")) for v in re.findall(r"@GLIBC_(\d+(?:\.\d+)+)", symbols)}
+    highest = ".".join(map(str, max(versions)))
+    page = (ROOT / "docs" / "src" / "deploying" / "systemd.md").read_text()
+    row = next(line for line in page.splitlines() if line.startswith("| `clarify` |"))
+    stated_libs = sorted(re.findall(r"`(lib[\w+-]+)`", row))
+    # The loader and the kernel's vDSO are the system's, not libraries the binary names.
+    named = sorted(n.split(".so")[0] for n in needed if not n.startswith("ld-linux"))
+    assert named == stated_libs, f"systemd.md names {stated_libs}; the binary needs {needed}"
+    stated = re.search(r"glibc (\d+\.\d+) or newer", row)
+    assert stated, f"systemd.md should say which glibc the binary needs: {row}"
+    assert stated.group(1) == highest, \
+        f"systemd.md says glibc {stated.group(1)} or newer; the binary's highest symbol version is GLIBC_{highest}"

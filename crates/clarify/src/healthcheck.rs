@@ -105,12 +105,19 @@ pub(crate) fn default_url(listen: Option<&str>) -> Result<String, String> {
     let addr: SocketAddr = text
         .parse()
         .map_err(|_| format!("CLARIFY_LISTEN={text:?} is not an address such as 0.0.0.0:7420"))?;
+    Ok(url_reaching(addr))
+}
+
+/// The `http://` URL that reaches, from this machine, a server listening on `addr`: an
+/// unspecified address (0.0.0.0, [::]) is one a server listens on but no browser or client can
+/// open, so it is reached on loopback of the same family instead.
+pub(crate) fn url_reaching(addr: SocketAddr) -> String {
     let ip = match addr.ip() {
         IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
         IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
         ip => ip,
     };
-    Ok(format!("http://{}", SocketAddr::new(ip, addr.port())))
+    format!("http://{}", SocketAddr::new(ip, addr.port()))
 }
 
 #[cfg(test)]

@@ -245,8 +245,8 @@ struct ServeArgs {
     /// reading the logs, the same on every instance.
     #[arg(long, env = "CLARIFY_ADMIN_KEY_FILE")]
     admin_key_file: Option<std::path::PathBuf>,
-    /// The URL people reach this server at, for answer and login links
-    /// (default: http://<listen address>).
+    /// The URL people reach this server at, for answer and login links (default:
+    /// http://<listen address>, its port included; 0.0.0.0 and [::] as 127.0.0.1 and [::1]).
     #[arg(long, env = "CLARIFY_PUBLIC_URL")]
     public_url: Option<String>,
     /// The most options a question may have (1 to 24).

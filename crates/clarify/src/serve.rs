@@ -120,7 +120,11 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
             )
         })?;
     let local = listener.local_addr()?;
-    let public_url = args.public_url.unwrap_or_else(|| format!("http://{local}"));
+    // Without a public URL, links name the listening address as this machine reaches it, so a
+    // server on 0.0.0.0 (as in a container) prints links a browser here can open.
+    let public_url = args
+        .public_url
+        .unwrap_or_else(|| crate::healthcheck::url_reaching(local));
     let mut config = Config::new(public_url.clone());
     config.limits = clarify_core::Limits::new(
         args.max_options,

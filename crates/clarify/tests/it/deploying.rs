@@ -1,9 +1,10 @@
 //! What the deployment files rely on in the binary: `clarify healthcheck` as a container's health
-//! check, a first admin key from a file, secrets from files, and `--version`.
+//! check, a first admin key from a file, secrets from files, `--version`, and links that open
+//! when the server listens on every address, as it does in a container.
 
 use std::process::Command;
 
-use crate::support::{Api, BIN, Server, run_command, temp_dir};
+use crate::support::{Api, BIN, Server, free_port, run_command, temp_dir};
 
 /// Runs `clarify ARGS` with `env` added; returns (exit code, stdout, stderr).
 fn run_with(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
@@ -258,4 +259,33 @@ async fn the_database_url_and_the_token_come_from_files() {
     );
     let (code, _, stderr) = run_with(&["tools"], &[("CLARIFY_DB_FILE", &missing)]);
     assert_eq!(code, 0, "{stderr}");
+}
+
+#[tokio::test]
+async fn on_every_address_without_a_public_url_the_login_link_opens_on_loopback() {
+    // The image listens on 0.0.0.0; a link to http://0.0.0.0:7420/ opens in no browser.
+    let dir = temp_dir("unspecified-listen");
+    let port = free_port();
+    let server = Server::start_listening(
+        &format!("0.0.0.0:{port}"),
+        port,
+        &crate::support::sqlite_url(&dir),
+        &[],
+    )
+    .await;
+    let link = server.printed(|w| w.contains("/login/")).await;
+    assert!(
+        link.starts_with(&format!("http://127.0.0.1:{port}/login/")),
+        "the login link names loopback and the listening port: {link}"
+    );
+    let no_redirects = clarify_client::http::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let opened = no_redirects
+        .get(&link)
+        .send()
+        .await
+        .expect("the link opens");
+    assert_eq!(opened.status().as_u16(), 303, "the login link signs in");
 }

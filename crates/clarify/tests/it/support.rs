@@ -27,14 +27,14 @@ impl Server {
     }
 
     pub async fn start_on(port: u16, db: &str, extra: &[&str]) -> Self {
+        Self::start_listening(&format!("127.0.0.1:{port}"), port, db, extra).await
+    }
+
+    /// Starts `clarify serve --listen LISTEN`, where LISTEN is reached on loopback at `port`
+    /// (0.0.0.0:PORT or 127.0.0.1:PORT).
+    pub async fn start_listening(listen: &str, port: u16, db: &str, extra: &[&str]) -> Self {
         let mut child = Command::new(BIN)
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--db",
-                db,
-            ])
+            .args(["serve", "--listen", listen, "--db", db])
             .args(extra)
             .env("NO_COLOR", "1")
             .env("RUST_LOG", "warn")
