@@ -277,6 +277,11 @@ func TestVerifyWebhookAcceptsClarifysSignatureAndRefusesTampering(t *testing.T) 
 	signedAt, _ := strconv.ParseInt(strings.TrimPrefix(strings.Split(header, ",")[0], "t="), 10, 64)
 	at := time.Unix(signedAt, 0)
 	refusals["an old timestamp"] = clarify.VerifyWebhookAt(secret, header, d.body, at.Add(301*time.Second), clarify.WebhookTolerance)
+	for what, want := range map[time.Duration]string{301 * time.Second: "signed 301 s ago,", -301 * time.Second: "signed 301 s in the future,"} {
+		if err := clarify.VerifyWebhookAt(secret, header, d.body, at.Add(what), clarify.WebhookTolerance); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a signature %v off: %v, want it to say %q", what, err, want)
+		}
+	}
 	for what, err := range refusals {
 		var e *clarify.Error
 		if !errors.As(err, &e) || e.Code != clarify.CodeInvalidSignature {

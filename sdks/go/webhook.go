@@ -65,7 +65,11 @@ func VerifyWebhookAt(secret, header string, body []byte, now time.Time, toleranc
 	}
 	age := now.Sub(time.Unix(t, 0))
 	if age > tolerance || age < -tolerance {
-		return invalidSignature(fmt.Sprintf("the delivery was signed %d s from now, outside the %d s tolerance; check the clocks, or refuse a replay", int64(age/time.Second), int64(tolerance/time.Second)))
+		when := fmt.Sprintf("%d s ago", int64(age/time.Second))
+		if age < 0 {
+			when = fmt.Sprintf("%d s in the future", int64(-age/time.Second))
+		}
+		return invalidSignature(fmt.Sprintf("the delivery was signed %s, outside the %d s tolerance; check the clocks, or refuse a replay", when, int64(tolerance/time.Second)))
 	}
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write([]byte(strconv.FormatInt(t, 10) + "."))

@@ -4,18 +4,18 @@ server by a person in another thread, with LangChain's fake chat model scripted 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 from conftest import ClarifyServer, Person
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
+from scripted_langchain import ScriptedChatModel
 
 from clarify_hitl import AsyncClient, Client, Record
 from clarify_hitl.langgraph import (
@@ -27,13 +27,6 @@ from clarify_hitl.langgraph import (
 )
 
 Answer = Callable[[Callable[[Record], Any]], Person]
-
-
-class ScriptedChatModel(GenericFakeChatModel):
-    """LangChain's fake chat model, replying with the scripted messages whatever tools it has."""
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
-        return self
 
 
 def agent_calling(
@@ -125,6 +118,12 @@ def test_two_actions_edited_and_rejected_in_one_request(
         ("a2", "approval", "delete_file", False),
     ]
     assert questions[1]["action"]["arguments"] == {"path": "b.txt"}
+    # The middleware's default description repeats the arguments as a Python dict; the person
+    # sees them once, as the action every approval shows, under a question.
+    assert [q["text"] for q in questions] == [
+        "Allow the agent to run write_file?",
+        "Allow the agent to run delete_file?",
+    ]
     assert asked[0].session == session
     assert asked[0].agent == "langgraph"
     assert ran == [("write_file", {"path": "c.txt", "content": "hi"})]

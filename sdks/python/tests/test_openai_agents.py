@@ -4,21 +4,13 @@ scripted `Model` standing in for the LLM."""
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 from agents import Agent, Runner, function_tool, set_tracing_disabled
-from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
-from agents.models.interface import Model
 from agents.run_state import RunState
-from agents.usage import Usage
 from conftest import ClarifyServer, Person
-from openai.types.responses import (
-    ResponseFunctionToolCall,
-    ResponseOutputMessage,
-    ResponseOutputText,
-)
+from scripted_agents import ScriptedModel, call, text
 
 from clarify_hitl import AsyncClient, Client, Record
 from clarify_hitl.openai_agents import (
@@ -33,57 +25,17 @@ Answer = Callable[[Callable[[Record], Any]], Person]
 set_tracing_disabled(True)
 
 
-class ScriptedModel(Model):
-    """Replies with the scripted outputs in turn: tool calls first, then a final text."""
-
-    def __init__(self, turns: list[list[Any]]) -> None:
-        self.turns = turns
-        self.inputs: list[Any] = []
-
-    async def get_response(
-        self,
-        system_instructions: str | None,
-        input: str | list[TResponseInputItem],
-        *args: Any,
-        **kwargs: Any,
-    ) -> ModelResponse:
-        self.inputs.append(input)
-        output = self.turns.pop(0)
-        return ModelResponse(output=output, usage=Usage(), response_id=None)
-
-    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
-        raise NotImplementedError("these tests do not stream")
-
-
-def call(name: str, call_id: str, **arguments: Any) -> ResponseFunctionToolCall:
-    return ResponseFunctionToolCall(
-        type="function_call",
-        name=name,
-        call_id=call_id,
-        arguments=json.dumps(arguments),
-        id=f"fc_{call_id}",
-        status="completed",
-    )
-
-
-def text(words: str) -> ResponseOutputMessage:
-    return ResponseOutputMessage(
-        id="msg_1",
-        type="message",
-        role="assistant",
-        status="completed",
-        content=[ResponseOutputText(type="output_text", text=words, annotations=[])],
-    )
-
-
-FIRST_TURN = [
-    call("send_email", "call_a", to="ada@example.com", subject="hi"),
-    call("delete_file", "call_b", path="/tmp/report"),
-]
+def first_turn(session: str) -> list[Any]:
+    """Two calls needing approval, with call ids unique to the test as a real model's are (the
+    tests share one server, and the idempotency keys are made of the call ids)."""
+    return [
+        call("send_email", f"call_a-{session}", to="ada@example.com", subject="hi"),
+        call("delete_file", f"call_b-{session}", path="/tmp/report"),
+    ]
 
 
 def make_agent(
-    ran: list[tuple[str, dict[str, Any]]], turns: list[list[Any]] | None = None
+    ran: list[tuple[str, dict[str, Any]]], session: str, turns: list[list[Any]] | None = None
 ) -> Agent[Any]:
     @function_tool(needs_approval=True)
     def send_email(to: str, subject: str) -> str:
@@ -97,7 +49,7 @@ def make_agent(
         ran.append(("delete_file", {"path": path}))
         return f"deleted {path}"
 
-    model = ScriptedModel(turns or [FIRST_TURN, [text("done")]])
+    model = ScriptedModel(turns or [first_turn(session), [text("done")]])
     return Agent(
         name="assistant", instructions="help", tools=[send_email, delete_file], model=model
     )
@@ -123,8 +75,8 @@ def test_two_approvals_one_approved_always_one_denied(
 ) -> None:
     ran: list[tuple[str, dict[str, Any]]] = []
     # After the approvals the model mails Ada again: scope `always` lets that run unasked.
-    again = [call("send_email", "call_c", to="ada@example.com", subject="again")]
-    assistant = make_agent(ran, [FIRST_TURN, again, [text("done")]])
+    again = [call("send_email", f"call_c-{session}", to="ada@example.com", subject="again")]
+    assistant = make_agent(ran, session, [first_turn(session), again, [text("done")]])
     result = Runner.run_sync(assistant, "mail Ada and clean up")
     assert len(result.interruptions) == 2
     with person(decide) as p:
@@ -134,7 +86,7 @@ def test_two_approvals_one_approved_always_one_denied(
         "to": "ada@example.com",
         "subject": "hi",
     }
-    assert asked["send_email"].tool_call_id == "call_a"
+    assert asked["send_email"].tool_call_id == f"call_a-{session}"
     assert asked["send_email"].questions[0]["scopes"] == ["once", "always"]
     assert asked["send_email"].questions[0]["allow_edit"] is False
 
@@ -149,42 +101,45 @@ def test_two_approvals_one_approved_always_one_denied(
     model = assistant.model
     assert isinstance(model, ScriptedModel)
     second_turn = outputs_of(model.inputs[1])
-    assert second_turn["call_a"] == "sent to ada@example.com"
-    assert "keep the report" in second_turn["call_b"]
+    assert second_turn[f"call_a-{session}"] == "sent to ada@example.com"
+    assert "keep the report" in second_turn[f"call_b-{session}"]
 
 
 def test_a_state_saved_in_one_process_is_settled_in_another(
     agent: Client, alice: Client, session: str
 ) -> None:
     ran: list[tuple[str, dict[str, Any]]] = []
-    assistant = make_agent(ran)
+    assistant = make_agent(ran, session)
     result = Runner.run_sync(assistant, "mail Ada and clean up")
     saved = result.to_state().to_string()
-    records = submit_state(agent, result.to_state(), state_id="run-42", session=session)
+    # As the handbook's page does it: the first process names no session, the resume does.
+    records = submit_state(agent, result.to_state(), state_id=f"run-{session}")
     assert len(records) == 2
     assert all(
-        r.context == {"tool_call_id": r.tool_call_id, "run_state_id": "run-42"} for r in records
+        r.context == {"tool_call_id": r.tool_call_id, "run_state_id": f"run-{session}"}
+        for r in records
     )
 
     # Later, elsewhere: a webhook says the requests were answered; the state is restored and
-    # settled from the same requests (found again by their idempotency keys).
+    # settled from the same requests (found again by their idempotency keys, which the session
+    # is no part of, so nobody is asked twice).
     for record in records:
         alice.answer(record.id, decide(record))
     restored = asyncio.run(RunState.from_string(assistant, saved))
-    settled = settle_state(agent, restored, timeout=0, state_id="run-42", session=session)
+    settled = settle_state(agent, restored, timeout=0, state_id=f"run-{session}", session=session)
     assert sorted(s.request_id for s in settled) == sorted(r.id for r in records)
     assert [s.approved for s in settled] == [True, False]
     final = Runner.run_sync(assistant, restored)
     assert final.final_output == "done"
     assert ran == [("send_email", {"to": "ada@example.com", "subject": "hi"})]
-    assert len(list(agent.list(session=session))) == 2
+    assert list(agent.list(session=session)) == []
 
 
 def test_async_settling_rejects_what_nobody_answered(
     server: ClarifyServer, agent_key: str, alice: Client, session: str
 ) -> None:
     ran: list[tuple[str, dict[str, Any]]] = []
-    assistant = make_agent(ran)
+    assistant = make_agent(ran, session)
 
     async def main() -> Any:
         async with AsyncClient(server.url, agent_key) as client:
@@ -206,7 +161,7 @@ def test_request_changes_rejects_with_the_change_asked_for(
     agent: Client, person: Answer, session: str
 ) -> None:
     ran: list[tuple[str, dict[str, Any]]] = []
-    assistant = make_agent(ran)
+    assistant = make_agent(ran, session)
     result = Runner.run_sync(assistant, "mail Ada and clean up")
 
     def revise(record: Record) -> Any:
@@ -221,7 +176,9 @@ def test_request_changes_rejects_with_the_change_asked_for(
     model = assistant.model
     assert isinstance(model, ScriptedModel)
     outputs = outputs_of(model.inputs[1])
-    assert outputs["call_a"].startswith("Changes requested: write to bob@example.com instead")
-    assert "keep the report" in outputs["call_b"]
-    assert "Changes requested" not in outputs["call_b"]
+    assert outputs[f"call_a-{session}"].startswith(
+        "Changes requested: write to bob@example.com instead"
+    )
+    assert "keep the report" in outputs[f"call_b-{session}"]
+    assert "Changes requested" not in outputs[f"call_b-{session}"]
     assert final.final_output == "done"

@@ -55,7 +55,7 @@ export async function verifyWebhook(
   const skew = (options.now ?? Date.now()) / 1000 - Number(t);
   if (Math.abs(skew) > tolerance) {
     throw new WebhookVerificationError(
-      `the delivery was signed ${Math.trunc(skew)} s from now, outside the ${tolerance} s tolerance; check the clocks, or refuse a replay`,
+      `the delivery was signed ${skew >= 0 ? `${Math.trunc(skew)} s ago` : `${Math.trunc(-skew)} s in the future`}, outside the ${tolerance} s tolerance; check the clocks, or refuse a replay`,
     );
   }
 

@@ -28,6 +28,7 @@ import {
   toolApprovalRequests,
 } from "@clarify-hitl/client/ai-sdk";
 
+import { type Prompt, scriptedModel, toolOutputs, usage } from "./scripted.js";
 import { answerNext, Server, uniqueSession } from "./support.js";
 
 let server: Server;
@@ -39,58 +40,6 @@ before(async () => {
 after(async () => {
   await server?.close();
 });
-
-const usage = {
-  inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 5, text: 5, reasoning: 0 },
-};
-
-type Prompt = { role: string; content: unknown }[];
-
-/**
- * A model that calls the tools it is given on its first turn, then answers with what the tools
- * returned, as the prompt shows it.
- */
-function scriptedModel(calls: { toolName: string; input: object }[]) {
-  const prompts: Prompt[] = [];
-  const model = new MockLanguageModelV4({
-    doGenerate: async (options) => {
-      prompts.push(options.prompt as Prompt);
-      if (prompts.length === 1) {
-        return {
-          content: calls.map((call, i) => ({
-            type: "tool-call" as const,
-            toolCallId: `call-${i + 1}`,
-            toolName: call.toolName,
-            input: JSON.stringify(call.input),
-          })),
-          finishReason: { unified: "tool-calls" as const, raw: undefined },
-          usage,
-          warnings: [],
-        };
-      }
-      return {
-        content: [{ type: "text" as const, text: `results: ${JSON.stringify(toolOutputs(options.prompt as Prompt))}` }],
-        finishReason: { unified: "stop" as const, raw: undefined },
-        usage,
-        warnings: [],
-      };
-    },
-  });
-  return { model, prompts };
-}
-
-/** The tool results the model was sent, by call id. */
-function toolOutputs(prompt: Prompt): { [callId: string]: unknown } {
-  const outputs: { [callId: string]: unknown } = {};
-  for (const message of prompt) {
-    if (message.role !== "tool" || !Array.isArray(message.content)) continue;
-    for (const part of message.content as { type: string; toolCallId: string; output: unknown }[]) {
-      if (part.type === "tool-result") outputs[part.toolCallId] = part.output;
-    }
-  }
-  return outputs;
-}
 
 function deployTools(ran: string[]) {
   return {

@@ -6,21 +6,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
-import {
-  Agent,
-  type AgentInputItem,
-  type Model,
-  type ModelRequest,
-  type ModelResponse,
-  run,
-  setTracingDisabled,
-  tool,
-  Usage,
-} from "@openai/agents";
+import { Agent, type Model, run, setTracingDisabled, tool } from "@openai/agents";
 import { z } from "zod";
 
 import { approveInterruptions, runWithApprovals } from "@clarify-hitl/client/openai-agents";
 
+import { ScriptedModel } from "./scripted-agents.js";
 import { answerNext, Server, uniqueSession } from "./support.js";
 
 setTracingDisabled(true);
@@ -34,59 +25,6 @@ before(async () => {
 after(async () => {
   await server?.close();
 });
-
-/**
- * A model that makes the given function calls, one turn each, then answers with the tool outputs
- * it was sent.
- */
-class ScriptedModel implements Model {
-  readonly inputs: AgentInputItem[][] = [];
-  #turn = 0;
-  constructor(private readonly calls: { callId: string; name: string; arguments: object }[]) {}
-
-  async getResponse(request: ModelRequest): Promise<ModelResponse> {
-    this.inputs.push(typeof request.input === "string" ? [] : [...request.input]);
-    const call = this.calls[this.#turn++];
-    if (call !== undefined) {
-      return {
-        usage: new Usage(),
-        output: [
-          {
-            type: "function_call",
-            callId: call.callId,
-            name: call.name,
-            arguments: JSON.stringify(call.arguments),
-            status: "completed",
-          },
-        ],
-      };
-    }
-    return {
-      usage: new Usage(),
-      output: [
-        {
-          type: "message",
-          role: "assistant",
-          status: "completed",
-          content: [{ type: "output_text", text: `results: ${JSON.stringify(this.outputs())}` }],
-        },
-      ],
-    };
-  }
-
-  getStreamedResponse(): AsyncIterable<never> {
-    throw new Error("the scripted model does not stream");
-  }
-
-  /** The function call outputs the model was last sent, by call id. */
-  outputs(): { [callId: string]: unknown } {
-    const outputs: { [callId: string]: unknown } = {};
-    for (const item of this.inputs.at(-1) ?? []) {
-      if (item.type === "function_call_result") outputs[item.callId] = item.output;
-    }
-    return outputs;
-  }
-}
 
 function deployAgent(model: Model, ran: string[]) {
   const deploy = tool({

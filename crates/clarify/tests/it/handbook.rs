@@ -7,7 +7,9 @@
 //! page shows (a `console` transcript, or a block after `<!-- check: output -->`) is compared
 //! with what the commands printed, with snapbox: `...` alone on a line stands for any lines,
 //! `...` or `…` in a line for any text, `ck_...` for a key, and `[KEY]`, `[ID]` and `[TIME]` for
-//! a key, a request id and an RFC 3339 time. A command that fails or prints something else
+//! a key, a request id and an RFC 3339 time. A block after `<!-- check: file NAME -->` (a sample
+//! program in any language) is written to NAME in the page's folder for the commands after it
+//! to run, so the SDK pages' programs run as shown. A command that fails or prints something else
 //! fails the test, naming the page and the line. The directives are described in the development
 //! page (`docs/src/development.md`, "Checked commands"); [`page`] reads them.
 //!
@@ -15,7 +17,10 @@
 //! pages run one after another, under a lock file every run of the suite on the machine shares.
 //!
 //! The commands use `curl` and `jq` as the pages do, and `git` and `flock`; without them the
-//! test says it skips, or fails under `CLARIFY_REQUIRE_SERVICES=1`.
+//! test says it skips, or fails under `CLARIFY_REQUIRE_SERVICES=1`. The SDK pages also need
+//! Python or Node.js and npm (see [`PAGES`]); a page whose tools are missing is skipped the same
+//! way. They install their packages as a reader does, with pip's and npm's caches kept in
+//! `CHECK_CACHE` between runs.
 
 mod page;
 mod shell;
@@ -28,29 +33,42 @@ use std::time::{Duration, Instant};
 use page::{Block, Expect, Mode, Step, Stream};
 use shell::{Job, Ran, Shell};
 
-/// The pages whose commands run, from `docs/src`.
-const PAGES: &[&str] = &[
-    "getting-started/installation.md",
-    "getting-started/first-request.md",
-    "agents/shell.md",
-    "agents/http.md",
-    "people/terminal.md",
-    "operating/configuration.md",
-    "operating/backups.md",
-    "decisions/report.md",
+/// The pages whose commands run, from `docs/src`, each with what it needs besides [`TOOLS`]
+/// (the SDKs' pages install their packages with pip and npm, as a reader does).
+const PAGES: &[(&str, &[&str])] = &[
+    ("getting-started/installation.md", &[]),
+    ("getting-started/first-request.md", &[]),
+    ("agents/shell.md", &[]),
+    ("agents/http.md", &[]),
+    ("agents/python.md", &["python3"]),
+    ("agents/langgraph.md", &["python3"]),
+    ("agents/openai-agents.md", &["python3", "node", "npm"]),
+    ("agents/typescript.md", &["node", "npm"]),
+    ("agents/ai-sdk.md", &["node", "npm"]),
+    ("people/terminal.md", &[]),
+    ("operating/configuration.md", &[]),
+    ("operating/backups.md", &[]),
+    ("decisions/report.md", &[]),
 ];
 
 /// Where a page's server listens: clarify's default, as the pages say.
 const ADDRESS: &str = "127.0.0.1:7420";
 
-/// How long one command may take (a page's `clarify ask` is answered within seconds).
-const WITHIN: Duration = Duration::from_secs(60);
+/// How long one command may take: a page's `clarify ask` is answered within seconds, but an
+/// SDK page's `pip install` or `npm ci` may download its packages first.
+const WITHIN: Duration = Duration::from_secs(300);
 
 /// What the handbook's commands need besides `clarify`.
 const TOOLS: &[&str] = &["bash", "flock", "curl", "jq", "git"];
 
 fn tools_present() -> bool {
-    let missing: Vec<&str> = TOOLS
+    present(TOOLS, "the handbook's commands")
+}
+
+/// Whether `tools` are installed; when not, says so and skips (a failure under
+/// `CLARIFY_REQUIRE_SERVICES=1`). `who` is what needs them, for the message.
+fn present(tools: &[&str], who: &str) -> bool {
+    let missing: Vec<&str> = tools
         .iter()
         .copied()
         .filter(|tool| {
@@ -65,10 +83,10 @@ fn tools_present() -> bool {
     }
     assert!(
         std::env::var("CLARIFY_REQUIRE_SERVICES").as_deref() != Ok("1"),
-        "the handbook's commands need {missing:?}, which are not installed, and \
-         CLARIFY_REQUIRE_SERVICES=1 requires them"
+        "{who} need {missing:?}, which are not installed, and CLARIFY_REQUIRE_SERVICES=1 \
+         requires them"
     );
-    eprintln!("skipped: the handbook's commands need {missing:?}, which are not installed");
+    eprintln!("skipped: {who} need {missing:?}, which are not installed");
     false
 }
 
@@ -89,6 +107,8 @@ enum Printed {
 
 struct Runner<'a> {
     page: &'a str,
+    /// The page's folder, where its `file` blocks are written.
+    work: PathBuf,
     shell: Shell,
     last: Option<Printed>,
     named: HashMap<String, Job>,
@@ -113,6 +133,7 @@ fn check_page(name: &str, text: &str, lock: &Path) -> Result<Summary, Vec<String
         Shell::start(&work, &scratch, bin, lock).map_err(|e| vec![format!("{name}: {e}")])?;
     let mut runner = Runner {
         page: name,
+        work,
         shell,
         last: None,
         named: HashMap::new(),
@@ -140,6 +161,15 @@ impl Runner<'_> {
                 self.block(&block)?;
             }
             Step::Expect(expect) => self.expect(&expect)?,
+            Step::File { line, name, text } => {
+                let path = self.work.join(&name);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)
+                        .map_err(|e| format!("{}:{line}: {}: {e}", self.page, parent.display()))?;
+                }
+                std::fs::write(&path, text)
+                    .map_err(|e| format!("{}:{line}: cannot write {name}: {e}", self.page))?;
+            }
         }
         Ok(())
     }
@@ -431,8 +461,11 @@ fn the_handbooks_commands_run_and_print_what_the_pages_show() {
     let lock = std::env::temp_dir().join("clarify-handbook-7420.lock");
     let mut failures = Vec::new();
     let mut report = Vec::new();
-    for page in PAGES {
+    for (page, needs) in PAGES {
         let name = format!("docs/src/{page}");
+        if !present(needs, &format!("the commands of {name}")) {
+            continue;
+        }
         let started = Instant::now();
         let text = std::fs::read_to_string(docs.join(page))
             .unwrap_or_else(|e| panic!("{name} cannot be read: {e}"));

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -105,6 +106,41 @@ def _allowed_in_schema(schema: Any) -> list[str]:
     return found or ["approve", "reject"]
 
 
+# The middleware's own description when the tool's config gives none:
+# f"{description_prefix}\n\nTool: {name}\nArgs: {args}", the arguments as a Python repr.
+_DEFAULT_PREFIX = "Tool execution requires approval"
+_TOOL_AND_ARGS = re.compile(r"\n\nTool: (?P<name>[^\n]*)\nArgs: .*\Z", re.DOTALL)
+
+
+def _question_text(name: str, description: str | None) -> str:
+    """What the person reads above the approval. The arguments are the action's, which every
+    surface shows (and lets edit) as it shows every approval's, so the middleware's default
+    description, which repeats them as a Python dict, is cut to its prefix, and its default
+    prefix to a question of ours."""
+    if not description:
+        return f"Allow the agent to run {name}?"
+    tail = _TOOL_AND_ARGS.search(description)
+    if tail is None or tail.group("name") != name:
+        return description
+    prefix = description[: tail.start()].strip()
+    if not prefix or prefix == _DEFAULT_PREFIX:
+        return f"Allow the agent to run {name}?"
+    return prefix
+
+
+def _open_text(name: str, args: Any, description: str | None) -> str:
+    """The text of a respond-only action: no action is shown beside an open question, so the
+    arguments are in the text, as JSON rather than the middleware's Python repr."""
+    asked = f"Answer for {name}: {json.dumps(args, default=str)}"
+    if not description:
+        return asked
+    tail = _TOOL_AND_ARGS.search(description)
+    if tail is None or tail.group("name") != name:
+        return description
+    prefix = description[: tail.start()].strip()
+    return asked if not prefix or prefix == _DEFAULT_PREFIX else f"{prefix}\n\n{asked}"
+
+
 def _approval_question(
     qid: str, name: str, args: Any, description: str | None, allowed: Sequence[str]
 ) -> dict[str, Any]:
@@ -112,7 +148,7 @@ def _approval_question(
         "id": qid,
         "kind": "approval",
         "header": name[:32],
-        "text": description or f"Allow the agent to run {name}?",
+        "text": _question_text(name, description),
         "action": {"name": name, "arguments": args if isinstance(args, dict) else {}},
         "allow_edit": "edit" in allowed,
     }
@@ -175,7 +211,7 @@ def _middleware_plan(interrupt_id: str, value: Mapping[str, Any], base: dict[str
                     "id": qid,
                     "kind": "open",
                     "header": name[:32],
-                    "text": description or f"Answer for {name}: {json.dumps(args)}",
+                    "text": _open_text(name, args, description),
                 }
             )
         else:

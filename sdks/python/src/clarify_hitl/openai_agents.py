@@ -10,14 +10,16 @@ answered (skipped, expired, cancelled) rejects with the outcome's note, so nothi
 unapproved. The SDK has no way to run a tool with edited arguments, so approvals here do not
 offer edits.
 
-Each request's idempotency key is made of the session, the `state_id`, the tool call id and a
-digest of the call, so settling the same state again (in another process, after a restart) finds
-the same requests instead of asking twice; give each run a session or a state id of its own. For a
-run that must outlive its process, save `state.to_string()` under an id of yours and pass that
-id as `state_id`: it is put into each request's context, where a webhook receiver finds it
+Each request's idempotency key is made of the `state_id`, the tool call id and a digest of the
+call, so settling the same state again (in another process, after a restart) finds the same
+requests instead of asking twice, whatever other fields (`session`, `tags`, ...) each call
+passes. The session is left out of the key on purpose: a resume that names it where the first
+call did not must still find the request already asked. For a run that must outlive its process,
+save `state.to_string()` under an id of yours and pass that id as `state_id`: it is put into
+each request's context, where a webhook receiver finds it
 (`client.get(request_id).context["run_state_id"]`), restores the state with
-`RunState.from_string(agent, saved)` and calls `settle_state` on it with the same `state_id`
-and `session`.
+`await RunState.from_string(agent, saved)` and calls `settle_state` on it with the same
+`state_id`.
 """
 
 from __future__ import annotations
@@ -100,12 +102,11 @@ def _body(
     if isinstance(call_id, str) and call_id:
         body["tool_call_id"] = call_id
         if "idempotency_key" not in fields:
-            # Call ids are unique per model response, not across runs or tenants' agents:
-            # the session, the saved state's id and the call itself narrow the key to this run.
+            # Call ids come from the model: the saved state's id and a digest of the call narrow
+            # the key to this run's call. Not the session, which a resume may name differently.
             call = json.dumps([name, body["questions"][0]["action"]["arguments"]], sort_keys=True)
             digest = hashlib.sha256(call.encode()).hexdigest()[:16]
-            session = body.get("session") or ""
-            body["idempotency_key"] = f"openai-agents:{session}:{state_id or ''}:{call_id}:{digest}"
+            body["idempotency_key"] = f"openai-agents:{state_id or ''}:{call_id}:{digest}"
     return body
 
 

@@ -72,9 +72,11 @@ def verify_webhook(
         raise WebhookVerificationError("Clarify-Signature needs both t=<time> and v1=<signature>")
     current = time.time() if now is None else now
     if abs(current - timestamp) > tolerance:
+        age = int(current - timestamp)
+        when = f"{age} s ago" if age >= 0 else f"{-age} s in the future"
         raise WebhookVerificationError(
-            f"the delivery was signed {int(current - timestamp)} s from now, outside the "
-            f"{int(tolerance)} s tolerance; check the clocks, or refuse a replay"
+            f"the delivery was signed {when}, outside the {int(tolerance)} s tolerance; "
+            "check the clocks, or refuse a replay"
         )
     expected = hmac.new(secret.encode(), f"{timestamp}.".encode() + raw, hashlib.sha256).hexdigest()
     if not any(hmac.compare_digest(expected, s) for s in signatures):

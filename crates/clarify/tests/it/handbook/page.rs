@@ -65,6 +65,13 @@ pub struct Expect {
 pub enum Step {
     Block(Block),
     Expect(Expect),
+    /// A block (a program the page shows) written, after its replacements, to a file of the
+    /// page's folder, for the commands after it to run.
+    File {
+        line: usize,
+        name: String,
+        text: String,
+    },
     /// A shown command block that is deliberately not run, and why.
     NotRun {
         line: usize,
@@ -81,6 +88,7 @@ struct Pending {
     answered_by: Option<(usize, String)>,
     replaces: Vec<(String, String)>,
     not_run: Option<String>,
+    file: Option<String>,
     expects: Vec<(usize, Stream, Option<String>, Option<String>)>,
 }
 
@@ -249,6 +257,18 @@ fn directive_into(
             }
             pending.answered_by = Some((line, rest.to_owned()));
         }
+        "file" => {
+            let safe = !rest.is_empty()
+                && !rest.contains(char::is_whitespace)
+                && !rest.starts_with('/')
+                && !rest.split('/').any(|part| part == "..");
+            if !safe {
+                return Err(format!(
+                    "`file` takes a path inside the page's folder, not {rest:?}"
+                ));
+            }
+            pending.file = Some(rest.to_owned());
+        }
         "exit" => {
             pending.exit = Some(
                 rest.parse()
@@ -301,6 +321,25 @@ fn code_block(
     problems: &mut Vec<String>,
 ) {
     let here = pending.line.unwrap_or(first);
+    if let Some(name) = pending.file.take() {
+        if pending.mode.is_some()
+            || pending.exit.is_some()
+            || pending.answered_by.is_some()
+            || pending.not_run.is_some()
+            || !pending.expects.is_empty()
+        {
+            problems.push(format!(
+                "{page}:{here}: `file` goes with `replace` only: the block is not run"
+            ));
+        }
+        let text = replaced(page, here, body, &pending.replaces, problems);
+        steps.push(Step::File {
+            line: first,
+            name,
+            text,
+        });
+        return;
+    }
     if !is_commands(info) {
         if pending.is_for_commands() {
             problems.push(format!(
@@ -331,15 +370,7 @@ fn code_block(
         });
         return;
     }
-    let mut text = body.to_owned();
-    for (from, to) in &pending.replaces {
-        if !text.contains(from.as_str()) {
-            problems.push(format!(
-                "{page}:{here}: the block has no {from:?} to replace"
-            ));
-        }
-        text = text.replace(from.as_str(), to);
-    }
+    let text = replaced(page, here, body, &pending.replaces, problems);
     let console = info.split_whitespace().next() == Some("console");
     let commands = if console {
         match transcript(first, &text) {
@@ -364,6 +395,26 @@ fn code_block(
         answered_by: pending.answered_by.take(),
         shown: true,
     }));
+}
+
+/// A block's text with what the reader fills in replaced (each `replace` must find its text).
+fn replaced(
+    page: &str,
+    here: usize,
+    body: &str,
+    replaces: &[(String, String)],
+    problems: &mut Vec<String>,
+) -> String {
+    let mut text = body.to_owned();
+    for (from, to) in replaces {
+        if !text.contains(from.as_str()) {
+            problems.push(format!(
+                "{page}:{here}: the block has no {from:?} to replace"
+            ));
+        }
+        text = text.replace(from.as_str(), to);
+    }
+    text
 }
 
 /// The commands of a shell block: each line, joined with the next while it ends in `\`;
@@ -434,6 +485,7 @@ mod tests {
                 Step::Block(b) => format!("block {} {:?} {}", b.line, b.mode, b.shown),
                 Step::Expect(e) => format!("expect {} {:?}", e.line, e.stream),
                 Step::NotRun { line, reason } => format!("not run {line} {reason}"),
+                Step::File { line, name, .. } => format!("file {line} {name}"),
             })
             .collect();
         assert_eq!(
@@ -451,6 +503,26 @@ mod tests {
         };
         assert_eq!(console.commands[0].text, "ls \\\n  a");
         assert_eq!(console.commands[0].shown, Some((28, "a\n".to_owned())));
+    }
+
+    #[test]
+    fn a_file_block_is_written_with_its_replacements_not_run() {
+        let page = "<!-- check: file app/main.py -->\n\
+                    <!-- check: replace `model = \"gpt\"` by `model = scripted()` -->\n\n\
+                    ```python\nmodel = \"gpt\"\nprint(model)\n```\n";
+        let steps = read("p.md", page).expect("the page reads");
+        let [Step::File { line, name, text }] = steps.as_slice() else {
+            panic!("one file step, not {steps:?}")
+        };
+        assert_eq!((*line, name.as_str()), (5, "app/main.py"));
+        assert_eq!(text, "model = scripted()\nprint(model)\n");
+
+        let outside = "<!-- check: file ../x.py -->\n\n```python\nx\n```\n";
+        let problems = read("p.md", outside).expect_err("a path out of the folder");
+        assert_eq!(
+            problems,
+            ["p.md:1: `file` takes a path inside the page's folder, not \"../x.py\""]
+        );
     }
 
     #[test]

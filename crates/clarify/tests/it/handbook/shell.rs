@@ -61,7 +61,8 @@ pub struct Shell {
 
 impl Shell {
     /// A `bash` in `work` whose `PATH` starts with `bin_dir`, with nothing of the test's own
-    /// environment but `PATH` (and `CHECK_REPO`, the repository), under the lock file `lock`.
+    /// environment but `PATH` (and `CHECK_REPO`, the repository, and `CHECK_CACHE`, a folder
+    /// for package caches), under the lock file `lock`.
     pub fn start(work: &Path, scratch: &Path, bin_dir: &Path, lock: &Path) -> Result<Self, String> {
         let path = std::env::var("PATH").unwrap_or_default();
         let mut child = Command::new("flock")
@@ -76,6 +77,9 @@ impl Shell {
                 "CHECK_REPO",
                 Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."),
             )
+            // Where a page's downloads are kept between runs (pip's and npm's caches), outside
+            // the page's folder, which is new each run: the SDK pages install packages.
+            .env("CHECK_CACHE", cache_dir())
             .env("TMPDIR", scratch)
             .env("LC_ALL", "C.UTF-8")
             .env("NO_COLOR", "1")
@@ -225,6 +229,17 @@ impl Job {
                 .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
         })
     }
+}
+
+/// `$XDG_CACHE_HOME/clarify/handbook`, else `~/.cache/clarify/handbook`, as the SDKs' own
+/// scripts keep their virtual environments under `~/.cache/clarify`.
+fn cache_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("clarify").join("handbook")
 }
 
 fn read(path: &Path) -> String {
