@@ -44,6 +44,7 @@ const topbar = document.getElementById("topbar");
 const liveEl = document.getElementById("live");
 const liveText = document.getElementById("live-text");
 const whoEl = document.getElementById("who");
+const account = document.getElementById("account-menu");
 const countEl = document.getElementById("pending-count");
 const tabPending = document.getElementById("tab-pending");
 const tabHistory = document.getElementById("tab-history");
@@ -143,6 +144,8 @@ async function logout() {
 }
 
 function signedOut(problem) {
+  // The account menu (a popover, drawn above the page) would outlive the top bar it belongs to.
+  if (account.hidePopover && account.matches(":popover-open")) account.hidePopover();
   disconnect();
   closeView();
   closeNotes();

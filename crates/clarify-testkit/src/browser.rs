@@ -25,6 +25,13 @@ use futures_util::FutureExt;
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
+/// Device pixels to a CSS pixel on an emulated phone, as on most phones sold today.
+const PHONE_PIXEL_RATIO: f64 = 3.0;
+
+/// The user agent of an emulated phone: Chrome on Android.
+const PHONE_USER_AGENT: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 \
+     (KHTML, like Gecko) Chrome/130.0.0.0 Mobile Safari/537.36";
+
 /// How long a browser test waits for something that should happen; generous, because the
 /// machine may be busy compiling.
 pub const PATIENCE: Duration = Duration::from_secs(30);
@@ -82,7 +89,10 @@ impl Browser {
         Self::launch_as(Screen::Desktop { width, height }).await
     }
 
-    /// Starts a browser emulating a phone whose screen is `width` CSS pixels wide.
+    /// Starts a browser emulating a phone or tablet whose screen is `width` × `height` CSS
+    /// pixels, as Chromium's device emulation does: three device pixels to a CSS pixel, touch, a
+    /// mobile user agent, and a layout viewport taken from the page's `<meta name=viewport>`
+    /// (so a page too wide for the screen is zoomed out, as a phone would).
     pub async fn launch_phone(width: u32, height: u32) -> Option<Self> {
         Self::launch_as(Screen::Phone { width, height }).await
     }
@@ -188,10 +198,17 @@ impl Browser {
                     args.push(json!(format!("--window-size={width},{height}")));
                 }
             }
-            // A window cannot be made narrower than 500 px; a phone's viewport is emulated.
+            // A window cannot be made narrower than 500 px; a phone's screen is emulated.
             Screen::Phone { width, height } => {
                 options["mobileEmulation"] = json!({
-                    "deviceMetrics": {"width": width, "height": height, "pixelRatio": 2.0}
+                    "deviceMetrics": {
+                        "width": width,
+                        "height": height,
+                        "pixelRatio": PHONE_PIXEL_RATIO,
+                        "touch": true,
+                        "mobile": true,
+                    },
+                    "userAgent": PHONE_USER_AGENT,
                 });
             }
         }

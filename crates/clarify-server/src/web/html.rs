@@ -115,6 +115,17 @@ pub fn tabs(current: Option<&str>) -> String {
     nav
 }
 
+/// The top bar's account button: below desktop width the account (who is signed in, the
+/// notification controls, Log out) does not fit beside the sections, so it is a popover that
+/// this button opens. A popover needs no script (the Insights page has none), closes on Escape
+/// and on a tap elsewhere, and the browser tells screen readers whether it is open.
+pub const ACCOUNT_TOGGLE: &str = "<button type=\"button\" class=\"account-toggle\" \
+     id=\"account-toggle\" popovertarget=\"account-menu\" aria-label=\"Account\">\
+     <svg viewBox=\"0 0 24 24\" width=\"22\" height=\"22\" aria-hidden=\"true\" focusable=\"false\">\
+     <circle cx=\"12\" cy=\"8\" r=\"4\" fill=\"none\" stroke=\"currentColor\" stroke-width=\"2\"/>\
+     <path d=\"M4 21c0-4.4 3.6-7 8-7s8 2.6 8 7\" fill=\"none\" stroke=\"currentColor\" \
+     stroke-width=\"2\" stroke-linecap=\"round\"/></svg></button>";
+
 /// The Insights page, inside the inbox's frame: its top bar (the same sections, with Insights
 /// current, and who is signed in as `name` with `role`), then `body` (the filters and the
 /// charts, made by `web::insights`) in a panel, with the charts' stylesheet beside the inbox's.
@@ -132,9 +143,9 @@ pub fn insights_page(body: &str, name: &str, role: &str) -> Response {
          <header class=\"topbar\" id=\"topbar\">\
          <a class=\"brand\" href=\"/#/\"><img src=\"{icon}\" alt=\"\" width=\"22\" height=\"22\">\
          <span class=\"brand-name\">clarify</span></a>{}<span class=\"spacer\"></span>\
-         <span class=\"account\"><span id=\"who\"><span class=\"who\">{}</span>\
-         <span class=\"chip\">{}</span></span>\
-         <a class=\"linkish\" id=\"logout\" href=\"/#/logout\">Log out</a></span></header>\
+         {ACCOUNT_TOGGLE}<div class=\"account\" id=\"account-menu\" popover role=\"group\" aria-label=\"Account\">\
+         <span id=\"who\"><span class=\"who\">{}</span><span class=\"chip\">{}</span></span>\
+         <a class=\"linkish\" id=\"logout\" href=\"/#/logout\">Log out</a></div></header>\
          <main id=\"app\" class=\"insights-page\" tabindex=\"-1\">\
          <section class=\"panel\" aria-labelledby=\"insights-title\">{body}</section>\
          </main></body></html>\n",
@@ -200,7 +211,7 @@ pub fn link_account_page(account: &str, name: Option<&str>) -> Response {
              Linking it lets you answer requests from the chat as yourself.</p>\
              <p>Chat account: <strong id=\"account\">{}</strong>. Link it only if it is yours: \
              whoever uses it will answer as you.</p>{who}\
-             <form method=\"post\"><button type=\"submit\" id=\"link-account\">Link this chat account to me</button></form>",
+             <form method=\"post\"><button type=\"submit\" class=\"btn primary\" id=\"link-account\">Link this chat account to me</button></form>",
             escape(account)
         ),
         None,

@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::shared::error::ApiError;
 use crate::shared::sign::hex;
 use crate::state::AppState;
-use crate::web::html::{document, tabs};
+use crate::web::html::{ACCOUNT_TOGGLE, document, tabs};
 use clarify_render::html::escape;
 
 /// One embedded file.
@@ -81,6 +81,7 @@ static VERSION: LazyLock<String> = LazyLock::new(|| {
     }
     digest.update(PAGE_TEMPLATE.as_bytes());
     digest.update(tabs(None).as_bytes());
+    digest.update(ACCOUNT_TOGGLE.as_bytes());
     digest.update(WORKER_TEMPLATE.as_bytes());
     hex(&digest.finalize()[..8])
 });
@@ -99,6 +100,7 @@ static PAGE: LazyLock<String> = LazyLock::new(|| {
         .replace("{{version}}", VERSION.as_str())
         .replace("{{theme_colour}}", THEME_COLOUR)
         .replace("{{tabs}}", &tabs(None))
+        .replace("{{account_toggle}}", ACCOUNT_TOGGLE)
 });
 
 const WORKER_TEMPLATE: &str = include_str!("../../assets/sw.js");

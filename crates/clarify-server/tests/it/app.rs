@@ -241,6 +241,17 @@ async fn the_installed_inbox_at_phone_width_lists_requests_and_approves_a_diff()
         .await;
         keep_screenshot("phone-app", &b.client.screenshot().await.expect("png"));
 
+        // The account is behind the button at the end of the top bar.
+        b.click("//button[@id = 'account-toggle']").await;
+        b.until(
+            "the account menu to open",
+            "return document.getElementById('account-menu').matches(':popover-open') \
+             && document.getElementById('who').textContent.includes('alice')",
+            vec![],
+        )
+        .await;
+        keep_screenshot("phone-menu", &b.client.screenshot().await.expect("png"));
+
         // A tap on the notification opens the request at its address.
         let id = deploy["id"].as_str().expect("id");
         b.goto(&format!("{}/#/requests/{id}", s.url)).await;

@@ -39,6 +39,7 @@ mod outage;
 mod outbound;
 mod passkeys;
 mod personal_links;
+mod phone;
 mod policy;
 mod proxy;
 mod push;

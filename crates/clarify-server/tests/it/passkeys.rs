@@ -41,7 +41,7 @@ fn local(s: &TestServer) -> String {
 
 /// A virtual platform authenticator in the browser's tab: it keeps discoverable credentials
 /// and verifies the user at once, as a phone's fingerprint reader would. Its id.
-async fn authenticator(b: &Browser) -> String {
+pub(crate) async fn authenticator(b: &Browser) -> String {
     b.command(
         "/goog/cdp/execute",
         json!({"cmd": "WebAuthn.enable", "params": {"enableUI": false}}),
