@@ -159,32 +159,8 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
 
 #[test]
 fn the_binary_ships_each_crate_once_but_for_the_listed() {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let output = Command::new(cargo)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args([
-            "tree",
-            "--locked",
-            "--package",
-            "clarify",
-            "--edges",
-            "normal",
-            "--target",
-            "x86_64-unknown-linux-gnu",
-            "--duplicates",
-            "--depth",
-            "0",
-            "--prefix",
-            "none",
-        ])
-        .output()
-        .expect("cargo runs");
-    assert!(
-        output.status.success(),
-        "cargo tree failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let found: BTreeSet<(String, String)> = String::from_utf8_lossy(&output.stdout)
+    let output = cargo_tree("clarify", &["--duplicates", "--depth", "0"]);
+    let found: BTreeSet<(String, String)> = output
         .lines()
         .filter_map(|line| {
             let mut words = line.split_whitespace();
@@ -214,8 +190,9 @@ fn the_binary_ships_each_crate_once_but_for_the_listed() {
     );
 }
 
-/// The crates every normal (not dev, not build) dependency of `package` pulls in, by name.
-fn normal_dependencies(package: &str) -> BTreeSet<String> {
+/// What `cargo tree` prints of `package`'s normal dependencies (not dev, not build) on Linux,
+/// one crate a line without the tree's drawing, with `more` arguments.
+fn cargo_tree(package: &str, more: &[&str]) -> String {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = Command::new(cargo)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -226,13 +203,9 @@ fn normal_dependencies(package: &str) -> BTreeSet<String> {
             package,
             "--edges",
             "normal",
-            "--target",
-            "x86_64-unknown-linux-gnu",
-            "--prefix",
-            "none",
-            "--format",
-            "{p}",
         ])
+        .args(["--target", "x86_64-unknown-linux-gnu", "--prefix", "none"])
+        .args(more)
         .output()
         .expect("cargo runs");
     assert!(
@@ -240,7 +213,12 @@ fn normal_dependencies(package: &str) -> BTreeSet<String> {
         "cargo tree failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    String::from_utf8_lossy(&output.stdout)
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The crates `package` pulls in through normal dependencies, by name.
+fn normal_dependencies(package: &str) -> BTreeSet<String> {
+    cargo_tree(package, &["--format", "{p}"])
         .lines()
         .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
         .collect()
