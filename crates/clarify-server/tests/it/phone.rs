@@ -135,17 +135,7 @@ fn long_diff() -> String {
 /// approved once, three answered approvals (the history and the charts), and one with an
 /// answer link; the inbox's addresses of the first three and the answer link.
 async fn requests(s: &TestServer, base: &str) -> (Vec<String>, String) {
-    let bob = s
-        .store
-        .create_key(
-            "bob",
-            Role::Responder,
-            "default",
-            &clarify_store::Actor::system(),
-        )
-        .await
-        .expect("bob's key")
-        .token;
+    let bob = s.key(Role::Responder, "bob", "default").await;
     let edit = json!({
         "summary": "Read settings from the config file instead of the environment",
         "questions": [{"text": "Apply this edit?", "kind": "approval", "scopes": ["once", "session"],
