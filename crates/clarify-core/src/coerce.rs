@@ -36,7 +36,7 @@ use crate::error::ValidationError;
 use crate::text::{is_valid_id, slug, strip_recommended_suffix};
 
 /// Request fields passed through unchanged to validation.
-const REQUEST_FIELDS: [&str; 20] = [
+const REQUEST_FIELDS: [&str; 21] = [
     "context",
     "on_behalf_of",
     "session",
@@ -45,6 +45,7 @@ const REQUEST_FIELDS: [&str; 20] = [
     "timeout_seconds",
     "allow_skip",
     "callback_url",
+    "resume",
     "idempotency_key",
     "dedupe",
     "tags",

@@ -44,7 +44,7 @@ pub use form::{Field, FieldKind, Form, TextFormat};
 pub use limits::{Limits, LimitsError};
 pub use model::{
     Action, Approval, Choice, Choices, Context, GROUP_PREFIX, NewRequest, OnTimeout, Question,
-    QuestionKind, RecommendedWord, Risk, Scope, Status, StatusParseError,
+    QuestionKind, RecommendedWord, Resume, Risk, Scope, Status, StatusParseError,
 };
 pub use outcome::{Mode, Outcome, QuestionOutcome, Resolution};
 pub use quorum::Vote;

@@ -40,6 +40,9 @@ pub struct NewRequest {
     pub responders: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_url: Option<String>,
+    /// A durable workflow the outcome resumes, besides `callback_url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<Resume>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
     /// Return an identical pending request of the same session instead of asking again.
@@ -148,7 +151,43 @@ pub enum RecommendedWord {
     Recommended,
 }
 
+/// A durable workflow engine's wait that a request's outcome resumes: the outcome is POSTed there
+/// once the request resolves, through the same outbox (retries, attempts, the outbound guard) as
+/// a `callback_url`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Resume {
+    /// A Restate awakeable, resolved through the Restate ingress with the outcome as its value.
+    Restate {
+        /// The ingress's base URL (`http://restate:8080`), without a trailing slash.
+        ingress: String,
+        /// The awakeable's id, as `ctx.awakeable()` gave it.
+        awakeable: String,
+    },
+}
+
+impl Resume {
+    /// Where the outcome is POSTed.
+    pub fn url(&self) -> String {
+        match self {
+            Self::Restate { ingress, awakeable } => {
+                format!("{ingress}/restate/awakeables/{awakeable}/resolve")
+            }
+        }
+    }
+}
+
 impl NewRequest {
+    /// Where the outcome goes once the request resolves: its `callback_url`, then the workflow
+    /// it resumes.
+    pub fn outcome_urls(&self) -> Vec<String> {
+        self.callback_url
+            .iter()
+            .cloned()
+            .chain(self.resume.as_ref().map(Resume::url))
+            .collect()
+    }
+
     /// The tool an approval asks about: its first approval question's action name.
     pub fn tool(&self) -> Option<&str> {
         self.questions.iter().find_map(|q| match &q.kind {

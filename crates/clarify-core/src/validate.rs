@@ -13,7 +13,7 @@ use crate::error::{ValidationError, json_type};
 use crate::limits::Limits;
 use crate::model::{
     Action, Approval, Choice, Choices, Context, GROUP_PREFIX, NewRequest, OnTimeout, Question,
-    QuestionKind, RecommendedWord, Risk, Scope,
+    QuestionKind, RecommendedWord, Resume, Risk, Scope,
 };
 use crate::text::{chars, is_valid_id, slug, strip_recommended_suffix};
 
@@ -110,6 +110,7 @@ pub fn request(canonical: &Value, limits: &Limits) -> Result<NewRequest, Validat
         allow_skip: fields.bool("allow_skip")?.unwrap_or(true),
         responders,
         callback_url: callback_url(obj.get("callback_url"))?,
+        resume: resume(obj.get("resume"))?,
         idempotency_key: fields.name("idempotency_key")?,
         dedupe: fields.bool("dedupe")?.unwrap_or(false),
         approvals_required,
@@ -725,6 +726,78 @@ fn callback_url(v: Option<&Value>) -> Result<Option<String>, ValidationError> {
         });
     }
     Ok(Some(url.to_string()))
+}
+
+/// `resume`: `{"restate": {"ingress": URL, "awakeable": ID}}`. The awakeable id goes into the
+/// URL's path as it is, so it may hold only what Restate's ids hold (letters, digits, `_`, `-`).
+fn resume(v: Option<&Value>) -> Result<Option<Resume>, ValidationError> {
+    let field = "resume";
+    let engines = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(o)) => o,
+        Some(other) => return Err(invalid_type(field, "an object", other)),
+    };
+    let mut keys = engines.keys();
+    let (Some(engine), None) = (keys.next(), keys.next()) else {
+        return Err(ValidationError::InvalidUrl {
+            field: field.to_owned(),
+            reason: "name exactly one engine: {\"restate\": {\"ingress\": URL, \"awakeable\": ID}}"
+                .to_owned(),
+        });
+    };
+    if engine != "restate" {
+        return Err(ValidationError::UnknownField {
+            field: format!("{field}.{engine}"),
+            hint: Some("restate".to_owned()),
+        });
+    }
+    let at = format!("{field}.restate");
+    let Some(Value::Object(restate)) = engines.get("restate") else {
+        return Err(invalid_type(&at, "an object", &engines["restate"]));
+    };
+    if let Some(unknown) = restate
+        .keys()
+        .find(|k| !["ingress", "awakeable"].contains(&k.as_str()))
+    {
+        return Err(ValidationError::UnknownField {
+            field: format!("{at}.{unknown}"),
+            hint: None,
+        });
+    }
+    let ingress = match callback_url(restate.get("ingress")) {
+        Ok(Some(url)) => url.trim_end_matches('/').to_owned(),
+        Ok(None) => {
+            return Err(ValidationError::InvalidUrl {
+                field: format!("{at}.ingress"),
+                reason: "the Restate ingress URL is missing".to_owned(),
+            });
+        }
+        Err(ValidationError::InvalidUrl { reason, .. }) => {
+            return Err(ValidationError::InvalidUrl {
+                field: format!("{at}.ingress"),
+                reason,
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    let awakeable = match restate.get("awakeable") {
+        Some(Value::String(s))
+            if !s.is_empty()
+                && s.len() <= 256
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') =>
+        {
+            s.clone()
+        }
+        Some(Value::String(_)) | None => {
+            return Err(ValidationError::InvalidUrl {
+                field: format!("{at}.awakeable"),
+                reason: "an awakeable id of 1 to 256 letters, digits, _ or - is needed".to_owned(),
+            });
+        }
+        Some(other) => return Err(invalid_type(&format!("{at}.awakeable"), "a string", other)),
+    };
+    Ok(Some(Resume::Restate { ingress, awakeable }))
 }
 
 fn timeout(v: &Value) -> Result<u64, ValidationError> {
