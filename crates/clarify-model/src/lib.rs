@@ -1,7 +1,8 @@
 //! The plain data that the store, the renderers, the chat platforms and the server all read:
 //! what a stored request looks like ([`RequestRecord`]), what happened to it ([`Event`],
 //! [`EventKind`]), who did it ([`Actor`]), the figures of an insights reading ([`Insights`]),
-//! and the HMAC every signature is made with ([`sign`]).
+//! the HMAC every signature is made with ([`sign`]), and the signed receipts of decisions
+//! ([`receipt`]).
 //!
 //! It sits below the store so that a layer which only reads these types (a chat platform
 //! rendering a request, the charts drawing figures) does not depend on the store's database
@@ -10,6 +11,7 @@
 //! them under their old paths.
 
 pub mod figures;
+pub mod receipt;
 pub mod record;
 pub mod sign;
 

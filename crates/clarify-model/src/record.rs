@@ -68,21 +68,41 @@ impl RequestRecord {
 }
 
 /// How and by whom a request was resolved.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct StoredResolution {
     pub resolution: Resolution,
     pub actor: Actor,
     pub resolved_at: DateTime<Utc>,
+    /// The resolution's event's position in the audit chain, which its receipt names; `None`
+    /// until the chain has numbered it (PostgreSQL numbers events just after their commit).
+    pub seq: Option<u64>,
+}
+
+/// Two reads of one resolution are equal whether or not the audit chain had numbered it yet
+/// (`seq`): PostgreSQL numbers it just after the commit, so the record a resolving call returns
+/// may lack what a later read has.
+impl PartialEq for StoredResolution {
+    fn eq(&self, other: &Self) -> bool {
+        self.resolution == other.resolution
+            && self.actor == other.actor
+            && self.resolved_at == other.resolved_at
+    }
 }
 
 impl StoredResolution {
+    /// A resolution by `actor` at `resolved_at`, not yet numbered in the audit chain.
+    pub fn new(resolution: Resolution, actor: Actor, resolved_at: DateTime<Utc>) -> Self {
+        Self {
+            resolution,
+            actor,
+            resolved_at,
+            seq: None,
+        }
+    }
+
     /// Expiry, done by the store itself at `at`.
     pub fn expired(at: DateTime<Utc>) -> Self {
-        Self {
-            resolution: Resolution::Expired,
-            actor: Actor::system(),
-            resolved_at: at,
-        }
+        Self::new(Resolution::Expired, Actor::system(), at)
     }
 }
 
@@ -233,7 +253,8 @@ impl EventKind {
         }
     }
 
-    /// Whether this event resolves its request.
+    /// Whether this event resolves its request (its `seq` is the one the request's receipt
+    /// names).
     pub fn resolves(self) -> bool {
         matches!(
             self,

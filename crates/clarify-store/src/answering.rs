@@ -95,11 +95,7 @@ impl Store {
             Submission::Answered(answers) => self.grants_for(record, answers, actor, resolved_at),
             Submission::Skipped => Vec::new(),
         };
-        let stored = StoredResolution {
-            resolution: resolution_of(submission),
-            actor: actor.clone(),
-            resolved_at,
-        };
+        let stored = StoredResolution::new(resolution_of(submission), actor.clone(), resolved_at);
         self.resolve_stored(&record.id, stored, &grants).await
     }
 
@@ -153,11 +149,7 @@ impl Store {
         resolution: Resolution,
         actor: &Actor,
     ) -> Result<RequestRecord, ResolveError> {
-        let stored = StoredResolution {
-            resolution,
-            actor: actor.clone(),
-            resolved_at: self.now(),
-        };
+        let stored = StoredResolution::new(resolution, actor.clone(), self.now());
         self.resolve_stored(id, stored, &[]).await
     }
 

@@ -52,10 +52,12 @@ pub enum AdminKind {
     /// An admin key answered a high-risk request without a passkey confirmation, which step-up
     /// lets only an admin key do (subject: the request id).
     StepUpWaived,
+    /// An executor spent a receipt (subject: its `jti`), which it can do once.
+    ReceiptSpent,
 }
 
 impl AdminKind {
-    pub const ALL: [AdminKind; 10] = [
+    pub const ALL: [AdminKind; 11] = [
         AdminKind::KeyCreated,
         AdminKind::KeyRevoked,
         AdminKind::GrantRevoked,
@@ -66,6 +68,7 @@ impl AdminKind {
         AdminKind::PasskeyRegistered,
         AdminKind::PasskeyRemoved,
         AdminKind::StepUpWaived,
+        AdminKind::ReceiptSpent,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -80,6 +83,7 @@ impl AdminKind {
             Self::PasskeyRegistered => "passkey.registered",
             Self::PasskeyRemoved => "passkey.removed",
             Self::StepUpWaived => "request.step_up_waived",
+            Self::ReceiptSpent => "receipt.spent",
         }
     }
 

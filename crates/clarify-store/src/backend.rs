@@ -386,6 +386,18 @@ impl Backend {
         dispatch!(self, b => b.record_admin(event, at).await)
     }
 
+    /// Records receipt `jti` as spent, with its audit event, unless it already is: whether
+    /// this call spent it.
+    pub(crate) async fn spend_receipt(
+        &self,
+        jti: &str,
+        request_id: &str,
+        event: crate::AdminEvent,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.spend_receipt(jti, request_id, event, at).await)
+    }
+
     pub(crate) async fn pending_at(&self) -> Result<(u64, u64), StoreError> {
         dispatch!(self, b => b.pending_at().await)
     }

@@ -37,11 +37,21 @@ pub(crate) struct RowParts {
     pub votes: Option<String>,
     pub remind_at: Option<i64>,
     pub escalated_at: Option<i64>,
+    /// The resolution's place in the audit chain, once numbered.
+    pub resolved_seq: Option<i64>,
+    /// Who was authenticated when it was resolved, as the audit chain records it.
+    pub resolved_principal: Option<String>,
 }
 
 /// The columns of [`RowParts`], in order, for SELECT lists.
 pub(crate) const COLUMNS: &str = "id, tenant, status, spec, created_at, expires_at, resolved_at, \
-     answered_by, channel, answers, votes, remind_at, escalated_at";
+     answered_by, channel, answers, votes, remind_at, escalated_at, resolved_seq, \
+     resolved_principal";
+
+/// [`COLUMNS`] for a schema that has no `resolved_seq` yet: what migrations before it read.
+pub(crate) const COLUMNS_BEFORE_RESOLVED_SEQ: &str = "id, tenant, status, spec, created_at, \
+     expires_at, resolved_at, answered_by, channel, answers, votes, remind_at, escalated_at, \
+     CAST(NULL AS BIGINT) AS resolved_seq, CAST(NULL AS TEXT) AS resolved_principal";
 
 impl RowParts {
     pub(crate) fn decode(self) -> Result<RequestRecord, StoreError> {
@@ -114,9 +124,11 @@ impl RowParts {
                 actor: Actor {
                     name: self.answered_by,
                     channel: self.channel.unwrap_or_default(),
+                    principal: self.resolved_principal,
                     ..Actor::default()
                 },
                 resolved_at,
+                seq: self.resolved_seq.and_then(|s| u64::try_from(s).ok()),
             })
         } else {
             None
@@ -253,6 +265,33 @@ pub(crate) fn reaped_callback_url(id: &str, spec: &str) -> Option<String> {
                 "stored request is unreadable; its webhook is not queued"
             );
             None
+        }
+    }
+}
+
+/// Where the outcome of a request the reaper expired goes (its `callback_url`, the workflow it
+/// resumes), read from its `spec` like [`reaped_callback_url`].
+pub(crate) fn reaped_outcome_urls(id: &str, spec: &str) -> Vec<String> {
+    /// The fields of the canonical request shape (see [`NewRequest`]) its deliveries need.
+    #[derive(serde::Deserialize)]
+    struct Targets {
+        #[serde(default)]
+        callback_url: Option<String>,
+        #[serde(default)]
+        resume: Option<clarify_core::Resume>,
+    }
+    match serde_json::from_str::<Targets>(spec) {
+        Ok(t) => t
+            .callback_url
+            .into_iter()
+            .chain(t.resume.as_ref().map(clarify_core::Resume::url))
+            .collect(),
+        Err(e) => {
+            tracing::warn!(
+                request = %id, error = %e,
+                "stored request is unreadable; its webhook is not queued"
+            );
+            Vec::new()
         }
     }
 }

@@ -59,6 +59,7 @@ mod passkeys;
 mod postgres;
 mod push;
 mod reaper;
+mod receipts;
 mod record;
 mod sqlite;
 mod suggest;
@@ -361,11 +362,11 @@ impl Store {
         let submission = parse_submission(&record.request, &body).map_err(|e| {
             StoreError::Backend(format!("the rule's decision does not fit the request: {e}"))
         })?;
-        let stored = StoredResolution {
-            resolution: resolution_of(submission),
-            actor: Actor::new(format!("policy:{}", rule.name), "policy"),
-            resolved_at: self.now(),
-        };
+        let stored = StoredResolution::new(
+            resolution_of(submission),
+            Actor::new(format!("policy:{}", rule.name), "policy"),
+            self.now(),
+        );
         match self.resolve_stored(&record.id, stored, &[]).await {
             Ok(resolved) => {
                 created.record = resolved;

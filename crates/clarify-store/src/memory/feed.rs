@@ -66,6 +66,21 @@ impl MemoryBackend {
         self.state().push_admin(&event, at);
         Ok(())
     }
+
+    pub(crate) async fn spend_receipt(
+        &self,
+        jti: &str,
+        _request_id: &str,
+        event: AdminEvent,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let mut s = self.state();
+        if !s.spent_receipts.insert(jti.to_owned()) {
+            return Ok(false);
+        }
+        s.push_admin(&event, at);
+        Ok(true)
+    }
 }
 
 impl State {

@@ -49,6 +49,8 @@ pub(crate) struct MemoryBackend {
 #[derive(Debug, Default)]
 struct State {
     next_seq: u64,
+    /// The `jti`s of the receipts spent.
+    spent_receipts: std::collections::HashSet<String>,
     rows: HashMap<String, Row>,
     /// Insertion sequence → id, for newest-first listing.
     order: BTreeMap<u64, String>,

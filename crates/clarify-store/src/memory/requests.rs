@@ -175,7 +175,11 @@ impl State {
             res.actor.principal.clone(),
         );
         row.record.status = status;
-        row.record.resolution = Some(res);
+        // The event pushed below is the next one: its `seq` is the one the receipt names.
+        row.record.resolution = Some(StoredResolution {
+            seq: Some(self.next_event + 1),
+            ..res
+        });
         let reminder = row.record.remind_at.take();
         let escalation = row.escalate_at.take();
         let record = row.record.clone();
@@ -193,8 +197,8 @@ impl State {
             self.escalations.remove(&(at, seq));
         }
         self.push_event(&record, kind, actor, Some(channel), principal, at);
-        if let Some(url) = &record.request.callback_url {
-            self.queue(&record, url, None, at, None);
+        for url in record.request.outcome_urls() {
+            self.queue(&record, &url, None, at, None);
         }
         // Every announcement of it is edited to show the outcome.
         self.follow_up(&record, kind, at);

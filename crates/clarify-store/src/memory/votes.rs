@@ -46,11 +46,7 @@ impl MemoryBackend {
             return Ok(Cast::Counted(record));
         };
         let made = grants(&record, &answers);
-        let resolution = StoredResolution {
-            resolution: Resolution::Answered(answers),
-            actor,
-            resolved_at: vote.at,
-        };
+        let resolution = StoredResolution::new(Resolution::Answered(answers), actor, vote.at);
         let Some(record) = s.resolve_row(id, resolution) else {
             return Ok(Cast::NotFound);
         };

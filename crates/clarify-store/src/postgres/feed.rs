@@ -46,6 +46,37 @@ impl PgBackend {
         self.commit_events(tx).await
     }
 
+    pub(crate) async fn spend_receipt(
+        &self,
+        jti: &str,
+        request_id: &str,
+        event: AdminEvent,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let spent = sqlx::query(
+            "INSERT INTO clarify_receipts_spent (jti, tenant, request_id, spent_at, spent_by) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (jti) DO NOTHING",
+        )
+        .bind(jti)
+        .bind(&event.tenant)
+        .bind(request_id)
+        .bind(crate::codec::millis(at))
+        .bind(event.by.principal.as_ref().or(event.by.name.as_ref()))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected()
+            == 1;
+        if !spent {
+            tx.rollback().await.map_err(db_err)?;
+            return Ok(false);
+        }
+        append_admin(&mut tx, &event, at).await?;
+        self.commit_events(tx).await?;
+        Ok(true)
+    }
+
     pub(crate) async fn sync_feed(&self, within: Duration) -> Result<(), StoreError> {
         // Every event committed before now is in this snapshot: numbered already, or in the
         // inbox with an id up to this one.

@@ -12,7 +12,7 @@ use sqlx::postgres::PgConnection;
 
 use super::requests::parts;
 use super::{PgBackend, corrupt_row, db_err};
-use crate::codec::COLUMNS;
+use crate::codec::{COLUMNS, COLUMNS_BEFORE_RESOLVED_SEQ};
 use crate::error::StoreError;
 use crate::insights::{Cell, Ending, Grain, Histogram, InsightsQuery, Key, fold, rows_of};
 use crate::record::RequestRecord;
@@ -191,7 +191,7 @@ pub(super) async fn backfill(conn: &mut PgConnection) -> Result<(), StoreError> 
     let mut after = 0_i64;
     loop {
         let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS}, seq FROM clarify_requests r WHERE seq > $1 \
+            "SELECT {COLUMNS_BEFORE_RESOLVED_SEQ}, seq FROM clarify_requests r WHERE seq > $1 \
              AND status <> 'pending' AND NOT EXISTS (SELECT 1 FROM clarify_event_inbox x \
              WHERE x.request_id = r.id AND x.kind <> 'created') ORDER BY seq LIMIT $2"
         ))

@@ -21,12 +21,13 @@ use crate::error::StoreError;
 const MIGRATION_LOCK: i64 = 0x636c_6172_6966_7901;
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-pub(super) const SCHEMA_VERSION: i64 = 16;
+pub(super) const SCHEMA_VERSION: i64 = 17;
 
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
     SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16,
+    SCHEMA_V17,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -392,3 +393,25 @@ pub(super) async fn migrate(conn: &mut PgConnection) -> Result<(), StoreError> {
     tx.commit().await.map_err(db_err)?;
     Ok(())
 }
+
+/// Receipts: each resolved request keeps its resolution's place in the audit chain (which its
+/// receipt names; the sequencer fills it in when it numbers the event, and it is found here for
+/// the requests resolved before), and each spent receipt is a row, unique per `jti`, so a
+/// receipt is spent once whatever the instances.
+const SCHEMA_V17: &str = "
+ALTER TABLE clarify_requests ADD COLUMN resolved_seq bigint;
+ALTER TABLE clarify_requests ADD COLUMN resolved_principal text;
+UPDATE clarify_requests r SET resolved_seq = (SELECT min(e.seq) FROM clarify_events e
+    WHERE e.request_id = r.id AND e.kind IN ('answered', 'skipped', 'expired', 'cancelled'))
+    WHERE r.status <> 'pending';
+UPDATE clarify_requests r SET resolved_principal = (SELECT e.principal FROM clarify_events e
+    WHERE e.seq = r.resolved_seq)
+    WHERE r.resolved_seq IS NOT NULL;
+CREATE TABLE clarify_receipts_spent (
+    jti text PRIMARY KEY,
+    tenant text NOT NULL,
+    request_id text NOT NULL,
+    spent_at bigint NOT NULL,
+    spent_by text
+);
+";

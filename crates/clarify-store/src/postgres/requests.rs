@@ -278,7 +278,10 @@ async fn resolve_in_one(
              INSERT INTO clarify_deliveries (request_id, tenant, url, status, created_at, \
                  next_attempt_at, event) \
              SELECT id, tenant, url, 'pending', $3, $3, NULL \
-             FROM (SELECT id, tenant, spec::jsonb ->> 'callback_url' AS url FROM r) AS h \
+             FROM (SELECT id, tenant, spec::jsonb ->> 'callback_url' AS url FROM r \
+                   UNION ALL SELECT id, tenant, \
+                       (spec::jsonb #>> '{{resume,restate,ingress}}') || '/restate/awakeables/' || \
+                       (spec::jsonb #>> '{{resume,restate,awakeable}}') || '/resolve' FROM r) AS h \
              WHERE url IS NOT NULL), \
          follow AS ( \
              INSERT INTO clarify_deliveries (request_id, tenant, url, status, created_at, \
@@ -304,7 +307,13 @@ async fn resolve_in_one(
     .fetch_optional(&mut *conn)
     .await
     .map_err(db_err)?;
-    row.map(|row| parts(&row)?.decode()).transpose()
+    let Some(row) = row else { return Ok(None) };
+    let mut record = parts(&row)?.decode()?;
+    // As in `apply_resolution`: the principal reaches the row when the event is numbered.
+    if let Some(resolution) = record.resolution.as_mut() {
+        resolution.actor.principal.clone_from(&res.actor.principal);
+    }
+    Ok(Some(record))
 }
 
 /// Applies a resolution to a pending request that is not past its deadline at `resolved_at` (an
@@ -343,12 +352,20 @@ pub(super) async fn apply_resolution(
     .await
     .map_err(db_err)?;
     let Some(row) = row else { return Ok(None) };
-    let record = parts(&row)?.decode()?;
-    // Queued in the resolving transaction: both commit, or neither.
-    if let Some(url) = &record.request.callback_url {
-        let target = (record.tenant.clone(), record.id.clone(), url.clone());
-        queue_deliveries(conn, std::slice::from_ref(&target), at, None).await?;
+    let mut record = parts(&row)?.decode()?;
+    // Who was authenticated reaches the row when the sequencer numbers the event; the record
+    // returned now says it already.
+    if let Some(resolution) = record.resolution.as_mut() {
+        resolution.actor.principal.clone_from(&res.actor.principal);
     }
+    // Queued in the resolving transaction: both commit, or neither.
+    let targets: Vec<(String, String, String)> = record
+        .request
+        .outcome_urls()
+        .into_iter()
+        .map(|url| (record.tenant.clone(), record.id.clone(), url))
+        .collect();
+    queue_deliveries(conn, &targets, at, None).await?;
     insert_grants(conn, &record.tenant, grants).await?;
     // Every announcement of it is edited to show the outcome.
     follow_up(conn, &[id], EventKind::for_status(status), at).await?;
@@ -370,5 +387,7 @@ pub(super) fn parts(row: &PgRow) -> Result<RowParts, StoreError> {
         votes: row.try_get("votes").map_err(corrupt_row)?,
         remind_at: row.try_get("remind_at").map_err(corrupt_row)?,
         escalated_at: row.try_get("escalated_at").map_err(corrupt_row)?,
+        resolved_seq: row.try_get("resolved_seq").map_err(corrupt_row)?,
+        resolved_principal: row.try_get("resolved_principal").map_err(corrupt_row)?,
     })
 }

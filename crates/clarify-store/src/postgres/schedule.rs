@@ -9,7 +9,9 @@ use sqlx::postgres::PgConnection;
 use super::feed::append_events;
 use super::outbox::{follow_up, queue_deliveries};
 use super::{PgBackend, corrupt_row, db_err};
-use crate::codec::{due_column, millis, next_reminder_at, reaped_callback_url};
+use crate::codec::{
+    due_column, millis, next_reminder_at, reaped_callback_url, reaped_outcome_urls,
+};
 use crate::error::StoreError;
 use crate::record::{Actor, EventKind};
 
@@ -112,14 +114,16 @@ impl PgBackend {
             let deadline: Option<i64> = row.try_get("expires_at").map_err(corrupt_row)?;
             let seq: i64 = row.try_get("seq").map_err(corrupt_row)?;
             let spec: String = row.try_get("spec").map_err(corrupt_row)?;
-            let url = reaped_callback_url(&id, &spec);
-            due.push((deadline, seq, tenant, id, url));
+            let urls = reaped_outcome_urls(&id, &spec);
+            due.push((deadline, seq, tenant, id, urls));
         }
         // Oldest deadline first, as the memory backend expires them.
         due.sort_unstable();
         let hooks: Vec<(String, String, String)> = due
             .iter()
-            .filter_map(|(_, _, t, id, url)| Some((t.clone(), id.clone(), url.clone()?)))
+            .flat_map(|(_, _, t, id, urls)| {
+                urls.iter().map(|url| (t.clone(), id.clone(), url.clone()))
+            })
             .collect();
         queue_deliveries(&mut tx, &hooks, at, None).await?;
         let targets: Vec<(String, String)> =

@@ -229,11 +229,14 @@ async fn number_round(conn: &mut PgConnection) -> Result<usize, StoreError> {
         hashes.push(hash.clone());
         numbered.push(event);
     }
-    let resolved: Vec<String> = numbered
+    let resolutions: Vec<&EventParts> = numbered
         .iter()
         .filter(|e| EventKind::parse(&e.kind).is_some_and(EventKind::resolves))
-        .map(|e| e.request_id.clone())
         .collect();
+    let resolved: Vec<String> = resolutions.iter().map(|e| e.request_id.clone()).collect();
+    let resolved_seqs: Vec<i64> = resolutions.iter().map(|e| e.seq).collect();
+    let resolved_principals: Vec<Option<String>> =
+        resolutions.iter().map(|e| e.principal.clone()).collect();
     let payload = wake_payload(seq, &numbered);
     let mut columns = EventColumns::with_capacity(n);
     for e in numbered {
@@ -271,6 +274,21 @@ async fn number_round(conn: &mut PgConnection) -> Result<usize, StoreError> {
     // The requests whose resolution this round numbers are counted into the insights now,
     // once: a failed round rolls this back with the numbering.
     super::insights::count(&mut tx, &resolved).await?;
+    // Each request resolved in this round keeps its resolution's place, which its receipt
+    // names, in the same transaction.
+    if !resolved.is_empty() {
+        sqlx::query(
+            "UPDATE clarify_requests r SET resolved_seq = u.seq, resolved_principal = u.principal \
+             FROM unnest($1::text[], $2::bigint[], $3::text[]) AS u(id, seq, principal) \
+             WHERE r.id = u.id",
+        )
+        .bind(&resolved)
+        .bind(&resolved_seqs)
+        .bind(&resolved_principals)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    }
     tx.commit().await.map_err(db_err)?;
     Ok(n)
 }

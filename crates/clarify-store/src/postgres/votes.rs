@@ -65,11 +65,8 @@ impl PgBackend {
             None => None,
             Some(answers) => {
                 let made = grants(&record, &answers);
-                let resolution = StoredResolution {
-                    resolution: Resolution::Answered(answers),
-                    actor: actor.clone(),
-                    resolved_at: vote.at,
-                };
+                let resolution =
+                    StoredResolution::new(Resolution::Answered(answers), actor.clone(), vote.at);
                 match apply_resolution(&mut tx, id, &resolution, &made).await? {
                     Some(resolved) => record = resolved,
                     None => {

@@ -44,6 +44,35 @@ impl SqliteBackend {
         self.write(move |conn| append_admin(conn, &event, at)).await
     }
 
+    pub(crate) async fn spend_receipt(
+        &self,
+        jti: &str,
+        request_id: &str,
+        event: AdminEvent,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let (jti, request_id) = (jti.to_owned(), request_id.to_owned());
+        self.write(move |conn| {
+            let spent = conn
+                .prepare_cached(
+                    "INSERT INTO receipts_spent (jti, tenant, request_id, spent_at, spent_by) \
+                     VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (jti) DO NOTHING",
+                )?
+                .execute(params![
+                    jti,
+                    event.tenant,
+                    request_id,
+                    crate::codec::millis(at),
+                    event.by.principal.as_ref().or(event.by.name.as_ref())
+                ])?;
+            if spent == 1 {
+                append_admin(conn, &event, at)?;
+            }
+            Ok(spent == 1)
+        })
+        .await
+    }
+
     pub(crate) async fn last_event_seq(&self) -> Result<u64, StoreError> {
         self.read(|conn| {
             let seq: i64 =
@@ -73,7 +102,8 @@ impl SqliteBackend {
 }
 
 /// Appends an event of request `request_id` by `by` (`None`: nobody, as for a creation),
-/// hashed onto the chain, in the writer's transaction.
+/// hashed onto the chain, in the writer's transaction, and returns its `seq`. A resolving
+/// event's `seq` and principal are kept on its request too, for the request's receipt.
 pub(super) fn append_event(
     conn: &Connection,
     tenant: &str,
@@ -81,7 +111,7 @@ pub(super) fn append_event(
     kind: EventKind,
     by: Option<&Actor>,
     at: i64,
-) -> Result<(), StoreError> {
+) -> Result<u64, StoreError> {
     // The writer's transaction holds the database, so the head read here is the chain's.
     let (last, previous) = chain_head(conn)?;
     let event = EventParts {
@@ -95,7 +125,16 @@ pub(super) fn append_event(
         at,
         hash: None,
     };
-    Ok(insert_linked(conn, event, previous.as_deref())?)
+    let seq = event.seq;
+    let principal = event.principal.clone();
+    insert_linked(conn, event, previous.as_deref())?;
+    if kind.resolves() {
+        conn.prepare_cached(
+            "UPDATE requests SET resolved_seq = ?2, resolved_principal = ?3 WHERE id = ?1",
+        )?
+        .execute(params![request_id, seq, principal])?;
+    }
+    Ok(u64::try_from(seq).unwrap_or(0))
 }
 
 /// Appends an admin event, hashed onto the chain, in the writer's transaction.

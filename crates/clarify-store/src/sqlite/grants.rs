@@ -105,6 +105,7 @@ impl SqliteBackend {
                 Some(&actor),
                 millis(at),
             )
+            .map(|_| ())
         })
         .await
     }

@@ -8,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteBackend;
 use super::requests::row_parts;
-use crate::codec::COLUMNS;
+use crate::codec::{COLUMNS, COLUMNS_BEFORE_RESOLVED_SEQ};
 use crate::error::StoreError;
 use crate::insights::{Cell, Ending, Grain, Histogram, InsightsQuery, Key, fold, rows_of};
 use crate::record::RequestRecord;
@@ -204,11 +204,11 @@ fn backfill_rows(conn: &Connection) -> Result<(), StoreError> {
     let mut after = 0_i64;
     loop {
         let mut stmt = conn.prepare(&format!(
-            "SELECT {COLUMNS}, seq FROM requests WHERE seq > ?1 AND status <> 'pending' \
-             ORDER BY seq LIMIT ?2"
+            "SELECT {COLUMNS_BEFORE_RESOLVED_SEQ}, seq FROM requests WHERE seq > ?1 \
+             AND status <> 'pending' ORDER BY seq LIMIT ?2"
         ))?;
         let rows = stmt.query_map(params![after, BACKFILL_BATCH], |r| {
-            Ok((row_parts(r)?, r.get::<_, i64>(13)?))
+            Ok((row_parts(r)?, r.get::<_, i64>(15)?))
         })?;
         let mut read = 0;
         for row in rows {

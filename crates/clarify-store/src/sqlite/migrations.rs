@@ -13,7 +13,7 @@ use crate::audit;
 use crate::codec::{EVENT_COLUMNS_BEFORE_PRINCIPAL, EventParts};
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-pub(super) const SCHEMA_VERSION: i64 = 17;
+pub(super) const SCHEMA_VERSION: i64 = 18;
 
 /// Schema version 1: requests, their tags, the event log and grants.
 const SCHEMA_V1: &str = "
@@ -323,11 +323,32 @@ CREATE TABLE push_subscriptions (
 CREATE INDEX push_subscriptions_tenant ON push_subscriptions (tenant, created_at);
 ";
 
+/// Receipts: each resolved request keeps its resolution's place in the audit chain and who was
+/// authenticated (which its receipt names; found for the requests resolved before), and each
+/// spent receipt is a row, unique per `jti`, so a receipt is spent once whatever the instances.
+const SCHEMA_V18: &str = "
+ALTER TABLE requests ADD COLUMN resolved_seq INTEGER;
+ALTER TABLE requests ADD COLUMN resolved_principal TEXT;
+UPDATE requests SET resolved_seq = (SELECT min(e.seq) FROM events e WHERE e.request_id = requests.id
+    AND e.kind IN ('answered', 'skipped', 'expired', 'cancelled'))
+    WHERE status <> 'pending';
+UPDATE requests SET resolved_principal = (SELECT e.principal FROM events e
+    WHERE e.seq = requests.resolved_seq)
+    WHERE resolved_seq IS NOT NULL;
+CREATE TABLE receipts_spent (
+    jti TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    spent_at INTEGER NOT NULL,
+    spent_by TEXT
+) WITHOUT ROWID;
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
     SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16,
-    SCHEMA_V17,
+    SCHEMA_V17, SCHEMA_V18,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 

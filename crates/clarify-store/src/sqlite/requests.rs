@@ -20,7 +20,7 @@ use crate::record::{
 };
 
 /// How many columns [`COLUMNS`] names: the index of a column selected after them.
-const ROW_COLUMNS: usize = 13;
+const ROW_COLUMNS: usize = 15;
 
 impl SqliteBackend {
     pub(crate) async fn create(&self, row: NewRow) -> Result<Created, StoreError> {
@@ -251,8 +251,8 @@ pub(super) fn resolve(
             };
             let record = decoded.decode(parts, known)?;
             // Queued in the resolving transaction: both happen, or neither.
-            if let Some(url) = &record.request.callback_url {
-                queue_delivery(conn, &record.id, &record.tenant, url, at, None)?;
+            for url in record.request.outcome_urls() {
+                queue_delivery(conn, &record.id, &record.tenant, &url, at, None)?;
             }
             insert_grants(conn, &record.tenant, grants)?;
             super::insights::count(conn, &record)?;
@@ -260,7 +260,7 @@ pub(super) fn resolve(
             if announced {
                 follow_up(conn, id, EventKind::for_status(status), at)?;
             }
-            append_event(
+            let seq = append_event(
                 conn,
                 &record.tenant,
                 id,
@@ -268,6 +268,11 @@ pub(super) fn resolve(
                 Some(&res.actor),
                 at,
             )?;
+            let mut record = record;
+            if let Some(resolution) = record.resolution.as_mut() {
+                resolution.seq = Some(seq);
+                resolution.actor.principal.clone_from(&res.actor.principal);
+            }
             Ok(Resolved::Won(record))
         }
         None => Ok(match get(conn, decoded, id)? {
@@ -306,6 +311,8 @@ pub(super) fn row_parts(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowParts> {
         votes: row.get(10)?,
         remind_at: row.get(11)?,
         escalated_at: row.get(12)?,
+        resolved_seq: row.get(13)?,
+        resolved_principal: row.get(14)?,
     })
 }
 

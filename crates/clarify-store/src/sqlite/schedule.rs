@@ -9,7 +9,9 @@ use super::SqliteBackend;
 use super::feed::append_event;
 use super::outbox::{follow_up, queue_delivery};
 use super::requests::get;
-use crate::codec::{due_column, millis, next_reminder_at, reaped_callback_url};
+use crate::codec::{
+    due_column, millis, next_reminder_at, reaped_callback_url, reaped_outcome_urls,
+};
 use crate::error::StoreError;
 use crate::record::{Actor, EventKind};
 
@@ -36,7 +38,7 @@ impl SqliteBackend {
                 rows.collect::<Result<_, _>>()?
             };
             for (id, tenant, spec) in &expired {
-                if let Some(url) = reaped_callback_url(id, spec) {
+                for url in reaped_outcome_urls(id, spec) {
                     queue_delivery(conn, id, tenant, &url, now_ms, None)?;
                 }
                 follow_up(conn, id, EventKind::Expired, now_ms)?;
@@ -125,5 +127,5 @@ fn announce(
         queue_delivery(conn, id, tenant, &url, at, Some(kind))?;
     }
     follow_up(conn, id, kind, at)?;
-    append_event(conn, tenant, id, kind, Some(&Actor::system()), at)
+    append_event(conn, tenant, id, kind, Some(&Actor::system()), at).map(|_| ())
 }

@@ -62,11 +62,7 @@ fn vote(
         return Ok(Cast::Counted(record));
     };
     let made = grants(&record, &answers);
-    let resolution = StoredResolution {
-        resolution: Resolution::Answered(answers),
-        actor,
-        resolved_at: vote.at,
-    };
+    let resolution = StoredResolution::new(Resolution::Answered(answers), actor, vote.at);
     let body = answers_json(&resolution.resolution)?;
     Ok(
         match resolve(conn, decoded, id, &resolution, body, &made)? {

@@ -1638,6 +1638,10 @@ async fn reopen_keeps_requests_and_expires_overdue_ones(store: Store, env: Env) 
     assert_eq!(got, Some(pending.clone()), "a pending request survives");
     let got = store.get(t, &answered.id).await.expect("get");
     assert_eq!(got, Some(answered.clone()), "an answered request survives");
+    assert!(
+        got.and_then(|r| r.resolution?.seq).is_some(),
+        "numbered in the audit chain once the feed is synced"
+    );
     let expired = store.get(t, &due.id).await.expect("get").expect("exists");
     assert_eq!(
         expired.status,

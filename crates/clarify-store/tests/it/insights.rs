@@ -390,6 +390,8 @@ async fn the_migration_fills_the_coarser_rollups_from_the_days() {
         conn.execute_batch(
             "DROP TABLE insights_months; DROP TABLE insights_days; \
              DROP TABLE insights_compacted; DROP TABLE push_subscriptions; \
+             DROP TABLE receipts_spent; ALTER TABLE requests DROP COLUMN resolved_seq; \
+             ALTER TABLE requests DROP COLUMN resolved_principal; \
              PRAGMA user_version = 15;",
         )
         .expect("back to schema 15");
@@ -404,7 +406,10 @@ async fn the_migration_fills_the_coarser_rollups_from_the_days() {
             let mut conn = sqlx::PgConnection::connect(url).await.expect("connect");
             sqlx::raw_sql(
                 "DROP TABLE clarify_insights_months, clarify_insights_days, \
-                 clarify_insights_compacted, clarify_push_subscriptions; \
+                 clarify_insights_compacted, clarify_push_subscriptions, \
+                 clarify_receipts_spent; \
+                 ALTER TABLE clarify_requests DROP COLUMN resolved_seq, \
+                 DROP COLUMN resolved_principal; \
                  DELETE FROM clarify_schema WHERE version >= 15;",
             )
             .execute(&mut conn)
