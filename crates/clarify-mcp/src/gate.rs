@@ -481,11 +481,15 @@ struct Gate {
     desk: Arc<Desk>,
 }
 
-/// What becomes of a call before it is forwarded.
+/// What becomes of a call before it is forwarded: its arguments, with the receipt of the
+/// person's approval when one was asked (for the gated server to check), or a refusal.
 enum Decided {
-    Forward(Value),
+    Forward(Value, Option<String>),
     Refuse(String),
 }
+
+/// The `_meta` key under which a forwarded call carries the receipt of its approval.
+pub const RECEIPT_META_KEY: &str = "clarify/receipt";
 
 impl Gate {
     async fn decide(
@@ -501,7 +505,7 @@ impl Gate {
                 return Ok(Decided::Refuse(Refusal::blocked(&action.name).reason));
             }
             PolicyDecision::Allowed | PolicyDecision::Granted(_) => {
-                return Ok(Decided::Forward(action.arguments.clone()));
+                return Ok(Decided::Forward(action.arguments.clone(), None));
             }
             PolicyDecision::Ask => {}
         }
@@ -513,7 +517,7 @@ impl Gate {
             .await?
             && self.approvals.granted(action, None).await?
         {
-            return Ok(Decided::Forward(action.arguments.clone()));
+            return Ok(Decided::Forward(action.arguments.clone(), None));
         }
         // An MCP session carries no clarify session, so `session` scope is not offered.
         let spec = ApprovalSpec {
@@ -546,8 +550,9 @@ impl Gate {
         };
         let reply =
             ApprovalReply::from_json(&outcome).map_err(|e| ToolError::Arguments(e.to_string()))?;
+        let receipt = outcome["receipt"].as_str().map(str::to_owned);
         Ok(match settle(action, None, &reply) {
-            Verdict::Run { arguments, .. } => Decided::Forward(arguments),
+            Verdict::Run { arguments, .. } => Decided::Forward(arguments, receipt),
             Verdict::Refuse(refusal) => Decided::Refuse(refusal.reason),
         })
     }
@@ -640,8 +645,8 @@ impl ServerHandler for Gate {
             name: request.name.to_string(),
             arguments: Value::Object(request.arguments.clone().unwrap_or_default()),
         };
-        let arguments = match self.decide(&action, &context).await {
-            Ok(Decided::Forward(arguments)) => arguments,
+        let (arguments, receipt) = match self.decide(&action, &context).await {
+            Ok(Decided::Forward(arguments, receipt)) => (arguments, receipt),
             Ok(Decided::Refuse(reason)) => {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(reason)]).into());
             }
@@ -652,6 +657,14 @@ impl ServerHandler for Gate {
             Value::Object(map) => Some(map),
             _ => None,
         };
+        // The gated server may check that a person approved exactly these arguments, offline
+        // against the server's keys (`clarify receipts verify`, the SDKs' verify helpers).
+        if let Some(receipt) = receipt {
+            forwarded
+                .meta
+                .get_or_insert_with(Default::default)
+                .insert(RECEIPT_META_KEY.to_owned(), Value::String(receipt));
+        }
         // Dropped when the client cancels, which cancels the call upstream too.
         let ct: CancellationToken = context.ct.clone();
         self.desk

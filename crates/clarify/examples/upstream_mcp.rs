@@ -81,7 +81,15 @@ impl ServerHandler for Upstream {
         let calls = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
         let args = Value::Object(request.arguments.unwrap_or_default());
         let text = match request.name.as_ref() {
-            "echo" | "delete_file" => json!({"tool": request.name, "arguments": args}).to_string(),
+            "echo" | "delete_file" => {
+                let mut echoed = json!({"tool": request.name, "arguments": args});
+                // What a tool server checks before it acts: the receipt of the person's approval
+                // that `clarify gate` forwards in the call's `_meta`.
+                if let Some(receipt) = context.meta.get("clarify/receipt") {
+                    echoed["receipt"] = receipt.clone();
+                }
+                echoed.to_string()
+            }
             "count" => (calls - 1).to_string(),
             "confirm" => {
                 let modern = context

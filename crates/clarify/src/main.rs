@@ -18,6 +18,7 @@ mod keys;
 mod logs;
 mod mcp;
 mod policy;
+mod receipts;
 #[cfg(test)]
 mod reference;
 mod render;
@@ -121,6 +122,22 @@ enum Command {
         #[command(subcommand)]
         command: AuditCommand,
         /// The store: sqlite://PATH or postgres://...
+        #[arg(
+            long,
+            env = "CLARIFY_DB",
+            default_value = "sqlite://clarify.db",
+            global = true
+        )]
+        db: String,
+    },
+    /// Check a decision's signed receipt offline, or rotate the key receipts are signed with.
+    #[command(
+        after_help = "Examples:\n  clarify receipts verify \"$RECEIPT\" --jwks https://clarify.example.com/.well-known/jwks.json \\\n      --action transfer --arguments '{\"amount\": 100, \"to\": \"bob\"}'\n  clarify receipts verify @receipt.jws --jwks jwks.json --arguments @args.json\n  clarify receipts rotate --db sqlite:///srv/clarify/clarify.db\n\nverify exits 0 when the signature matches a key of the set and the receipt approves the\naction with exactly those arguments (compared by their RFC 8785 canonical form), 1 otherwise,\nwith one line saying why. Without --jwks it fetches the server's at CLARIFY_URL. rotate\nworks directly on the store; receipts signed before still verify."
+    )]
+    Receipts {
+        #[command(subcommand)]
+        command: ReceiptsCommand,
+        /// The store (for rotate): sqlite://PATH or postgres://...
         #[arg(
             long,
             env = "CLARIFY_DB",
@@ -305,6 +322,26 @@ enum ConfigCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum ReceiptsCommand {
+    /// Verify a receipt: exit 0 when it is valid and covers --action with --arguments, else 1.
+    Verify {
+        /// The receipt (a compact JWS), @FILE, or - for standard input.
+        receipt: String,
+        /// The key set: a URL or a file. Default: $CLARIFY_URL/.well-known/jwks.json.
+        #[arg(long)]
+        jwks: Option<String>,
+        /// The action (tool name) the receipt must approve.
+        #[arg(long)]
+        action: Option<String>,
+        /// The exact arguments it must approve: JSON, or @FILE.
+        #[arg(long)]
+        arguments: Option<String>,
+    },
+    /// Make a new signing key in the store; it signs from now on.
+    Rotate,
+}
+
+#[derive(Debug, Subcommand)]
 enum AuditCommand {
     /// Recompute the audit chain: exit 0 with the count, or 1 naming the first bad event.
     Verify,
@@ -433,6 +470,7 @@ async fn run(cli: Cli, given: Vec<String>) -> anyhow::Result<ExitCode> {
         } => Ok(config::check_command(&path)),
         Command::Keys { command, db } => keys::run(command, &db).await,
         Command::Audit { command, db } => audit::run(command, &db).await,
+        Command::Receipts { command, db } => receipts::run(command, &db).await,
         Command::Report {
             since,
             format,

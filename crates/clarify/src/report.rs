@@ -73,6 +73,9 @@ pub struct Decision {
     pub answered_by: Option<String>,
     pub answered_via: Option<String>,
     pub seconds_to_decide: Option<f64>,
+    /// The `jti` of the decision's signed receipt (`clarify receipts verify` checks one); `None`
+    /// before the audit chain numbered the resolution.
+    pub receipt_jti: Option<String>,
 }
 
 /// What a decision is made of, from a stored record or a server's.
@@ -89,6 +92,7 @@ struct Parts {
     answered_by: Option<String>,
     answered_via: Option<String>,
     default_applied: bool,
+    receipt_jti: Option<String>,
 }
 
 impl Decision {
@@ -120,6 +124,11 @@ impl Decision {
                 answered_by: outcome.answered_by.clone(),
                 answered_via: outcome.answered_via.clone(),
                 default_applied: outcome.default_applied,
+                receipt_jti: record
+                    .resolution
+                    .as_ref()
+                    .and_then(|r| r.seq)
+                    .map(|seq| clarify_model::receipt::jti(&record.id, seq)),
             },
             answers,
         ))
@@ -153,6 +162,7 @@ impl Decision {
             answered_via: p.answered_via,
             seconds_to_decide: person
                 .then(|| (p.resolved_at - p.created_at).num_milliseconds() as f64 / 1000.0),
+            receipt_jti: p.receipt_jti,
         }
     }
 }
@@ -464,6 +474,8 @@ struct WireRecord {
     questions: Vec<Value>,
     #[serde(default)]
     outcome: Option<WireOutcome>,
+    #[serde(default)]
+    receipt: Option<String>,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -523,6 +535,11 @@ impl WireRecord {
                 answered_by: outcome.answered_by,
                 answered_via: outcome.answered_via,
                 default_applied: outcome.default_applied,
+                receipt_jti: self
+                    .receipt
+                    .as_deref()
+                    .and_then(clarify_model::receipt::ReceiptClaims::unverified)
+                    .map(|claims| claims.jti),
             },
             answers,
         ))
@@ -630,7 +647,7 @@ fn csv(decisions: &[Decision]) -> String {
         }
     }
     let mut out = String::from(
-        "id,created_at,resolved_at,status,agent,session,tool,shown,decision,reason,answered_by,answered_via,seconds_to_decide\r\n",
+        "id,created_at,resolved_at,status,agent,session,tool,shown,decision,reason,answered_by,answered_via,seconds_to_decide,receipt_jti\r\n",
     );
     for d in decisions {
         let cells = [
@@ -649,6 +666,7 @@ fn csv(decisions: &[Decision]) -> String {
             d.seconds_to_decide
                 .map(|s| format!("{s:.3}"))
                 .unwrap_or_default(),
+            d.receipt_jti.clone().unwrap_or_default(),
         ];
         let line: Vec<String> = cells.iter().map(|c| field(c)).collect();
         out.push_str(&line.join(","));
@@ -738,7 +756,7 @@ fn html(
             };
             let _ = write!(
                 out,
-                "<tr><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code><br>{}</td></tr>",
+                "<tr><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code><br>{}{}</td></tr>",
                 escape(&d.resolved_at),
                 escape(&d.shown),
                 d.tool
@@ -752,6 +770,10 @@ fn html(
                     .unwrap_or_else(|| "–".to_owned()),
                 escape(&d.id),
                 escape(d.agent.as_deref().unwrap_or("")),
+                d.receipt_jti
+                    .as_ref()
+                    .map(|j| format!("<br><small>receipt <code>{}</code></small>", escape(j)))
+                    .unwrap_or_default(),
             );
         }
         out.push_str("</tbody></table>");

@@ -62,6 +62,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
                 groups: std::mem::take(&mut file.groups),
                 forbid_self_approval: file.forbid_self_approval,
                 push: std::mem::take(&mut file.push),
+                receipts: std::mem::take(&mut file.receipts),
                 step_up: file.step_up,
             };
             let rules = file.rules.take();
@@ -145,6 +146,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     config.identities = people.identities;
     config.oidc = people.oidc;
     config.push = people.push;
+    config.receipts = people.receipts;
     config.suggest = suggest;
     config.a2a = a2a;
     config.otlp = args
@@ -208,6 +210,7 @@ struct People {
     groups: std::collections::BTreeMap<String, Vec<String>>,
     forbid_self_approval: bool,
     push: clarify_server::state::push::PushConfig,
+    receipts: clarify_server::state::receipts::ReceiptsConfig,
     step_up: Option<clarify_core::Risk>,
 }
 

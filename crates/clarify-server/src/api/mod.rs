@@ -22,6 +22,7 @@ pub mod openapi;
 pub mod passkeys;
 pub mod policy;
 pub mod push;
+pub mod receipts;
 pub mod requests;
 pub mod sessions;
 pub mod suggestions;
@@ -88,6 +89,8 @@ pub(crate) fn routes() -> Router<AppState> {
         )
         .route("/v1/push/subscriptions/{id}", delete(push::unsubscribe))
         .route("/v1/audit", get(audit::list))
+        .route("/.well-known/jwks.json", get(receipts::jwks))
+        .route("/v1/receipts/spend", post(receipts::spend))
         .route("/v1/insights", get(insights::insights))
         .route(
             "/v1/passkeys",
@@ -117,9 +120,25 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/metrics", get(health::render))
 }
 
-/// Starts this room's background task, the event tailer; it ends at shutdown.
+/// Starts this room's background tasks, the event tailer and the reading of the receipts' keys
+/// (a rotation made by another process reaches this one); they end at shutdown.
 pub(crate) fn start(state: &AppState) -> Vec<JoinHandle<()>> {
-    vec![tokio::spawn(events::tail(state.clone()))]
+    vec![
+        tokio::spawn(events::tail(state.clone())),
+        tokio::spawn(reload_receipt_keys(state.clone())),
+    ]
+}
+
+async fn reload_receipt_keys(state: AppState) {
+    loop {
+        tokio::select! {
+            () = state.shutdown.cancelled() => return,
+            () = tokio::time::sleep(crate::state::receipts::RELOAD) => {}
+        }
+        if let Err(e) = state.receipts.reload(&state.store).await {
+            tracing::warn!(error = %e, "reading the receipts' keys failed; signing with the ones read before");
+        }
+    }
 }
 
 /// `record` as `caller` sees it: with its answer link for the roles that create requests.
@@ -131,7 +150,7 @@ pub(crate) fn render(state: &AppState, caller: &Caller, record: &RequestRecord) 
 /// the caller is known (the event streams render each event once for each kind).
 pub(crate) fn render_for(state: &AppState, links: bool, record: &RequestRecord) -> RecordBody {
     let link = links.then(|| state.answer_url(&record.id));
-    let mut body = RecordBody::new(record, link);
+    let mut body = RecordBody::new(record, link).with_receipt(state.receipts.sign(record));
     body.step_up = state.store.needs_step_up(&record.request);
     body
 }

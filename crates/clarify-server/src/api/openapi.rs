@@ -66,6 +66,8 @@ use utoipa::{Modify, OpenApi};
         crate::api::passkeys::finish_sign_in,
         crate::api::passkeys::start_step_up,
         crate::api::passkeys::finish_step_up,
+        crate::api::receipts::jwks,
+        crate::api::receipts::spend,
         crate::api::health::healthz,
         crate::api::health::readyz,
         crate::api::health::render,
@@ -83,6 +85,7 @@ use utoipa::{Modify, OpenApi};
         (name = "insights", description = "What the decisions add up to (responders, admins)"),
         (name = "grants", description = "Remembered approvals: list, check, revoke"),
         (name = "policy", description = "The server's rules: what they decide for a call"),
+        (name = "receipts", description = "Signed decisions: the public keys, and spending a receipt once"),
         (name = "inbox", description = "Inbox sessions and passkeys"),
         (name = "health", description = "Liveness, readiness and metrics"),
     )

@@ -73,13 +73,7 @@ pub async fn create(
         }
     }
     let request = clarify_core::parse_request(&raw, &state.config.limits)?;
-    if let Some(url) = &request.callback_url {
-        state
-            .config
-            .outbound
-            .check_field("callback_url", url)
-            .await?;
-    }
+    admit_targets(&state.config.outbound, &request).await?;
     let created = state.store.create(caller.tenant(), request).await?;
     let status = if created.created {
         state.metrics.created();
@@ -284,6 +278,7 @@ pub(crate) async fn answer_one(
         let body = render(state, caller, &record);
         return Ok((StatusCode::ACCEPTED, Json(body)).into_response());
     }
+    let record = state.numbered(record).await;
     Ok(Json(state.resolved(&record)?).into_response())
 }
 
@@ -353,6 +348,7 @@ pub async fn client_answer(
         .await
         .map_err(|e| resolve_error(e, |r| render(&state, &caller, r)))?;
     tracing::info!(request = %id, principal = %caller.principal, "answered in the MCP client");
+    let record = state.numbered(record).await;
     Ok(Json(state.resolved(&record)?).into_response())
 }
 
@@ -377,6 +373,7 @@ pub async fn cancel(
         .await
         .map_err(|e| resolve_error(e, |r| render(&state, &caller, r)))?;
     state.resolved(&record)?;
+    let record = state.numbered(record).await;
     Ok(Json(render(&state, &caller, &record)))
 }
 
@@ -437,6 +434,7 @@ pub async fn wait(
     state
         .metrics
         .waited(started.elapsed(), record.status.is_resolved());
+    let record = state.numbered(record).await;
     Ok(Json(render(&state, &caller, &record)))
 }
 
@@ -446,6 +444,21 @@ pub struct PageBody {
     pub requests: Vec<RecordBody>,
     /// Pass as `cursor` for the next page; `null` on the last page.
     pub next_cursor: Option<String>,
+}
+
+/// Refuses a request whose outcome would go where the outbound guard does not let calls go: its
+/// `callback_url`, or the workflow engine its `resume` names (`422 address_not_allowed`).
+pub(crate) async fn admit_targets(
+    guard: &crate::shared::outbound::OutboundGuard,
+    request: &clarify_core::NewRequest,
+) -> Result<(), ApiError> {
+    if let Some(url) = &request.callback_url {
+        guard.check_field("callback_url", url).await?;
+    }
+    if let Some(clarify_core::Resume::Restate { ingress, .. }) = &request.resume {
+        guard.check_field("resume.restate.ingress", ingress).await?;
+    }
+    Ok(())
 }
 
 /// The body of `POST /v1/requests`, in its canonical shape. LLM-shaped variants (`question` with
@@ -476,6 +489,11 @@ pub struct CreateRequestBody {
     pub on_behalf_of: Option<String>,
     /// Where the outcome is POSTed once resolved (signed; see `GET /v1/webhook-secret`).
     pub callback_url: Option<String>,
+    /// A durable workflow the outcome resumes: `{"restate": {"ingress": URL, "awakeable": ID}}`
+    /// resolves that Restate awakeable with the outcome through the ingress, once the request
+    /// resolves, delivered like a `callback_url` (retried; listed in the deliveries).
+    #[schema(value_type = Option<Object>)]
+    pub resume: Option<Value>,
     /// Or the `Idempotency-Key` header: a repeated key returns the original request.
     pub idempotency_key: Option<String>,
     /// Return an identical pending request of the same session instead of asking again.

@@ -79,12 +79,15 @@ async fn deliver(state: &AppState, client: &reqwest::Client, delivery: Delivery)
     let (event, body) = match delivery.event {
         Some(kind) => (kind, serde_json::to_vec(&RecordBody::new(&record, None))),
         None => {
+            let record = state.numbered(record.clone()).await;
             let Some(outcome) = record.outcome() else {
                 return;
             };
             (
                 clarify_store::EventKind::for_status(record.status),
-                serde_json::to_vec(&OutcomeBody::from(&outcome)),
+                serde_json::to_vec(
+                    &OutcomeBody::from(&outcome).with_receipt(state.receipts.sign(&record)),
+                ),
             )
         }
     };

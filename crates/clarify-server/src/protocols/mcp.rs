@@ -58,19 +58,13 @@ pub(crate) fn routes(state: &AppState) -> Router<AppState> {
 struct Changes(AppState);
 
 impl Observer for Changes {
-    /// A `callback_url` the outbound guard refuses is refused here as on `POST /v1/requests`.
+    /// A `callback_url` (or `resume`) the outbound guard refuses is refused here as on
+    /// `POST /v1/requests`.
     fn admit<'a>(&'a self, request: &'a clarify_core::NewRequest) -> Admission<'a> {
         Box::pin(async move {
-            match &request.callback_url {
-                Some(url) => self
-                    .0
-                    .config
-                    .outbound
-                    .check_field("callback_url", url)
-                    .await
-                    .map_err(|e| (e.code.to_owned(), e.message)),
-                None => Ok(()),
-            }
+            crate::api::requests::admit_targets(&self.0.config.outbound, request)
+                .await
+                .map_err(|e| (e.code.to_owned(), e.message))
         })
     }
 

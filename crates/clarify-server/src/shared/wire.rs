@@ -40,6 +40,10 @@ pub struct RecordBody {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub on_behalf_of: Option<String>,
     pub callback_url: Option<String>,
+    /// The durable workflow the outcome resumes (`{"restate": {"ingress", "awakeable"}}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub resume: Option<Value>,
     pub timeout_seconds: u64,
     /// What the outcome carries when nobody answers in time: `{"decision", "reason"?}`,
     /// `{"option"}` or `"recommended"`.
@@ -96,6 +100,11 @@ pub struct RecordBody {
     /// that key record the answer its MCP client's user gave (`POST /v1/requests/{id}/client-answer`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_answer_token: Option<String>,
+    /// Once resolved: the decision signed (a compact JWS, `EdDSA`), to check against
+    /// `/.well-known/jwks.json` and spend at `POST /v1/receipts/spend`. Absent for a moment
+    /// after the resolution on PostgreSQL, until the audit chain has numbered it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<String>,
 }
 
 impl RecordBody {
@@ -118,6 +127,10 @@ impl RecordBody {
             responders: request.responders.clone(),
             on_behalf_of: request.on_behalf_of.clone(),
             callback_url: request.callback_url.clone(),
+            resume: request
+                .resume
+                .as_ref()
+                .and_then(|r| serde_json::to_value(r).ok()),
             timeout_seconds: request.timeout_seconds,
             on_timeout: request
                 .on_timeout
@@ -147,7 +160,17 @@ impl RecordBody {
             risk: request.risk.as_str(),
             step_up: false,
             client_answer_token: None,
+            receipt: None,
         }
+    }
+
+    /// The same record with its receipt (`None` while pending), also on its outcome.
+    pub fn with_receipt(mut self, receipt: Option<String>) -> Self {
+        if let Some(outcome) = &mut self.outcome {
+            outcome.receipt.clone_from(&receipt);
+        }
+        self.receipt = receipt;
+        self
     }
 }
 
@@ -453,6 +476,18 @@ pub struct OutcomeBody {
     /// A quorum request's votes, in the order cast.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub votes: Vec<VoteBody>,
+    /// The decision signed (a compact JWS, `EdDSA`): proof for an executor, checked against
+    /// `/.well-known/jwks.json` and spent once at `POST /v1/receipts/spend`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<String>,
+}
+
+impl OutcomeBody {
+    /// The same outcome with its receipt.
+    pub fn with_receipt(mut self, receipt: Option<String>) -> Self {
+        self.receipt = receipt;
+        self
+    }
 }
 
 /// One responder's vote on a quorum request.
@@ -506,6 +541,7 @@ impl From<&Outcome> for OutcomeBody {
             note: o.note.clone(),
             default_applied: o.default_applied,
             votes: o.votes.iter().map(VoteBody::from).collect(),
+            receipt: None,
         }
     }
 }

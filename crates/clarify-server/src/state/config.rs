@@ -49,6 +49,8 @@ pub struct Config {
     pub agui: Vec<std::sync::Arc<AguiAgent>>,
     /// `[push]`: the VAPID key pair and contact of Web Push.
     pub push: crate::state::push::PushConfig,
+    /// `[receipts]`: the key receipts are signed with and how long retired keys are published.
+    pub receipts: crate::state::receipts::ReceiptsConfig,
 }
 
 /// One `[[agui]]` entry: an AG-UI agent the proxy serves at `/agui/{name}`.
@@ -173,6 +175,7 @@ impl Config {
             otlp: None,
             agui: Vec::new(),
             push: crate::state::push::PushConfig::default(),
+            receipts: crate::state::receipts::ReceiptsConfig::default(),
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod oidc;
 pub mod passkeys;
 pub mod push;
+pub mod receipts;
 pub mod telemetry;
 
 pub use config::{AguiAgent, Config, OidcConfig, WebhookConfig};
@@ -65,6 +66,8 @@ pub struct Shared {
     pub webauthn: Option<webauthn_rs::Webauthn>,
     /// The OTLP export, when `--otlp-endpoint` is configured.
     pub telemetry: Option<Arc<crate::state::telemetry::Telemetry>>,
+    /// The keys receipts are signed with and published under.
+    pub receipts: receipts::Receipts,
 }
 
 /// Server secrets, read from the store at start so every instance shares them.
@@ -111,6 +114,8 @@ impl AppState {
                 .clone()
                 .unwrap_or_else(|| push::default_subject(&config.public_url)),
         };
+        let receipts =
+            receipts::Receipts::load(&store, &config.public_url, config.receipts.clone()).await?;
         let hub = hub::EventHub::new(store.last_event_seq().await?);
         let waiters = limits::Waiters::new(config.max_waiters);
         let mut metrics = metrics::Metrics::new();
@@ -146,6 +151,7 @@ impl AppState {
             waiters,
             rate_limit,
             keys: key_cache::KeyCache::new(),
+            receipts,
             oidc: config
                 .oidc
                 .clone()
@@ -175,7 +181,7 @@ impl AppState {
     /// reaper or another instance queues, their polls find.
     pub(crate) fn changed(&self, record: &RequestRecord) {
         self.hub.poke();
-        if record.request.callback_url.is_some() {
+        if record.request.callback_url.is_some() || record.request.resume.is_some() {
             self.webhooks_due.notify_one();
         }
         if !self.config.channels.is_empty() {
@@ -183,6 +189,24 @@ impl AppState {
         }
         if self.store.may_push(&record.tenant) {
             self.pushes_due.notify_one();
+        }
+    }
+
+    /// `record` with its resolution's place in the audit chain, which its receipt names. On
+    /// PostgreSQL the chain numbers a resolution just after its commit, so a record read at
+    /// once may not have it yet: this waits for the chain to catch up (for at most
+    /// [`clarify_store::FEED_SYNC`]) and reads the record again.
+    pub(crate) async fn numbered(&self, record: RequestRecord) -> RequestRecord {
+        if record.resolution.as_ref().is_none_or(|r| r.seq.is_some()) {
+            return record;
+        }
+        if let Err(e) = self.store.sync_feed().await {
+            tracing::warn!(id = %record.id, error = %e, "waiting for the audit chain failed; the record goes without its receipt");
+            return record;
+        }
+        match self.store.get(&record.tenant, &record.id).await {
+            Ok(Some(again)) => again,
+            _ => record,
         }
     }
 
@@ -198,7 +222,7 @@ impl AppState {
                 "the request was resolved but its outcome could not be read; read the request again",
             )
         })?;
-        Ok(OutcomeBody::from(&outcome))
+        Ok(OutcomeBody::from(&outcome).with_receipt(self.receipts.sign(record)))
     }
 
     /// The signed link that answers request `id` (`/a/<token>`, served by the web room).

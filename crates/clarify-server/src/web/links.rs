@@ -157,6 +157,7 @@ pub(crate) async fn page(
         // A link holder sees what a responder sees, not where the outcome is sent.
         let mut body = RecordBody::new(&record, None);
         body.callback_url = None;
+        body.resume = None;
         body.step_up = state.store.needs_step_up(&record.request);
         let mut response = Json(body).into_response();
         response.headers_mut().insert(
@@ -342,6 +343,7 @@ pub(crate) async fn answer(
             } else {
                 let mut body = RecordBody::new(&counted, None);
                 body.callback_url = None;
+                body.resume = None;
                 (StatusCode::ACCEPTED, Json(body)).into_response()
             }
         }

@@ -44,6 +44,7 @@ mod policy;
 mod proxy;
 mod push;
 mod races;
+mod receipts;
 mod requests;
 mod sessions;
 mod slack;

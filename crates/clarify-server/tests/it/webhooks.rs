@@ -24,6 +24,7 @@ const PATIENCE: Duration = Duration::from_secs(4);
 /// One POST the receiver got.
 #[derive(Debug, Clone)]
 struct Call {
+    path: String,
     headers: HeaderMap,
     body: Bytes,
 }
@@ -62,8 +63,13 @@ impl Receiver {
             failures_left: AtomicUsize::new(failures),
             ..Inbox::default()
         });
+        // The second route is where a Restate ingress takes an awakeable's resolution.
         let app = axum::Router::new()
             .route("/hook", axum::routing::post(receive))
+            .route(
+                "/restate/awakeables/{id}/resolve",
+                axum::routing::post(receive),
+            )
             .with_state(inbox.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -94,12 +100,21 @@ impl Drop for Receiver {
     }
 }
 
-async fn receive(State(inbox): State<Arc<Inbox>>, headers: HeaderMap, body: Bytes) -> AxumStatus {
+async fn receive(
+    State(inbox): State<Arc<Inbox>>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> AxumStatus {
     inbox
         .calls
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .push(Call { headers, body });
+        .push(Call {
+            path: uri.path().to_owned(),
+            headers,
+            body,
+        });
     let failing = inbox
         .failures_left
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -548,4 +563,129 @@ async fn reminders_and_the_escalation_are_delivered_with_the_record() {
         .await;
     assert_eq!(status, StatusCode::OK, "{outcome}");
     assert_eq!(outcome["answered_by"], "oncall");
+}
+
+/// A request that resumes a Restate workflow: its outcome resolves the awakeable through the
+/// ingress, beside its `callback_url`, on every way it resolves and on every store.
+async fn a_resume_target_gets_the_outcome_like_a_callback(url: &str) {
+    let clock = Arc::new(ManualClock::new(Utc::now()));
+    let options = StoreOptions {
+        clock: clock.clone(),
+        reaper_interval: None,
+        ..StoreOptions::default()
+    };
+    let s = TestServer::build(url, options, fast).await;
+    let receiver = Receiver::start(0).await;
+    let ingress = receiver.url.trim_end_matches("/hook").to_owned();
+    let ask = |awakeable: &str, timeout: u64| {
+        json!({"question": "Ship it?", "choices": ["yes", "no"], "callback_url": receiver.url,
+               "timeout_seconds": timeout,
+               "resume": {"restate": {"ingress": format!("{ingress}/"), "awakeable": awakeable}}})
+    };
+    let answered = s.ask(&s.admin, ask("sign_1answered-X", 600)).await;
+    assert_eq!(
+        answered["resume"],
+        json!({"restate": {"ingress": ingress, "awakeable": "sign_1answered-X"}}),
+        "stored and shown without the trailing slash"
+    );
+    let answered = id_of(&answered);
+    let expiring = id_of(&s.ask(&s.admin, ask("sign_1expiring", 60)).await);
+    let (status, body) = s
+        .post(
+            &format!("/v1/requests/{answered}/answer"),
+            &s.admin,
+            json!({"option": "yes"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let deliveries = settled(&s, &answered).await;
+    assert_eq!(deliveries.len(), 2, "the callback and the workflow: {deliveries:?}");
+    assert!(deliveries.iter().all(|d| d["status"] == "delivered"));
+    clock.advance(TimeDelta::seconds(61));
+    assert_eq!(s.store.expire_due().await.expect("expired"), 1);
+    assert_eq!(settled(&s, &expiring).await.len(), 2);
+
+    let calls = receiver.calls();
+    let resumed: Vec<&Call> = calls.iter().filter(|c| c.path != "/hook").collect();
+    assert_eq!(resumed.len(), 2, "{calls:?}");
+    for (call, id, awakeable, status) in [
+        (resumed[0], &answered, "sign_1answered-X", "answered"),
+        (resumed[1], &expiring, "sign_1expiring", "expired"),
+    ] {
+        assert_eq!(call.path, format!("/restate/awakeables/{awakeable}/resolve"));
+        // The awakeable's value is the outcome, as a webhook's body is, with its receipt.
+        let outcome = call.json();
+        assert_eq!(outcome["request_id"], id.as_str());
+        assert_eq!(outcome["status"], status);
+        assert!(outcome["receipt"].is_string(), "{outcome}");
+    }
+}
+
+#[tokio::test]
+async fn a_resume_target_gets_the_outcome_on_memory() {
+    a_resume_target_gets_the_outcome_like_a_callback("memory:").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_target_gets_the_outcome_on_sqlite() {
+    let dir = tempfile::tempdir().expect("dir");
+    let url = format!("sqlite://{}", dir.path().join("clarify.db").display());
+    a_resume_target_gets_the_outcome_like_a_callback(&url).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_target_gets_the_outcome_on_postgres() {
+    let Some(pg) = clarify_testkit::postgres_url() else {
+        return;
+    };
+    a_resume_target_gets_the_outcome_like_a_callback(&pg).await;
+}
+
+#[tokio::test]
+async fn a_bad_resume_target_is_refused_by_name() {
+    let s = fast_server().await;
+    let guarded = TestServer::start().await;
+    for (resume, problem) in [
+        (json!({"temporal": {}}), "resume.temporal"),
+        (json!({"restate": {"ingress": "http://127.0.0.1:9"}}), "resume.restate.awakeable"),
+        (
+            json!({"restate": {"ingress": "ftp://x", "awakeable": "a"}}),
+            "resume.restate.ingress",
+        ),
+        (
+            json!({"restate": {"ingress": "http://x", "awakeable": "a/../b"}}),
+            "resume.restate.awakeable",
+        ),
+        (
+            json!({"restate": {"ingress": "http://x", "awakeable": "a", "extra": 1}}),
+            "resume.restate.extra",
+        ),
+        (json!("restate"), "resume"),
+    ] {
+        let (status, body) = s
+            .post(
+                "/v1/requests",
+                &s.admin,
+                json!({"question": "Go?", "resume": resume}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{resume}: {body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(problem)),
+            "{resume}: {body}"
+        );
+    }
+    // The outbound guard applies to the ingress as to a callback URL.
+    let (status, body) = guarded
+        .post(
+            "/v1/requests",
+            &guarded.admin,
+            json!({"question": "Go?",
+                   "resume": {"restate": {"ingress": "http://127.0.0.1:8080", "awakeable": "a"}}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(code(&body), "address_not_allowed");
 }

@@ -32,6 +32,7 @@ mod located;
 mod oidc;
 mod protocols;
 mod push;
+mod receipts;
 mod rules;
 mod secrets;
 mod server;
@@ -49,6 +50,7 @@ use clarify_channels::config::RawChannel;
 use oidc::RawOidc;
 use protocols::{RawA2a, RawAgui};
 use push::RawPush;
+use receipts::RawReceipts;
 use rules::{RawDecisions, RawPolicy, RawRule, RawSuggestions};
 use server::RawServer;
 pub use server::Server;
@@ -81,6 +83,8 @@ pub struct Config {
     pub agui: Vec<clarify_server::state::AguiAgent>,
     /// `[push]`, checked, its key resolved and read.
     pub push: clarify_server::state::push::PushConfig,
+    /// `[receipts]`, checked, its key resolved and read.
+    pub receipts: clarify_server::state::receipts::ReceiptsConfig,
 }
 
 pub use clarify_channels::Route;
@@ -275,6 +279,10 @@ pub fn parse(
         .push
         .and_then(|p| problems.keep(p.check(env, &fail)))
         .unwrap_or_default();
+    let receipts = raw
+        .receipts
+        .and_then(|r| problems.keep(r.check(env, &fail)))
+        .unwrap_or_default();
     let step_up = match raw.decisions.step_up.as_deref() {
         None => None,
         Some("high") => Some(clarify_core::Risk::High),
@@ -313,6 +321,7 @@ pub fn parse(
     Ok(Config {
         agui,
         push,
+        receipts,
         rules,
         suggest: suggest.unwrap_or_default(),
         a2a: raw.a2a.enabled,
@@ -464,4 +473,8 @@ pub(crate) struct RawConfig {
     /// instance on it.
     #[serde(default)]
     push: Option<RawPush>,
+    /// Receipts: the key decisions are signed with. Without it, a key is made once and kept
+    /// in the store, shared by every instance on it.
+    #[serde(default)]
+    receipts: Option<RawReceipts>,
 }

@@ -302,6 +302,15 @@ pub fn verdict_of(
     };
     let reply = ApprovalReply::from_json(outcome)?;
     let by = outcome["answered_by"].as_str().unwrap_or("a reviewer");
+    // The decision's signed receipt goes to the hook's log (standard error; the agent reads
+    // only standard output): proof of who decided what, checked with `clarify receipts verify`.
+    if let Some(receipt) = outcome["receipt"].as_str() {
+        eprintln!(
+            "clarify: the receipt of {} ({}): {receipt}",
+            outcome["request_id"].as_str().unwrap_or("the request"),
+            outcome["status"].as_str().unwrap_or("resolved"),
+        );
+    }
     Ok(
         match (
             reply.status,

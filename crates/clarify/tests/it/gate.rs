@@ -204,7 +204,31 @@ async fn the_gate_passes_the_server_through_and_gates_its_calls() {
     assert_eq!(ran.is_error, Some(false));
     let echoed: Value =
         serde_json::from_str(&text(&ran)).expect("the upstream's result, unchanged");
-    assert_eq!(echoed, json!({"tool": "echo", "arguments": {"msg": "hi"}}));
+    assert_eq!(echoed["tool"], "echo");
+    assert_eq!(echoed["arguments"], json!({"msg": "hi"}));
+    // The call arrives with the receipt of its approval in `_meta`: the gated server can check
+    // that a person approved exactly these arguments, against the server's published keys.
+    let receipt = echoed["receipt"]
+        .as_str()
+        .expect("the approval's receipt in _meta");
+    let keys: jsonwebtoken::jwk::JwkSet = api
+        .client
+        .get(format!("{}/.well-known/jwks.json", api.url))
+        .send()
+        .await
+        .expect("jwks")
+        .json()
+        .await
+        .expect("a key set");
+    let claims = clarify_model::receipt::verify(receipt, &keys).expect("the receipt verifies");
+    claims
+        .check(Some("echo"), Some(&json!({"msg": "hi"})))
+        .expect("it approves the edited arguments that ran");
+    assert!(
+        claims
+            .check(Some("echo"), Some(&json!({"msg": "hello"})))
+            .is_err()
+    );
 
     // A denial is a tool error with the reason, and nothing is forwarded.
     let call = agent.begin("echo", json!({"msg": "rm"})).await;

@@ -49,6 +49,7 @@ const PAGES: &[(&str, &[&str])] = &[
     ("operating/configuration.md", &[]),
     ("operating/backups.md", &[]),
     ("decisions/report.md", &[]),
+    ("decisions/receipts.md", &[]),
 ];
 
 /// Where a page's server listens: clarify's default, as the pages say.

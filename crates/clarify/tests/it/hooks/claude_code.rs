@@ -124,7 +124,14 @@ async fn approvals_edits_denials_and_session_grants() {
         ])
     );
     answer(&api, &record, json!({"decision": "approve"})).await;
-    let out = finished(running).await.json();
+    let ran = finished(running).await;
+    // The decision's signed receipt is in the hook's log, for whoever keeps it.
+    let logged = format!(
+        "clarify: the receipt of {} (answered): ey",
+        record["id"].as_str().unwrap_or("?")
+    );
+    assert!(ran.stderr.contains(&logged), "{}", ran.stderr);
+    let out = ran.json();
     let reason = out["hookSpecificOutput"]["permissionDecisionReason"]
         .as_str()
         .unwrap_or_default()
