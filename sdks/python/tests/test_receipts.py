@@ -100,6 +100,9 @@ def test_canonical_json_and_its_sha256_match_the_shared_vector() -> None:
     assert canonical_json(VECTOR_ARGUMENTS).decode() == VECTOR_CANONICAL
     assert arguments_sha256(VECTOR_ARGUMENTS) == VECTOR_SHA256
     assert hashlib.sha256(VECTOR_CANONICAL.encode()).hexdigest() == VECTOR_SHA256
+    # Members sort by UTF-16 code units: U+1F600 (the surrogates D83D DE00) before U+E000, the
+    # other way round from code points or UTF-8.
+    assert canonical_json({"\ue000": 2, "\U0001f600": 1}).decode() == '{"\U0001f600":1,"\ue000":2}'
 
 
 def test_a_valid_receipt_returns_its_claims_typed() -> None:
