@@ -205,7 +205,10 @@ type Record struct {
 	AnsweredBy string     `json:"answered_by,omitempty"`
 	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
 	Outcome    *Outcome   `json:"outcome,omitempty"`
-	Extra      Extra      `json:"-"`
+	// Receipt is, once resolved, the signed receipt of the decision (a compact JWS); see
+	// VerifyReceipt.
+	Receipt string `json:"receipt,omitempty"`
+	Extra   Extra  `json:"-"`
 }
 
 // Resolved reports whether the request is no longer pending.
@@ -225,7 +228,9 @@ type Outcome struct {
 	ResolvedAt     time.Time `json:"resolved_at"`
 	DefaultApplied bool      `json:"default_applied,omitempty"`
 	Votes          []Vote    `json:"votes,omitempty"`
-	Extra          Extra     `json:"-"`
+	// Receipt is the signed receipt of the decision (a compact JWS); see VerifyReceipt.
+	Receipt string `json:"receipt,omitempty"`
+	Extra   Extra  `json:"-"`
 }
 
 // Question returns the outcome of the question with the given id.

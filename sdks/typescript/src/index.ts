@@ -17,6 +17,18 @@ export {
   type WaitOptions,
 } from "./client.js";
 export { ClarifyError } from "./errors.js";
+export {
+  argumentsSha256,
+  canonicalJson,
+  type Jwk,
+  type Jwks,
+  type ReceiptApproval,
+  type ReceiptClaims,
+  type ReceiptRefusal,
+  ReceiptVerificationError,
+  type VerifyReceiptOptions,
+  verifyReceipt,
+} from "./receipt.js";
 export type * from "./types.js";
 export type { Record as RequestRecord } from "./types.js";
 export {

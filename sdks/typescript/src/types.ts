@@ -181,6 +181,8 @@ export interface Outcome {
   votes?: Vote[];
   /** v2 */
   default_applied?: boolean;
+  /** The signed receipt of the decision (a compact JWS); check it with `verifyReceipt`. */
+  receipt?: string | null;
 }
 
 /** A request as the API returns it. */
@@ -210,6 +212,8 @@ export interface Record {
   approvals_required?: number;
   /** v2: votes so far on a quorum approval. */
   votes?: Vote[];
+  /** Once resolved: the signed receipt of the decision (a compact JWS); see `verifyReceipt`. */
+  receipt?: string | null;
 }
 
 /** The answer to one question, by kind. */

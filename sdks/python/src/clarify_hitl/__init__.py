@@ -12,7 +12,8 @@ An agent asks a person a question or for an approval, waits durably, and resumes
 
 `Client` blocks, `AsyncClient` awaits; both share one implementation. Adapters live in
 `clarify_hitl.langgraph` (LangGraph interrupts, LangChain's `HumanInTheLoopMiddleware`) and
-`clarify_hitl.openai_agents` (the OpenAI Agents SDK's tool approvals).
+`clarify_hitl.openai_agents` (the OpenAI Agents SDK's tool approvals). `verify_receipt` checks a
+resolved request's signed receipt offline (the `receipts` extra).
 """
 
 from ._client import AsyncClient, Client
@@ -31,6 +32,12 @@ from ._errors import (
     ValidationError,
 )
 from ._types import JSON, Event, Outcome, Page, QuestionOutcome, Record, Vote
+from .receipts import (
+    ReceiptApproval,
+    ReceiptClaims,
+    ReceiptVerificationError,
+    verify_receipt,
+)
 from .webhooks import WebhookVerificationError, verify_webhook
 
 __version__ = "0.1.0"
@@ -53,10 +60,14 @@ __all__ = [
     "ProtocolError",
     "QuestionOutcome",
     "RateLimitedError",
+    "ReceiptApproval",
+    "ReceiptClaims",
+    "ReceiptVerificationError",
     "Record",
     "ServiceUnavailableError",
     "ValidationError",
     "Vote",
     "WebhookVerificationError",
+    "verify_receipt",
     "verify_webhook",
 ]

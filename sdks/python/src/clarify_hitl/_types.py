@@ -2,8 +2,8 @@
 
 Records and outcomes are frozen dataclasses built by `from_json`, each keeping the JSON it came
 from in `raw`, so fields a newer server adds are never lost. Both clients use these same types.
-Optional fields of newer servers (forms' `values`, quorum `votes`, `default_applied`) are `None`
-or empty when the server does not send them.
+Optional fields of newer servers (forms' `values`, quorum `votes`, `default_applied`, the signed
+`receipt`) are `None` or empty when the server does not send them.
 """
 
 from __future__ import annotations
@@ -135,6 +135,8 @@ class Outcome:
     note: str | None = None
     votes: list[Vote] = field(default_factory=list)
     default_applied: bool = False
+    receipt: str | None = None
+    """The signed receipt of the decision (a compact JWS); see `verify_receipt`."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -197,6 +199,7 @@ class Outcome:
             note=_str(o.get("note")),
             votes=[Vote.from_json(v) for v in votes] if isinstance(votes, list) else [],
             default_applied=o.get("default_applied") is True,
+            receipt=_str(o.get("receipt")),
             raw=o,
         )
 
@@ -224,6 +227,8 @@ class Record:
     outcome: Outcome | None
     votes: list[Vote] = field(default_factory=list)
     approvals_required: int | None = None
+    receipt: str | None = None
+    """Once resolved, the signed receipt of the decision (a compact JWS); see `verify_receipt`."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -259,6 +264,7 @@ class Record:
             outcome=Outcome.from_json(outcome) if isinstance(outcome, dict) else None,
             votes=[Vote.from_json(v) for v in votes] if isinstance(votes, list) else [],
             approvals_required=required if isinstance(required, int) else None,
+            receipt=_str(r.get("receipt")),
             raw=r,
         )
 
