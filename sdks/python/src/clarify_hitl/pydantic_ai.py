@@ -8,8 +8,10 @@ with `DeferredToolResults`. This module turns each pending call into one clarify
 outcome into the result Pydantic AI expects:
 
 - an approval: a clarify approval showing the tool's name and the arguments the tool will receive,
-  editable. Approved: `ToolApproved()`, or `ToolApproved(override_args=...)` when the person edited
-  the arguments, so the tool runs with theirs. Denied: `ToolDenied(message=<their reason>)`
+  editable, under `reason` or `description` from the call's metadata
+  (`ApprovalRequired(metadata={"reason": ...})`) when given. Approved: `ToolApproved()`, or
+  `ToolApproved(override_args=...)` when the person edited the arguments, so the tool runs with
+  theirs. Denied: `ToolDenied(message=<their reason>)`
   (`Changes requested: <reason>` when they asked for changes), which the model reads as the
   call's result.
 - a question: an open question (a single choice when the call's metadata or arguments give
