@@ -6,9 +6,10 @@ tool, and a closing model turn, against the tests' scripted model servers on 127
 in-process runs approve in the framework (Pydantic AI's `HandleDeferredToolCalls` returning
 `approve_all`; ADK's client answering `adk_request_confirmation` with `confirmed=True` itself);
 the clarify runs ask a real `clarify serve` (SQLite in a temporary folder), where a responder
-following the event stream approves each request as it is created. The figure is the difference
-of the medians: the round trip through clarify (create, the event, the answer, the wait's
-wake-up), not a person's time.
+following the event stream approves each request as it is created. Two figures, neither a
+person's time: the difference of whole runs, an in-process run and a clarify run in turn so the
+machine's load falls on both; and the time spent in the adapter's ask-and-wait (create, the
+event reaching the responder, the answer, the wait's wake-up).
 
     CLARIFY_BIN=/path/to/clarify python bench/pydantic_ai_adk.py [RUNS]
 
@@ -49,6 +50,8 @@ from scripted_google_adk import FunctionCall, GeminiServer  # noqa: E402
 from scripted_pydantic_ai import ChatCompletionsServer, ToolCall  # noqa: E402
 
 from clarify_hitl import Client  # noqa: E402
+from clarify_hitl import google_adk as google_adk_adapter  # noqa: E402
+from clarify_hitl import pydantic_ai as pydantic_ai_adapter  # noqa: E402
 from clarify_hitl.google_adk import REQUEST_CONFIRMATION, run_with_humans  # noqa: E402
 from clarify_hitl.pydantic_ai import ClarifyApprovals  # noqa: E402
 
@@ -137,23 +140,48 @@ def adk_clarify(model: GeminiServer, client: Client) -> None:
     )
 
 
-def timed(runs: int, once: Callable[[], None]) -> list[float]:
-    once()  # warm-up: imports, connections, the first client
-    times = []
+def paired(
+    runs: int, base: Callable[[], None], clarify: Callable[[], None]
+) -> tuple[list[float], list[float]]:
+    """Whole runs, the in-process one and the clarify one in turn, so a change in the machine's
+    load falls on both; returns the in-process runs' times and each pair's difference (ms)."""
+    base()  # warm-up: imports, connections, the first client
+    clarify()
+    added, alone = [], []
     for _ in range(runs):
         start = time.perf_counter()
-        once()
-        times.append((time.perf_counter() - start) * 1000)
-    return times
+        base()
+        middle = time.perf_counter()
+        clarify()
+        added.append(((time.perf_counter() - middle) - (middle - start)) * 1000)
+        alone.append((middle - start) * 1000)
+    return alone, added
 
 
-def report(name: str, base: list[float], clarify: list[float]) -> None:
-    b, c = statistics.median(base), statistics.median(clarify)
+class Asking:
+    """The time spent in the adapter's call that asks and waits, per approval (ms)."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+
+    def wrap(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.times.append((time.perf_counter() - start) * 1000)
+
+        return timed
+
+
+def report(name: str, alone: list[float], added: list[float], asking: list[float]) -> None:
     print(
-        f"{name}: in-process approval {b:.1f} ms per run (p10 {percentile(base, 10):.1f}, "
-        f"p90 {percentile(base, 90):.1f}); through clarify {c:.1f} ms (p10 "
-        f"{percentile(clarify, 10):.1f}, p90 {percentile(clarify, 90):.1f}); "
-        f"added per approval {c - b:.1f} ms"
+        f"{name}: a run with the in-process approval median {statistics.median(alone):.1f} ms; "
+        f"added per approval (paired whole runs) median {statistics.median(added):.1f} ms "
+        f"[p10 {percentile(added, 10):.1f}, p90 {percentile(added, 90):.1f}]; in the adapter's "
+        f"ask-and-wait median {statistics.median(asking):.1f} ms "
+        f"[p10 {percentile(asking, 10):.1f}, p90 {percentile(asking, 90):.1f}]"
     )
 
 
@@ -176,17 +204,26 @@ def main() -> None:
             threading.Thread(target=approve_as_created, args=(responder,), daemon=True).start()
             time.sleep(0.5)  # the event stream is open before the first request
             print(f"{runs} runs each, after one warm-up; load average {os.getloadavg()[0]:.2f}")
+            asking = Asking()
+            pydantic_ai_adapter._resolve = asking.wrap(pydantic_ai_adapter._resolve)
             with FreshCalls([]) as model:
-                base = timed(
-                    runs, lambda: pydantic_ai_run(model, HandleDeferredToolCalls(approve_at_once))
+                alone, added = paired(
+                    runs,
+                    lambda: pydantic_ai_run(model, HandleDeferredToolCalls(approve_at_once)),
+                    lambda: pydantic_ai_run(model, ClarifyApprovals(client)),
                 )
-                through = timed(runs, lambda: pydantic_ai_run(model, ClarifyApprovals(client)))
-            report("Pydantic AI 2.78.0", base, through)
+            report("Pydantic AI 2.78.0", alone, added, asking.times[1:])
+            asking = Asking()
+            google_adk_adapter.resolve_confirmations = asking.wrap(
+                google_adk_adapter.resolve_confirmations
+            )
             call = FunctionCall("send_email", {"to": "ada@x.org", "subject": "hi"})
             with GeminiServer([[call]]) as gemini:
-                base = timed(runs, lambda: adk_in_process(gemini))
-                through = timed(runs, lambda: adk_clarify(gemini, client))
-            report("Google ADK 2.13.0", base, through)
+                alone, added = paired(
+                    runs, lambda: adk_in_process(gemini), lambda: adk_clarify(gemini, client)
+                )
+            # run_with_humans also calls it on the closing run's events, which have nothing to ask.
+            report("Google ADK 2.13.0", alone, added, asking.times[2::2])
             print(f"load average at the end {os.getloadavg()[0]:.2f}")
         finally:
             server.stop()
