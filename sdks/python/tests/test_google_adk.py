@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("google.adk", reason="runs in scripts/test-pydantic-ai-adk's environment")
 
-from conftest import ClarifyServer, Person
+from conftest import REPO, ClarifyServer, Person
 from google.adk.agents import Agent
 from google.adk.models import Gemini
 from google.adk.runners import Runner
@@ -211,3 +211,29 @@ def test_two_sessions_with_the_same_call_ask_twice(agent: Client, alice: Client)
             resolve_confirmations(agent, events, timeout=0, session=session)
         ids += [r.id for r in agent.list(session=session)]
     assert len(set(ids)) == 2
+
+
+def test_the_handbooks_program_runs_as_shown(
+    server: ClarifyServer,
+    agent_key: str,
+    person: Answer,
+    session: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("CLARIFY_URL", server.url)
+    monkeypatch.setenv("CLARIFY_TOKEN", agent_key)
+    page = (REPO / "docs/src/agents/google-adk.md").read_text()
+    program = page.split("```python\n")[1].split("```", 1)[0]
+    edit = {"decision": "approve", "edited_arguments": {"approved_days": 2}}
+    with GeminiServer([[TIME_OFF]]) as model:
+        gemini = Gemini(
+            model="gemini-2.5-flash", base_url=model.base_url, client_kwargs={"api_key": "test"}
+        )
+        code = program.replace('model="gemini-2.5-flash"', "model=page_model")
+        with person(lambda r: edit):
+            exec(
+                compile(code.replace("chat-42", session), "google-adk.md", "exec"),
+                {"page_model": gemini},
+            )
+    assert capsys.readouterr().out == 'Done: {"days": 2, "status": "booked"}\n'

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("pydantic_ai", reason="runs in scripts/test-pydantic-ai-adk's environment")
 
-from conftest import ClarifyServer, Person
+from conftest import REPO, ClarifyServer, Person
 from pydantic_ai import Agent, CallDeferred
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.models.openai import OpenAIChatModel
@@ -214,3 +214,35 @@ def test_a_run_that_stopped_is_resolved_twice_from_one_request_and_resumed(
     assert final.output == "Done: keep the report"
     assert ran == [("send_email", {"to": "ada@example.com", "subject": "hi"})]
     assert model.tool_results()[f"call_a-{session}"] == "sent to ada@example.com"
+
+
+def page_programs() -> list[str]:
+    """The Python programs of the handbook's Pydantic AI page, in order."""
+    page = (REPO / "docs/src/agents/pydantic-ai.md").read_text()
+    return [block.split("```", 1)[0] for block in page.split("```python\n")[1:]]
+
+
+def test_the_handbooks_programs_run_as_shown(
+    server: ClarifyServer,
+    agent_key: str,
+    person: Answer,
+    session: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("CLARIFY_URL", server.url)
+    monkeypatch.setenv("CLARIFY_TOKEN", agent_key)
+    report = {"to": "ada@example.com", "subject": "The report"}
+    for index, program in enumerate(page_programs()):
+        call = ToolCall(f"call_{index}-{session}", "send_email", report)
+        with ChatCompletionsServer([[call]]) as model:
+            chat = OpenAIChatModel(
+                "gpt-scripted", provider=OpenAIProvider(base_url=model.base_url, api_key="test")
+            )
+            code = program.replace('"openai:gpt-5.1"', "page_model").replace("chat-42", session)
+            with person(lambda r: {"decision": "approve"}):
+                exec(
+                    compile(code, f"pydantic-ai.md program {index + 1}", "exec"),
+                    {"page_model": chat},
+                )
+        assert capsys.readouterr().out == "Done: sent 'The report' to ada@example.com\n"
