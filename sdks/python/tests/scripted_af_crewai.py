@@ -151,6 +151,9 @@ class ChatServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes; without this the second waits for the
+            # client's delayed acknowledgement (40 ms a reply).
+            disable_nagle_algorithm = True
 
             def log_message(self, *_: Any) -> None:
                 pass

@@ -37,6 +37,9 @@ from clarify_hitl.crewai import AskHumanTool, gated
 
 Answer = Callable[[Callable[[Record], Any]], Person]
 
+# CrewAI's own code warns of its deprecated attributes on every kickoff.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
 ADA = {"to": "ada@example.com", "subject": "The report"}
 HERE = Path(__file__).resolve().parent
 
