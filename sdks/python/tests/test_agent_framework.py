@@ -10,6 +10,7 @@ the model received next is read from the scripted server.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
@@ -38,15 +39,13 @@ def mailer(server: ChatServer, ran: list[dict[str, Any]]) -> Agent:
         ran.append({"to": to, "subject": subject})
         return f"sent to {to}"
 
+    # The declaration-only ask_human tool, made as the handbook's page makes it.
+    definition = json.loads((REPO / "tools/ask_human.openai.json").read_text())["function"]
     ask_human = FunctionTool(
         name="ask_human",
-        description="Ask a person and wait for the answer.",
+        description=definition["description"],
         func=None,
-        input_model={
-            "type": "object",
-            "properties": {"questions": {"type": "array", "items": {"type": "object"}}},
-            "required": ["questions"],
-        },
+        input_model=definition["parameters"],
     )
     client = OpenAIChatCompletionClient("gpt-scripted", api_key="unused", base_url=server.url)
     return Agent(client=client, name="mailer", instructions="Help.", tools=[send_email, ask_human])

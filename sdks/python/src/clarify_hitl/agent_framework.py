@@ -9,8 +9,8 @@ without a function, such as an `ask_human` tool) ends the run the same way with 
 request into one clarify request and returns those messages:
 
 - an approval request becomes an approval question showing the tool's name and arguments. Agent
-  Framework binds an approval to the exact call it recorded in the session (a response carrying
-  other arguments is refused), so the arguments are not editable here.
+  Framework binds an approval to the call it recorded in the session and runs that call's
+  arguments whatever the response carries, so the arguments are not editable here.
 - approved: the response approves the call, and the framework runs the tool.
 - denied, changes requested, or not answered (skipped, expired, cancelled): the response rejects
   the call, so nothing runs unapproved. The framework tells the model only
