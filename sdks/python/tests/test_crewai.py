@@ -122,6 +122,22 @@ def test_denial_reason_reaches_the_model_and_the_tool_does_not_run(
     assert [r.tags for r in agent.list(session=session)] == [["mail"]]
 
 
+def test_the_same_call_made_again_is_asked_again(
+    agent: Client, person: Answer, session: str
+) -> None:
+    send_email = SendEmail(sent=[])
+    again = [calls(ToolCall("send_email", ADA)), calls(ToolCall("send_email", ADA)), say("Once.")]
+    decisions = iter([{"decision": "approve"}, {"decision": "deny", "reason": "once is enough"}])
+    with ChatServer(again) as model, person(lambda r: next(decisions)) as p:
+        kickoff(model, gated(send_email, agent, session=session))
+    assert len(p.answered) == 2
+    assert send_email.sent == [ADA]
+    assert model.tool_results() == [
+        "sent to ada@example.com",
+        "send_email was not run: once is enough",
+    ]
+
+
 def test_ask_human_returns_the_answer_to_the_model(
     agent: Client, person: Answer, session: str
 ) -> None:
