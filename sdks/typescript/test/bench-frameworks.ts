@@ -92,8 +92,8 @@ function quantile(sorted: number[], q: number): number {
 }
 
 function report(name: string, times: { own: number[]; viaClarify: number[]; added: number[] }): void {
-  const fmt = (list: number[]) =>
-    `median ${quantile(list, 0.5).toFixed(1)} ms, p10 ${quantile(list, 0.1).toFixed(1)} ms, p90 ${quantile(list, 0.9).toFixed(1)} ms`;
+  const ms = (list: number[], q: number) => `${quantile(list, q).toFixed(1)} ms`;
+  const fmt = (list: number[]) => `median ${ms(list, 0.5)}, p10 ${ms(list, 0.1)}, p90 ${ms(list, 0.9)}`;
   console.log(`${name}:`);
   console.log(`  framework's own approval (at once):            ${fmt(times.own)}`);
   console.log(`  through clarify (a person approving at once):  ${fmt(times.viaClarify)}`);

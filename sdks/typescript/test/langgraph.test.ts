@@ -127,9 +127,8 @@ describe("humanInTheLoopMiddleware", () => {
       decision: "approve",
       edited_arguments: { path: "c.txt", content: "hi" },
     }));
-    const output = (await runWithHumans(agent, user("write"), { configurable: { thread_id: session } }, server.agent())) as {
-      messages: { content: unknown }[];
-    };
+    const config = { configurable: { thread_id: session } };
+    const output = await runWithHumans(agent, user("write"), config, server.agent());
     await person;
     assert.deepEqual(ran, [["write_file", { path: "c.txt", content: "hi" }]]);
     assert.deepEqual(model.toolResults(), { call_0: "wrote c.txt" });

@@ -75,7 +75,11 @@ async function runPage(page: string, name: string): Promise<void> {
   mkdirSync(dir);
   writeFileSync(`${dir}agent.ts`, sample.program);
   copyFileSync(`${here}scripted-openai.js`, `${dir}scripted-openai.js`);
-  writeFileSync(`${dir}scripted-openai.d.ts`, "export declare function mastraPageModel(): Promise<string>;\nexport declare function langgraphPageModel(): Promise<string>;\n");
+  writeFileSync(
+    `${dir}scripted-openai.d.ts`,
+    "export declare function mastraPageModel(): Promise<string>;\n" +
+      "export declare function langgraphPageModel(): Promise<string>;\n",
+  );
   // A reader's project has no tsconfig.json; this folder is inside the package, which has one.
   await run(tsc, ["--ignoreConfig", ...sample.build], { cwd: dir });
 

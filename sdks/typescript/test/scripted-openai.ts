@@ -98,7 +98,8 @@ export class ScriptedOpenAI {
     for await (const chunk of request) text += String(chunk);
     if (request.method !== "POST" || !(request.url ?? "").endsWith("/chat/completions")) {
       response.writeHead(404, { "content-type": "application/json" });
-      response.end(JSON.stringify({ error: { message: `the scripted model serves only POST /v1/chat/completions, not ${request.method} ${request.url}` } }));
+      const message = `the scripted model serves only POST /v1/chat/completions, not ${request.method} ${request.url}`;
+      response.end(JSON.stringify({ error: { message } }));
       return;
     }
     const body = JSON.parse(text) as ChatRequest;
@@ -147,21 +148,16 @@ export class ScriptedOpenAI {
     let out = chunk({ role: "assistant", content: "" }, null);
     if ("calls" in turn) {
       turn.calls.forEach((call, index) => {
-        out += chunk(
-          {
-            tool_calls: [
-              { index, id: call.id, type: "function", function: { name: call.name, arguments: JSON.stringify(call.arguments) } },
-            ],
-          },
-          null,
-        );
+        const fn = { name: call.name, arguments: JSON.stringify(call.arguments) };
+        out += chunk({ tool_calls: [{ index, id: call.id, type: "function", function: fn }] }, null);
       });
     } else {
       out += chunk({ content: turn.text }, null);
     }
     out += chunk({}, finish);
     if (body.stream_options?.include_usage === true) {
-      out += `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model: body.model, choices: [], usage })}\n\n`;
+      const last = { id, object: "chat.completion.chunk", created, model: body.model, choices: [], usage };
+      out += `data: ${JSON.stringify(last)}\n\n`;
     }
     out += "data: [DONE]\n\n";
     response.end(out);
@@ -173,7 +169,8 @@ export function toolResultsOf(request: ChatRequest | undefined): { [callId: stri
   const results: { [callId: string]: string } = {};
   for (const message of request?.messages ?? []) {
     if (message.role === "tool" && typeof message.tool_call_id === "string") {
-      results[message.tool_call_id] = typeof message.content === "string" ? message.content : JSON.stringify(message.content);
+      const { content } = message;
+      results[message.tool_call_id] = typeof content === "string" ? content : JSON.stringify(content);
     }
   }
   return results;
