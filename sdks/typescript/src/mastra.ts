@@ -44,6 +44,20 @@ export interface AgentResult {
   readonly suspendPayload?: unknown;
 }
 
+/**
+ * The parts of a suspended run as `agent.listSuspendedRuns()` lists it (Mastra's `AgentRun`),
+ * which is how a restarted process finds the runs still waiting.
+ */
+export interface SuspendedRun {
+  readonly runId: string;
+  readonly toolCalls: readonly {
+    readonly toolCallId?: string | undefined;
+    readonly toolName?: string | undefined;
+    readonly args?: unknown;
+    readonly requiresApproval: boolean;
+  }[];
+}
+
 /** The parts of a Mastra `Agent` this module uses. */
 export interface ApprovingAgent<Result extends AgentResult> {
   readonly name?: string;
@@ -62,10 +76,18 @@ export interface ResolveOptions {
 }
 
 /**
- * The tool call `result` waits on an approval for, or `undefined` when it is not suspended for
- * one (it finished, or a tool suspended itself for other input).
+ * The tool call `result` (or a suspended run listed by `agent.listSuspendedRuns()`) waits on an
+ * approval for, or `undefined` when it is not suspended for one (it finished, or a tool
+ * suspended itself for other input).
  */
-export function pendingToolApproval(result: AgentResult): ToolApprovalPayload | undefined {
+export function pendingToolApproval(result: AgentResult | SuspendedRun): ToolApprovalPayload | undefined {
+  // A `generate()` result has `toolCalls` too (the calls the model made); a listed run has no
+  // `finishReason`.
+  if (!("finishReason" in result) && "toolCalls" in result) {
+    const call = result.toolCalls.find((c) => c.requiresApproval);
+    if (call?.toolCallId === undefined || call.toolName === undefined) return undefined;
+    return { toolCallId: call.toolCallId, toolName: call.toolName, args: call.args };
+  }
   if (result.finishReason !== "suspended") return undefined;
   const payload = result.suspendPayload;
   // A tool that called `suspend()` itself is suspended with its own payload beside the call;
@@ -82,7 +104,9 @@ export function pendingToolApproval(result: AgentResult): ToolApprovalPayload | 
  * `fields` are create fields for every request (`agent` defaults to the agent's name).
  *
  * The agent must be registered on a `Mastra` instance with storage, where Mastra keeps the
- * suspended run.
+ * suspended run. `result` may also be a run `agent.listSuspendedRuns()` lists: a process that
+ * restarted while a person was deciding finds its runs there, and deciding one finds the same
+ * request.
  *
  * ```ts
  * const agent = mastra.getAgent("releaseBot");
@@ -95,9 +119,23 @@ export async function resolveToolApprovals<Result extends AgentResult>(
   client: Client,
   agent: ApprovingAgent<Result>,
   result: Result,
+  fields?: CreateFields,
+  options?: ResolveOptions,
+): Promise<Result>;
+export async function resolveToolApprovals<Result extends AgentResult>(
+  client: Client,
+  agent: ApprovingAgent<Result>,
+  result: Result | SuspendedRun,
+  fields?: CreateFields,
+  options?: ResolveOptions,
+): Promise<Result | SuspendedRun>;
+export async function resolveToolApprovals<Result extends AgentResult>(
+  client: Client,
+  agent: ApprovingAgent<Result>,
+  result: Result | SuspendedRun,
   fields: CreateFields = {},
   options: ResolveOptions = {},
-): Promise<Result> {
+): Promise<Result | SuspendedRun> {
   let current = result;
   for (;;) {
     const call = pendingToolApproval(current);

@@ -169,10 +169,16 @@ describe("resolveToolApprovals", () => {
     crash.abort(new Error("the process died"));
     await assert.rejects(first);
 
-    // The next one decides the same suspended run.
+    // The next one finds the run still waiting in Mastra's storage, and decides it.
+    const { runs } = await agent.listSuspendedRuns();
+    assert.deepEqual(
+      runs.map((run) => run.runId),
+      [suspended.runId],
+    );
     const person = answerNext(server.alice(), { session }, { decision: "approve" });
-    await resolveToolApprovals(server.agent(), agent, suspended, { session });
+    const result = await resolveToolApprovals(server.agent(), agent, runs[0]!, { session });
     await person;
+    assert.equal(pendingToolApproval(result), undefined);
 
     assert.deepEqual(ran, [{ env: "prod" }]);
     const requests = [];
