@@ -128,3 +128,21 @@ function argumentsObject(input: unknown): JsonObject {
 function isObject(value: unknown): value is object {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
+
+/**
+ * The create fields a framework helper passes through to every request it raises (`agent`,
+ * `session`, `tags`, `responders`, `timeout_seconds`, `callback_url`, ...), as the HTTP API
+ * spells them. What is asked (`questions` and the like) and the idempotency key come from the
+ * framework's own objects.
+ */
+export type CreateFields = Omit<
+  NewRequest,
+  "questions" | "question" | "prompt" | "choices" | "options" | "multi_select" | "idempotency_key"
+>;
+
+/** `fields` without the ones left undefined, so they do not override a default. */
+export function definedFields(fields: CreateFields): CreateFields {
+  const defined: { [name: string]: unknown } = {};
+  for (const [name, value] of Object.entries(fields)) if (value !== undefined) defined[name] = value;
+  return defined as CreateFields;
+}

@@ -3,7 +3,9 @@
  * server, and wait for the answers without losing them.
  *
  * The helpers for agent frameworks live in subpaths: `@clarify-hitl/client/ai-sdk` (the Vercel
- * AI SDK) and `@clarify-hitl/client/openai-agents` (the OpenAI Agents SDK).
+ * AI SDK), `@clarify-hitl/client/openai-agents` (the OpenAI Agents SDK),
+ * `@clarify-hitl/client/mastra` (Mastra) and `@clarify-hitl/client/langgraph` (LangGraph.js and
+ * LangChain.js).
  */
 
 export {
