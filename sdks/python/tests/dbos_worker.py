@@ -1,6 +1,7 @@
 """The DBOS worker of the tests, run as a process of its own so a test can SIGKILL it:
 `deploy` is a `@DBOS.workflow()` that asks for an approval through `clarify_hitl.dbos.ask` and,
-once decided, records that it went on (a step appending a line to `CLARIFY_TEST_COMPLETIONS`).
+once decided, records that it went on (a step appending `<request id> <status> <when it resumed>` to
+`CLARIFY_TEST_COMPLETIONS`).
 
     python dbos_worker.py [WORKFLOW_ID BUILD SESSION [TIMEOUT_SECONDS]]...
 
@@ -35,9 +36,9 @@ DBOS(
 
 
 @DBOS.step()
-def record(request_id: str, status: str) -> None:
+def record(request_id: str, status: str, resumed: float) -> None:
     with completions.open("a") as file:
-        file.write(f"{request_id} {status}\n")
+        file.write(f"{request_id} {status} {resumed:.6f}\n")
 
 
 @DBOS.workflow()
@@ -54,7 +55,7 @@ def deploy(build: int, session: str, timeout_seconds: int | None) -> dict[str, A
         session=session,
         timeout_seconds=timeout_seconds,
     )
-    record(outcome.request_id, outcome.status)
+    record(outcome.request_id, outcome.status, time.time())
     return {
         "request_id": outcome.request_id,
         "status": outcome.status,

@@ -22,6 +22,7 @@ def pending_one(alice: Client, session: str, within: float = 30) -> Record:
 
 
 def completed(completions: Path, request_id: str) -> list[str]:
-    """The lines the workflow wrote after its wait for `request_id` (`<id> <status>`)."""
+    """What the workflow wrote after its wait for `request_id`, each `<id> <status>` (the time
+    it resumed left out)."""
     lines = completions.read_text().splitlines() if completions.exists() else []
-    return [line for line in lines if line.split()[0] == request_id]
+    return [" ".join(line.split()[:2]) for line in lines if line.split()[0] == request_id]

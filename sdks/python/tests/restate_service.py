@@ -1,11 +1,13 @@
 """The Python Restate service of the tests: `Deploy/run` asks for an approval through
 `clarify_hitl.restate.ask` and, once decided, records that it went on (a journaled step that
-appends a line to `CLARIFY_TEST_COMPLETIONS`), so a test can count how often the handler got
-past its wait. Served by hypercorn from `restate_engine.PythonService`."""
+appends `<request id> <status> <when it resumed>` to `CLARIFY_TEST_COMPLETIONS`), so a test can
+count how often the handler got past its wait and the benchmark can time it. Served by
+hypercorn from `restate_engine.PythonService`."""
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +40,11 @@ async def run(ctx: restate.Context, order: dict[str, Any]) -> dict[str, Any]:
         **fields,
     )
 
+    resumed = time.time()
+
     def record() -> None:
         with completions.open("a") as file:
-            file.write(f"{outcome.request_id} {outcome.status}\n")
+            file.write(f"{outcome.request_id} {outcome.status} {resumed:.6f}\n")
 
     await ctx.run_typed("record the decision", record)
     return {

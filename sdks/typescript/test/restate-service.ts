@@ -1,8 +1,9 @@
 /**
  * The TypeScript Restate service of `restate.test.ts`, run as a process of its own so a test can
  * kill it: `DeployTs/run` asks for an approval through `@clarify-hitl/client/restate` and, once
- * decided, records that it went on (a journaled step appending a line to
- * `CLARIFY_TEST_COMPLETIONS`), so a test can count how often the handler got past its wait.
+ * decided, records that it went on (a journaled step appending `<request id> <status> <when it
+ * resumed>` to `CLARIFY_TEST_COMPLETIONS`), so a test can count how often the handler got past
+ * its wait.
  * Prints `ready` once it listens on `PORT`.
  */
 
@@ -38,8 +39,9 @@ const deploy = restate.service({
       };
       if (order.timeout_seconds !== undefined) fields.timeout_seconds = order.timeout_seconds;
       const outcome = await ask(ctx, clarify, fields);
+      const resumed = Date.now() / 1000;
       await ctx.run("record the decision", async () => {
-        appendFileSync(completions, `${outcome.request_id} ${outcome.status}\n`);
+        appendFileSync(completions, `${outcome.request_id} ${outcome.status} ${resumed.toFixed(6)}\n`);
       });
       const first = outcome.questions[0];
       return {

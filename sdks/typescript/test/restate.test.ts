@@ -221,7 +221,9 @@ describe("Restate", { skip: missing }, () => {
 
   function completed(requestId: string): string[] {
     const lines = existsSync(completions) ? readFileSync(completions, "utf8").split("\n") : [];
-    return lines.filter((line) => line.split(" ")[0] === requestId);
+    return lines
+      .filter((line) => line.split(" ")[0] === requestId)
+      .map((line) => line.split(" ").slice(0, 2).join(" "));
   }
 
   interface Delivery {
