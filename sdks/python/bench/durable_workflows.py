@@ -10,7 +10,8 @@ Each workflow writes the time it resumed (after `ask` returned) to a file; the f
 less the time the answer's reply arrived, on one machine's clock. Prints the median and p99 of
 each engine over `--rounds` requests, one at a time.
 
-    CLARIFY_BIN=... CLARIFY_RESTATE_SERVER=... python bench/durable_workflows.py [--rounds 100]
+    CLARIFY_BIN=... CLARIFY_RESTATE_SERVER=... python bench/durable_workflows.py \\
+        [--rounds 100] [--engines restate,dbos]
 
 `CLARIFY_BIN` must accept `resume` (the Restate engine); PostgreSQL at CLARIFY_TEST_POSTGRES,
 else postgres@127.0.0.1:5432 (a database of its own, dropped at the end).
@@ -132,7 +133,9 @@ def bench_dbos(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--engines", default="restate,dbos", help="restate, dbos or both")
     args = parser.parse_args()
+    engines = args.engines.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         clarify = ClarifyServer(Path(os.environ["CLARIFY_BIN"]), directory)
@@ -140,12 +143,14 @@ def main() -> None:
         try:
             key = clarify.key("agent", "bench-agent")
             with Client(clarify.url, clarify.key("responder", "alice")) as alice:
-                restate = bench_restate(clarify, key, alice, args.rounds, directory)
-                dbos = bench_dbos(clarify, key, alice, args.rounds, directory)
+                if "restate" in engines:
+                    samples = bench_restate(clarify, key, alice, args.rounds, directory)
+                    print(summary("Restate (Python service)", samples), flush=True)
+                if "dbos" in engines:
+                    samples = bench_dbos(clarify, key, alice, args.rounds, directory)
+                    print(summary("DBOS (PostgreSQL)", samples), flush=True)
         finally:
             clarify.stop()
-    print(summary("Restate (Python service)", restate))
-    print(summary("DBOS (PostgreSQL)", dbos))
 
 
 if __name__ == "__main__":
