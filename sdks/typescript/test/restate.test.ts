@@ -84,7 +84,10 @@ class RestateNode {
     this.#child = child;
     await until(
       "restate-server",
-      async () => (await fetch(`${this.admin}/health`)).ok && (await fetch(`${this.ingress}/restate/health`)).ok,
+      async () => {
+        const probe = { signal: AbortSignal.timeout(2000) };
+        return (await fetch(`${this.admin}/health`, probe)).ok && (await fetch(`${this.ingress}/restate/health`, probe)).ok;
+      },
       child,
       log,
     );
@@ -157,7 +160,9 @@ class TsService {
       stdio: ["ignore", out, out],
     });
     this.#child = child;
-    await until("the TypeScript Restate service", async () => (await fetch(`${this.uri}/health`)).ok, child, log);
+    // The Restate SDK serves HTTP/2 only, which fetch does not speak: the service says when it
+    // listens.
+    await until("the TypeScript Restate service", async () => /^ready$/m.test(readFileSync(log, "utf8")), child, log);
   }
 
   async kill(): Promise<void> {
@@ -305,7 +310,13 @@ describe("Restate", { skip: missing }, () => {
     assert.deepEqual([result.request_id, result.decision], [record.id, "approve"]);
     assert.deepEqual(await requestIds(session), [record.id]);
     assert.deepEqual(completed(record.id), [`${record.id} answered`]);
-    const found = await deliveries(record.id);
+    // clarify marks the delivery once the ingress's reply is in, which may be after the handler
+    // finished.
+    let found = await deliveries(record.id);
+    for (const until = Date.now() + 10_000; found[0]?.status === "pending" && Date.now() < until; ) {
+      await delay(100);
+      found = await deliveries(record.id);
+    }
     assert.equal(found.length, 1);
     assert.equal(found[0]?.status, "delivered");
     assert.equal(found[0]?.attempts.at(-1)?.status_code, 202);
