@@ -2,7 +2,10 @@
 accepted (`POST /v1/requests/{id}/answer` returned) a waiting workflow runs again.
 
 - Restate: the Python service of `tests/restate_service.py` on a real Restate server, woken by
-  clarify resolving its awakeable through the Restate ingress (the webhook outbox's delivery).
+  clarify resolving its awakeable through the Restate ingress (the webhook outbox's delivery);
+  once answered while the invocation is still open on the service, and once after Restate
+  suspended it (the invoker's inactivity timeout set to half a second, the answer given after a
+  second and a half), when the answer starts a new attempt that replays the journal.
 - DBOS: the worker of `tests/dbos_worker.py` on the local PostgreSQL, woken by its long-poll of
   clarify returning.
 
@@ -69,11 +72,20 @@ def summary(name: str, samples: list[float]) -> str:
 
 
 def bench_restate(
-    clarify: ClarifyServer, key: str, alice: Client, rounds: int, directory: Path
+    clarify: ClarifyServer,
+    key: str,
+    alice: Client,
+    rounds: int,
+    directory: Path,
+    *,
+    suspended: bool,
 ) -> list[float]:
-    node = RestateServer(Path(os.environ["CLARIFY_RESTATE_SERVER"]), directory)
+    directory = directory / ("restate-suspended" if suspended else "restate")
+    directory.mkdir()
+    env = {"RESTATE_WORKER__INVOKER__INACTIVITY_TIMEOUT": "500ms"} if suspended else {}
+    node = RestateServer(Path(os.environ["CLARIFY_RESTATE_SERVER"]), directory, env)
     node.start()
-    completions = directory / "restate-completions.txt"
+    completions = directory / "completions.txt"
     service = PythonService(
         directory,
         {
@@ -90,6 +102,9 @@ def bench_restate(
         for i in range(rounds):
             session = f"bench-restate-{i}"
             node.send("Deploy", "run", {"build": i, "session": session})
+            if suspended:
+                pending_one(alice, session)
+                time.sleep(1.5)
             samples.append(answer_and_time(alice, session, completions))
         return samples
     finally:
@@ -133,6 +148,7 @@ def bench_dbos(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--suspended-rounds", type=int, default=40)
     parser.add_argument("--engines", default="restate,dbos", help="restate, dbos or both")
     args = parser.parse_args()
     engines = args.engines.split(",")
@@ -144,8 +160,14 @@ def main() -> None:
             key = clarify.key("agent", "bench-agent")
             with Client(clarify.url, clarify.key("responder", "alice")) as alice:
                 if "restate" in engines:
-                    samples = bench_restate(clarify, key, alice, args.rounds, directory)
-                    print(summary("Restate (Python service)", samples), flush=True)
+                    samples = bench_restate(
+                        clarify, key, alice, args.rounds, directory, suspended=False
+                    )
+                    print(summary("Restate, invocation open", samples), flush=True)
+                    samples = bench_restate(
+                        clarify, key, alice, args.suspended_rounds, directory, suspended=True
+                    )
+                    print(summary("Restate, invocation suspended", samples), flush=True)
                 if "dbos" in engines:
                     samples = bench_dbos(clarify, key, alice, args.rounds, directory)
                     print(summary("DBOS (PostgreSQL)", samples), flush=True)

@@ -40,8 +40,9 @@ def _wait_until(what: str, ready: Any, process: subprocess.Popen[bytes], log: Pa
 class RestateServer:
     """One Restate node: ingress, admin and node ports of its own, state in `directory`."""
 
-    def __init__(self, binary: Path, directory: Path) -> None:
+    def __init__(self, binary: Path, directory: Path, env: dict[str, str] | None = None) -> None:
         self.binary = binary
+        self.env = env or {}
         self.directory = directory
         self.ingress_port = free_port()
         self.admin_port = free_port()
@@ -65,6 +66,7 @@ class RestateServer:
             "RESTATE_LOG_FORMAT": "compact",
             "RESTATE_LOG_DISABLE_ANSI_CODES": "true",
             "NO_COLOR": "1",
+            **self.env,
         }
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
@@ -118,6 +120,18 @@ class RestateServer:
         response.raise_for_status()
         invocation: str = response.json()["invocationId"]
         return invocation
+
+    def status(self, invocation: str) -> str:
+        """The invocation's status in Restate (`running`, `suspended`, `backing-off`, ...)."""
+        response = httpx.post(
+            self.admin + "/query",
+            json={"query": f"SELECT status FROM sys_invocation WHERE id = '{invocation}'"},
+            headers={"accept": "application/json"},
+            timeout=10,
+        )
+        response.raise_for_status()
+        status: str = response.json()["rows"][0]["status"]
+        return status
 
     def attach(self, invocation: str, within: float = 60) -> Any:
         """The invocation's result, waiting for it to complete (the ingress's attach)."""

@@ -205,3 +205,48 @@ def test_an_expired_request_reaches_the_handler_as_expired(
         None,
     )
     assert result["note"]
+
+
+def test_a_suspended_invocation_is_resumed_by_the_answer(
+    restate_bin: Path,
+    server: ClarifyServer,
+    agent_key: str,
+    alice: Client,
+    session: str,
+    tmp_path: Path,
+) -> None:
+    """A person may take hours; Restate suspends a waiting invocation (here after half a second
+    instead of a minute), and the awakeable's resolution starts it again by replaying its
+    journal."""
+    node = RestateServer(
+        restate_bin, tmp_path, {"RESTATE_WORKER__INVOKER__INACTIVITY_TIMEOUT": "500ms"}
+    )
+    node.start()
+    completions = tmp_path / "completions.txt"
+    service = PythonService(
+        tmp_path,
+        {
+            "CLARIFY_URL": server.url,
+            "CLARIFY_TOKEN": agent_key,
+            "CLARIFY_RESTATE_INGRESS": node.ingress,
+            "CLARIFY_TEST_COMPLETIONS": str(completions),
+        },
+    )
+    service.start()
+    try:
+        node.register(service.uri)
+        invocation = node.send("Deploy", "run", {"build": 486, "session": session})
+        record = pending_one(alice, session)
+        deadline = time.monotonic() + 20
+        while node.status(invocation) != "suspended" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert node.status(invocation) == "suspended"
+
+        alice.answer(record.id, {"decision": "approve"})
+        result = node.attach(invocation)
+        assert (result["request_id"], result["decision"]) == (record.id, "approve")
+        assert [r.id for r in alice.list(session=session)] == [record.id]
+        assert completed(completions, record.id) == [f"{record.id} answered"]
+    finally:
+        service.stop()
+        node.stop()
