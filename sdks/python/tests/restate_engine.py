@@ -133,11 +133,13 @@ class RestateServer:
         status: str = response.json()["rows"][0]["status"]
         return status
 
+    def attach_response(self, invocation: str, within: float = 60) -> httpx.Response:
+        """The ingress's answer once the invocation completes (its attach), success or not."""
+        return httpx.get(f"{self.ingress}/restate/invocation/{invocation}/attach", timeout=within)
+
     def attach(self, invocation: str, within: float = 60) -> Any:
-        """The invocation's result, waiting for it to complete (the ingress's attach)."""
-        response = httpx.get(
-            f"{self.ingress}/restate/invocation/{invocation}/attach", timeout=within
-        )
+        """The invocation's result, waiting for it to complete."""
+        response = self.attach_response(invocation, within)
         if response.status_code != 200:
             raise AssertionError(f"invocation {invocation}: {response.status_code} {response.text}")
         return response.json()

@@ -207,6 +207,18 @@ def test_an_expired_request_reaches_the_handler_as_expired(
     assert result["note"]
 
 
+def test_a_create_clarify_refuses_fails_the_invocation_instead_of_retrying(
+    restate: RestateServer, service: PythonService, alice: Client, session: str
+) -> None:
+    invocation = restate.send(
+        "Deploy", "run", {"build": 487, "session": session, "timeout_seconds": -5}
+    )
+    response = restate.attach_response(invocation, within=30)
+    assert response.status_code >= 400
+    assert "clarify refused the request" in response.text
+    assert list(alice.list(session=session)) == []
+
+
 def test_a_suspended_invocation_is_resumed_by_the_answer(
     restate_bin: Path,
     server: ClarifyServer,

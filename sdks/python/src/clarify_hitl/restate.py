@@ -30,13 +30,12 @@ could not reach clarify is retried by Restate like any failed step.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from typing import Any
 
 from restate import Context, RunOptions, TerminalError
 
-from ._client import AsyncClient, Client
+from ._client import AsyncClient
 from ._errors import ClarifyError, RateLimitedError
 from ._protocol import transient
 from ._types import Outcome, Record
@@ -52,15 +51,10 @@ def _ingress(given: str | None) -> str:
     return url.rstrip("/")
 
 
-async def _create(client: AsyncClient | Client, body: dict[str, Any]) -> dict[str, Any]:
+async def _create(client: AsyncClient, body: dict[str, Any]) -> dict[str, Any]:
     """The create step: the record as JSON, which is what Restate journals."""
     try:
-        if isinstance(client, AsyncClient):
-            record: Record = await client.create(body)
-        else:
-            # The blocking client would stall the handler's event loop; a thread keeps the
-            # invocation's other work (and Restate's protocol) moving.
-            record = await asyncio.to_thread(client.create, body)
+        record: Record = await client.create(body)
     except ClarifyError as error:
         if transient(error) or isinstance(error, RateLimitedError):
             raise
@@ -70,13 +64,14 @@ async def _create(client: AsyncClient | Client, body: dict[str, Any]) -> dict[st
 
 async def ask(
     ctx: Context,
-    client: AsyncClient | Client,
+    client: AsyncClient,
     *,
     ingress: str | None = None,
     **fields: Any,
 ) -> Outcome:
     """Asks a person through clarify from a Restate handler and returns the outcome once the
-    request resolves; see the module's documentation for what is journaled.
+    request resolves; see the module's documentation for what is journaled. `client` is an
+    `AsyncClient`, since a Restate handler runs on an event loop.
 
     >>> @service.handler()
     ... async def deploy(ctx: restate.Context, version: str) -> str:
