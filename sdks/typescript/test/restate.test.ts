@@ -120,11 +120,16 @@ class RestateNode {
     return ((await response.json()) as { invocationId: string }).invocationId;
   }
 
-  /** The invocation's result, once it completes (the ingress's attach). */
-  async attach(invocation: string): Promise<HandlerResult> {
-    const response = await fetch(`${this.ingress}/restate/invocation/${invocation}/attach`, {
-      signal: AbortSignal.timeout(90_000),
+  /** The ingress's answer once the invocation completes (its attach), success or not. */
+  async attachResponse(invocation: string, timeoutMs = 90_000): Promise<Response> {
+    return await fetch(`${this.ingress}/restate/invocation/${invocation}/attach`, {
+      signal: AbortSignal.timeout(timeoutMs),
     });
+  }
+
+  /** The invocation's result, once it completes. */
+  async attach(invocation: string): Promise<HandlerResult> {
+    const response = await this.attachResponse(invocation);
     assert.equal(response.status, 200, await response.clone().text());
     return (await response.json()) as HandlerResult;
   }
@@ -320,6 +325,16 @@ describe("Restate", { skip: missing }, () => {
     assert.equal(found.length, 1);
     assert.equal(found[0]?.status, "delivered");
     assert.equal(found[0]?.attempts.at(-1)?.status_code, 202);
+  });
+
+  test("a create clarify refuses fails the invocation instead of being retried", async () => {
+    const session = uniqueSession("restate-ts");
+    const invocation = await node.send({ build: 487, session, timeout_seconds: -5 });
+    // Restate's TerminalError, loaded by the adapter from the peer dependency, ends it at once.
+    const response = await node.attachResponse(invocation, 30_000);
+    assert.ok(response.status >= 400, `status ${response.status}`);
+    assert.match(await response.text(), /clarify refused the request/);
+    assert.deepEqual(await requestIds(session), []);
   });
 
   test("an expired request reaches the handler as expired", async () => {
