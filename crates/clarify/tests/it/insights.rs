@@ -184,6 +184,12 @@ async fn the_insights_page_and_the_report_show_the_decisions_made() {
     assert_eq!(revised["answered_by"], "admin");
     assert_eq!(revised["answered_via"], "api");
     assert!(revised["seconds_to_decide"].as_f64().is_some());
+    // Each decision names its signed receipt (the same over HTTP, compared below).
+    let jti = revised["receipt_jti"].as_str().expect("the receipt's jti");
+    assert!(
+        jti.starts_with(&format!("{}@", revised["id"].as_str().unwrap_or("?"))),
+        "{jti}"
+    );
     assert_eq!(doc["insights"]["by_status"]["answered"], 6);
     assert!(doc["duties"].as_array().is_some_and(|d| {
         d.iter()
