@@ -599,7 +599,11 @@ async fn a_resume_target_gets_the_outcome_like_a_callback(url: &str) {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let deliveries = settled(&s, &answered).await;
-    assert_eq!(deliveries.len(), 2, "the callback and the workflow: {deliveries:?}");
+    assert_eq!(
+        deliveries.len(),
+        2,
+        "the callback and the workflow: {deliveries:?}"
+    );
     assert!(deliveries.iter().all(|d| d["status"] == "delivered"));
     clock.advance(TimeDelta::seconds(61));
     assert_eq!(s.store.expire_due().await.expect("expired"), 1);
@@ -612,7 +616,10 @@ async fn a_resume_target_gets_the_outcome_like_a_callback(url: &str) {
         (resumed[0], &answered, "sign_1answered-X", "answered"),
         (resumed[1], &expiring, "sign_1expiring", "expired"),
     ] {
-        assert_eq!(call.path, format!("/restate/awakeables/{awakeable}/resolve"));
+        assert_eq!(
+            call.path,
+            format!("/restate/awakeables/{awakeable}/resolve")
+        );
         // The awakeable's value is the outcome, as a webhook's body is, with its receipt.
         let outcome = call.json();
         assert_eq!(outcome["request_id"], id.as_str());
@@ -647,7 +654,10 @@ async fn a_bad_resume_target_is_refused_by_name() {
     let guarded = TestServer::start().await;
     for (resume, problem) in [
         (json!({"temporal": {}}), "resume.temporal"),
-        (json!({"restate": {"ingress": "http://127.0.0.1:9"}}), "resume.restate.awakeable"),
+        (
+            json!({"restate": {"ingress": "http://127.0.0.1:9"}}),
+            "resume.restate.awakeable",
+        ),
         (
             json!({"restate": {"ingress": "ftp://x", "awakeable": "a"}}),
             "resume.restate.ingress",
