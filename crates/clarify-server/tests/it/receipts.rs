@@ -306,3 +306,39 @@ async fn on_postgres_two_instances_sign_alike_and_spend_once_between_them() {
     );
     assert_eq!(claims.sub, id);
 }
+
+#[tokio::test]
+async fn a_configured_key_signs_and_the_stores_keys_still_verify_what_they_signed() {
+    let dir = tempfile::tempdir().expect("dir");
+    let url = format!("sqlite://{}", dir.path().join("clarify.db").display());
+    let s = TestServer::build(&url, StoreOptions::default(), |_| {}).await;
+    let before = decided(
+        &s,
+        100,
+        json!({"answers": {"pay": {"decision": "approve"}}}),
+    )
+    .await;
+    let stored_kid = s.state.receipts.signing_kid();
+    let store = s.halt().await.0;
+    // The operator moves the key out of the database: `[receipts] signing_key`.
+    let s = TestServer::on_store(store, |c| c.receipts.signing_key = Some([9; 32])).await;
+    let configured_kid = s.state.receipts.signing_kid();
+    assert_ne!(configured_kid, stored_kid);
+    let keys = jwks(&s).await;
+    let kids: Vec<&str> = keys
+        .keys
+        .iter()
+        .filter_map(|k| k.common.key_id.as_deref())
+        .collect();
+    assert_eq!(kids, [configured_kid.as_str(), stored_kid.as_str()]);
+    let after = decided(
+        &s,
+        100,
+        json!({"answers": {"pay": {"decision": "approve"}}}),
+    )
+    .await;
+    let header =
+        jsonwebtoken::decode_header(after["receipt"].as_str().expect("receipt")).expect("header");
+    assert_eq!(header.kid.as_deref(), Some(configured_kid.as_str()));
+    verify(before["receipt"].as_str().expect("receipt"), &keys).expect("the old one verifies");
+}

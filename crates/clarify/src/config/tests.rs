@@ -213,6 +213,32 @@ fn the_worked_rules_of_the_handbook_compile() {
 }
 
 #[test]
+fn the_receipts_key_and_window_are_read_and_bad_ones_named() {
+    let config = check(
+        "[receipts]\nsigning_key = \"yfWPiYE-n46HLnH0KqZOF1fJJU3MYrct3AELtAQ-oRw\"\n\
+         retired_keys_published_for = \"30d\"\n",
+    )
+    .expect("valid");
+    assert!(config.receipts.signing_key.is_some());
+    assert_eq!(
+        config.receipts.retired_published_for,
+        chrono::TimeDelta::days(30)
+    );
+    let defaults = check("").expect("valid").receipts;
+    assert!(defaults.signing_key.is_none(), "the store's key signs");
+    assert_eq!(defaults.retired_published_for, chrono::TimeDelta::days(365));
+    let e = check("[receipts]\nsigning_key = \"c2hvcnQ\"\n").expect_err("refused");
+    assert!(
+        e.starts_with(
+            "clarify.toml: receipts.signing_key: an Ed25519 key is 32 bytes, this one is 5"
+        ),
+        "{e}"
+    );
+    let e = check("[receipts]\nretired_keys_published_for = \"soon\"\n").expect_err("refused");
+    assert!(e.contains("receipts.retired_keys_published_for"), "{e}");
+}
+
+#[test]
 fn the_push_key_and_subject_are_read_and_bad_ones_named() {
     let config = check(
         "[push]\nvapid_private_key = \"yfWPiYE-n46HLnH0KqZOF1fJJU3MYrct3AELtAQ-oRw\"\n\
