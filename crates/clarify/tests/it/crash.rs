@@ -81,13 +81,17 @@ fn three_instances() -> Plan {
 /// A retried webhook comes back quickly, and one claimed by a killed server is free again after
 /// the timeout plus the 5 s margin.
 /// The webhook receiver listens on 127.0.0.1, which the outbound guard refuses unless allowed.
-const SERVE_FLAGS: [&str; 6] = [
+const SERVE_FLAGS: [&str; 8] = [
     "--webhook-first-retry",
     "200ms",
     "--webhook-timeout",
     "1s",
     "--outbound-allow",
     "127.0.0.0/8",
+    // The instances of one deployment share its public address, which receipts name as their
+    // issuer: an outcome read from any instance is the one another acknowledged.
+    "--public-url",
+    "https://clarify.crash.test",
 ];
 /// The bound on every wait after the load stops; far above what a healthy run needs.
 const PATIENCE: Duration = Duration::from_secs(60);
