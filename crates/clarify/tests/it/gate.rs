@@ -463,8 +463,9 @@ async fn the_gate_speaks_every_protocol_version_to_its_client() {
 
 /// A server at an `https://` URL is spoken to over TLS: the gate's MCP client is the
 /// workspace's HTTP client, which has TLS, rather than one without it that refused every
-/// `https://` URL ("scheme is not http"). The upstream here accepts and hangs up, so the TLS
-/// handshake fails, and the gate says so.
+/// `https://` URL ("scheme is not http"). The upstream here reads the TLS client hello and hangs
+/// up, so the TLS handshake fails, and the gate says so. (Hanging up before reading it would
+/// reset the connection instead, which a loaded machine sometimes shows as a failed connect.)
 #[tokio::test]
 async fn an_https_server_is_reached_over_tls() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -472,7 +473,10 @@ async fn an_https_server_is_reached_over_tls() {
         .expect("bind");
     let url = format!("https://{}/mcp", listener.local_addr().expect("addr"));
     tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
+        use tokio::io::AsyncReadExt;
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut hello = [0u8; 4096];
+            let _ = stream.read(&mut hello).await;
             drop(stream);
         }
     });
