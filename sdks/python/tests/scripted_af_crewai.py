@@ -13,12 +13,13 @@ the framework sent back to the model: the tool results, a denial's reason, an an
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from scripted_http import ScriptedServer
 
 
 @dataclass(frozen=True)
@@ -51,31 +52,19 @@ Script = list[Turn] | Callable[[list[dict[str, Any]]], Turn]
 """The turns in order, or a function choosing the reply from the conversation's messages."""
 
 
-class ChatServer:
-    """`POST /chat/completions` (also under `/v1`) following a script; a context manager."""
+class ChatServer(ScriptedServer):
+    """`POST /chat/completions` (also under `/v1`) following a script; a context manager. Its
+    replies may stream (server-sent events), so it brings its own handler."""
 
     def __init__(self, script: Script) -> None:
         self.script = script
-        self.requests: list[dict[str, Any]] = []
         self._prefix = uuid.uuid4().hex[:12]
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__()
 
     @property
     def url(self) -> str:
         """The base URL to give the framework (the OpenAI SDK's `base_url`)."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
-
-    def __enter__(self) -> ChatServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        return f"{self.root}/v1"
 
     def tool_results(self, index: int = -1) -> list[str]:
         """The tool results (`role: tool` contents) in the request at `index`, in order."""

@@ -11,10 +11,10 @@ answer. Every request body is kept, so a test reads what the agent sent back.
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from scripted_http import ScriptedServer
 
 
 @dataclass(frozen=True)
@@ -25,28 +25,19 @@ class FunctionCall:
     args: dict[str, Any]
 
 
-class GeminiServer:
+class GeminiServer(ScriptedServer):
     """`POST /v1beta/models/{model}:generateContent` following `turns`; a context manager."""
 
     def __init__(self, turns: list[list[FunctionCall]]) -> None:
         self.turns = turns
-        self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__()
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self.root
 
-    def __enter__(self) -> GeminiServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    def accepts(self, path: str) -> bool:
+        return path.split("?")[0].endswith(":generateContent")
 
     def function_responses(self, request: int = -1) -> dict[str, Any]:
         """The function responses in one request (the last by default), by function name."""
@@ -84,27 +75,3 @@ class GeminiServer:
             },
             "modelVersion": "scripted",
         }
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        scripted = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *_: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                if not self.path.split("?")[0].endswith(":generateContent"):
-                    self.send_error(404)
-                    return
-                with scripted._lock:
-                    scripted.requests.append(body)
-                    payload = json.dumps(scripted.reply(body)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        return Handler

@@ -11,11 +11,11 @@ back: the tool results, with a denial's reason or an edited call's output.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from scripted_http import ScriptedServer
 
 
 @dataclass(frozen=True)
@@ -27,28 +27,19 @@ class ToolCall:
     args: dict[str, Any]
 
 
-class ChatCompletionsServer:
+class ChatCompletionsServer(ScriptedServer):
     """`POST /v1/chat/completions` following `turns`; use as a context manager."""
 
     def __init__(self, turns: list[list[ToolCall]]) -> None:
         self.turns = turns
-        self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__()
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return f"{self.root}/v1"
 
-    def __enter__(self) -> ChatCompletionsServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    def accepts(self, path: str) -> bool:
+        return path.endswith("/chat/completions")
 
     def tool_results(self, request: int = -1) -> dict[str, str]:
         """The tool results in one request (the last by default), by tool call id."""
@@ -84,27 +75,3 @@ class ChatCompletionsServer:
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         }
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        scripted = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *_: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                if not self.path.endswith("/chat/completions"):
-                    self.send_error(404)
-                    return
-                with scripted._lock:
-                    scripted.requests.append(body)
-                    payload = json.dumps(scripted.reply(body)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        return Handler
