@@ -12,6 +12,7 @@
 use std::fmt;
 
 use chrono::{DateTime, Utc};
+use clarify_core::text::hex;
 use clarify_core::{Decision, QuestionKind, Status};
 use ed25519_dalek::SigningKey;
 use ed25519_dalek::pkcs8::EncodePrivateKey;
@@ -196,14 +197,6 @@ pub fn args_sha256(arguments: &Value) -> String {
     // A `serde_json::Value` always serializes; the canonical form cannot fail on one.
     let canonical = serde_json_canonicalizer::to_vec(arguments).unwrap_or_default();
     hex(&Sha256::digest(&canonical))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }
 
 /// An Ed25519 signing key with its published form.

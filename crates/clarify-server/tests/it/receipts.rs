@@ -17,6 +17,14 @@ fn transfer(amount: u64) -> Value {
         "allow_edit": true}]})
 }
 
+/// The `kid`s of a key set, in its order.
+fn kids(keys: &JwkSet) -> Vec<&str> {
+    keys.keys
+        .iter()
+        .filter_map(|k| k.common.key_id.as_deref())
+        .collect()
+}
+
 async fn jwks(s: &TestServer) -> JwkSet {
     let response = s
         .client
@@ -245,11 +253,7 @@ async fn after_a_rotation_new_receipts_use_the_new_key_and_old_ones_still_verify
     // Each server reads the keys again on its own (every 30 seconds); here, now.
     s.state.receipts.reload(&s.store).await.expect("reloaded");
     let keys = jwks(&s).await;
-    let kids: Vec<&str> = keys
-        .keys
-        .iter()
-        .filter_map(|k| k.common.key_id.as_deref())
-        .collect();
+    let kids = kids(&keys);
     assert_eq!(kids, [new_key.kid(), old_kid.as_str()], "newest first");
     let after = decided(
         &s,
@@ -325,11 +329,7 @@ async fn a_configured_key_signs_and_the_stores_keys_still_verify_what_they_signe
     let configured_kid = s.state.receipts.signing_kid();
     assert_ne!(configured_kid, stored_kid);
     let keys = jwks(&s).await;
-    let kids: Vec<&str> = keys
-        .keys
-        .iter()
-        .filter_map(|k| k.common.key_id.as_deref())
-        .collect();
+    let kids = kids(&keys);
     assert_eq!(kids, [configured_kid.as_str(), stored_kid.as_str()]);
     let after = decided(
         &s,

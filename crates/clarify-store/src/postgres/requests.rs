@@ -279,6 +279,8 @@ async fn resolve_in_one(
                  next_attempt_at, event) \
              SELECT id, tenant, url, 'pending', $3, $3, NULL \
              FROM (SELECT id, tenant, spec::jsonb ->> 'callback_url' AS url FROM r \
+                   /* A `resume` target's URL, as `Resume::url` builds it (the resume tests \
+                      on PostgreSQL check the path it is POSTed to). */ \
                    UNION ALL SELECT id, tenant, \
                        (spec::jsonb #>> '{{resume,restate,ingress}}') || '/restate/awakeables/' || \
                        (spec::jsonb #>> '{{resume,restate,awakeable}}') || '/resolve' FROM r) AS h \
