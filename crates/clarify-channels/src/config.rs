@@ -1,20 +1,16 @@
-//! A `[[channels]]` table as the configuration file writes it: [`RawChannel`], one arm per
-//! platform, each holding the raw type of its platform's `config.rs`, and what every platform's
-//! check shares (how a secret is given, URL and non-empty checks, the number-or-string [`Id`],
-//! the failure [`Invalid`]).
+//! What every platform's `[[channels]]` check shares: the [`PlatformTable`] each platform's
+//! `config.rs` implements, how a secret is given ([`Secrets`]), URL and non-empty checks, the
+//! number-or-string [`Id`], the failure [`Invalid`]. The table of every platform together is
+//! the registry's `RawChannel`.
 //!
 //! The checks live beside the platform they check so that a platform's keys, defaults and
-//! client are read in one folder, and a new platform is a new folder plus one arm here and in
-//! [`Platform`]. The binary reads the file, hands each table to [`RawChannel::check`] and keeps
-//! only what crosses channels (unique names, routes). The raw types' doc comments are the
+//! client are read in one folder. The binary reads the file, hands each table to
+//! `RawChannel::check` and keeps only what crosses channels (unique names, routes). The raw types' doc comments are the
 //! handbook's configuration reference, rendered from their JSON Schema: the types keep their
 //! names, and a default a check applies is named in the `default` their schema carries.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-
-use crate::{Channel, Platform};
-use crate::{discord, email, google_chat, mattermost, ntfy, slack, teams, telegram};
 
 /// A key of a `[[channels]]` table that is wrong, and why: the binary names the file and the
 /// table before it.
@@ -35,50 +31,12 @@ impl Invalid {
     }
 }
 
-/// One `[[channels]]` entry; `type` says which platform, and which keys it takes.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(tag = "type", rename_all = "lowercase")]
-pub enum RawChannel {
-    /// Messages with buttons and forms in a Slack conversation, answered in place.
-    Slack(slack::config::RawSlack),
-    /// Messages with buttons in a Telegram chat, answered with a button or a reply.
-    Telegram(telegram::config::RawTelegram),
-    /// Messages with buttons, selects and forms in a Discord channel.
-    Discord(discord::config::RawDiscord),
-    /// Posts with buttons, menus and dialogs in a Mattermost channel.
-    Mattermost(mattermost::config::RawMattermost),
-    /// Adaptive Cards from an Azure Bot in a Microsoft Teams team, chat or channel.
-    Teams(teams::config::RawTeams),
-    /// Cards from a Chat app in a Google Chat space.
-    #[serde(rename = "google_chat")]
-    GoogleChat(google_chat::config::RawGoogleChat),
-    /// Mail over SMTP, answered through signed links.
-    Email(email::config::RawEmail),
-    /// A push to a topic on ntfy.sh or your own ntfy server, with one button per answer.
-    Ntfy(ntfy::config::RawNtfy),
-}
-
-impl RawChannel {
-    /// The channel this table describes, its secrets read through `env` (which resolves a
-    /// `<key>_env` variable): the name first, then the platform's own keys.
-    pub fn check(self, env: &dyn Fn(&str) -> Option<String>) -> Result<Channel, Invalid> {
-        let secrets = Secrets { env };
-        match self {
-            Self::Slack(c) => checked(c, &secrets),
-            Self::Telegram(c) => checked(c, &secrets),
-            Self::Discord(c) => checked(c, &secrets),
-            Self::Mattermost(c) => checked(c, &secrets),
-            Self::Teams(c) => checked(c, &secrets),
-            Self::GoogleChat(c) => checked(c, &secrets),
-            Self::Email(c) => checked(c, &secrets),
-            Self::Ntfy(c) => checked(c, &secrets),
-        }
-    }
-}
-
 /// What each platform's raw table gives the shared check: its name, whether users
-/// `[identities]` does not name may answer, and its own keys checked into its [`Platform`].
-pub(crate) trait PlatformTable {
+/// `[identities]` does not name may answer, and its own keys checked into its platform.
+pub trait PlatformTable {
+    /// The platform the table is checked into.
+    type Platform;
+
     fn name(&self) -> &str;
 
     /// E-mail and ntfy answer through signed links, which name their responder: they have no
@@ -87,11 +45,11 @@ pub(crate) trait PlatformTable {
         false
     }
 
-    fn check(self, secrets: &Secrets<'_>) -> Result<Platform, Invalid>;
+    fn check(self, secrets: &Secrets<'_>) -> Result<Self::Platform, Invalid>;
 }
 
-fn checked(table: impl PlatformTable, secrets: &Secrets<'_>) -> Result<Channel, Invalid> {
-    let name = table.name().to_owned();
+/// A channel's name, checked: it is part of its hook's URL.
+pub(crate) fn channel_name(name: &str) -> Result<String, Invalid> {
     let valid = !name.is_empty()
         && name.len() <= 64
         && name
@@ -103,12 +61,7 @@ fn checked(table: impl PlatformTable, secrets: &Secrets<'_>) -> Result<Channel, 
             format!("{name:?} must be 1 to 64 of A-Z a-z 0-9 - _ (it is part of a URL)"),
         ));
     }
-    let allow_unmapped = table.allow_unmapped();
-    Ok(Channel {
-        name,
-        platform: table.check(secrets)?,
-        allow_unmapped,
-    })
+    Ok(name.to_owned())
 }
 
 /// Reads a secret: its value (`bot_token = "..."`), the environment variable `<key>_env` names

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use clarify_model::{EventKind, RequestRecord};
 use serde_json::{Value, json};
 
-use crate::Notice;
+use crate::notice::Notice;
 
 const EVIL: &str =
     "<!channel> @everyone @here <script>alert(1)</script> <b>bold</b> [x](javascript:alert(1)) ```";

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use crate::{SendError, cut};
+use crate::notice::SendError;
+use crate::text::cut;
 
 /// A token is renewed this long before it expires, so a call never carries one that lapses on
 /// the way.
@@ -35,7 +36,7 @@ pub(crate) async fn token(
         detail: format!("the token endpoint: {e}"),
     })?;
     let status = response.status();
-    let wait = crate::RetryAfter::read(response.headers());
+    let wait = crate::http::RetryAfter::read(response.headers());
     let answer: Value = response.json().await.unwrap_or_default();
     let (Some(token), true) = (answer["access_token"].as_str(), status.is_success()) else {
         return Err(SendError::Refused {
@@ -73,7 +74,7 @@ pub(crate) async fn call(
         detail: format!("{path}: {e}"),
     })?;
     let status = response.status();
-    let wait = crate::RetryAfter::read(response.headers());
+    let wait = crate::http::RetryAfter::read(response.headers());
     let text = response.text().await.unwrap_or_default();
     let answer: Option<Value> = serde_json::from_str(&text).ok();
     if status.is_success() {

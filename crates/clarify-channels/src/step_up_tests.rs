@@ -5,7 +5,7 @@
 use clarify_model::{EventKind, RequestRecord};
 use serde_json::{Value, json};
 
-use crate::Notice;
+use crate::notice::Notice;
 
 const LINK: &str = "https://clarify.example/a/t";
 

@@ -50,3 +50,15 @@ pub(crate) fn decode_hex(hex: &str) -> Option<Vec<u8>> {
         .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_keeps_short_text_and_marks_a_cut() {
+        assert_eq!(cut("short", 10), "short");
+        assert_eq!(cut("abcdefghij", 5), "abcd…");
+        assert_eq!(cut("ééééé", 3), "éé…");
+    }
+}

@@ -5,7 +5,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Discord;
-use crate::Platform;
 use crate::config::{Id, Invalid, PlatformTable, Secrets, WEB, nonempty, url};
 
 /// Where Discord's API is unless `api_url` says otherwise.
@@ -38,6 +37,8 @@ pub struct RawDiscord {
 }
 
 impl PlatformTable for RawDiscord {
+    type Platform = Discord;
+
     fn name(&self) -> &str {
         &self.name
     }
@@ -46,7 +47,7 @@ impl PlatformTable for RawDiscord {
         self.allow_unmapped
     }
 
-    fn check(self, secrets: &Secrets<'_>) -> Result<Platform, Invalid> {
+    fn check(self, secrets: &Secrets<'_>) -> Result<Self::Platform, Invalid> {
         let hex =
             self.public_key.len() == 64 && self.public_key.chars().all(|ch| ch.is_ascii_hexdigit());
         if !hex {
@@ -55,7 +56,7 @@ impl PlatformTable for RawDiscord {
                 "must be the application's public key: 64 hex digits",
             ));
         }
-        Ok(Platform::Discord(Discord {
+        Ok(Discord {
             bot_token: secrets.required(
                 "bot_token",
                 self.bot_token,
@@ -65,6 +66,6 @@ impl PlatformTable for RawDiscord {
             public_key: self.public_key.to_ascii_lowercase(),
             channel_id: nonempty("channel_id", self.channel_id.text())?,
             api_url: url("api_url", self.api_url, API_URL, &WEB)?,
-        }))
+        })
     }
 }

@@ -4,10 +4,13 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
+use serde_json::{Value, json};
 
+use super::Discord;
+use super::render::{acknowledge, modal, private, update};
 use crate::answer::{Act, Control, Focus, Input, control};
 use crate::inbound::{InboundError, malformed};
+use crate::platform::{Call, Desk, Done, HookReply, Target};
 
 /// How far a call's timestamp may be from now. Discord names no window; five minutes, as
 /// Slack's, keeps a captured call from being replayed later.
@@ -43,12 +46,12 @@ fn check(
     if (now.timestamp() - at).abs() > MAX_SKEW_SECONDS {
         return Err("the call's timestamp is more than five minutes from now");
     }
-    let key: [u8; 32] = crate::decode_hex(public_key)
+    let key: [u8; 32] = crate::text::decode_hex(public_key)
         .and_then(|k| k.try_into().ok())
         .ok_or("the configured public key is not 32 bytes of hex")?;
     let key =
         VerifyingKey::from_bytes(&key).map_err(|_| "the configured public key is not a key")?;
-    let signature: [u8; 64] = crate::decode_hex(signature.trim())
+    let signature: [u8; 64] = crate::text::decode_hex(signature.trim())
         .and_then(|s| s.try_into().ok())
         .ok_or("X-Signature-Ed25519 is not 64 bytes of hex")?;
     let mut message = timestamp.as_bytes().to_vec();
@@ -166,5 +169,69 @@ pub(super) fn text_of(v: &Value) -> Option<String> {
         Value::String(s) if !s.is_empty() => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
         _ => None,
+    }
+}
+
+/// Answers a call to `/hooks/discord/{channel}`, the application's interactions endpoint:
+/// verified (Ed25519 over the timestamp and the raw body) before it is read, then answered in
+/// the response, within Discord's three seconds: a PONG, the clicked message updated to show
+/// the request as it now is, a modal, or a note only the clicker sees.
+pub(crate) async fn hook<D: Desk>(
+    discord: &Discord,
+    desk: &D,
+    channel: &str,
+    call: Call<'_>,
+) -> HookReply {
+    if let Err(e) = verify(
+        &discord.public_key,
+        call.header("x-signature-ed25519"),
+        call.header("x-signature-timestamp"),
+        call.body,
+        desk.now(),
+    ) {
+        tracing::warn!(%channel, error = %e, "refused an unverified Discord call");
+        return HookReply::refused(e);
+    }
+    match crate::inbound::json(call.body).and_then(|v| read(&v)) {
+        Ok(interaction) => HookReply::Json(respond(desk, channel, interaction).await),
+        Err(e) => {
+            tracing::warn!(%channel, error = %e, "refused a Discord interaction clarify cannot read");
+            HookReply::refused(e)
+        }
+    }
+}
+
+/// The interaction response for `interaction`.
+async fn respond<D: Desk>(desk: &D, channel: &str, interaction: Inbound) -> Value {
+    let (user, message_ref, message_id, control) = match interaction {
+        Inbound::Ping => return json!({"type": 1}),
+        Inbound::Ignore(why) => return private(&format!("Nothing was done: {why}.")),
+        Inbound::Use {
+            user,
+            message_ref,
+            message_id,
+            control,
+        } => (user, message_ref, message_id, control),
+    };
+    let target = Target::Message(message_ref);
+    match control {
+        Control::Unknown(id) => {
+            tracing::warn!(%channel, custom_id = %id, "a Discord control clarify did not make");
+            private("clarify does not know this control; nothing was answered.")
+        }
+        Control::Form(focus) => {
+            // Only someone who may answer gets the form.
+            match desk.act(channel, &user, target, Act::Nothing).await {
+                Ok(Done::Nothing(record)) => modal(&record, focus, &message_id)
+                    .unwrap_or_else(|| private("This form is not available for this request.")),
+                Ok(_) => acknowledge(),
+                Err(refusal) => private(&refusal.message),
+            }
+        }
+        Control::Act(act) => match desk.act(channel, &user, target, act).await {
+            Ok(Done::Resolved(record)) => update(&record, &desk.answer_url(&record.id)),
+            Ok(Done::Nothing(_) | Done::Open { .. }) => acknowledge(),
+            Err(refusal) => private(&refusal.message),
+        },
     }
 }

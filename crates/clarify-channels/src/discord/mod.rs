@@ -24,12 +24,14 @@ use serde_json::{Value, json};
 
 pub use crate::answer::Control;
 use crate::text::split_ref;
-use crate::{Notice, SendError, Sent, cut};
+use crate::platform::{Call, Desk, HookReply, Platform};
+use crate::notice::{Notice, SendError, Sent};
+use crate::text::cut;
 use inbound::text_of;
 pub use inbound::{Inbound, read, verify};
 pub(crate) use render::announcement;
 pub use render::{
-    MAX_CONTENT, Markdown, acknowledge, ephemeral, escape, message, modal, update_message,
+    MAX_CONTENT, Markdown, acknowledge, escape, message, modal, private, update,
 };
 
 const PLATFORM: &str = "discord";
@@ -62,59 +64,12 @@ impl std::fmt::Debug for Discord {
     }
 }
 
-impl Discord {
-    async fn call(
-        &self,
-        client: &reqwest::Client,
-        method: reqwest::Method,
-        path: &str,
-        body: &Value,
-    ) -> Result<Value, SendError> {
-        let url = format!("{}{path}", self.api_url.as_str().trim_end_matches('/'));
-        let response = client
-            .request(method, url)
-            .header(
-                reqwest::header::AUTHORIZATION,
-                format!("Bot {}", self.bot_token),
-            )
-            .header(reqwest::header::USER_AGENT, USER_AGENT)
-            .json(body)
-            .send()
-            .await
-            .map_err(|e| SendError::Unreachable {
-                platform: PLATFORM,
-                detail: if e.is_timeout() {
-                    format!("{path}: no answer in time")
-                } else {
-                    format!("{path}: {e}")
-                },
-            })?;
-        let status = response.status();
-        let header_wait = crate::RetryAfter::read(response.headers());
-        let text = response.text().await.unwrap_or_default();
-        let answer: Option<Value> = serde_json::from_str(&text).ok();
-        if status.is_success() {
-            return Ok(answer.unwrap_or_default());
-        }
-        // A 429's body names the wait in (fractional) seconds: {"retry_after": 0.75}.
-        let body_wait = answer
-            .as_ref()
-            .and_then(|a| a["retry_after"].as_f64())
-            .and_then(crate::RetryAfter::seconds);
-        let detail = answer
-            .as_ref()
-            .and_then(|a| a["message"].as_str().map(str::to_owned))
-            .unwrap_or_else(|| cut(text.trim(), 200));
-        Err(SendError::Refused {
-            platform: PLATFORM,
-            status: status.as_u16(),
-            detail: format!("{path}: {detail}"),
-            retry_after: body_wait.or(header_wait),
-        })
-    }
+impl Platform for Discord {
+    type Table = config::RawDiscord;
+    const IDENTITY: Option<&'static str> = Some("discord");
 
     /// Announces, replies to the announcement, or edits it, as `notice` asks.
-    pub(crate) async fn send(
+    async fn send(
         &self,
         client: &reqwest::Client,
         notice: &Notice<'_>,
@@ -139,7 +94,7 @@ impl Discord {
                 let (channel, id) = split_ref(announcement, &self.channel_id);
                 let mentions: Vec<String> =
                     notice.mention.iter().map(|m| format!("<@{m}>")).collect();
-                let text = crate::follow_up_text(notice.event, &mentions);
+                let text = crate::layout::words::follow_up_text(notice.event, &mentions);
                 let sent = self
                     .call(
                         client,
@@ -172,6 +127,63 @@ impl Discord {
             }
         }
     }
+
+    async fn hook<D: Desk>(&self, desk: &D, channel: &str, call: Call<'_>) -> HookReply {
+        inbound::hook(self, desk, channel, call).await
+    }
+}
+
+impl Discord {
+    async fn call(
+        &self,
+        client: &reqwest::Client,
+        method: reqwest::Method,
+        path: &str,
+        body: &Value,
+    ) -> Result<Value, SendError> {
+        let url = format!("{}{path}", self.api_url.as_str().trim_end_matches('/'));
+        let response = client
+            .request(method, url)
+            .header(
+                reqwest::header::AUTHORIZATION,
+                format!("Bot {}", self.bot_token),
+            )
+            .header(reqwest::header::USER_AGENT, USER_AGENT)
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| SendError::Unreachable {
+                platform: PLATFORM,
+                detail: if e.is_timeout() {
+                    format!("{path}: no answer in time")
+                } else {
+                    format!("{path}: {e}")
+                },
+            })?;
+        let status = response.status();
+        let header_wait = crate::http::RetryAfter::read(response.headers());
+        let text = response.text().await.unwrap_or_default();
+        let answer: Option<Value> = serde_json::from_str(&text).ok();
+        if status.is_success() {
+            return Ok(answer.unwrap_or_default());
+        }
+        // A 429's body names the wait in (fractional) seconds: {"retry_after": 0.75}.
+        let body_wait = answer
+            .as_ref()
+            .and_then(|a| a["retry_after"].as_f64())
+            .and_then(crate::http::RetryAfter::seconds);
+        let detail = answer
+            .as_ref()
+            .and_then(|a| a["message"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| cut(text.trim(), 200));
+        Err(SendError::Refused {
+            platform: PLATFORM,
+            status: status.as_u16(),
+            detail: format!("{path}: {detail}"),
+            retry_after: body_wait.or(header_wait),
+        })
+    }
+
 }
 
 /// `<channel>:<message id>` of a posted message.

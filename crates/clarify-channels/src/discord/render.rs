@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 
 use crate::answer::{Focus, input_id};
 use crate::layout::{self, Dialect, Limits};
-use crate::{Notice, cut, headline};
+use crate::layout::words::headline;
+use crate::notice::Notice;
+use crate::text::cut;
 
 /// Discord's limit on a message's content.
 pub const MAX_CONTENT: usize = 2_000;
@@ -150,9 +152,9 @@ pub(crate) fn announcement(notice: &Notice<'_>) -> Value {
     let mut body = message(notice.record, notice.answer_url, &notice.mention);
     if notice.open_only() {
         if let Some(content) = body["content"].as_str() {
-            body["content"] = Value::from(format!("{content}\n\n{}", crate::STEP_UP_LINE));
+            body["content"] = Value::from(format!("{content}\n\n{}", crate::layout::words::STEP_UP_LINE));
         }
-        body["components"] = json!([row(vec![link(crate::OPEN_IN_CLARIFY, notice.answer_url)])]);
+        body["components"] = json!([row(vec![link(crate::layout::words::OPEN_IN_CLARIFY, notice.answer_url)])]);
     }
     body
 }
@@ -365,12 +367,12 @@ fn field_input(field: &clarify_core::Field) -> Value {
 }
 
 /// The response that edits the clicked message to show `record` as it is now.
-pub fn update_message(record: &RequestRecord, answer_url: &str) -> Value {
+pub fn update(record: &RequestRecord, answer_url: &str) -> Value {
     json!({"type": 7, "data": message(record, answer_url, &[])})
 }
 
 /// A response only the clicker sees.
-pub fn ephemeral(text: &str) -> Value {
+pub fn private(text: &str) -> Value {
     json!({"type": 4, "data": {"content": cut(text, MAX_CONTENT), "flags": EPHEMERAL,
                                "allowed_mentions": {"parse": []}}})
 }

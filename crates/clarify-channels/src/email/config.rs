@@ -5,7 +5,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Email;
-use crate::Platform;
 use crate::config::{Invalid, PlatformTable, Secrets, url};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -32,16 +31,18 @@ pub struct RawEmail {
 }
 
 impl PlatformTable for RawEmail {
+    type Platform = Email;
+
     fn name(&self) -> &str {
         &self.name
     }
 
-    fn check(self, secrets: &Secrets<'_>) -> Result<Platform, Invalid> {
+    fn check(self, secrets: &Secrets<'_>) -> Result<Self::Platform, Invalid> {
         address("from", &self.from)?;
         for a in &self.to {
             address("to", a)?;
         }
-        Ok(Platform::Email(Email {
+        Ok(Email {
             smtp_url: url("smtp_url", Some(self.smtp_url), "", &["smtp", "smtps"])?,
             password: secrets.optional(
                 "password",
@@ -51,7 +52,7 @@ impl PlatformTable for RawEmail {
             )?,
             from: self.from,
             to: self.to,
-        }))
+        })
     }
 }
 

@@ -39,7 +39,10 @@ use lettre::message::{Mailbox, MultiPart};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
-use crate::{Notice, SendError, Sent, cut, headline};
+use crate::layout::words::headline;
+use crate::platform::Platform;
+use crate::notice::{Notice, SendError, Sent};
+use crate::text::cut;
 pub use render::{Choice, bodies, choices, escape_html};
 
 const PLATFORM: &str = "email";
@@ -75,8 +78,11 @@ pub struct Composed {
     pub message_id: String,
 }
 
-impl Email {
-    pub(crate) async fn send(&self, notice: &Notice<'_>) -> Result<Sent, SendError> {
+impl Platform for Email {
+    type Table = config::RawEmail;
+    const IDENTITY: Option<&'static str> = Some("email");
+
+    async fn send(&self, _client: &reqwest::Client, notice: &Notice<'_>) -> Result<Sent, SendError> {
         let Some(composed) = self.compose(notice)? else {
             return Ok(Sent::Skipped {
                 why: "no recipient: the channel has no `to`, and [identities] gives none of the request's responders an email: address",
@@ -88,6 +94,9 @@ impl Email {
             message_ref: Some(composed.message_id),
         })
     }
+}
+
+impl Email {
 
     /// The recipients of `notice`: `to`, or else the responders' addresses.
     fn recipients<'a>(&'a self, notice: &'a Notice<'_>) -> &'a [String] {

@@ -10,7 +10,9 @@ use clarify_model::EventKind;
 use serde_json::{Value, json};
 
 use crate::layout::{self, ACTION};
-use crate::{Notice, cut, headline, outcome_text};
+use crate::layout::words::{headline, outcome_text};
+use crate::notice::Notice;
+use crate::text::cut;
 
 /// How much of an approval's pretty arguments a message shows; the answer link has the rest.
 const MAX_ARGUMENTS: usize = 20_000;
@@ -211,9 +213,9 @@ pub fn bodies(notice: &Notice<'_>) -> (String, String) {
         .any(|q| matches!(q.kind, QuestionKind::Approval(_)));
     let open = match (choices.is_empty(), approval) {
         _ if notice.open_only() => {
-            let _ = writeln!(text, "{}\n", crate::STEP_UP_LINE);
-            let _ = write!(html, "<p>{}</p>", e(crate::STEP_UP_LINE));
-            crate::OPEN_IN_CLARIFY
+            let _ = writeln!(text, "{}\n", crate::layout::words::STEP_UP_LINE);
+            let _ = write!(html, "<p>{}</p>", e(crate::layout::words::STEP_UP_LINE));
+            crate::layout::words::OPEN_IN_CLARIFY
         }
         (true, _) => "Answer in clarify",
         // Requesting changes takes a reason, which a link cannot carry: the page asks for it.
@@ -243,7 +245,7 @@ pub fn bodies(notice: &Notice<'_>) -> (String, String) {
         html.push_str("</ul>");
     }
 
-    let mut footer: Vec<String> = crate::asked_by(request, str::to_owned, str::to_owned)
+    let mut footer: Vec<String> = crate::layout::words::asked_by(request, str::to_owned, str::to_owned)
         .into_iter()
         .collect();
     if let Some(at) = record.expires_at {

@@ -5,7 +5,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{API_URL, CERTS_URL, GoogleChat, ServiceAccount, TOKEN_URL};
-use crate::Platform;
 use crate::config::{Id, Invalid, PlatformTable, Secrets, WEB, nonempty, url};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -40,6 +39,8 @@ pub struct RawGoogleChat {
 }
 
 impl PlatformTable for RawGoogleChat {
+    type Platform = GoogleChat;
+
     fn name(&self) -> &str {
         &self.name
     }
@@ -48,7 +49,7 @@ impl PlatformTable for RawGoogleChat {
         self.allow_unmapped
     }
 
-    fn check(self, secrets: &Secrets<'_>) -> Result<Platform, Invalid> {
+    fn check(self, secrets: &Secrets<'_>) -> Result<Self::Platform, Invalid> {
         let (key, text) = match (self.credentials_file, self.credentials_json_env) {
             (Some(_), Some(_)) => {
                 return Err(Invalid::new(
@@ -97,13 +98,13 @@ impl PlatformTable for RawGoogleChat {
                 "must be the project number (digits)",
             ));
         }
-        Ok(Platform::GoogleChat(GoogleChat::new(
+        Ok(GoogleChat::new(
             account,
             space,
             audience,
             url("api_url", self.api_url, API_URL, &WEB)?,
             url("token_url", self.token_url, TOKEN_URL, &WEB)?,
             url("certs_url", self.certs_url, CERTS_URL, &WEB)?,
-        )))
+        ))
     }
 }

@@ -4,10 +4,13 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
+use super::GoogleChat;
+use super::render::{private, update};
 use crate::answer::{Act, Control, Focus, Input, control, input_id};
 use crate::inbound::{InboundError, malformed};
+use crate::platform::{Call, Desk, Done, HookReply, Target};
 
 /// Which event format a call came in, to answer in the same.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,4 +103,61 @@ pub fn read(event: &Value) -> Result<Inbound, InboundError> {
         }),
         Control::Form(_) | Control::Unknown(_) => Ok(Inbound::Unknown { action, format }),
     }
+}
+
+/// Answers a call to `/hooks/google-chat/{channel}`, the Chat app's HTTP endpoint: its bearer
+/// token (Google's, for the Chat system account, audience the project number) verified against
+/// Google's published certificates before the event is read (`401` otherwise, nothing changed);
+/// a click answered in the response, in the event's own format: the message updated to show the
+/// request as it now is, or a private message only the clicker sees.
+pub(crate) async fn hook<D: Desk>(
+    chat: &GoogleChat,
+    desk: &D,
+    channel: &str,
+    call: Call<'_>,
+) -> HookReply {
+    let authorization = call.header("authorization");
+    let event = match chat
+        .verify(desk.http(), authorization, call.body, desk.now())
+        .await
+    {
+        Ok(event) => event,
+        Err(e) => {
+            tracing::warn!(%channel, error = %e, "refused an unverified Google Chat call");
+            return HookReply::Unauthorized(e.to_string());
+        }
+    };
+    let inbound = match read(&event) {
+        Ok(inbound) => inbound,
+        Err(e) => {
+            tracing::warn!(%channel, error = %e, "refused a Google Chat event clarify cannot read");
+            return HookReply::refused(e);
+        }
+    };
+    HookReply::Json(match inbound {
+        Inbound::Ignore => json!({}),
+        Inbound::Unknown { action, format } => {
+            tracing::warn!(%channel, %action, "a Google Chat button clarify did not make");
+            let user = event["user"]["name"]
+                .as_str()
+                .or(event["chat"]["user"]["name"].as_str())
+                .unwrap_or_default();
+            private(
+                user,
+                "clarify does not know this button; nothing was answered.",
+                format,
+            )
+        }
+        Inbound::Click {
+            user,
+            request,
+            act,
+            format,
+        } => match desk.act(channel, &user, Target::Request(request), act).await {
+            Ok(Done::Resolved(record) | Done::Nothing(record) | Done::Open { record, .. }) => {
+                update(&record, &desk.answer_url(&record.id), format)
+            }
+            Err(refusal) => private(&user, &refusal.message, format),
+        },
+    })
 }

@@ -31,7 +31,8 @@ use clarify_model::EventKind;
 use serde_json::{Value, json};
 
 use crate::jwt::{Expect, KeySource, Keys, Refused};
-use crate::{Notice, SendError, Sent};
+use crate::platform::{Call, Desk, HookReply, Platform};
+use crate::notice::{Notice, SendError, Sent};
 pub use inbound::{Format, Inbound, read};
 pub(crate) use render::notice_message;
 pub use render::{message, private, update};
@@ -105,6 +106,88 @@ impl std::fmt::Debug for GoogleChat {
             .field("api_url", &self.api_url.as_str())
             .field("keys", &self.keys)
             .finish_non_exhaustive()
+    }
+}
+
+impl Platform for GoogleChat {
+    type Table = config::RawGoogleChat;
+    const IDENTITY: Option<&'static str> = Some("google_chat");
+
+    /// Announces, replies in the announcement's thread, or updates it, as `notice` asks.
+    async fn send(
+        &self,
+        client: &reqwest::Client,
+        notice: &Notice<'_>,
+    ) -> Result<Sent, SendError> {
+        use reqwest::Method;
+        let reference = |sent: &Value| {
+            let name = sent["name"].as_str()?;
+            let thread = sent["thread"]["name"].as_str().unwrap_or_default();
+            Some(format!("{name} {thread}").trim().to_owned())
+        };
+        match (notice.event, notice.announcement) {
+            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
+                let sent = self
+                    .call(
+                        client,
+                        Method::POST,
+                        &format!("{}/messages", self.space),
+                        &notice_message(notice),
+                    )
+                    .await?;
+                Ok(Sent::Posted {
+                    message_ref: reference(&sent),
+                })
+            }
+            (EventKind::Reminded | EventKind::Escalated, Some(announcement)) => {
+                let thread = announcement
+                    .split_once(' ')
+                    .map(|(_, t)| t)
+                    .unwrap_or_default();
+                let mentions: Vec<String> = notice
+                    .mention
+                    .iter()
+                    .filter(|m| m.starts_with("users/"))
+                    .map(|m| format!("<{m}>"))
+                    .collect();
+                let mut body = json!({"text": crate::layout::words::follow_up_text(notice.event, &mentions)});
+                if !thread.is_empty() {
+                    body["thread"] = json!({"name": thread});
+                }
+                let sent = self
+                    .call(
+                        client,
+                        Method::POST,
+                        &format!(
+                            "{}/messages?messageReplyOption=REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD",
+                            self.space
+                        ),
+                        &body,
+                    )
+                    .await?;
+                Ok(Sent::Posted {
+                    message_ref: reference(&sent),
+                })
+            }
+            (_, None) => Ok(Sent::Skipped {
+                why: "the request was never announced here, so there is nothing to edit",
+            }),
+            (_, Some(announcement)) => {
+                let name = announcement.split(' ').next().unwrap_or(announcement);
+                self.call(
+                    client,
+                    Method::PATCH,
+                    &format!("{name}?updateMask=text,cards_v2"),
+                    &notice_message(notice),
+                )
+                .await?;
+                Ok(Sent::Edited)
+            }
+        }
+    }
+
+    async fn hook<D: Desk>(&self, desk: &D, channel: &str, call: Call<'_>) -> HookReply {
+        inbound::hook(self, desk, channel, call).await
     }
 }
 
@@ -195,76 +278,4 @@ impl GoogleChat {
         crate::oauth::call(&self.token, PLATFORM, path, request).await
     }
 
-    /// Announces, replies in the announcement's thread, or updates it, as `notice` asks.
-    pub(crate) async fn send(
-        &self,
-        client: &reqwest::Client,
-        notice: &Notice<'_>,
-    ) -> Result<Sent, SendError> {
-        use reqwest::Method;
-        let reference = |sent: &Value| {
-            let name = sent["name"].as_str()?;
-            let thread = sent["thread"]["name"].as_str().unwrap_or_default();
-            Some(format!("{name} {thread}").trim().to_owned())
-        };
-        match (notice.event, notice.announcement) {
-            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
-                let sent = self
-                    .call(
-                        client,
-                        Method::POST,
-                        &format!("{}/messages", self.space),
-                        &notice_message(notice),
-                    )
-                    .await?;
-                Ok(Sent::Posted {
-                    message_ref: reference(&sent),
-                })
-            }
-            (EventKind::Reminded | EventKind::Escalated, Some(announcement)) => {
-                let thread = announcement
-                    .split_once(' ')
-                    .map(|(_, t)| t)
-                    .unwrap_or_default();
-                let mentions: Vec<String> = notice
-                    .mention
-                    .iter()
-                    .filter(|m| m.starts_with("users/"))
-                    .map(|m| format!("<{m}>"))
-                    .collect();
-                let mut body = json!({"text": crate::follow_up_text(notice.event, &mentions)});
-                if !thread.is_empty() {
-                    body["thread"] = json!({"name": thread});
-                }
-                let sent = self
-                    .call(
-                        client,
-                        Method::POST,
-                        &format!(
-                            "{}/messages?messageReplyOption=REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD",
-                            self.space
-                        ),
-                        &body,
-                    )
-                    .await?;
-                Ok(Sent::Posted {
-                    message_ref: reference(&sent),
-                })
-            }
-            (_, None) => Ok(Sent::Skipped {
-                why: "the request was never announced here, so there is nothing to edit",
-            }),
-            (_, Some(announcement)) => {
-                let name = announcement.split(' ').next().unwrap_or(announcement);
-                self.call(
-                    client,
-                    Method::PATCH,
-                    &format!("{name}?updateMask=text,cards_v2"),
-                    &notice_message(notice),
-                )
-                .await?;
-                Ok(Sent::Edited)
-            }
-        }
-    }
 }

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 use super::Format;
 use crate::answer::input_id;
 use crate::layout::{self, THE_REST};
-use crate::{Notice, cut, escape_markup, headline, outcome_text};
+use crate::layout::words::{headline, outcome_text};
+use crate::notice::Notice;
+use crate::text::{cut, escape_markup};
 
 /// Room for display blocks in a card (a message is at most 32,000 bytes).
 const MAX_DISPLAY: usize = 8_000;
@@ -79,7 +81,7 @@ fn message_with(record: &RequestRecord, answer_url: &str, answerable: bool) -> V
     }
     let more = format!("{THE_REST}: {answer_url}");
     if let Some(display) =
-        crate::display_text(record, &clarify_render::text::Plain, MAX_DISPLAY, &more)
+        crate::layout::words::display_text(record, &clarify_render::text::Plain, MAX_DISPLAY, &more)
     {
         widgets.push(paragraph(pre(&display)));
     }
@@ -119,7 +121,7 @@ fn message_with(record: &RequestRecord, answer_url: &str, answerable: bool) -> V
         } else {
             widgets.push(paragraph(format!(
                 "<b>{}</b>",
-                html(crate::STEP_UP_LINE, 200)
+                html(crate::layout::words::STEP_UP_LINE, 200)
             )));
         }
     } else {
@@ -131,7 +133,7 @@ fn message_with(record: &RequestRecord, answer_url: &str, answerable: bool) -> V
     widgets.push(json!({"buttonList": {"buttons": [{"text": if pending { "Open in clarify" } else { "Open the record" },
         "onClick": {"openLink": {"url": answer_url}}}]}}));
     let mut header = json!({"title": cut(&headline(record), 200)});
-    if let Some(by) = crate::asked_by(request, |a| cut(a, 60), |s| cut(s, 60)) {
+    if let Some(by) = crate::layout::words::asked_by(request, |a| cut(a, 60), |s| cut(s, 60)) {
         header["subtitle"] = json!(by);
     }
     json!({

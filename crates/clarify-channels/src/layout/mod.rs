@@ -10,6 +10,7 @@
 //! [`arguments`], [`pending_facts`], the fixed words) and only say how each is drawn.
 
 mod markdown;
+pub(crate) mod words;
 
 use chrono::{DateTime, Utc};
 use clarify_core::{Approval, Choices, Context, NewRequest, QuestionKind};
@@ -18,8 +19,8 @@ use clarify_render::Markup;
 
 pub use markdown::{Flavour, Markdown};
 
-use crate::text::fit;
-use crate::{asked_by, cut, display_text, headline, outcome_text};
+use crate::text::{cut, fit};
+use words::{asked_by, display_text, headline, outcome_text};
 
 /// The link that ends display blocks cut to the platform's budget.
 pub(crate) const THE_REST: &str = "The rest is on the answer page";
@@ -163,7 +164,8 @@ pub(crate) fn message<D: Dialect>(
     if !footer.is_empty() {
         parts.push(d.small(&footer.join(" · ")));
     }
-    let open = D::OPEN_LINK.then(|| d.answer_link(answer_url, crate::OPEN_IN_CLARIFY));
+    let open =
+        D::OPEN_LINK.then(|| d.answer_link(answer_url, crate::layout::words::OPEN_IN_CLARIFY));
     if !pending {
         parts.push(d.strong(&fit(d, &outcome_text(record), limits.outcome)));
     } else if let Some(open) = &open {

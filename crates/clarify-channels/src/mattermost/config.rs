@@ -5,7 +5,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Mattermost;
-use crate::Platform;
 use crate::config::{Invalid, PlatformTable, Secrets, WEB, nonempty, url};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -32,6 +31,8 @@ pub struct RawMattermost {
 }
 
 impl PlatformTable for RawMattermost {
+    type Platform = Mattermost;
+
     fn name(&self) -> &str {
         &self.name
     }
@@ -40,8 +41,8 @@ impl PlatformTable for RawMattermost {
         self.allow_unmapped
     }
 
-    fn check(self, secrets: &Secrets<'_>) -> Result<Platform, Invalid> {
-        Ok(Platform::Mattermost(Mattermost {
+    fn check(self, secrets: &Secrets<'_>) -> Result<Self::Platform, Invalid> {
+        Ok(Mattermost {
             url: url("url", Some(self.url), "", &WEB)?,
             bot_token: secrets.required(
                 "bot_token",
@@ -50,6 +51,6 @@ impl PlatformTable for RawMattermost {
                 self.bot_token_file,
             )?,
             channel_id: nonempty("channel_id", self.channel_id)?,
-        }))
+        })
     }
 }

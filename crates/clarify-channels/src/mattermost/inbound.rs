@@ -4,10 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::answer::{Control, Focus, Input, control};
+use super::Mattermost;
+use super::render::{dialog, dialog_error, private, update};
+use crate::answer::{Act, Control, Focus, Input, control};
 use crate::inbound::InboundError;
+use crate::layout::words::vote_note;
+use crate::platform::{Call, Desk, Done, HookReply, Target};
 
 fn mac(key: &[u8], message: &str) -> Vec<u8> {
     clarify_model::sign::hmac_sha256(key, message.as_bytes())
@@ -158,4 +162,97 @@ pub fn read(key: &[u8], body: &[u8]) -> Result<Inbound, InboundError> {
         control: control(&action, &values),
         trigger: text(&body["trigger_id"]),
     })
+}
+
+/// Answers a call to `/hooks/mattermost/{channel}`, the integration URL of clarify's buttons and
+/// dialogs: the token checked before anything else is read (`401` otherwise), then the click
+/// answered in the response, well within Mattermost's integration timeout: the post updated to
+/// show the request as it now is, a note only the clicker sees, or (for text) a dialog opened
+/// with the click's trigger, which Mattermost honours for three seconds.
+pub(crate) async fn hook<D: Desk>(
+    mattermost: &Mattermost,
+    desk: &D,
+    channel: &str,
+    call: Call<'_>,
+) -> HookReply {
+    match read(desk.action_key(), call.body) {
+        Ok(inbound) => HookReply::Json(respond(desk, channel, mattermost, inbound).await),
+        Err(e) => {
+            tracing::warn!(%channel, error = %e, "refused an unverified Mattermost call");
+            HookReply::refused(e)
+        }
+    }
+}
+
+async fn respond<D: Desk>(
+    desk: &D,
+    channel: &str,
+    mattermost: &Mattermost,
+    inbound: Inbound,
+) -> Value {
+    let hook_url = desk.hook_url(channel);
+    let key = desk.action_key();
+    match inbound {
+        Inbound::Cancelled => json!({}),
+        Inbound::Submit {
+            user,
+            request,
+            focus,
+            inputs,
+        } => {
+            let act = Act::Submit { focus, inputs };
+            match desk.act(channel, &user, Target::Request(request), act).await {
+                Ok(_) => json!({}),
+                // Choosing several options is one checkbox per option: no one element to name.
+                Err(refusal) if focus == Focus::Request => dialog_error(None, &refusal.message),
+                Err(refusal) => dialog_error(refusal.input.as_deref(), &refusal.message),
+            }
+        }
+        Inbound::Click {
+            user,
+            request,
+            control,
+            trigger,
+        } => {
+            let act = match control {
+                Control::Act(act) => act,
+                Control::Form(focus) => match trigger {
+                    Some(trigger) => Act::Open { focus, trigger },
+                    None => {
+                        return private("This click cannot open a form; nothing was answered.");
+                    }
+                },
+                Control::Unknown(id) => {
+                    tracing::warn!(%channel, action = %id, "a Mattermost action clarify did not make");
+                    return private("clarify does not know this button; nothing was answered.");
+                }
+            };
+            match desk.act(channel, &user, Target::Request(request), act).await {
+                Ok(Done::Resolved(record)) => {
+                    let answer_url = desk.answer_url(&record.id);
+                    let note = vote_note(&record);
+                    update(&record, &answer_url, key, &hook_url, note.as_deref())
+                }
+                Ok(Done::Open {
+                    record,
+                    focus,
+                    trigger,
+                }) => {
+                    let Some(dialog) = dialog(&record, focus, &user, key, &hook_url) else {
+                        return private("This form is not available for this request.");
+                    };
+                    // The trigger lasts three seconds: open the dialog now, then acknowledge.
+                    match mattermost.open_dialog(desk.http(), &trigger, &dialog).await {
+                        Ok(()) => json!({}),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "opening a Mattermost dialog failed");
+                            private("clarify could not open the form; use Open in clarify.")
+                        }
+                    }
+                }
+                Ok(Done::Nothing(_)) => json!({}),
+                Err(refusal) => private(&refusal.message),
+            }
+        }
+    }
 }

@@ -27,11 +27,13 @@ mod tests;
 use clarify_model::EventKind;
 use serde_json::{Value, json};
 
-use crate::{Notice, SendError, Sent, cut};
+use crate::platform::{Call, Desk, HookReply, Platform};
+use crate::notice::{Notice, SendError, Sent};
+use crate::text::cut;
 pub use inbound::{Inbound, button_token, read};
 pub(crate) use render::announcement;
 pub use render::{
-    MAX_MESSAGE, Markdown, dialog, dialog_error, ephemeral, escape, post, props, text, update,
+    MAX_MESSAGE, Markdown, dialog, dialog_error, escape, post, private, props, text, update,
 };
 
 const PLATFORM: &str = "mattermost";
@@ -53,6 +55,74 @@ impl std::fmt::Debug for Mattermost {
             .field("url", &self.url.as_str())
             .field("channel_id", &self.channel_id)
             .finish_non_exhaustive()
+    }
+}
+
+impl Platform for Mattermost {
+    type Table = config::RawMattermost;
+    const IDENTITY: Option<&'static str> = Some("mattermost");
+
+    /// Announces, replies to the announcement's thread, or edits the announcement, as
+    /// `notice` asks.
+    async fn send(
+        &self,
+        client: &reqwest::Client,
+        notice: &Notice<'_>,
+    ) -> Result<Sent, SendError> {
+        use reqwest::Method;
+        let record = notice.record;
+        match (notice.event, notice.announcement) {
+            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
+                let mention = self.mentions(client, &notice.mention).await;
+                let mut body = announcement(notice, &mention);
+                body["channel_id"] = json!(self.channel_id);
+                let sent = self
+                    .call(client, Method::POST, "/posts", Some(&body))
+                    .await?;
+                Ok(Sent::Posted {
+                    message_ref: sent["id"].as_str().map(str::to_owned),
+                })
+            }
+            (EventKind::Reminded | EventKind::Escalated, Some(root)) => {
+                let mention = self.mentions(client, &notice.mention).await;
+                let body = json!({
+                    "channel_id": self.channel_id,
+                    "root_id": root,
+                    "message": crate::layout::words::follow_up_text(notice.event, &mention),
+                });
+                let sent = self
+                    .call(client, Method::POST, "/posts", Some(&body))
+                    .await?;
+                Ok(Sent::Posted {
+                    message_ref: sent["id"].as_str().map(str::to_owned),
+                })
+            }
+            (_, None) => Ok(Sent::Skipped {
+                why: "the request was never announced here, so there is nothing to edit",
+            }),
+            (_, Some(id)) => {
+                let mut body = post(
+                    record,
+                    notice.answer_url,
+                    notice.action_key,
+                    notice.hook_url,
+                    &[],
+                );
+                body["id"] = json!(id);
+                self.call(
+                    client,
+                    Method::PUT,
+                    &format!("/posts/{id}/patch"),
+                    Some(&body),
+                )
+                .await?;
+                Ok(Sent::Edited)
+            }
+        }
+    }
+
+    async fn hook<D: Desk>(&self, desk: &D, channel: &str, call: Call<'_>) -> HookReply {
+        inbound::hook(self, desk, channel, call).await
     }
 }
 
@@ -78,14 +148,14 @@ impl Mattermost {
             },
         })?;
         let status = response.status();
-        let wait = crate::RetryAfter::read(response.headers()).or_else(|| {
+        let wait = crate::http::RetryAfter::read(response.headers()).or_else(|| {
             // Mattermost's rate limiter names the wait in X-Ratelimit-Reset (seconds).
             response
                 .headers()
                 .get("x-ratelimit-reset")
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(|s| crate::RetryAfter::For(std::time::Duration::from_secs(s)))
+                .map(|s| crate::http::RetryAfter::For(std::time::Duration::from_secs(s)))
         });
         let text = response.text().await.unwrap_or_default();
         let answer: Option<Value> = serde_json::from_str(&text).ok();
@@ -156,62 +226,4 @@ impl Mattermost {
         out
     }
 
-    /// Announces, replies to the announcement's thread, or edits the announcement, as
-    /// `notice` asks.
-    pub(crate) async fn send(
-        &self,
-        client: &reqwest::Client,
-        notice: &Notice<'_>,
-    ) -> Result<Sent, SendError> {
-        use reqwest::Method;
-        let record = notice.record;
-        match (notice.event, notice.announcement) {
-            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
-                let mention = self.mentions(client, &notice.mention).await;
-                let mut body = announcement(notice, &mention);
-                body["channel_id"] = json!(self.channel_id);
-                let sent = self
-                    .call(client, Method::POST, "/posts", Some(&body))
-                    .await?;
-                Ok(Sent::Posted {
-                    message_ref: sent["id"].as_str().map(str::to_owned),
-                })
-            }
-            (EventKind::Reminded | EventKind::Escalated, Some(root)) => {
-                let mention = self.mentions(client, &notice.mention).await;
-                let body = json!({
-                    "channel_id": self.channel_id,
-                    "root_id": root,
-                    "message": crate::follow_up_text(notice.event, &mention),
-                });
-                let sent = self
-                    .call(client, Method::POST, "/posts", Some(&body))
-                    .await?;
-                Ok(Sent::Posted {
-                    message_ref: sent["id"].as_str().map(str::to_owned),
-                })
-            }
-            (_, None) => Ok(Sent::Skipped {
-                why: "the request was never announced here, so there is nothing to edit",
-            }),
-            (_, Some(id)) => {
-                let mut body = post(
-                    record,
-                    notice.answer_url,
-                    notice.action_key,
-                    notice.hook_url,
-                    &[],
-                );
-                body["id"] = json!(id);
-                self.call(
-                    client,
-                    Method::PUT,
-                    &format!("/posts/{id}/patch"),
-                    Some(&body),
-                )
-                .await?;
-                Ok(Sent::Edited)
-            }
-        }
-    }
 }

@@ -11,7 +11,9 @@ use super::inbound::{button_token, dialog_token};
 use crate::answer::{Focus, input_id};
 use crate::layout::{self, Dialect, Limits};
 use crate::text::fit;
-use crate::{Notice, cut, headline};
+use crate::layout::words::headline;
+use crate::notice::Notice;
+use crate::text::cut;
 
 /// Mattermost's default limit on a post's message (`MaxPostSize`, 16,383 characters).
 pub const MAX_MESSAGE: usize = 16_383;
@@ -133,7 +135,7 @@ pub(crate) fn announcement(notice: &Notice<'_>, mention: &[String]) -> Value {
     if notice.open_only() {
         body["props"] = json!({"attachments": []});
         if let Some(message) = body["message"].as_str() {
-            body["message"] = json!(format!("{message}\n\n{}", crate::STEP_UP_LINE));
+            body["message"] = json!(format!("{message}\n\n{}", crate::layout::words::STEP_UP_LINE));
         }
     }
     body
@@ -390,7 +392,7 @@ pub fn update(
 }
 
 /// A response only the clicker sees; the post stays as it is.
-pub fn ephemeral(text: &str) -> Value {
+pub fn private(text: &str) -> Value {
     json!({"ephemeral_text": cut(text, 2_000)})
 }
 

@@ -5,7 +5,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Ntfy;
-use crate::Platform;
 use crate::config::{Invalid, PlatformTable, Secrets, WEB, nonempty, url};
 
 /// The public ntfy server, unless `url` names your own.
@@ -30,15 +29,17 @@ pub struct RawNtfy {
 }
 
 impl PlatformTable for RawNtfy {
+    type Platform = Ntfy;
+
     fn name(&self) -> &str {
         &self.name
     }
 
-    fn check(self, secrets: &Secrets<'_>) -> Result<Platform, Invalid> {
-        Ok(Platform::Ntfy(Ntfy {
+    fn check(self, secrets: &Secrets<'_>) -> Result<Self::Platform, Invalid> {
+        Ok(Ntfy {
             url: url("url", self.url, URL, &WEB)?,
             topic: nonempty("topic", self.topic)?,
             token: secrets.optional("token", self.token, self.token_env, self.token_file)?,
-        }))
+        })
     }
 }

@@ -18,7 +18,9 @@ mod tests;
 use clarify_model::EventKind;
 use serde_json::Value;
 
-use crate::{Notice, SendError, Sent, cut};
+use crate::platform::Platform;
+use crate::notice::{Notice, SendError, Sent};
+use crate::text::cut;
 
 #[derive(Clone)]
 pub struct Ntfy {
@@ -37,8 +39,11 @@ impl std::fmt::Debug for Ntfy {
     }
 }
 
-impl Ntfy {
-    pub(crate) async fn send(
+impl Platform for Ntfy {
+    type Table = config::RawNtfy;
+    const IDENTITY: Option<&'static str> = None;
+
+    async fn send(
         &self,
         client: &reqwest::Client,
         notice: &Notice<'_>,
@@ -67,7 +72,7 @@ impl Ntfy {
             },
         })?;
         let status = response.status();
-        let retry_after = crate::RetryAfter::read(response.headers());
+        let retry_after = crate::http::RetryAfter::read(response.headers());
         let text = response.text().await.unwrap_or_default();
         if !status.is_success() {
             // ntfy's errors are JSON: {"code": 40101, "http": 401, "error": "unauthorized", ...}.
@@ -87,4 +92,7 @@ impl Ntfy {
             .and_then(|v| v["id"].as_str().map(str::to_owned));
         Ok(Sent::Posted { message_ref })
     }
+}
+
+impl Ntfy {
 }

@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 
 use super::Ntfy;
 use crate::layout::{self, ACTION, THE_REST};
-use crate::{Notice, cut};
+use crate::notice::Notice;
+use crate::text::cut;
 
 /// ntfy's limit on a message's text, above which it turns the message into an attachment.
 pub(super) const MAX_MESSAGE: usize = 4_000;
@@ -17,11 +18,11 @@ const MAX_DISPLAY: usize = 1_500;
 impl Ntfy {
     /// A follow-up push saying how the request ended, for those who saw the first one.
     pub fn resolved(&self, notice: &Notice<'_>) -> Value {
-        let headline = crate::headline(notice.record);
+        let headline = crate::layout::words::headline(notice.record);
         json!({
             "topic": self.topic,
             "title": cut(&format!("Resolved: {headline}"), MAX_TITLE),
-            "message": cut(&crate::outcome_text(notice.record), MAX_MESSAGE),
+            "message": cut(&crate::layout::words::outcome_text(notice.record), MAX_MESSAGE),
             "priority": 2,
             "tags": ["white_check_mark"],
             "click": notice.answer_url,
@@ -33,7 +34,7 @@ impl Ntfy {
         let record = notice.record;
         let request = &record.request;
         let first = request.questions.first();
-        let headline = crate::headline(record);
+        let headline = crate::layout::words::headline(record);
         let title = match notice.event {
             EventKind::Reminded => format!("Reminder: {headline}"),
             EventKind::Escalated => format!("Escalated to you: {headline}"),
@@ -50,7 +51,7 @@ impl Ntfy {
         }
         let more = format!("({THE_REST}: {})", notice.answer_url);
         if let Some(shown) =
-            crate::display_text(record, &clarify_render::text::Plain, MAX_DISPLAY, &more)
+            crate::layout::words::display_text(record, &clarify_render::text::Plain, MAX_DISPLAY, &more)
         {
             text.push_str(&shown);
             text.push_str("\n\n");
@@ -100,7 +101,7 @@ impl Ntfy {
             text.push_str(&format!("\n{asked_by}"));
         }
         if notice.open_only() {
-            text.push_str(&format!("\n{}", crate::STEP_UP_LINE));
+            text.push_str(&format!("\n{}", crate::layout::words::STEP_UP_LINE));
         }
         let approval = first.is_some_and(|q| matches!(q.kind, QuestionKind::Approval(_)));
         json!({
@@ -133,7 +134,7 @@ pub(crate) fn actions(notice: &Notice<'_>) -> Vec<Value> {
     if notice.open_only() {
         // A passkey confirmation is needed: only the page in clarify can ask for it.
         out.push(
-            json!({"action": "view", "label": crate::OPEN_IN_CLARIFY, "url": notice.answer_url}),
+            json!({"action": "view", "label": crate::layout::words::OPEN_IN_CLARIFY, "url": notice.answer_url}),
         );
         return out;
     }

@@ -5,7 +5,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Slack;
-use crate::Platform;
 use crate::config::{Invalid, PlatformTable, Secrets, WEB, nonempty, url};
 
 /// Where Slack's Web API is unless `api_url` says otherwise.
@@ -54,6 +53,8 @@ pub struct RawSlack {
 }
 
 impl PlatformTable for RawSlack {
+    type Platform = Slack;
+
     fn name(&self) -> &str {
         &self.name
     }
@@ -62,7 +63,7 @@ impl PlatformTable for RawSlack {
         self.allow_unmapped
     }
 
-    fn check(self, secrets: &Secrets<'_>) -> Result<Platform, Invalid> {
+    fn check(self, secrets: &Secrets<'_>) -> Result<Self::Platform, Invalid> {
         let app_token = secrets.optional(
             "app_token",
             self.app_token,
@@ -87,7 +88,7 @@ impl PlatformTable for RawSlack {
                 "is needed to verify Slack's calls to /hooks/slack/<name>; or set socket_mode = true",
             ));
         }
-        Ok(Platform::Slack(Slack {
+        Ok(Slack {
             bot_token: secrets.required(
                 "bot_token",
                 self.bot_token,
@@ -100,6 +101,6 @@ impl PlatformTable for RawSlack {
             socket_mode: self.socket_mode,
             app_token,
             mention: self.mention,
-        }))
+        })
     }
 }

@@ -11,10 +11,15 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use clarify_core::{Decision, Scope};
 use hmac::{Hmac, Mac};
-use serde_json::Value;
+use serde_json::{Value, json};
 use sha2::Sha256;
 
-use crate::answer::{Act, Focus, Input};
+use super::Slack;
+use super::render::modal;
+use crate::answer::{Act, Focus, Input, input_id};
+use crate::layout::words::vote_note;
+use crate::platform::{Call, Desk, Done, HookReply, Target};
+use crate::text::cut;
 
 /// How far a request's timestamp may be from now.
 pub const MAX_SKEW_SECONDS: i64 = 5 * 60;
@@ -47,7 +52,7 @@ pub fn verify(
     }
     let digest = signature
         .strip_prefix("v0=")
-        .and_then(|hex| crate::decode_hex(hex.trim()))
+        .and_then(|hex| crate::text::decode_hex(hex.trim()))
         .ok_or(InboundError::Unauthorized("the signature is not v0=<hex>"))?;
     let mut mac = Hmac::<Sha256>::new_from_slice(signing_secret.as_bytes())
         .map_err(|_| InboundError::Unauthorized("the signing secret is unusable"))?;
@@ -333,144 +338,125 @@ fn inputs(values: &Value) -> BTreeMap<String, Input> {
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
 
-    use super::*;
-
-    /// Slack's documented example: this secret, timestamp and body have this signature.
-    const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
-    const BODY: &str = "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
-    const SIGNATURE: &str = "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503";
-
-    fn at(seconds: i64) -> DateTime<Utc> {
-        DateTime::from_timestamp(seconds, 0).unwrap_or_default()
+/// Answers a call to `/hooks/slack/{channel}` (interactivity payloads and Events API
+/// callbacks): the signature verified before anything else is read (`401` otherwise, nothing
+/// changed). A channel in Socket Mode has no signing secret and takes no calls.
+pub(crate) async fn hook<D: Desk>(
+    slack: &Slack,
+    desk: &D,
+    channel: &str,
+    call: Call<'_>,
+) -> HookReply {
+    let Some(secret) = slack.signing_secret.as_deref() else {
+        return HookReply::NotFound(
+            "this Slack channel is answered over Socket Mode; it has no signing secret".to_owned(),
+        );
+    };
+    if let Err(e) = verify(
+        secret,
+        call.header("x-slack-request-timestamp"),
+        call.header("x-slack-signature"),
+        call.body,
+        desk.now(),
+    ) {
+        tracing::warn!(%channel, error = %e, "refused an unverified Slack call");
+        return HookReply::refused(e);
     }
-
-    #[test]
-    fn slacks_own_example_verifies() {
-        let now = at(1_531_420_618 + 10);
-        assert_eq!(
-            verify(
-                SECRET,
-                Some("1531420618"),
-                Some(SIGNATURE),
-                BODY.as_bytes(),
-                now
-            ),
-            Ok(())
-        );
+    let inbound = read(call.body);
+    if let Err(InboundError::Malformed(e)) = &inbound {
+        tracing::warn!(%channel, error = %e, "refused a Slack call clarify cannot read");
+        return HookReply::Malformed(e.clone());
     }
-
-    #[test]
-    fn a_changed_body_a_stale_timestamp_or_no_signature_is_refused() {
-        let now = at(1_531_420_618);
-        let changed = BODY.replace("roadrunner", "coyote");
-        assert!(
-            verify(
-                SECRET,
-                Some("1531420618"),
-                Some(SIGNATURE),
-                changed.as_bytes(),
-                now
-            )
-            .is_err()
-        );
-        let later = at(1_531_420_618 + MAX_SKEW_SECONDS + 1);
-        assert!(
-            verify(
-                SECRET,
-                Some("1531420618"),
-                Some(SIGNATURE),
-                BODY.as_bytes(),
-                later
-            )
-            .is_err()
-        );
-        assert!(verify(SECRET, None, Some(SIGNATURE), BODY.as_bytes(), now).is_err());
-        assert!(
-            verify(
-                SECRET,
-                Some("1531420618"),
-                Some("v0=zz"),
-                BODY.as_bytes(),
-                now
-            )
-            .is_err()
-        );
-        assert!(
-            verify(
-                "other",
-                Some("1531420618"),
-                Some(SIGNATURE),
-                BODY.as_bytes(),
-                now
-            )
-            .is_err()
-        );
+    match respond(desk, channel, slack, inbound).await {
+        Some(payload) => HookReply::Json(payload),
+        None => HookReply::Ok,
     }
+}
 
-    #[test]
-    fn a_button_names_the_request_question_and_option() {
-        let payload = json!({
-            "type": "block_actions",
-            "user": {"id": "U1"},
-            "trigger_id": "t1",
-            "channel": {"id": "C1"},
-            "actions": [{"action_id": "option:2", "block_id": "clarify:req_9:0", "value": "2"}],
-        });
-        let Ok(Inbound::Act(i)) = read_interaction(&payload) else {
-            panic!("an act");
-        };
-        assert_eq!(i.on, On::Request("req_9".to_owned()));
-        assert_eq!(
-            i.act,
-            Act::Option {
-                question: 0,
-                index: 2
-            }
-        );
-        assert_eq!(i.channel.as_deref(), Some("C1"));
-    }
-
-    #[test]
-    fn unknown_actions_and_foreign_blocks_are_malformed() {
-        for (action, block) in [
-            ("explode", "clarify:req_9:0"),
-            ("option:1", "someone-else"),
-            ("option:x", "clarify:req_9:0"),
-        ] {
-            let payload = json!({
-                "type": "block_actions", "user": {"id": "U1"},
-                "actions": [{"action_id": action, "block_id": block}],
-            });
-            assert!(
-                matches!(read_interaction(&payload), Err(InboundError::Malformed(_))),
-                "{action} {block}"
-            );
+/// Acts on what Slack sent; the acknowledgement's payload, if it needs one. Slack wants the
+/// acknowledgement within three seconds: resolving a request is one store write, and opening a
+/// modal or telling a person something privately are Web API calls made after it, in a task of
+/// their own.
+pub(crate) async fn respond<D: Desk>(
+    desk: &D,
+    channel: &str,
+    slack: &Slack,
+    inbound: Result<Inbound, InboundError>,
+) -> Option<Value> {
+    let interaction = match inbound {
+        Ok(Inbound::Act(i)) => i,
+        Ok(Inbound::Challenge(challenge)) => return Some(json!({"challenge": challenge})),
+        Ok(Inbound::Ignore(_)) => return None,
+        Err(e) => {
+            tracing::warn!(%channel, error = %e, "ignored a Slack payload clarify cannot read");
+            return None;
         }
-        assert!(read(b"payload=%7Bnot-json").is_err());
-        assert!(read(b"nothing=here").is_err());
-    }
-
-    #[test]
-    fn thread_replies_answer_and_the_bots_own_messages_do_not() {
-        let reply = json!({"type": "event_callback", "event": {
-            "type": "message", "channel": "C1", "user": "U1", "text": "2",
-            "ts": "2.0", "thread_ts": "1.0"}});
-        let Ok(Inbound::Act(i)) = read_event(&reply) else {
-            panic!("an act")
-        };
-        assert_eq!(i.on, On::Thread("C1:1.0".to_owned()));
-        assert_eq!(i.act, Act::Typed("2".to_owned()));
-        let mut bot = reply.clone();
-        bot["event"]["bot_id"] = json!("B1");
-        assert!(matches!(read_event(&bot), Ok(Inbound::Ignore(_))));
-        let challenge = json!({"type": "url_verification", "challenge": "abc"});
-        assert_eq!(
-            read_event(&challenge),
-            Ok(Inbound::Challenge("abc".to_owned()))
-        );
+    };
+    let target = match interaction.on {
+        On::Request(id) => Target::Request(id),
+        On::Thread(message_ref) => Target::Message(message_ref),
+    };
+    let focus = match &interaction.act {
+        Act::Submit { focus, .. } => Some(*focus),
+        _ => None,
+    };
+    let done = desk
+        .act(channel, &interaction.user, target, interaction.act)
+        .await;
+    let client = desk.http().clone();
+    let for_modal = slack.clone();
+    let slack = slack.clone();
+    let user = interaction.user;
+    let (place, thread) = (interaction.channel, interaction.thread_ts);
+    let tell = move |text: String| {
+        tokio::spawn(async move {
+            if let Err(e) = slack
+                .tell(&client, place.as_deref(), thread.as_deref(), &user, &text)
+                .await
+            {
+                tracing::warn!(error = %e, "telling a Slack user failed");
+            }
+        });
+    };
+    match done {
+        Ok(Done::Resolved(record)) => {
+            if let Some(note) = vote_note(&record) {
+                tell(note);
+            }
+            None
+        }
+        Ok(Done::Open {
+            record,
+            focus,
+            trigger,
+        }) => {
+            let Some(view) = modal(&record, focus) else {
+                tell("This form is not available for this request any more.".to_owned());
+                return None;
+            };
+            let client = desk.http().clone();
+            tokio::spawn(async move {
+                if let Err(e) = for_modal.open_modal(&client, &trigger, &view).await {
+                    tracing::warn!(error = %e, "opening a Slack modal failed");
+                }
+            });
+            None
+        }
+        Ok(Done::Nothing(_)) => None,
+        Err(refusal) => match focus {
+            Some(_) => {
+                // In a modal the refusal shows beside the input it concerns (or the first).
+                let input = refusal.input.unwrap_or_else(|| input_id(0, None));
+                Some(json!({
+                    "response_action": "errors",
+                    "errors": {input: cut(&refusal.message, 2_000)},
+                }))
+            }
+            None => {
+                tell(refusal.message);
+                None
+            }
+        },
     }
 }

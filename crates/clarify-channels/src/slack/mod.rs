@@ -15,11 +15,16 @@ pub mod config;
 pub mod inbound;
 pub mod render;
 pub mod socket;
+#[cfg(test)]
+mod tests;
 
 use serde_json::{Value, json};
 
 use crate::text::split_ref;
-use crate::{Notice, SendError, Sent, cut};
+use crate::platform::{Call, Desk, HookReply, Platform};
+use futures_util::future::BoxFuture;
+use crate::notice::{Notice, SendError, Sent};
+use crate::text::cut;
 
 const PLATFORM: &str = "slack";
 
@@ -61,76 +66,12 @@ const TRANSIENT: [&str; 5] = [
     "ratelimited",
 ];
 
-impl Slack {
-    /// Calls Web API `method` with a JSON body and the bot token; returns Slack's answer when it
-    /// says `"ok": true`.
-    pub async fn call(
-        &self,
-        client: &reqwest::Client,
-        method: &str,
-        body: &Value,
-    ) -> Result<Value, SendError> {
-        self.call_with(client, method, body, &self.bot_token).await
-    }
-
-    pub(crate) async fn call_with(
-        &self,
-        client: &reqwest::Client,
-        method: &str,
-        body: &Value,
-        token: &str,
-    ) -> Result<Value, SendError> {
-        let url = format!("{}/{method}", self.api_url.as_str().trim_end_matches('/'));
-        let response = client
-            .post(url)
-            .bearer_auth(token)
-            .json(body)
-            .send()
-            .await
-            .map_err(|e| SendError::Unreachable {
-                platform: PLATFORM,
-                detail: if e.is_timeout() {
-                    format!("{method}: no answer in time")
-                } else {
-                    format!("{method}: {e}")
-                },
-            })?;
-        let status = response.status();
-        let retry_after = crate::RetryAfter::read(response.headers());
-        let text = response.text().await.unwrap_or_default();
-        let answer: Option<Value> = serde_json::from_str(&text).ok();
-        if !status.is_success() {
-            let detail = answer
-                .as_ref()
-                .and_then(|a| a["error"].as_str().map(str::to_owned))
-                .unwrap_or_else(|| cut(text.trim(), 200));
-            return Err(SendError::Refused {
-                platform: PLATFORM,
-                status: status.as_u16(),
-                detail: format!("{method}: {detail}"),
-                retry_after,
-            });
-        }
-        let Some(answer) = answer else {
-            return Err(SendError::Failed {
-                platform: PLATFORM,
-                error: format!("{method}: the answer is not JSON"),
-                transient: true,
-            });
-        };
-        if answer["ok"] != true {
-            let error = answer["error"].as_str().unwrap_or("unknown_error");
-            return Err(SendError::Failed {
-                platform: PLATFORM,
-                error: format!("{method}: {error}"),
-                transient: TRANSIENT.contains(&error),
-            });
-        }
-        Ok(answer)
-    }
+impl Platform for Slack {
+    type Table = config::RawSlack;
+    const IDENTITY: Option<&'static str> = Some("slack");
 
     /// Announces, follows up in the thread, or edits the announcement, as `notice` asks.
-    pub(crate) async fn send(
+    async fn send(
         &self,
         client: &reqwest::Client,
         notice: &Notice<'_>,
@@ -190,6 +131,94 @@ impl Slack {
                 Ok(Sent::Edited)
             }
         }
+    }
+
+    async fn hook<D: Desk>(&self, desk: &D, channel: &str, call: Call<'_>) -> HookReply {
+        inbound::hook(self, desk, channel, call).await
+    }
+
+    /// The Socket Mode connection of a channel with `socket_mode = true`: what arrives on it is
+    /// answered like a call to the hook.
+    fn background<D: Desk>(&self, desk: D, channel: String) -> Option<BoxFuture<'static, ()>> {
+        if !self.socket_mode {
+            return None;
+        }
+        let client = desk.http().clone();
+        let slack = self.clone();
+        let run = socket::run(self.clone(), client, move |inbound| {
+            let (desk, channel, slack) = (desk.clone(), channel.clone(), slack.clone());
+            async move { inbound::respond(&desk, &channel, &slack, inbound).await }
+        });
+        Some(Box::pin(run))
+    }
+}
+
+impl Slack {
+    /// Calls Web API `method` with a JSON body and the bot token; returns Slack's answer when it
+    /// says `"ok": true`.
+    pub async fn call(
+        &self,
+        client: &reqwest::Client,
+        method: &str,
+        body: &Value,
+    ) -> Result<Value, SendError> {
+        self.call_with(client, method, body, &self.bot_token).await
+    }
+
+    pub(crate) async fn call_with(
+        &self,
+        client: &reqwest::Client,
+        method: &str,
+        body: &Value,
+        token: &str,
+    ) -> Result<Value, SendError> {
+        let url = format!("{}/{method}", self.api_url.as_str().trim_end_matches('/'));
+        let response = client
+            .post(url)
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| SendError::Unreachable {
+                platform: PLATFORM,
+                detail: if e.is_timeout() {
+                    format!("{method}: no answer in time")
+                } else {
+                    format!("{method}: {e}")
+                },
+            })?;
+        let status = response.status();
+        let retry_after = crate::http::RetryAfter::read(response.headers());
+        let text = response.text().await.unwrap_or_default();
+        let answer: Option<Value> = serde_json::from_str(&text).ok();
+        if !status.is_success() {
+            let detail = answer
+                .as_ref()
+                .and_then(|a| a["error"].as_str().map(str::to_owned))
+                .unwrap_or_else(|| cut(text.trim(), 200));
+            return Err(SendError::Refused {
+                platform: PLATFORM,
+                status: status.as_u16(),
+                detail: format!("{method}: {detail}"),
+                retry_after,
+            });
+        }
+        let Some(answer) = answer else {
+            return Err(SendError::Failed {
+                platform: PLATFORM,
+                error: format!("{method}: the answer is not JSON"),
+                transient: true,
+            });
+        };
+        if answer["ok"] != true {
+            let error = answer["error"].as_str().unwrap_or("unknown_error");
+            return Err(SendError::Failed {
+                platform: PLATFORM,
+                error: format!("{method}: {error}"),
+                transient: TRANSIENT.contains(&error),
+            });
+        }
+        Ok(answer)
     }
 
     /// Opens a modal with `trigger` (valid three seconds after the click).

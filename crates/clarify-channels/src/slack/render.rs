@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 
 use crate::answer::{Focus, input_id};
 use crate::layout::{self, THE_REST};
-use crate::{Notice, outcome_text};
+use crate::layout::words::outcome_text;
+use crate::notice::Notice;
 
 /// Slack's limit on a section's text.
 pub const MAX_SECTION: usize = 3_000;
@@ -28,7 +29,7 @@ pub const MAX_INPUT: usize = 3_000;
 
 /// Escapes text for mrkdwn.
 pub fn escape(text: &str) -> String {
-    crate::escape_markup(text)
+    crate::text::escape_markup(text)
 }
 
 /// Display blocks shown in one message, at most; the rest are on the answer page.
@@ -135,7 +136,7 @@ fn escaped_len(c: char) -> usize {
 
 /// Plain text (no mrkdwn, so nothing to escape) cut to `max` characters.
 fn plain(text: &str, max: usize) -> Value {
-    json!({"type": "plain_text", "text": crate::cut(text, max), "emoji": true})
+    json!({"type": "plain_text", "text": crate::text::cut(text, max), "emoji": true})
 }
 
 fn section(mrkdwn: String) -> Value {
@@ -164,7 +165,7 @@ pub fn block_id(request_id: &str, n: usize) -> String {
     format!("clarify:{request_id}:{n}")
 }
 
-pub use crate::headline;
+pub use crate::layout::words::headline;
 
 /// The message for `notice`: its fallback text (notifications, screen readers) and blocks.
 /// Pending, it has the controls that answer it; resolved, it says how it ended and has none.
@@ -206,13 +207,13 @@ pub fn message(notice: &Notice<'_>, mention: &[String]) -> (String, Vec<Value>) 
         controls.push(button("Skip", "skip", "", None));
     }
     if pending && !answerable {
-        blocks.push(section(escape(crate::STEP_UP_LINE)));
+        blocks.push(section(escape(crate::layout::words::STEP_UP_LINE)));
     }
     if pending {
         let label = if answerable {
             "View in clarify"
         } else {
-            crate::OPEN_IN_CLARIFY
+            crate::layout::words::OPEN_IN_CLARIFY
         };
         controls.push(json!({
             "type": "button",
@@ -229,7 +230,7 @@ pub fn message(notice: &Notice<'_>, mention: &[String]) -> (String, Vec<Value>) 
         }));
     }
     let mut context = Vec::new();
-    context.extend(crate::asked_by(
+    context.extend(crate::layout::words::asked_by(
         request,
         |a| format!("*{}*", escape(a)),
         |s| format!("`{}`", escape(s)),
@@ -248,7 +249,7 @@ pub fn message(notice: &Notice<'_>, mention: &[String]) -> (String, Vec<Value>) 
     if !context.is_empty() {
         blocks.push(json!({
             "type": "context",
-            "elements": [{"type": "mrkdwn", "text": crate::cut(&context.join(" · "), MAX_SECTION)}],
+            "elements": [{"type": "mrkdwn", "text": crate::text::cut(&context.join(" · "), MAX_SECTION)}],
         }));
     }
     let mut text = headline(record);
@@ -263,13 +264,13 @@ pub fn message(notice: &Notice<'_>, mention: &[String]) -> (String, Vec<Value>) 
     } else if notice.event == EventKind::Escalated {
         text = format!("Escalated: {text}");
     }
-    (crate::cut(&text, MAX_SECTION), blocks)
+    (crate::text::cut(&text, MAX_SECTION), blocks)
 }
 
 /// A follow-up in the announcement's thread: a reminder, or an escalation with its mentions.
 pub fn thread_reply(notice: &Notice<'_>, mention: &[String]) -> String {
     let mentions: Vec<String> = mention.iter().map(|m| mention_of(m)).collect();
-    crate::follow_up_text(notice.event, &mentions)
+    crate::layout::words::follow_up_text(notice.event, &mentions)
 }
 
 /// `<@U123>` for a user, `<!subteam^S123>` for a user group.
@@ -322,7 +323,7 @@ fn question_blocks(
         (Some(h), _, count) if count > 1 => format!("*{}*\n{}", escape(h), escape(&q.text)),
         _ => escape(&q.text),
     };
-    let mut text = crate::cut(&title, MAX_SECTION);
+    let mut text = crate::text::cut(&title, MAX_SECTION);
     if let Some(c) = q.kind.choices() {
         let described = c.options.iter().any(|o| o.description.is_some());
         if described || !interactive {
@@ -339,12 +340,12 @@ fn question_blocks(
                     .unwrap_or_default();
                 text.push_str(&format!("\n• *{}*{mark}{desc}", escape(&o.label)));
             }
-            text = crate::cut(&text, MAX_SECTION);
+            text = crate::text::cut(&text, MAX_SECTION);
         }
     }
     blocks.push(section(text));
     if let QuestionKind::Approval(a) = &q.kind {
-        let action = format!("*Action:* `{}`", escape(&crate::cut(&a.action.name, 200)));
+        let action = format!("*Action:* `{}`", escape(&crate::text::cut(&a.action.name, 200)));
         if let Some(pretty) = layout::arguments(&record.request, a) {
             blocks.push(section(format!(
                 "{action}\n{}",
@@ -363,7 +364,7 @@ fn question_blocks(
                 format!("• {} ({}{optional})", escape(&f.label), f.kind.name())
             })
             .collect();
-        blocks.push(section(crate::cut(&fields.join("\n"), MAX_SECTION)));
+        blocks.push(section(crate::text::cut(&fields.join("\n"), MAX_SECTION)));
     }
     if !interactive {
         return blocks;
@@ -496,7 +497,7 @@ pub fn modal(record: &RequestRecord, focus: Focus) -> Option<Value> {
     for n in range {
         let q = &questions[n];
         if questions.len() > 1 || matches!(focus, Focus::Form(_) | Focus::Request) {
-            blocks.push(section(crate::cut(&escape(&q.text), MAX_SECTION)));
+            blocks.push(section(crate::text::cut(&escape(&q.text), MAX_SECTION)));
         }
         match (&q.kind, focus) {
             (QuestionKind::Single(_), Focus::Other(_)) => {
@@ -733,7 +734,7 @@ fn field_input(n: usize, field: &clarify_core::Field) -> Value {
             let mut element = json!({"type": "plain_text_input", "action_id": "v",
                                      "max_length": MAX_INPUT});
             if let Some(d) = field.default.as_ref().and_then(Value::as_str) {
-                element["initial_value"] = json!(crate::cut(d, MAX_INPUT));
+                element["initial_value"] = json!(crate::text::cut(d, MAX_INPUT));
             }
             if let Some(f) = format {
                 let shape = match f {
@@ -763,44 +764,4 @@ fn field_input(n: usize, field: &clarify_core::Field) -> Value {
         block["hint"] = plain(h, 2_000);
     }
     block
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escaping_covers_what_slack_parses() {
-        assert_eq!(
-            escape("a < b & c > <!channel>"),
-            "a &lt; b &amp; c &gt; &lt;!channel&gt;"
-        );
-    }
-
-    #[test]
-    fn fitting_counts_escapes_and_never_splits_one() {
-        let text = "<".repeat(1_000);
-        let fitted = fit(&text, MAX_SECTION);
-        assert!(fitted.chars().count() <= MAX_SECTION, "{}", fitted.len());
-        assert!(
-            fitted.ends_with("&lt;…"),
-            "{}",
-            &fitted[fitted.len() - 10..]
-        );
-        assert_eq!(fit("short & sweet", 100), "short &amp; sweet");
-    }
-
-    #[test]
-    fn metadata_round_trips() {
-        for focus in [
-            Focus::Request,
-            Focus::Other(2),
-            Focus::Edit(0),
-            Focus::Form(1),
-        ] {
-            let text = metadata("req_1", focus);
-            assert_eq!(read_metadata(&text), Some(("req_1".to_owned(), focus)));
-        }
-        assert_eq!(read_metadata("req_1 bogus:1"), None);
-    }
 }

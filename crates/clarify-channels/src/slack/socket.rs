@@ -22,7 +22,7 @@ use super::Slack;
 use super::inbound::{Inbound, InboundError, read_event, read_interaction};
 
 /// How many envelope ids are remembered to drop duplicates.
-const REMEMBERED: usize = 1_000;
+pub(super) const REMEMBERED: usize = 1_000;
 /// A connection silent this long (Slack pings far more often) is taken for lost.
 const SILENCE: Duration = Duration::from_secs(120);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -149,14 +149,14 @@ where
 
 /// The envelope ids seen lately.
 #[derive(Debug, Default)]
-struct Seen {
+pub(super) struct Seen {
     ids: HashSet<String>,
     order: VecDeque<String>,
 }
 
 impl Seen {
     /// Whether `id` is new; remembers it.
-    fn first_time(&mut self, id: &str) -> bool {
+    pub(super) fn first_time(&mut self, id: &str) -> bool {
         if self.ids.contains(id) {
             return false;
         }
@@ -168,21 +168,5 @@ impl Seen {
             self.ids.remove(&old);
         }
         true
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn duplicates_are_recognized_and_old_ids_forgotten() {
-        let mut seen = Seen::default();
-        assert!(seen.first_time("a"));
-        assert!(!seen.first_time("a"));
-        for i in 0..REMEMBERED {
-            seen.first_time(&i.to_string());
-        }
-        assert!(seen.first_time("a"), "forgotten after {REMEMBERED} others");
     }
 }

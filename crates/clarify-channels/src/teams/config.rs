@@ -5,7 +5,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Conversation, OPENID_URL, Teams, token_url};
-use crate::Platform;
 use crate::config::{Invalid, PlatformTable, Secrets, WEB, nonempty, url};
 
 /// Microsoft's sign-in host; the default `login_url` is the tenant's token endpoint on it.
@@ -48,6 +47,8 @@ pub struct RawTeams {
 }
 
 impl PlatformTable for RawTeams {
+    type Platform = Teams;
+
     fn name(&self) -> &str {
         &self.name
     }
@@ -56,7 +57,7 @@ impl PlatformTable for RawTeams {
         self.allow_unmapped
     }
 
-    fn check(self, secrets: &Secrets<'_>) -> Result<Platform, Invalid> {
+    fn check(self, secrets: &Secrets<'_>) -> Result<Self::Platform, Invalid> {
         let conversation = match (self.service_url, self.conversation_id) {
             (Some(service), Some(id)) => Some(Conversation {
                 service_url: url("service_url", Some(service), "", &WEB)?
@@ -84,13 +85,13 @@ impl PlatformTable for RawTeams {
         )?;
         let login_url = url("login_url", self.login_url, &login, &WEB)?;
         let openid_url = url("openid_url", self.openid_url, OPENID_URL, &WEB)?;
-        Ok(Platform::Teams(Teams::new(
+        Ok(Teams::new(
             app_id,
             app_password,
             tenant_id,
             login_url,
             openid_url,
             conversation,
-        )))
+        ))
     }
 }

@@ -5,9 +5,11 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::Conversation;
+use super::render::{card, card_response, private};
+use super::{Conversation, Teams};
 use crate::answer::{Act, Control, Focus, Input, control, input_id};
 use crate::inbound::{InboundError, malformed};
+use crate::platform::{Call, Desk, Done, HookReply, Target};
 
 /// What a verified activity asks of clarify.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,5 +104,101 @@ pub fn read(activity: &Value) -> Result<Inbound, InboundError> {
     match control(verb, &chosen) {
         Control::Act(act) => Ok(Inbound::Execute { user, request, act }),
         Control::Form(_) | Control::Unknown(_) => Ok(Inbound::Unknown(verb.to_owned())),
+    }
+}
+
+/// The name under which the store keeps channel `channel`'s captured conversation.
+fn kept_as(channel: &str) -> String {
+    format!("teams:{channel}:conversation")
+}
+
+/// Answers a call to `/hooks/teams/{channel}`, the bot's messaging endpoint: every activity's
+/// Bot Framework JWT verified against Microsoft's published keys (issuer, audience, validity,
+/// `serviceurl`, endorsement) before it is acted on (`401` otherwise, nothing changed). A card's
+/// `Action.Execute` arrives as an `adaptiveCard/action` invoke, answered in the response (one
+/// store write, well within Teams' time limit) with the card as it now is, or a message only
+/// the clicker sees. The activity Teams sends when the bot is added to a conversation is where
+/// requests go from then on: it is kept in the store, so every instance and every restart posts
+/// there.
+pub(crate) async fn hook<D: Desk>(
+    teams: &Teams,
+    desk: &D,
+    channel: &str,
+    call: Call<'_>,
+) -> HookReply {
+    let authorization = call.header("authorization");
+    let activity = match teams
+        .verify(desk.http(), authorization, call.body, desk.now())
+        .await
+    {
+        Ok(activity) => activity,
+        Err(e) => {
+            tracing::warn!(%channel, error = %e, "refused an unverified Teams activity");
+            return HookReply::Unauthorized(e.to_string());
+        }
+    };
+    let inbound = match read(&activity) {
+        Ok(inbound) => inbound,
+        Err(e) => {
+            tracing::warn!(%channel, error = %e, "refused a Teams activity clarify cannot read");
+            return HookReply::refused(e);
+        }
+    };
+    HookReply::Json(match inbound {
+        Inbound::Ignore => return HookReply::Ok,
+        Inbound::Added(conversation) => {
+            capture(desk, channel, teams, conversation).await;
+            return HookReply::Ok;
+        }
+        Inbound::Unknown(verb) => {
+            tracing::warn!(%channel, %verb, "a Teams action clarify did not make");
+            private("clarify does not know this button; nothing was answered.")
+        }
+        Inbound::Refresh { request, .. } => {
+            match desk.find(channel, Target::Request(request)).await {
+                Ok(record) => card_response(card(&record, &desk.answer_url(&record.id))),
+                Err(refusal) => private(&refusal.message),
+            }
+        }
+        Inbound::Execute { user, request, act } => {
+            match desk.act(channel, &user, Target::Request(request), act).await {
+                Ok(Done::Resolved(record) | Done::Nothing(record) | Done::Open { record, .. }) => {
+                    card_response(card(&record, &desk.answer_url(&record.id)))
+                }
+                Err(refusal) => private(&refusal.message),
+            }
+        }
+    })
+}
+
+/// Posts to `conversation` from now on, on every instance, and wakes the channel worker for
+/// what waited for it.
+async fn capture<D: Desk>(desk: &D, channel: &str, teams: &Teams, conversation: Conversation) {
+    tracing::info!(%channel, conversation = %conversation.conversation_id, "the Teams bot was added to a conversation");
+    match serde_json::to_vec(&conversation) {
+        Ok(bytes) => {
+            if let Err(e) = desk.keep(&kept_as(channel), bytes).await {
+                tracing::warn!(error = %e, "keeping a Teams conversation failed");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "a Teams conversation could not be written"),
+    }
+    teams.capture(conversation);
+    desk.wake_channels();
+}
+
+/// Loads channel `channel`'s captured conversation from the store.
+pub(crate) async fn restore<D: Desk>(teams: &Teams, desk: &D, channel: &str) {
+    match desk.kept(&kept_as(channel)).await {
+        Ok(Some(bytes)) => match serde_json::from_slice::<Conversation>(&bytes) {
+            Ok(conversation) => teams.capture(conversation),
+            Err(e) => {
+                tracing::warn!(%channel, error = %e, "a kept Teams conversation cannot be read")
+            }
+        },
+        Ok(None) => {}
+        Err(e) => {
+            tracing::warn!(%channel, error = %e, "reading a kept Teams conversation failed")
+        }
     }
 }

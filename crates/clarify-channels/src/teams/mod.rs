@@ -35,10 +35,11 @@ use clarify_model::EventKind;
 use serde_json::{Value, json};
 
 use crate::jwt::{Expect, Keys, Refused};
-use crate::{Notice, SendError, Sent};
+use crate::platform::{Call, Desk, HookReply, Platform};
+use crate::notice::{Notice, SendError, Sent};
 pub use inbound::{Inbound, read};
 pub(crate) use render::notice_card;
-pub use render::{card, card_response, message_response};
+pub use render::{card, card_response, private};
 
 const PLATFORM: &str = "teams";
 /// The issuer of the tokens the Bot Framework signs.
@@ -96,6 +97,114 @@ pub fn token_url(login: &str, tenant_id: &str) -> String {
         "{}/{tenant_id}/oauth2/v2.0/token",
         login.trim_end_matches('/')
     )
+}
+
+impl Platform for Teams {
+    type Table = config::RawTeams;
+    const IDENTITY: Option<&'static str> = Some("teams");
+
+    /// Announces, replies to the announcement, or refreshes its card, as `notice` asks.
+    async fn send(
+        &self,
+        client: &reqwest::Client,
+        notice: &Notice<'_>,
+    ) -> Result<Sent, SendError> {
+        use reqwest::Method;
+        let Some(conversation) = self.conversation() else {
+            return Err(SendError::Failed {
+                platform: PLATFORM,
+                error: "no conversation yet: add the bot to a team or chat, or configure \
+                        service_url and conversation_id"
+                    .to_owned(),
+                transient: true,
+            });
+        };
+        let service = conversation.service_url.as_str();
+        let message = |card: Value| json!({"type": "message", "attachments": [{"contentType": CARD, "content": card}]});
+        match (notice.event, notice.announcement) {
+            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
+                let conv = &conversation.conversation_id;
+                let sent = self
+                    .call(
+                        client,
+                        Method::POST,
+                        service,
+                        &format!("/v3/conversations/{}/activities", encode(conv)),
+                        &message(notice_card(notice)),
+                    )
+                    .await?;
+                Ok(Sent::Posted {
+                    message_ref: sent["id"].as_str().map(|id| format!("{id} {conv}")),
+                })
+            }
+            (EventKind::Reminded | EventKind::Escalated, Some(reference)) => {
+                let (activity, conv) = split_ref(reference, &conversation.conversation_id);
+                let mentions: Vec<String> = notice
+                    .mention
+                    .iter()
+                    .map(|m| format!("<at>{m}</at>"))
+                    .collect();
+                let entities: Vec<Value> = notice
+                    .mention
+                    .iter()
+                    .map(|m| {
+                        json!({"type": "mention", "text": format!("<at>{m}</at>"),
+                                    "mentioned": {"id": m, "name": m}})
+                    })
+                    .collect();
+                let body = json!({
+                    "type": "message", "replyToId": activity,
+                    "text": crate::layout::words::follow_up_text(notice.event, &mentions),
+                    "entities": entities,
+                });
+                let sent = self
+                    .call(
+                        client,
+                        Method::POST,
+                        service,
+                        &format!(
+                            "/v3/conversations/{}/activities/{}",
+                            encode(conv),
+                            encode(activity)
+                        ),
+                        &body,
+                    )
+                    .await?;
+                Ok(Sent::Posted {
+                    message_ref: sent["id"].as_str().map(|id| format!("{id} {conv}")),
+                })
+            }
+            (_, None) => Ok(Sent::Skipped {
+                why: "the request was never announced here, so there is nothing to edit",
+            }),
+            (_, Some(reference)) => {
+                let (activity, conv) = split_ref(reference, &conversation.conversation_id);
+                let mut body = message(card(notice.record, notice.answer_url));
+                body["id"] = json!(activity);
+                self.call(
+                    client,
+                    Method::PUT,
+                    service,
+                    &format!(
+                        "/v3/conversations/{}/activities/{}",
+                        encode(conv),
+                        encode(activity)
+                    ),
+                    &body,
+                )
+                .await?;
+                Ok(Sent::Edited)
+            }
+        }
+    }
+
+    async fn hook<D: Desk>(&self, desk: &D, channel: &str, call: Call<'_>) -> HookReply {
+        inbound::hook(self, desk, channel, call).await
+    }
+
+    async fn prepare<D: Desk>(&self, desk: &D, channel: &str) {
+        inbound::restore(self, desk, channel).await;
+    }
 }
 
 impl Teams {
@@ -207,100 +316,6 @@ impl Teams {
         crate::oauth::call(&self.token, PLATFORM, path, request).await
     }
 
-    /// Announces, replies to the announcement, or refreshes its card, as `notice` asks.
-    pub(crate) async fn send(
-        &self,
-        client: &reqwest::Client,
-        notice: &Notice<'_>,
-    ) -> Result<Sent, SendError> {
-        use reqwest::Method;
-        let Some(conversation) = self.conversation() else {
-            return Err(SendError::Failed {
-                platform: PLATFORM,
-                error: "no conversation yet: add the bot to a team or chat, or configure \
-                        service_url and conversation_id"
-                    .to_owned(),
-                transient: true,
-            });
-        };
-        let service = conversation.service_url.as_str();
-        let message = |card: Value| json!({"type": "message", "attachments": [{"contentType": CARD, "content": card}]});
-        match (notice.event, notice.announcement) {
-            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
-                let conv = &conversation.conversation_id;
-                let sent = self
-                    .call(
-                        client,
-                        Method::POST,
-                        service,
-                        &format!("/v3/conversations/{}/activities", encode(conv)),
-                        &message(notice_card(notice)),
-                    )
-                    .await?;
-                Ok(Sent::Posted {
-                    message_ref: sent["id"].as_str().map(|id| format!("{id} {conv}")),
-                })
-            }
-            (EventKind::Reminded | EventKind::Escalated, Some(reference)) => {
-                let (activity, conv) = split_ref(reference, &conversation.conversation_id);
-                let mentions: Vec<String> = notice
-                    .mention
-                    .iter()
-                    .map(|m| format!("<at>{m}</at>"))
-                    .collect();
-                let entities: Vec<Value> = notice
-                    .mention
-                    .iter()
-                    .map(|m| {
-                        json!({"type": "mention", "text": format!("<at>{m}</at>"),
-                                    "mentioned": {"id": m, "name": m}})
-                    })
-                    .collect();
-                let body = json!({
-                    "type": "message", "replyToId": activity,
-                    "text": crate::follow_up_text(notice.event, &mentions),
-                    "entities": entities,
-                });
-                let sent = self
-                    .call(
-                        client,
-                        Method::POST,
-                        service,
-                        &format!(
-                            "/v3/conversations/{}/activities/{}",
-                            encode(conv),
-                            encode(activity)
-                        ),
-                        &body,
-                    )
-                    .await?;
-                Ok(Sent::Posted {
-                    message_ref: sent["id"].as_str().map(|id| format!("{id} {conv}")),
-                })
-            }
-            (_, None) => Ok(Sent::Skipped {
-                why: "the request was never announced here, so there is nothing to edit",
-            }),
-            (_, Some(reference)) => {
-                let (activity, conv) = split_ref(reference, &conversation.conversation_id);
-                let mut body = message(card(notice.record, notice.answer_url));
-                body["id"] = json!(activity);
-                self.call(
-                    client,
-                    Method::PUT,
-                    service,
-                    &format!(
-                        "/v3/conversations/{}/activities/{}",
-                        encode(conv),
-                        encode(activity)
-                    ),
-                    &body,
-                )
-                .await?;
-                Ok(Sent::Edited)
-            }
-        }
-    }
 }
 
 /// A path segment, percent-encoded (conversation ids hold `:`, `;`, `@` and `=`).

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 use super::CARD;
 use crate::answer::{Focus, input_id};
 use crate::layout::{self, THE_REST};
-use crate::{Notice, cut, headline, outcome_text};
+use crate::layout::words::{headline, outcome_text};
+use crate::notice::Notice;
+use crate::text::cut;
 
 /// Room for display blocks on a card (a bot's message may be about 28 KB in all).
 const MAX_DISPLAY: usize = 8_000;
@@ -77,9 +79,9 @@ pub(crate) fn notice_card(notice: &Notice<'_>) -> Value {
     }
     if let Some(body) = card["body"].as_array_mut() {
         body.retain(|b| !b["type"].as_str().is_some_and(|t| t.starts_with("Input.")));
-        body.push(inert(crate::STEP_UP_LINE, MAX_TEXT));
+        body.push(inert(crate::layout::words::STEP_UP_LINE, MAX_TEXT));
     }
-    card["actions"] = json!([{"type": "Action.OpenUrl", "title": crate::OPEN_IN_CLARIFY, "url": notice.answer_url}]);
+    card["actions"] = json!([{"type": "Action.OpenUrl", "title": crate::layout::words::OPEN_IN_CLARIFY, "url": notice.answer_url}]);
     if let Some(card) = card.as_object_mut() {
         card.remove("refresh");
     }
@@ -101,7 +103,7 @@ pub fn card(record: &RequestRecord, answer_url: &str) -> Value {
     }
     let more = format!("{THE_REST}: {answer_url}");
     if let Some(display) =
-        crate::display_text(record, &clarify_render::text::Plain, MAX_DISPLAY, &more)
+        crate::layout::words::display_text(record, &clarify_render::text::Plain, MAX_DISPLAY, &more)
     {
         body.push(json!({"type": "Container", "style": "emphasis", "items": [mono(&display)]}));
     }
@@ -128,7 +130,7 @@ pub fn card(record: &RequestRecord, answer_url: &str) -> Value {
             QuestionKind::Open | QuestionKind::Form(_) => {}
         }
     }
-    let mut footer: Vec<String> = crate::asked_by(request, |a| cut(a, 60), |s| cut(s, 60))
+    let mut footer: Vec<String> = crate::layout::words::asked_by(request, |a| cut(a, 60), |s| cut(s, 60))
         .into_iter()
         .collect();
     if pending {
@@ -321,7 +323,7 @@ pub fn card_response(card: Value) -> Value {
 }
 
 /// The invoke response that shows `text` to the clicker only; the card stays.
-pub fn message_response(text: &str) -> Value {
+pub fn private(text: &str) -> Value {
     json!({"statusCode": 200, "type": "application/vnd.microsoft.activity.message",
            "value": cut(text, 2_000)})
 }

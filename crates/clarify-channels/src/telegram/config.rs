@@ -5,7 +5,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Telegram;
-use crate::Platform;
 use crate::config::{Id, Invalid, PlatformTable, Secrets, WEB, nonempty, url};
 
 /// Where the Bot API is unless `api_url` says otherwise.
@@ -57,6 +56,8 @@ pub struct RawTelegram {
 }
 
 impl PlatformTable for RawTelegram {
+    type Platform = Telegram;
+
     fn name(&self) -> &str {
         &self.name
     }
@@ -65,7 +66,7 @@ impl PlatformTable for RawTelegram {
         self.allow_unmapped
     }
 
-    fn check(self, secrets: &Secrets<'_>) -> Result<Platform, Invalid> {
+    fn check(self, secrets: &Secrets<'_>) -> Result<Self::Platform, Invalid> {
         let webhook_secret = secrets.optional(
             "webhook_secret",
             self.webhook_secret,
@@ -84,7 +85,7 @@ impl PlatformTable for RawTelegram {
                 "is used with mode = \"webhook\" only; polling needs no secret",
             ));
         }
-        Ok(Platform::Telegram(Telegram {
+        Ok(Telegram {
             bot_token: secrets.required(
                 "bot_token",
                 self.bot_token,
@@ -94,6 +95,6 @@ impl PlatformTable for RawTelegram {
             chat_id: nonempty("chat_id", self.chat_id.text())?,
             webhook_secret,
             api_url: url("api_url", self.api_url, API_URL, &WEB)?,
-        }))
+        })
     }
 }

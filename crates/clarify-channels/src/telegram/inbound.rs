@@ -2,12 +2,17 @@
 //! pressed, a reply typed, a command), and the callback data of clarify's buttons ([`Press`]).
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
-use clarify_core::Scope;
+use clarify_core::{QuestionKind, Scope};
 use serde_json::Value;
 
+use super::Telegram;
 use crate::answer::{Act, Focus, Input, input_id};
 use crate::inbound::{InboundError, malformed};
+use crate::layout::words::{outcome_text, vote_note};
+use crate::notice::SendError;
+use crate::platform::{Call, Desk, Done, HookReply, Target};
 
 /// What a button of a clarify message does: its callback data, read back by [`Press::decode`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,5 +273,261 @@ pub fn prompt_act(focus: Focus, text: &str) -> Act {
     Act::Submit {
         focus,
         inputs: BTreeMap::from([(input, Input::Text(text.to_owned()))]),
+    }
+}
+
+/// How long one `getUpdates` call waits for an update to arrive.
+const POLL_WAIT: Duration = Duration::from_secs(25);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Answers an update pushed to `/hooks/telegram/{channel}` (webhook mode): the secret token
+/// checked before the body is read (`401` otherwise, nothing changed).
+pub(crate) async fn hook<D: Desk>(
+    telegram: &Telegram,
+    desk: &D,
+    channel: &str,
+    call: Call<'_>,
+) -> HookReply {
+    let Some(secret) = telegram.webhook_secret.as_deref() else {
+        return HookReply::NotFound(
+            "this Telegram channel polls getUpdates (mode = \"polling\"); it takes no webhook calls"
+                .to_owned(),
+        );
+    };
+    if let Err(e) = verify(secret, call.header("x-telegram-bot-api-secret-token")) {
+        tracing::warn!(%channel, error = %e, "refused an unverified Telegram call");
+        return HookReply::refused(e);
+    }
+    match crate::inbound::json(call.body).and_then(|v| read(&v, telegram.bot_id())) {
+        Ok(update) => {
+            handle(desk, channel, telegram, update).await;
+            HookReply::Json(serde_json::json!({}))
+        }
+        Err(e) => {
+            tracing::warn!(%channel, error = %e, "refused a Telegram update clarify cannot read");
+            HookReply::refused(e)
+        }
+    }
+}
+
+/// Acts on one update, pushed or polled. A button press is answered (`answerCallbackQuery`) as
+/// soon as the answer is recorded, which is one store write; the message itself is edited by
+/// the channel worker, through the follow-up the store queued with the answer.
+async fn handle<D: Desk>(desk: &D, channel: &str, telegram: &Telegram, update: Inbound) {
+    let client = desk.http();
+    let warn = |what: &str, e: SendError| {
+        tracing::warn!(%channel, error = %e, "{what} failed");
+    };
+    match update {
+        Inbound::Ignore(why) => {
+            tracing::debug!(%channel, why, "ignored a Telegram update")
+        }
+        Inbound::Start { user, chat_id } => {
+            let text = format!(
+                "Your Telegram user id is {user}. To answer clarify requests here, ask an admin \
+                 to add this line under [identities] in clarify's configuration:\n\
+                 \"telegram:{user}\" = \"<your responder name>\""
+            );
+            if let Err(e) = telegram.say(client, &chat_id, None, &text).await {
+                warn("telling a Telegram user their id", e);
+            }
+        }
+        Inbound::Link {
+            user,
+            chat_id,
+            private,
+        } => {
+            let text = if private {
+                desk.link_text(&format!("telegram:{user}")).await
+            } else {
+                "Send /link to me in a private chat: a link posted here could be opened by \
+                 anyone in this group."
+                    .to_owned()
+            };
+            if let Err(e) = telegram.say(client, &chat_id, None, &text).await {
+                warn("sending a Telegram user a link-account link", e);
+            }
+        }
+        Inbound::Press {
+            query_id,
+            user,
+            message_ref,
+            data,
+        } => {
+            let (text, alert) = press(desk, channel, telegram, &user, &message_ref, &data).await;
+            if let Err(e) = telegram
+                .answer_press(client, &query_id, text.as_deref(), alert)
+                .await
+            {
+                warn("answering a Telegram button press", e);
+            }
+        }
+        Inbound::Reply {
+            user,
+            chat_id,
+            message_id,
+            reply_to,
+            prompt,
+            text,
+        } => {
+            let (target, act) = match prompt {
+                Some((announcement, focus)) => (
+                    Target::Message(format!("{chat_id}:{announcement}")),
+                    prompt_act(focus, &text),
+                ),
+                None => {
+                    // People talk in the chat too: only a reply to an announcement is an answer.
+                    match desk.announced(channel, &reply_to).await {
+                        Ok(true) => {}
+                        Ok(false) => return,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "looking up a replied-to Telegram message failed");
+                            return;
+                        }
+                    }
+                    (Target::Message(reply_to), Act::Typed(text))
+                }
+            };
+            let note = match desk.act(channel, &user, target, act).await {
+                // The announcement is edited to show the answer; a vote that did not decide
+                // is worth a word, since the message changes little.
+                Ok(Done::Resolved(record)) => vote_note(&record),
+                Ok(Done::Nothing(_) | Done::Open { .. }) => None,
+                Err(refusal) => Some(refusal.message),
+            };
+            if let Some(note) = note
+                && let Err(e) = telegram
+                    .say(client, &chat_id, Some(message_id), &note)
+                    .await
+            {
+                warn("replying to a Telegram user", e);
+            }
+        }
+    }
+}
+
+/// Acts on a button press; the notice to answer it with, and whether it must be read (an
+/// alert) rather than glanced at.
+async fn press<D: Desk>(
+    desk: &D,
+    channel: &str,
+    telegram: &Telegram,
+    user: &str,
+    message_ref: &str,
+    data: &str,
+) -> (Option<String>, bool) {
+    let Some(press) = Press::decode(data) else {
+        tracing::warn!(%channel, data, "a Telegram button clarify did not make");
+        return (
+            Some("clarify does not know this button; nothing was answered.".to_owned()),
+            true,
+        );
+    };
+    let target = || Target::Message(message_ref.to_owned());
+    if let Some(act) = press.act() {
+        return match desk.act(channel, user, target(), act).await {
+            Ok(Done::Resolved(record)) => (
+                Some(vote_note(&record).unwrap_or_else(|| outcome_text(&record))),
+                false,
+            ),
+            Ok(Done::Nothing(_) | Done::Open { .. }) => (None, false),
+            Err(refusal) => (Some(refusal.message), true),
+        };
+    }
+    // A toggle or a request for a typed answer changes nothing yet, but only someone who may
+    // answer gets to change the message.
+    let record = match desk.act(channel, user, target(), Act::Nothing).await {
+        Ok(Done::Nothing(record)) => record,
+        Ok(_) => return (None, false),
+        Err(refusal) => return (Some(refusal.message), true),
+    };
+    let client = desk.http();
+    let answer_url = desk.answer_url(&record.id);
+    let done = match press {
+        Press::Toggle(chosen) => {
+            telegram
+                .redraw(client, message_ref, &record, &answer_url, chosen)
+                .await
+        }
+        Press::Reason => {
+            telegram
+                .ask_reply(client, message_ref, &record, Focus::Deny(0), user)
+                .await
+        }
+        Press::Revise => {
+            telegram
+                .ask_reply(client, message_ref, &record, Focus::Revise(0), user)
+                .await
+        }
+        _ => {
+            let focus = match record.request.questions.first().map(|q| &q.kind) {
+                Some(QuestionKind::Open) => Focus::Open(0),
+                _ => Focus::Other(0),
+            };
+            telegram
+                .ask_reply(client, message_ref, &record, focus, user)
+                .await
+        }
+    };
+    match done {
+        Ok(()) => (None, false),
+        Err(e) => {
+            tracing::warn!(%channel, error = %e, "updating a Telegram message failed");
+            (
+                Some("Telegram did not take the change just now; please try again.".to_owned()),
+                true,
+            )
+        }
+    }
+}
+
+/// Polls `getUpdates` for channel `channel` (polling mode, the default). Telegram forgets
+/// updates below the offset it is asked for, so the offset, kept in the store, moves only past
+/// updates that were acted on: a restart neither loses a click nor acts on one twice.
+pub(crate) async fn poll<D: Desk>(telegram: Telegram, desk: D, channel: String) {
+    let cursor = format!("telegram:{channel}");
+    let mut failures: u32 = 0;
+    loop {
+        let fetched = match desk.cursor(&cursor).await {
+            Ok(offset) => telegram
+                .updates(desk.http(), offset, POLL_WAIT)
+                .await
+                .map_err(|e| (e.retry_after(desk.now()), e.to_string())),
+            Err(e) => Err((None, format!("reading the update offset: {e}"))),
+        };
+        let updates = match fetched {
+            Ok(updates) => {
+                failures = 0;
+                updates
+            }
+            Err((asked, error)) => {
+                failures = failures.saturating_add(1);
+                let wait = asked.unwrap_or_else(|| {
+                    Duration::from_secs(1)
+                        .saturating_mul(1 << failures.min(5))
+                        .min(MAX_BACKOFF)
+                });
+                tracing::warn!(%channel, %error, ?wait, "polling Telegram failed; trying again");
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+        };
+        for update in updates {
+            let Some(id) = update["update_id"].as_i64() else {
+                tracing::warn!(%channel, "a Telegram update without update_id");
+                continue;
+            };
+            match read(&update, telegram.bot_id()) {
+                Ok(update) => handle(&desk, &channel, &telegram, update).await,
+                Err(e) => {
+                    tracing::warn!(%channel, error = %e, "ignored a Telegram update clarify cannot read")
+                }
+            }
+            if let Err(e) = desk.set_cursor(&cursor, id.saturating_add(1)).await {
+                // The update comes again; acting on it again is refused as already answered.
+                tracing::warn!(%channel, error = %e, "recording the Telegram update offset failed");
+                break;
+            }
+        }
     }
 }

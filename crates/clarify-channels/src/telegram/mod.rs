@@ -31,7 +31,10 @@ use clarify_model::{EventKind, RequestRecord};
 use serde_json::{Value, json};
 
 use crate::answer::Focus;
-use crate::{Notice, SendError, Sent, cut};
+use crate::platform::{Call, Desk, HookReply, Platform};
+use futures_util::future::BoxFuture;
+use crate::notice::{Notice, SendError, Sent};
+use crate::text::cut;
 use inbound::id_of;
 pub use inbound::{Inbound, Press, prompt_act, read, verify};
 pub(crate) use render::notice_keyboard;
@@ -67,77 +70,12 @@ impl std::fmt::Debug for Telegram {
     }
 }
 
-impl Telegram {
-    /// The bot's own user id: the part of its token before the colon.
-    pub fn bot_id(&self) -> Option<&str> {
-        let (id, _) = self.bot_token.split_once(':')?;
-        (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())).then_some(id)
-    }
-
-    /// Calls Bot API `method` with a JSON body; `result` when Telegram says `"ok": true`.
-    /// `wait` is how long the call may take (long polling waits on purpose).
-    pub async fn call(
-        &self,
-        client: &reqwest::Client,
-        method: &str,
-        body: &Value,
-        wait: Option<Duration>,
-    ) -> Result<Value, SendError> {
-        let url = format!(
-            "{}/bot{}/{method}",
-            self.api_url.as_str().trim_end_matches('/'),
-            self.bot_token
-        );
-        let mut post = client.post(url).json(body);
-        if let Some(wait) = wait {
-            post = post.timeout(wait);
-        }
-        let response = post.send().await.map_err(|e| SendError::Unreachable {
-            platform: PLATFORM,
-            // reqwest's message would carry the URL, and with it the token.
-            detail: if e.is_timeout() {
-                format!("{method}: no answer in time")
-            } else if e.is_connect() {
-                format!("{method}: could not connect")
-            } else {
-                format!("{method}: the connection failed")
-            },
-        })?;
-        let status = response.status();
-        let header_wait = crate::RetryAfter::read(response.headers());
-        let text = response.text().await.unwrap_or_default();
-        let answer: Option<Value> = serde_json::from_str(&text).ok();
-        let ok = answer.as_ref().is_some_and(|a| a["ok"] == true);
-        if status.is_success() && ok {
-            return Ok(answer.map(|mut a| a["result"].take()).unwrap_or_default());
-        }
-        let description = answer
-            .as_ref()
-            .and_then(|a| a["description"].as_str().map(str::to_owned))
-            .unwrap_or_else(|| cut(text.trim(), 200));
-        // Flood control names the wait in the body: {"parameters": {"retry_after": 3}}.
-        let body_wait = answer
-            .as_ref()
-            .and_then(|a| a["parameters"]["retry_after"].as_u64())
-            .map(|s| crate::RetryAfter::For(Duration::from_secs(s)));
-        let code = answer
-            .as_ref()
-            .and_then(|a| a["error_code"].as_u64())
-            .and_then(|c| u16::try_from(c).ok());
-        Err(SendError::Refused {
-            platform: PLATFORM,
-            status: if status.is_success() {
-                code.unwrap_or(500)
-            } else {
-                status.as_u16()
-            },
-            detail: format!("{method}: {description}"),
-            retry_after: body_wait.or(header_wait),
-        })
-    }
+impl Platform for Telegram {
+    type Table = config::RawTelegram;
+    const IDENTITY: Option<&'static str> = Some("telegram");
 
     /// Announces, replies to the announcement, or edits it, as `notice` asks.
-    pub(crate) async fn send(
+    async fn send(
         &self,
         client: &reqwest::Client,
         notice: &Notice<'_>,
@@ -146,7 +84,7 @@ impl Telegram {
             (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
                 let mut text = message_text(notice, &notice.mention);
                 if notice.open_only() {
-                    text = format!("{text}\n\n{}", crate::STEP_UP_LINE);
+                    text = format!("{text}\n\n{}", crate::layout::words::STEP_UP_LINE);
                 }
                 let sent = self
                     .call(
@@ -169,7 +107,7 @@ impl Telegram {
             (EventKind::Reminded | EventKind::Escalated, Some(announcement)) => {
                 let (chat, id) = split_ref(announcement, &self.chat_id);
                 let mentions: Vec<String> = notice.mention.iter().map(|m| mention_of(m)).collect();
-                let text = crate::follow_up_text(notice.event, &mentions);
+                let text = crate::layout::words::follow_up_text(notice.event, &mentions);
                 let sent = self
                     .call(
                         client,
@@ -219,6 +157,97 @@ impl Telegram {
                 }
             }
         }
+    }
+
+    async fn hook<D: Desk>(&self, desk: &D, channel: &str, call: Call<'_>) -> HookReply {
+        inbound::hook(self, desk, channel, call).await
+    }
+
+    /// Polling `getUpdates`, for a channel without a webhook secret.
+    fn background<D: Desk>(&self, desk: D, channel: String) -> Option<BoxFuture<'static, ()>> {
+        if self.webhook_secret.is_some() {
+            return None;
+        }
+        Some(Box::pin(inbound::poll(self.clone(), desk, channel)))
+    }
+
+    /// Telegram's button notices are short and show no links, and a link in a group would show
+    /// to all: the way to the link is `/link` in the bot's private chat.
+    fn unknown_person(&self, who: &str) -> Option<String> {
+        Some(format!(
+            "clarify does not know who you are yet ({who}): send /link to this bot in a private \
+             chat to link your account. Nothing was answered."
+        ))
+    }
+}
+
+impl Telegram {
+    /// The bot's own user id: the part of its token before the colon.
+    pub fn bot_id(&self) -> Option<&str> {
+        let (id, _) = self.bot_token.split_once(':')?;
+        (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())).then_some(id)
+    }
+
+    /// Calls Bot API `method` with a JSON body; `result` when Telegram says `"ok": true`.
+    /// `wait` is how long the call may take (long polling waits on purpose).
+    pub async fn call(
+        &self,
+        client: &reqwest::Client,
+        method: &str,
+        body: &Value,
+        wait: Option<Duration>,
+    ) -> Result<Value, SendError> {
+        let url = format!(
+            "{}/bot{}/{method}",
+            self.api_url.as_str().trim_end_matches('/'),
+            self.bot_token
+        );
+        let mut post = client.post(url).json(body);
+        if let Some(wait) = wait {
+            post = post.timeout(wait);
+        }
+        let response = post.send().await.map_err(|e| SendError::Unreachable {
+            platform: PLATFORM,
+            // reqwest's message would carry the URL, and with it the token.
+            detail: if e.is_timeout() {
+                format!("{method}: no answer in time")
+            } else if e.is_connect() {
+                format!("{method}: could not connect")
+            } else {
+                format!("{method}: the connection failed")
+            },
+        })?;
+        let status = response.status();
+        let header_wait = crate::http::RetryAfter::read(response.headers());
+        let text = response.text().await.unwrap_or_default();
+        let answer: Option<Value> = serde_json::from_str(&text).ok();
+        let ok = answer.as_ref().is_some_and(|a| a["ok"] == true);
+        if status.is_success() && ok {
+            return Ok(answer.map(|mut a| a["result"].take()).unwrap_or_default());
+        }
+        let description = answer
+            .as_ref()
+            .and_then(|a| a["description"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| cut(text.trim(), 200));
+        // Flood control names the wait in the body: {"parameters": {"retry_after": 3}}.
+        let body_wait = answer
+            .as_ref()
+            .and_then(|a| a["parameters"]["retry_after"].as_u64())
+            .map(|s| crate::http::RetryAfter::For(Duration::from_secs(s)));
+        let code = answer
+            .as_ref()
+            .and_then(|a| a["error_code"].as_u64())
+            .and_then(|c| u16::try_from(c).ok());
+        Err(SendError::Refused {
+            platform: PLATFORM,
+            status: if status.is_success() {
+                code.unwrap_or(500)
+            } else {
+                status.as_u16()
+            },
+            detail: format!("{method}: {description}"),
+            retry_after: body_wait.or(header_wait),
+        })
     }
 
     /// Answers a button press at once: stops the spinner, with `text` as a notice (an alert

@@ -11,7 +11,9 @@ use super::inbound::{Press, prompt_line};
 use crate::answer::Focus;
 use crate::layout::{self, Dialect, Limits};
 use crate::text::fit;
-use crate::{Notice, cut, headline};
+use crate::layout::words::headline;
+use crate::notice::Notice;
+use crate::text::cut;
 
 /// Telegram's limit on a message's text, counted after entities are parsed.
 pub const MAX_TEXT: usize = 4_096;
@@ -21,7 +23,7 @@ const MAX_OPTION_BUTTONS: usize = 24;
 
 /// `&`, `<` and `>` escaped for Telegram's HTML parse mode.
 pub fn escape(text: &str) -> String {
-    crate::escape_markup(text)
+    crate::text::escape_markup(text)
 }
 
 /// Telegram's HTML parse mode, for display blocks: agent text is escaped, so no tag or entity
@@ -160,7 +162,7 @@ fn link(text: &str, url: &str) -> Value {
 /// passkey confirmation.
 pub(crate) fn notice_keyboard(notice: &Notice<'_>) -> Value {
     if notice.open_only() {
-        return json!({"inline_keyboard": [[link(crate::OPEN_IN_CLARIFY, notice.answer_url)]]});
+        return json!({"inline_keyboard": [[link(crate::layout::words::OPEN_IN_CLARIFY, notice.answer_url)]]});
     }
     keyboard(notice.record, notice.answer_url, 0)
 }

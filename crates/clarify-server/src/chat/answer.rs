@@ -1,61 +1,124 @@
-//! The answer path every chat channel shares: find the request, check it was announced on this
-//! channel, map the chat user to a responder, and resolve it by the same rules as every other
-//! path (the shared answer parser, `responders`, first valid answer wins).
+//! The answer path every chat channel shares, as the [`Desk`] the platforms' inbound sides
+//! act through: find the request, check it was announced on this channel, map the chat user to
+//! a responder, and resolve it by the same rules as every other path (the shared answer parser,
+//! `responders`, first valid answer wins).
 //!
-//! The platform modules read their payloads into an [`Act`] (after verifying them) and turn the
-//! result into their own acknowledgement; what is slow (opening a form, a private notice) they
-//! do after acknowledging, within the platform's deadline.
+//! The platforms read their calls into an [`Act`] (after verifying them) and turn the result
+//! into their own acknowledgement; what is slow (opening a form, a private notice) they do after
+//! acknowledging, within the platform's deadline.
 
+use chrono::{DateTime, Utc};
 use clarify_channels::Channel;
 use clarify_channels::answer::{Act, Focus, first_input, input_for_error};
+use clarify_channels::platform::{Desk, Done, Refusal, Target};
 use clarify_core::reply::{Reply, parse_reply};
 use clarify_store::{Actor, EventKind, RequestRecord, ResolveError};
 use serde_json::Value;
 
 use crate::state::AppState;
 
-/// Which request a chat act is about.
-#[derive(Debug)]
-pub(crate) enum Target {
-    /// By id (a button's block, a form's metadata).
-    Request(String),
-    /// By the platform's reference to the announcement it replies to.
-    Message(String),
-}
+/// The server as the platforms' inbound sides see it.
+#[derive(Clone)]
+pub(crate) struct ChatDesk(pub(crate) AppState);
 
-/// What an act did.
-#[derive(Debug)]
-pub(crate) enum Done {
-    /// The request was answered or skipped, or (a quorum) the vote was counted: the record now.
-    Resolved(RequestRecord),
-    /// A form should be opened for `focus`.
-    Open {
-        record: RequestRecord,
-        focus: Focus,
-        trigger: String,
-    },
-    /// Nothing changed and nothing needs saying; the request as it is (pending, and open to
-    /// this person).
-    Nothing(RequestRecord),
-}
+impl Desk for ChatDesk {
+    async fn act(
+        &self,
+        channel: &str,
+        user: &str,
+        target: Target,
+        act: Act,
+    ) -> Result<Done, Refusal> {
+        let channel = configured(&self.0, channel)?;
+        self::act(&self.0, channel, user, target, act).await
+    }
 
-/// Why an act was refused, for the person only; nothing changed.
-#[derive(Debug)]
-pub(crate) struct Refusal {
-    /// The form input the message belongs next to.
-    pub input: Option<String>,
-    pub message: String,
-}
+    async fn find(&self, channel: &str, target: Target) -> Result<RequestRecord, Refusal> {
+        let channel = configured(&self.0, channel)?;
+        find(&self.0, channel, target).await
+    }
 
-fn refuse(message: impl Into<String>) -> Refusal {
-    Refusal {
-        input: None,
-        message: message.into(),
+    async fn announced(&self, channel: &str, message_ref: &str) -> Result<bool, String> {
+        self.0
+            .store
+            .announced_as(channel, message_ref)
+            .await
+            .map(|found| found.is_some())
+            .map_err(|e| e.to_string())
+    }
+
+    async fn link_text(&self, who: &str) -> String {
+        link_text(&self.0, who).await
+    }
+
+    fn answer_url(&self, request: &str) -> String {
+        self.0.answer_url(request)
+    }
+
+    fn hook_url(&self, channel: &str) -> String {
+        match configured(&self.0, channel) {
+            Ok(c) => c.hook_url(&self.0.config.public_url),
+            Err(_) => String::new(),
+        }
+    }
+
+    fn action_key(&self) -> &[u8] {
+        &self.0.secrets.chat
+    }
+
+    fn http(&self) -> &reqwest::Client {
+        &self.0.http
+    }
+
+    fn now(&self) -> DateTime<Utc> {
+        self.0.store.now()
+    }
+
+    async fn kept(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
+        self.0.store.kept(key).await.map_err(|e| e.to_string())
+    }
+
+    async fn keep(&self, key: &str, value: Vec<u8>) -> Result<(), String> {
+        self.0
+            .store
+            .keep(key, value)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn cursor(&self, key: &str) -> Result<Option<i64>, String> {
+        self.0.store.cursor(key).await.map_err(|e| e.to_string())
+    }
+
+    async fn set_cursor(&self, key: &str, value: i64) -> Result<(), String> {
+        self.0
+            .store
+            .set_cursor(key, value)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    fn wake_channels(&self) {
+        self.0.channels_due.notify_one();
     }
 }
 
+/// The configured channel called `name`.
+fn configured<'a>(state: &'a AppState, name: &str) -> Result<&'a Channel, Refusal> {
+    state
+        .config
+        .channels
+        .iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| refuse("clarify has no such channel."))
+}
+
+fn refuse(message: impl Into<String>) -> Refusal {
+    Refusal::new(message)
+}
+
 /// Acts for the platform user `user` (`U012ABCDEF`) on `channel`.
-pub(crate) async fn act(
+async fn act(
     state: &AppState,
     channel: &Channel,
     user: &str,
@@ -176,7 +239,7 @@ async fn decide(
 /// The responder the chat account `who` (`slack:U012ABCDEF`) answers as in `tenant`:
 /// `[identities]` first, then the account's own link, then `who` itself where the channel takes
 /// unmapped people; `None` when nobody knows it.
-pub(crate) async fn responder_of(
+async fn responder_of(
     state: &AppState,
     channel: &Channel,
     who: &str,
@@ -225,23 +288,19 @@ async fn link_account(state: &AppState, channel: &Channel, user: &str) -> String
     }
 }
 
-/// What an unknown chat account is told: a one-time link that links it to the person who
-/// opens it signed in, or, if none can be made, to ask an admin. On Telegram, whose button
-/// notices are short and show no links, and whose groups would show the link to all, the way
-/// to the link: `/link` in the bot's private chat.
-pub(crate) async fn link_offer(state: &AppState, channel: &Channel, who: &str) -> String {
-    if channel.platform_name() == "telegram" {
-        return format!(
-            "clarify does not know who you are yet ({who}): send /link to this bot in a private \
-             chat to link your account. Nothing was answered."
-        );
+/// What an unknown chat account is told: what its platform says instead of a link, or a
+/// one-time link that links it to the person who opens it signed in, or, if none can be made,
+/// to ask an admin.
+async fn link_offer(state: &AppState, channel: &Channel, who: &str) -> String {
+    match channel.platform.unknown_person(who) {
+        Some(text) => text,
+        None => link_text(state, who).await,
     }
-    link_text(state, who).await
 }
 
 /// A one-time link that links the chat account `who` to the person who opens it signed in,
 /// with what it is for; or, if none can be made, to ask an admin.
-pub(crate) async fn link_text(state: &AppState, who: &str) -> String {
+async fn link_text(state: &AppState, who: &str) -> String {
     match link_sentence(state, who).await {
         Ok(sentence) => {
             format!("clarify does not know who you are yet. {sentence} Nothing was answered.")
@@ -266,23 +325,8 @@ async fn link_sentence(state: &AppState, who: &str) -> Result<String, clarify_st
     ))
 }
 
-/// The configured channel called `name` whose platform `pick` accepts, with that platform's
-/// settings: how each platform's inbound route finds its channel.
-pub(crate) fn configured<'a, T>(
-    state: &'a AppState,
-    name: &str,
-    pick: impl Fn(&'a clarify_channels::Platform) -> Option<&'a T>,
-) -> Option<(&'a Channel, &'a T)> {
-    state
-        .config
-        .channels
-        .iter()
-        .filter(|c| c.name == name)
-        .find_map(|c| pick(&c.platform).map(|p| (c, p)))
-}
-
 /// The request `target` names, if it was announced on `channel`.
-pub(crate) async fn find(
+async fn find(
     state: &AppState,
     channel: &Channel,
     target: Target,
@@ -345,14 +389,4 @@ fn typed(record: &RequestRecord, text: &str) -> Result<Value, Refusal> {
             .map_err(|e| refuse(format!("That answer could not be read: {e}"))),
         Err(e) => Err(refuse(format!("That reply is not an answer: {e}."))),
     }
-}
-
-/// A one-line note for the person whose vote was counted but did not decide the request.
-pub(crate) fn vote_note(record: &RequestRecord) -> Option<String> {
-    (record.request.is_quorum() && !record.status.is_resolved()).then(|| {
-        format!(
-            "Your vote is counted: {}.",
-            clarify_channels::outcome_text(record)
-        )
-    })
 }

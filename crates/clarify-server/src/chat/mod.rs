@@ -1,42 +1,98 @@
-//! Everything here talks to chat platforms only through `clarify-channels`, and reads an inbound
-//! call only after verifying it.
+//! The chat platforms' way in: one route, `POST /hooks/{platform}/{name}`, for every platform's
+//! calls, and each channel's background task (Slack's Socket Mode, Telegram's polling).
 //!
-//! Each platform's inbound side ([`slack`], [`telegram`], [`discord`], [`mattermost`],
-//! [`teams`], [`google_chat`]) verifies what the
-//! platform sends (signature, timestamp window, secret, clarify's own token), reads it with `clarify-channels`, and hands it to
-//! the answer path they share ([`answer`]), which resolves a request by the same rules as every
-//! other door. A platform's wire format is `clarify-channels`' alone, so another platform is one
-//! more file here (its routes and connections listed below) and a module there. What goes out
-//! to the platforms (announcements and their follow-ups) is the outbox's channel worker
+//! The platform verifies what it is sent (signature, timestamp window, secret, clarify's own
+//! token) before it reads anything, reads it, and acts through [`answer::ChatDesk`], the answer
+//! path every other door shares; all of that is `clarify-channels`', which knows every
+//! platform's wire format. This room only finds the channel, hands the call over and writes the
+//! platform's reply as HTTP, so a new platform changes nothing here. What goes out to the
+//! platforms (announcements and their follow-ups) is the outbox's channel worker
 //! (`outbox::chat`).
 
-pub mod answer;
-pub mod discord;
-pub mod google_chat;
-pub mod mattermost;
-pub mod slack;
-pub mod teams;
-pub mod telegram;
+pub(crate) mod answer;
 
+use axum::Json;
 use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use clarify_channels::platform::{Call, HookReply};
+use serde_json::json;
 
 use crate::state::AppState;
+use answer::ChatDesk;
 
-/// Every route of this room: each platform's inbound calls, per configured channel.
+/// Every route of this room.
 pub(crate) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/hooks/slack/{name}", post(slack::hook))
-        .route("/hooks/telegram/{name}", post(telegram::hook))
-        .route("/hooks/discord/{name}", post(discord::hook))
-        .route("/hooks/mattermost/{name}", post(mattermost::hook))
-        .route("/hooks/teams/{name}", post(teams::hook))
-        .route("/hooks/google-chat/{name}", post(google_chat::hook))
+    Router::new().route("/hooks/{platform}/{name}", post(hook))
 }
 
-/// Starts this room's background tasks until shutdown: Slack's Socket Mode connections and
-/// Telegram's polling.
+/// `POST /hooks/{platform}/{name}`: the channel `name`, if it is of `platform` (spelt as in a
+/// URL: `google-chat`), verifies the call before anything else is read.
+async fn hook(
+    State(state): State<AppState>,
+    Path((platform, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let channel = state
+        .config
+        .channels
+        .iter()
+        .find(|c| c.name == name && c.platform_name().replace('_', "-") == platform);
+    let Some(channel) = channel else {
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!("no {platform} channel is called {name:?}"),
+        );
+    };
+    let call = Call {
+        headers: &headers,
+        body: &body,
+    };
+    let reply = channel
+        .platform
+        .hook(&ChatDesk(state.clone()), &channel.name, call)
+        .await;
+    match reply {
+        HookReply::Json(value) => Json(value).into_response(),
+        HookReply::Ok => StatusCode::OK.into_response(),
+        HookReply::NotFound(message) => error(StatusCode::NOT_FOUND, &message),
+        HookReply::Unauthorized(message) => error(StatusCode::UNAUTHORIZED, &message),
+        HookReply::Malformed(message) => error(StatusCode::BAD_REQUEST, &message),
+    }
+}
+
+fn error(status: StatusCode, message: &str) -> Response {
+    (status, Json(json!({"error": message}))).into_response()
+}
+
+/// Loads what each channel needs before it sends (Teams' captured conversations): the channel
+/// worker awaits it before its first message.
+pub(crate) async fn prepare(state: &AppState) {
+    let desk = ChatDesk(state.clone());
+    for c in &state.config.channels {
+        c.platform.prepare(&desk, &c.name).await;
+    }
+}
+
+/// Starts each channel's background task until shutdown.
 pub(crate) fn start(state: &AppState) {
-    slack::spawn_sockets(state);
-    telegram::spawn_pollers(state);
+    for c in &state.config.channels {
+        let Some(task) = c
+            .platform
+            .background(ChatDesk(state.clone()), c.name.clone())
+        else {
+            continue;
+        };
+        let shutdown = state.shutdown.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = shutdown.cancelled() => {}
+                () = task => {}
+            }
+        });
+    }
 }

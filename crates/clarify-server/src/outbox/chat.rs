@@ -21,10 +21,10 @@ use clarify_store::{AfterAttempt, Attempt, Delivery, DeliveryStatus, EventKind, 
 use crate::outbox::{Outbox, after_failure, attempt_number, client, drain};
 use crate::state::AppState;
 
-/// Sends channel notifications until shutdown, once Teams' conversations are restored (Teams
+/// Sends channel notifications until shutdown, once each channel loaded what it needs (Teams
 /// posts where its bot was added: known before the first announcement).
 pub(crate) async fn run(state: AppState) {
-    crate::chat::teams::restore(&state).await;
+    crate::chat::prepare(&state).await;
     if state.config.channels.is_empty() {
         return;
     }

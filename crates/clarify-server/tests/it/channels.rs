@@ -12,7 +12,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode as AxumStatus};
 use axum::response::{IntoResponse, Response};
 use chrono::TimeDelta;
-use clarify_channels::{Channel, Platform, Route, ntfy::Ntfy};
+use clarify_channels::{AnyPlatform, Channel, Route, ntfy::Ntfy};
 use clarify_store::StoreOptions;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -62,7 +62,7 @@ impl FakeNtfy {
     fn channel(&self, name: &str, token: &str) -> Channel {
         Channel {
             name: name.to_owned(),
-            platform: Platform::Ntfy(Ntfy {
+            platform: AnyPlatform::Ntfy(Ntfy {
                 url: self.url.parse().expect("url"),
                 topic: "clarify-ops".to_owned(),
                 token: Some(token.to_owned()),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use chrono::TimeDelta;
 use clarify_channels::discord::Discord;
-use clarify_channels::{Channel, Platform};
+use clarify_channels::{AnyPlatform, Channel};
 use clarify_store::StoreOptions;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -27,7 +27,7 @@ fn options() -> StoreOptions {
 async fn server_on(url: &str, fake: &FakeDiscord) -> TestServer {
     let channel = Channel {
         name: "dev".to_owned(),
-        platform: Platform::Discord(Discord {
+        platform: AnyPlatform::Discord(Discord {
             bot_token: BOT_TOKEN.to_owned(),
             public_key: public_key(),
             channel_id: CHANNEL.to_owned(),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chrono::TimeDelta;
 use clarify_channels::email::Email;
-use clarify_channels::{Channel, Platform};
+use clarify_channels::{AnyPlatform, Channel};
 use clarify_store::StoreOptions;
 use mail_parser::MessageParser;
 use reqwest::StatusCode;
@@ -25,7 +25,7 @@ fn options() -> StoreOptions {
 async fn server_on(url: &str, smtp: &FakeSmtp, to: &[&str]) -> TestServer {
     let channel = Channel {
         name: "mail".to_owned(),
-        platform: Platform::Email(Email {
+        platform: AnyPlatform::Email(Email {
             smtp_url: smtp.url.parse().expect("url"),
             password: None,
             from: format!("Clarify <{FROM}>"),

@@ -11,7 +11,7 @@ use chrono::TimeDelta;
 use clarify_channels::discord::Discord;
 use clarify_channels::email::Email;
 use clarify_channels::telegram::Telegram;
-use clarify_channels::{Channel, Platform, Route, channels_for};
+use clarify_channels::{AnyPlatform, Channel, Route, channels_for};
 use clarify_store::{Announce, ManualClock, StoreOptions};
 use mail_parser::MessageParser;
 use serde_json::json;
@@ -64,7 +64,7 @@ async fn reminders_and_escalations_reply_in_each_announcements_thread() {
     let channels = vec![
         Channel {
             name: "phone".to_owned(),
-            platform: Platform::Telegram(Telegram {
+            platform: AnyPlatform::Telegram(Telegram {
                 bot_token: fake_telegram::BOT_TOKEN.to_owned(),
                 chat_id: fake_telegram::CHAT.to_string(),
                 api_url: telegram.api_url.parse().expect("url"),
@@ -74,7 +74,7 @@ async fn reminders_and_escalations_reply_in_each_announcements_thread() {
         },
         Channel {
             name: "dev".to_owned(),
-            platform: Platform::Discord(Discord {
+            platform: AnyPlatform::Discord(Discord {
                 bot_token: fake_discord::BOT_TOKEN.to_owned(),
                 public_key: fake_discord::public_key(),
                 channel_id: fake_discord::CHANNEL.to_owned(),
@@ -84,7 +84,7 @@ async fn reminders_and_escalations_reply_in_each_announcements_thread() {
         },
         Channel {
             name: "mail".to_owned(),
-            platform: Platform::Email(Email {
+            platform: AnyPlatform::Email(Email {
                 smtp_url: smtp.url.parse().expect("url"),
                 password: None,
                 from: "Clarify <clarify@example.com>".to_owned(),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use chrono::TimeDelta;
 use clarify_channels::google_chat::{GoogleChat, ServiceAccount};
-use clarify_channels::{Channel, Platform};
+use clarify_channels::{AnyPlatform, Channel};
 use clarify_store::StoreOptions;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -26,7 +26,7 @@ const STRANGER: &str = "users/999999999999999999999";
 async fn server_on(url: &str, options: StoreOptions, fake: &FakeGoogle) -> TestServer {
     let channel = Channel {
         name: "chat".to_owned(),
-        platform: Platform::GoogleChat(GoogleChat::new(
+        platform: AnyPlatform::GoogleChat(GoogleChat::new(
             ServiceAccount::from_json(&credentials()).expect("credentials"),
             SPACE.to_owned(),
             PROJECT.to_owned(),

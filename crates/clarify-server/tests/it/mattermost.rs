@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use chrono::TimeDelta;
 use clarify_channels::mattermost::Mattermost;
-use clarify_channels::{Channel, Platform};
+use clarify_channels::{AnyPlatform, Channel};
 use clarify_store::StoreOptions;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -25,7 +25,7 @@ const STRANGER: &str = "stranger0000000000000000zz";
 fn channel(fake: &FakeMattermost) -> Channel {
     Channel {
         name: "team".to_owned(),
-        platform: Platform::Mattermost(Mattermost {
+        platform: AnyPlatform::Mattermost(Mattermost {
             url: fake.url.parse().expect("url"),
             bot_token: BOT_TOKEN.to_owned(),
             channel_id: CHANNEL.to_owned(),

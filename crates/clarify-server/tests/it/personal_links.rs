@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clarify_channels::email::Email;
-use clarify_channels::{Channel, Platform};
+use clarify_channels::{AnyPlatform, Channel};
 use clarify_store::{Role, StoreOptions};
 use mail_parser::MessageParser;
 use reqwest::StatusCode;
@@ -25,7 +25,7 @@ async fn server(smtp: &FakeSmtp, members: &[&str]) -> TestServer {
 async fn server_with(smtp: &FakeSmtp, members: &[&str], forbid_self_approval: bool) -> TestServer {
     let channel = Channel {
         name: "mail".to_owned(),
-        platform: Platform::Email(Email {
+        platform: AnyPlatform::Email(Email {
             smtp_url: smtp.url.parse().expect("url"),
             password: None,
             from: "Clarify <clarify@example.com>".to_owned(),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chrono::TimeDelta;
 use clarify_channels::slack::Slack;
-use clarify_channels::{Channel, Platform};
+use clarify_channels::{AnyPlatform, Channel};
 use clarify_store::StoreOptions;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -21,7 +21,7 @@ use crate::support::TestServer;
 pub(crate) fn slack_channel(fake: &FakeSlack, socket_mode: bool) -> Channel {
     Channel {
         name: "ops".to_owned(),
-        platform: Platform::Slack(Slack {
+        platform: AnyPlatform::Slack(Slack {
             bot_token: BOT_TOKEN.to_owned(),
             signing_secret: (!socket_mode).then(|| SIGNING_SECRET.to_owned()),
             channel: CHANNEL.to_owned(),
@@ -502,15 +502,23 @@ async fn unmapped_users_forged_calls_and_nonsense_change_nothing() {
             .is_some_and(|t| t.contains("no such request")),
         "{told}"
     );
-    let (status, _) = s
-        .client
-        .post(format!("{}/hooks/slack/nope", s.url))
-        .body("x")
-        .send()
-        .await
-        .map(|r| (r.status(), ()))
-        .expect("post");
-    assert_eq!(status, StatusCode::NOT_FOUND);
+    // One route serves every platform: a channel is found by its name and its platform both.
+    for (path, named) in [
+        ("slack/nope", "no slack channel"),
+        ("discord/ops", "no discord channel"),
+        ("no-such-platform/ops", "no no-such-platform channel"),
+    ] {
+        let response = s
+            .client
+            .post(format!("{}/hooks/{path}", s.url))
+            .body(body.clone())
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(response.status(), StatusCode::NOT_FOUND, "{path}");
+        let text = response.text().await.unwrap_or_default();
+        assert!(text.contains(named), "{path}: {text}");
+    }
 
     assert_eq!(
         status_of(&s, &id).await["status"],

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use chrono::TimeDelta;
 use clarify_channels::teams::{Conversation, Teams};
-use clarify_channels::{Channel, Platform};
+use clarify_channels::{AnyPlatform, Channel};
 use clarify_store::StoreOptions;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -28,7 +28,7 @@ const STRANGER: &str = "99999999-9999-4999-8999-999999999999";
 fn channel(fake: &FakeTeams, configured: bool) -> Channel {
     Channel {
         name: "approvals".to_owned(),
-        platform: Platform::Teams(Teams::new(
+        platform: AnyPlatform::Teams(Teams::new(
             APP_ID.to_owned(),
             APP_PASSWORD.to_owned(),
             TENANT.to_owned(),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chrono::TimeDelta;
 use clarify_channels::telegram::Telegram;
-use clarify_channels::{Channel, Platform};
+use clarify_channels::{AnyPlatform, Channel};
 use clarify_store::StoreOptions;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -27,7 +27,7 @@ fn options() -> StoreOptions {
 async fn server_on(url: &str, fake: &FakeTelegram, webhook: bool) -> TestServer {
     let channel = Channel {
         name: "phone".to_owned(),
-        platform: Platform::Telegram(Telegram {
+        platform: AnyPlatform::Telegram(Telegram {
             bot_token: BOT_TOKEN.to_owned(),
             chat_id: CHAT.to_string(),
             api_url: fake.api_url.parse().expect("url"),

@@ -1,9 +1,9 @@
 //! `[[channels]]` as a list: each table is checked by its platform
-//! ([`clarify_channels::config::RawChannel`], beside the platform's client), and what crosses
+//! ([`clarify_channels::RawChannel`], beside the platform's client), and what crosses
 //! tables is checked here: every name is unique and none is taken by Web Push.
 
 use clarify_channels::Channel;
-use clarify_channels::config::RawChannel;
+use clarify_channels::RawChannel;
 
 use super::Fail;
 

@@ -46,7 +46,7 @@ use clarify_core::policy::Policy;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use clarify_channels::config::RawChannel;
+use clarify_channels::RawChannel;
 use oidc::RawOidc;
 use protocols::{RawA2a, RawAgui};
 use push::RawPush;
@@ -224,12 +224,13 @@ pub fn parse(
             ));
             continue;
         };
-        if !PLATFORMS.contains(&platform) || id.trim().is_empty() {
+        let platforms = clarify_channels::identity_prefixes();
+        if !platforms.contains(&platform) || id.trim().is_empty() {
             problems.add(fail(
                 &key,
                 format!(
                     "the platform must be one of {} with a user id after the colon",
-                    PLATFORMS.join(", ")
+                    platforms.join(", ")
                 ),
             ));
         }
@@ -377,15 +378,6 @@ fn line_of(problem: &str) -> usize {
 }
 
 const KINDS: [&str; 5] = ["open", "single", "multi", "approval", "form"];
-const PLATFORMS: [&str; 7] = [
-    "slack",
-    "telegram",
-    "discord",
-    "teams",
-    "google_chat",
-    "mattermost",
-    "email",
-];
 
 fn valid_responder(name: &str) -> bool {
     (1..=64).contains(&name.len())

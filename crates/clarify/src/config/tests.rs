@@ -1,6 +1,6 @@
 //! The configuration file's checks, each on a small file.
 
-use clarify_channels::Platform;
+use clarify_channels::AnyPlatform;
 
 use super::*;
 
@@ -340,7 +340,7 @@ fn secrets_come_from_the_file_or_the_environment() {
     )
     .expect("valid");
     match &config.channels[0].platform {
-        Platform::Slack(slack) => {
+        AnyPlatform::Slack(slack) => {
             assert_eq!(slack.bot_token, "xoxb-from-env");
             assert_eq!(slack.signing_secret.as_deref(), Some("s3cret"));
             assert_eq!(slack.api_url.as_str(), "https://slack.com/api");
@@ -638,16 +638,16 @@ fn secret_of(config: &Config, key: &str) -> Option<String> {
     }
     let channel = config.channels.first()?;
     Some(match (&channel.platform, key) {
-        (Platform::Slack(s), "bot_token") => s.bot_token.clone(),
-        (Platform::Slack(s), "signing_secret") => s.signing_secret.clone()?,
-        (Platform::Slack(s), "app_token") => s.app_token.clone()?,
-        (Platform::Telegram(t), "bot_token") => t.bot_token.clone(),
-        (Platform::Telegram(t), "webhook_secret") => t.webhook_secret.clone()?,
-        (Platform::Discord(d), "bot_token") => d.bot_token.clone(),
-        (Platform::Mattermost(m), "bot_token") => m.bot_token.clone(),
-        (Platform::Teams(t), "app_password") => t.app_password.clone(),
-        (Platform::Email(e), "password") => e.password.clone()?,
-        (Platform::Ntfy(n), "token") => n.token.clone()?,
+        (AnyPlatform::Slack(s), "bot_token") => s.bot_token.clone(),
+        (AnyPlatform::Slack(s), "signing_secret") => s.signing_secret.clone()?,
+        (AnyPlatform::Slack(s), "app_token") => s.app_token.clone()?,
+        (AnyPlatform::Telegram(t), "bot_token") => t.bot_token.clone(),
+        (AnyPlatform::Telegram(t), "webhook_secret") => t.webhook_secret.clone()?,
+        (AnyPlatform::Discord(d), "bot_token") => d.bot_token.clone(),
+        (AnyPlatform::Mattermost(m), "bot_token") => m.bot_token.clone(),
+        (AnyPlatform::Teams(t), "app_password") => t.app_password.clone(),
+        (AnyPlatform::Email(e), "password") => e.password.clone()?,
+        (AnyPlatform::Ntfy(n), "token") => n.token.clone()?,
         (other, key) => panic!("no way to read {key} of {other:?}"),
     })
 }
