@@ -5,7 +5,6 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -13,6 +12,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use ed25519_dalek::{Signer, SigningKey};
 use serde_json::{Value, json};
+
+use crate::fake_calls::Calls;
 
 pub const BOT_TOKEN: &str = "MTAwMDAwMDAwMDAwMDAwMDA.fake.discord-bot-token";
 pub const CHANNEL: &str = "1300000000000000001";
@@ -36,8 +37,7 @@ pub fn signature(timestamp: &str, body: &str) -> String {
 
 #[derive(Default)]
 struct Recorded {
-    /// (method, path, body)
-    calls: Mutex<Vec<(String, String, Value)>>,
+    calls: Calls,
     posted: Mutex<Vec<String>>,
     next_id: AtomicU64,
     throttle: AtomicUsize,
@@ -80,30 +80,11 @@ impl FakeDiscord {
 
     /// The bodies of the calls with `method` so far (`POST` posts, `PATCH` edits).
     pub fn calls(&self, method: &str) -> Vec<(String, Value)> {
-        self.state
-            .calls
-            .lock()
-            .expect("lock")
-            .iter()
-            .filter(|(m, _, _)| m == method)
-            .map(|(_, p, b)| (p.clone(), b.clone()))
-            .collect()
+        self.state.calls.of(method)
     }
 
     pub async fn wait_for(&self, method: &str, n: usize) -> Vec<(String, Value)> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let found = self.calls(method);
-            if found.len() >= n {
-                return found;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{n} {method} calls expected; calls: {:?}",
-                self.state.calls.lock().expect("lock")
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        self.state.calls.wait_for(method, n).await
     }
 
     /// The ids of the messages posted so far, in order.
@@ -131,11 +112,11 @@ async fn post_message(
     if !authorized(&headers) {
         return refuse(StatusCode::UNAUTHORIZED, "401: Unauthorized", 0);
     }
-    state.calls.lock().expect("lock").push((
-        "POST".to_owned(),
+    state.calls.record(
+        "POST",
         format!("/channels/{channel}/messages"),
         body.clone(),
-    ));
+    );
     let throttled = state
         .throttle
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -175,11 +156,11 @@ async fn edit_message(
     if !authorized(&headers) {
         return refuse(StatusCode::UNAUTHORIZED, "401: Unauthorized", 0);
     }
-    state.calls.lock().expect("lock").push((
-        "PATCH".to_owned(),
+    state.calls.record(
+        "PATCH",
         format!("/channels/{channel}/messages/{message}"),
         body.clone(),
-    ));
+    );
     if !state.posted.lock().expect("lock").contains(&message) {
         return refuse(StatusCode::NOT_FOUND, "Unknown Message", 10008);
     }

@@ -6,7 +6,6 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{Form, Path, Query, State};
@@ -14,6 +13,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation, decode, encode};
 use serde_json::{Value, json};
+
+use crate::fake_calls::Calls;
 
 pub const PROJECT: &str = "428613720593";
 pub const SPACE: &str = "spaces/AAAAops1234";
@@ -34,7 +35,7 @@ pub fn credentials() -> String {
 
 #[derive(Default)]
 struct Recorded {
-    calls: Mutex<Vec<(String, String, Value)>>,
+    calls: Calls,
     posted: Mutex<Vec<String>>,
     tokens_issued: AtomicUsize,
     next_id: AtomicU64,
@@ -104,30 +105,11 @@ impl FakeGoogle {
     }
 
     pub fn calls(&self, method: &str) -> Vec<(String, Value)> {
-        self.state
-            .calls
-            .lock()
-            .expect("lock")
-            .iter()
-            .filter(|(m, _, _)| m == method)
-            .map(|(_, p, b)| (p.clone(), b.clone()))
-            .collect()
+        self.state.calls.of(method)
     }
 
     pub async fn wait_for(&self, method: &str, n: usize) -> Vec<(String, Value)> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let found = self.calls(method);
-            if found.len() >= n {
-                return found;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{n} {method} calls expected; calls: {:?}",
-                self.state.calls.lock().expect("lock")
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        self.state.calls.wait_for(method, n).await
     }
 
     /// The names of the messages posted (replies included), in order.
@@ -214,11 +196,7 @@ fn checked(
             "Request had invalid authentication credentials.",
         ));
     }
-    state
-        .calls
-        .lock()
-        .expect("lock")
-        .push((method.to_owned(), path, body.clone()));
+    state.calls.record(method, path, body.clone());
     let throttled = state
         .throttle
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))

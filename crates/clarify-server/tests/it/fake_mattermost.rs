@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -16,13 +15,14 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use crate::fake_calls::Calls;
+
 pub const BOT_TOKEN: &str = "mm-fake-bot-token-6c1e9b";
 pub const CHANNEL: &str = "4xp9fdt9tbfo7dsbbbse2s8p8c";
 
 #[derive(Default)]
 struct Recorded {
-    /// (method, path, body)
-    calls: Mutex<Vec<(String, String, Value)>>,
+    calls: Calls,
     /// Post id → the post as it is now.
     posts: Mutex<BTreeMap<String, Value>>,
     /// Post ids in the order they were created.
@@ -85,32 +85,8 @@ impl FakeMattermost {
         self.state.throttle.store(n, Ordering::SeqCst);
     }
 
-    /// The calls with `method` so far: (path, body).
-    pub fn calls(&self, method: &str) -> Vec<(String, Value)> {
-        self.state
-            .calls
-            .lock()
-            .expect("lock")
-            .iter()
-            .filter(|(m, _, _)| m == method)
-            .map(|(_, p, b)| (p.clone(), b.clone()))
-            .collect()
-    }
-
     pub async fn wait_for(&self, method: &str, n: usize) -> Vec<(String, Value)> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let found = self.calls(method);
-            if found.len() >= n {
-                return found;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{n} {method} calls expected; calls: {:?}",
-                self.state.calls.lock().expect("lock")
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        self.state.calls.wait_for(method, n).await
     }
 
     /// The ids of the posts created so far, in order (replies included).
@@ -237,11 +213,7 @@ fn authorized(headers: &HeaderMap) -> bool {
 }
 
 fn record(state: &Recorded, method: &str, path: String, body: &Value) {
-    state
-        .calls
-        .lock()
-        .expect("lock")
-        .push((method.to_owned(), path, body.clone()));
+    state.calls.record(method, path, body.clone());
 }
 
 async fn create_post(

@@ -15,6 +15,8 @@ use axum::response::{IntoResponse, Response};
 use futures_util::{SinkExt, StreamExt};
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
+
+use crate::fake_calls::Calls;
 use sha2::Sha256;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
@@ -26,7 +28,7 @@ pub const CHANNEL: &str = "C0CLARIFY";
 
 #[derive(Default)]
 struct Recorded {
-    calls: Mutex<Vec<(String, Value)>>,
+    calls: Calls,
     /// Answer 429 (Retry-After: 1) to this many `chat.postMessage` calls first.
     throttle: AtomicUsize,
     next_ts: AtomicUsize,
@@ -87,29 +89,16 @@ impl FakeSlack {
     pub fn calls_to(&self, method: &str) -> Vec<Value> {
         self.state
             .calls
-            .lock()
-            .expect("lock")
-            .iter()
-            .filter(|(m, _)| m == method)
-            .map(|(_, a)| a.clone())
+            .of(method)
+            .into_iter()
+            .map(|(_, args)| args)
             .collect()
     }
 
     /// Waits until `n` calls to `method` were made; their arguments.
     pub async fn wait_for(&self, method: &str, n: usize) -> Vec<Value> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let found = self.calls_to(method);
-            if found.len() >= n {
-                return found;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{n} calls to {method} expected; calls: {:?}",
-                self.state.calls.lock().expect("lock")
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let found = self.state.calls.wait_for(method, n).await;
+        found.into_iter().map(|(_, args)| args).collect()
     }
 
     /// A trigger id as an interaction carries; `views.open` accepts it once.
@@ -289,7 +278,7 @@ async fn web_api(
         }
         _ => return fail("unknown_method"),
     };
-    state.calls.lock().expect("lock").push((method, args));
+    state.calls.record(&method, "", args);
     Json(answer).into_response()
 }
 

@@ -6,7 +6,6 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{Form, Path, State};
@@ -14,6 +13,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
 use serde_json::{Value, json};
+
+use crate::fake_calls::Calls;
 
 pub const APP_ID: &str = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b";
 pub const APP_PASSWORD: &str = "fake~teams~client~secret";
@@ -30,8 +31,7 @@ const PLATFORM_JWK: &str = include_str!("fixtures/platform-test-jwk.json");
 
 #[derive(Default)]
 struct Recorded {
-    /// (method, path, body)
-    calls: Mutex<Vec<(String, String, Value)>>,
+    calls: Calls,
     /// Activity ids posted to a conversation (not replies), in order.
     posted: Mutex<Vec<String>>,
     tokens_issued: AtomicUsize,
@@ -112,30 +112,11 @@ impl FakeTeams {
     }
 
     pub fn calls(&self, method: &str) -> Vec<(String, Value)> {
-        self.state
-            .calls
-            .lock()
-            .expect("lock")
-            .iter()
-            .filter(|(m, _, _)| m == method)
-            .map(|(_, p, b)| (p.clone(), b.clone()))
-            .collect()
+        self.state.calls.of(method)
     }
 
     pub async fn wait_for(&self, method: &str, n: usize) -> Vec<(String, Value)> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let found = self.calls(method);
-            if found.len() >= n {
-                return found;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{n} {method} calls expected; calls: {:?}",
-                self.state.calls.lock().expect("lock")
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        self.state.calls.wait_for(method, n).await
     }
 
     pub fn posted(&self) -> Vec<String> {
@@ -240,11 +221,7 @@ fn checked(
             "Authorization has been denied for this request.",
         ));
     }
-    state
-        .calls
-        .lock()
-        .expect("lock")
-        .push((method.to_owned(), path, body.clone()));
+    state.calls.record(method, path, body.clone());
     let throttled = state
         .throttle
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))

@@ -12,6 +12,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+
+use crate::fake_calls::Calls;
 use tokio::sync::Notify;
 
 pub const BOT_ID: i64 = 7_000_000_001;
@@ -20,7 +22,7 @@ pub const CHAT: i64 = -1_001_234_567_890;
 
 #[derive(Default)]
 struct Recorded {
-    calls: Mutex<Vec<(String, Value)>>,
+    calls: Calls,
     /// Messages the bot sent, by id: what a reply's `reply_to_message` shows.
     sent: Mutex<Vec<Value>>,
     next_message: AtomicI64,
@@ -62,28 +64,15 @@ impl FakeTelegram {
     pub fn calls_to(&self, method: &str) -> Vec<Value> {
         self.state
             .calls
-            .lock()
-            .expect("lock")
-            .iter()
-            .filter(|(m, _)| m == method)
-            .map(|(_, a)| a.clone())
+            .of(method)
+            .into_iter()
+            .map(|(_, args)| args)
             .collect()
     }
 
     pub async fn wait_for(&self, method: &str, n: usize) -> Vec<Value> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let found = self.calls_to(method);
-            if found.len() >= n {
-                return found;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{n} calls to {method} expected; calls: {:?}",
-                self.state.calls.lock().expect("lock")
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let found = self.state.calls.wait_for(method, n).await;
+        found.into_iter().map(|(_, args)| args).collect()
     }
 
     /// The offsets `getUpdates` was called with, in order.
@@ -180,11 +169,7 @@ async fn bot_api(
         return refuse(StatusCode::BAD_REQUEST, "Bad Request: invalid JSON", None);
     };
     if method != "getUpdates" {
-        state
-            .calls
-            .lock()
-            .expect("lock")
-            .push((method.clone(), args.clone()));
+        state.calls.record(&method, "", args.clone());
     }
     let ok = |result: Value| Json(json!({"ok": true, "result": result})).into_response();
     match method.as_str() {

@@ -11,6 +11,7 @@ mod discord;
 mod display;
 mod email;
 mod events;
+mod fake_calls;
 mod fake_discord;
 mod fake_google_chat;
 mod fake_mattermost;
