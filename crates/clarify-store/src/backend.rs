@@ -10,13 +10,13 @@ use clarify_core::quorum::{Vote, decide};
 use clarify_core::{Answers, NewRequest};
 
 use crate::error::StoreError;
-use crate::grant::{GrantFilter, StoredGrant};
+use crate::grants::{GrantFilter, StoredGrant};
 use crate::insights::{Cell, Grain, InsightsQuery, Key};
 use crate::keys::{ApiKey, KeyRow, TokenKind};
 use crate::memory::MemoryBackend;
+use crate::outbox::push::PushSubscription;
 use crate::outbox::{AfterAttempt, Attempt, Delivery, Outbox};
 use crate::postgres::PgBackend;
-use crate::push::PushSubscription;
 use crate::record::{Created, Event, ListQuery, Page, RequestRecord, StoredResolution};
 use crate::sqlite::SqliteBackend;
 

@@ -39,7 +39,6 @@
 
 mod agent;
 mod agui;
-mod answering;
 mod audit;
 mod backend;
 mod backup;
@@ -47,26 +46,19 @@ mod clock;
 mod codec;
 mod error;
 mod feed;
-mod gate;
-mod grant;
-mod identity;
+mod grants;
 mod insights;
 mod keys;
 mod memory;
 mod options;
 mod outbox;
-mod passkeys;
 mod postgres;
-mod push;
-mod reaper;
-mod receipts;
 mod record;
+mod requests;
+mod schedule;
 mod sqlite;
-mod suggest;
 #[cfg(test)]
 mod tests;
-mod waiters;
-mod who_may_answer;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -76,6 +68,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use clarify_core::policy::canonical_json;
 use clarify_core::{NewRequest, parse_submission};
 
+pub use agent::gate::{Gate, GateError, Gated, Proposal};
 pub use agent::{Asked, Clarify};
 pub use agui::{AGUI_BATCH, AguiRun};
 pub use audit::{AdminEvent, AdminKind, AuditEvent, ChainBreak, KeyNamed};
@@ -83,34 +76,33 @@ pub use backup::{BackupError, BackupReport, backup};
 pub use clock::{Clock, IdGenerator, ManualClock, RandomIds, SequentialIds, SystemClock};
 pub use error::{AskError, ResolveError, StoreError};
 pub use feed::{FEED_SYNC, WAIT_RETRY};
-pub use gate::{Gate, GateError, Gated, Proposal};
-pub use grant::StoredGrant;
-pub use identity::LinkedIdentity;
+pub use grants::StoredGrant;
+pub use grants::suggest::{SCAN_LIMIT, Suggest, Suggestion};
 pub use insights::{
     AGES as PENDING_AGES, AgeFigures, BOUNDS, DayFigures, FAST_APPROVAL_SECONDS, Insights,
     InsightsQuery, MAX_DAYS, ResponderFigures, SurfaceFigures, TimeToDecision, ToolFigures,
 };
+pub use keys::identity::LinkedIdentity;
+pub use keys::passkeys::{STEP_UP_WINDOW, StoredPasskey};
 pub use keys::{
     AdminKeyError, ApiKey, Ensured, KeyError, LOGIN_TTL, NewKey, Role, TokenKind, generate_key,
 };
 pub use options::{Announce, Durability, PickChannels, StoreOptions};
-pub use outbox::{AfterAttempt, Attempt, Delivery, DeliveryStatus};
-pub use passkeys::{STEP_UP_WINDOW, StoredPasskey};
-pub use postgres::redact as redacted_url;
-pub use push::{
+pub use outbox::push::{
     NewPushSubscription, PUSH_CHANNEL_PREFIX, PUSH_FRESH_FOR, PushSubscription,
     push_subscription_of,
 };
-pub use reaper::PURGE_BATCH;
+pub use outbox::{AfterAttempt, Attempt, Delivery, DeliveryStatus};
+pub use postgres::redact as redacted_url;
 pub use record::{
     Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StepUp, StoredResolution,
 };
-pub use suggest::{SCAN_LIMIT, Suggest, Suggestion};
+pub use schedule::PURGE_BATCH;
 
-use answering::resolution_of;
 use backend::{Backend, NewRow};
-use reaper::{EXPIRE_BATCH, reaper};
-use waiters::Waiters;
+use feed::waiters::Waiters;
+use requests::resolution_of;
+use schedule::{EXPIRE_BATCH, reaper};
 
 /// A handle to a store; cheap to clone. Background tasks stop when the last handle is dropped.
 #[derive(Debug, Clone)]
@@ -132,8 +124,8 @@ struct Inner {
     step_up: Option<clarify_core::Risk>,
     /// Told of the changes this process makes (see [`Store::observe`]).
     observer: std::sync::OnceLock<Arc<dyn Observer>>,
-    /// Each tenant's push subscriptions as last read (see [`push::PushCache`]).
-    push_cache: push::PushCache,
+    /// Each tenant's push subscriptions as last read (see [`outbox::push::PushCache`]).
+    push_cache: outbox::push::PushCache,
 }
 
 /// Told of each change this process makes to a request, once it is stored: what the server's
@@ -193,7 +185,7 @@ impl Store {
                 forbid_self_approval: options.forbid_self_approval,
                 step_up: options.step_up,
                 observer: std::sync::OnceLock::new(),
-                push_cache: push::PushCache::default(),
+                push_cache: outbox::push::PushCache::default(),
             }),
         };
         // Requests that fell due while no process was running are expired now.

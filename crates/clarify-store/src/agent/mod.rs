@@ -14,6 +14,8 @@
 //! # Ok(()) }
 //! ```
 
+pub(crate) mod gate;
+
 use std::time::Duration;
 
 use clarify_core::{Limits, NewRequest, Outcome, parse_request};

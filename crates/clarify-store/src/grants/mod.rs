@@ -5,6 +5,8 @@
 //! that records the answer, so an answer and its grants commit together or not at all. They can
 //! be listed, checked and revoked, through the [`Store`] methods here.
 
+pub(crate) mod suggest;
+
 use chrono::{DateTime, TimeDelta, Utc};
 use clarify_core::policy::Grant;
 use clarify_core::{Action, Answers, NewRequest, Scope};

@@ -8,6 +8,10 @@
 //!
 //! Each backend keeps the same concern in its `keys.rs`.
 
+pub(crate) mod identity;
+pub(crate) mod passkeys;
+mod receipts;
+
 use std::fmt;
 
 use chrono::{DateTime, Utc};

@@ -7,6 +7,8 @@
 //!
 //! Each backend keeps the same concern in its `outbox.rs`.
 
+pub(crate) mod push;
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -57,8 +59,8 @@ impl Outbox {
     pub(crate) fn holds(self, channel: Option<&str>) -> bool {
         match (self, channel) {
             (Self::Webhooks, None) => true,
-            (Self::Channels, Some(c)) => !c.starts_with(crate::push::PUSH_CHANNEL_PREFIX),
-            (Self::Push, Some(c)) => c.starts_with(crate::push::PUSH_CHANNEL_PREFIX),
+            (Self::Channels, Some(c)) => !c.starts_with(crate::outbox::push::PUSH_CHANNEL_PREFIX),
+            (Self::Push, Some(c)) => c.starts_with(crate::outbox::push::PUSH_CHANNEL_PREFIX),
             _ => false,
         }
     }

@@ -63,7 +63,7 @@ use sqlx::{ConnectOptions, Connection};
 use tokio::sync::{Notify, oneshot};
 
 use crate::error::StoreError;
-use crate::waiters::Waiters;
+use crate::feed::waiters::Waiters;
 
 use listener::{listen, run_listener};
 use migrations::migrate;

@@ -11,7 +11,7 @@ use super::{PgBackend, corrupt_row, db_err, to_u64};
 use crate::backend::{NewRow, Resolved};
 use crate::codec::{COLUMNS, RowParts, answers_json, millis, spec_json};
 use crate::error::StoreError;
-use crate::grant::StoredGrant;
+use crate::grants::StoredGrant;
 use crate::record::{
     Created, EventKind, ListQuery, Page, RequestRecord, StoredResolution, encode_cursor,
 };

@@ -1,10 +1,12 @@
 //! The answer pipeline: answering, skipping and cancelling a request, and casting a vote on a
 //! quorum request.
 //!
-//! Each answer is checked first by who may answer ([`crate::who_may_answer`]), then against the
-//! live request, then written as one conditional update (or, on a quorum request, one vote in a
+//! Each answer is checked first by who may answer ([`who_may_answer`]), then against the live
+//! request, then written as one conditional update (or, on a quorum request, one vote in a
 //! transaction that locks the request) together with the grants it gives, so exactly one writer
 //! resolves a request. A resolution past the request's deadline loses to its expiry.
+
+mod who_may_answer;
 
 use std::sync::Arc;
 
@@ -15,7 +17,7 @@ use serde_json::Value;
 use crate::Store;
 use crate::backend::{Ballot, Cast, Resolved};
 use crate::error::ResolveError;
-use crate::grant::{StoredGrant, grant_rows};
+use crate::grants::{StoredGrant, grant_rows};
 use crate::record::{Actor, RequestRecord, StoredResolution};
 
 impl Store {

@@ -14,7 +14,7 @@ use super::outbox::{follow_up, queue_delivery};
 use crate::backend::{NewRow, Resolved};
 use crate::codec::{COLUMNS, RowParts, answers_json, millis, qualified, spec_json};
 use crate::error::StoreError;
-use crate::grant::StoredGrant;
+use crate::grants::StoredGrant;
 use crate::record::{
     Created, EventKind, ListQuery, Page, RequestRecord, StoredResolution, encode_cursor,
 };
