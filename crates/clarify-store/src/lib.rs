@@ -89,10 +89,9 @@ pub use keys::{
 };
 pub use options::{Announce, Durability, PickChannels, StoreOptions};
 pub use outbox::push::{
-    NewPushSubscription, PUSH_CHANNEL_PREFIX, PUSH_FRESH_FOR, PushSubscription,
-    push_subscription_of,
+    NewPushSubscription, PUSH_FRESH_FOR, PushSubscription, push_subscription_of,
 };
-pub use outbox::{AfterAttempt, Attempt, Delivery, DeliveryStatus};
+pub use outbox::{AfterAttempt, Attempt, Delivery, DeliveryStatus, PUSH_CHANNEL_PREFIX};
 pub use postgres::redact as redacted_url;
 pub use record::{
     Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StepUp, StoredResolution,
