@@ -5,7 +5,8 @@
 //! reads the event log for resolutions made by other processes sharing the store. Every
 //! wake-up is a hint to read the store again, so a lost one costs latency, never correctness.
 //! Followers of the feed (the server's event streams) read [`Store::events_after`] and are
-//! told by [`Store::watch_feed`] when there is more.
+//! told by [`Store::watch_feed`] when there is more. Each backend keeps the same concern in its
+//! `feed.rs`.
 
 pub(crate) mod waiters;
 
