@@ -40,8 +40,9 @@
 //! with approval gating. Below every concern, importing none: `record.rs`, `error.rs`,
 //! `clock.rs`, `options.rs` and `codec.rs` (how request and event rows are laid out). Each
 //! backend (`memory/`, `sqlite/`, `postgres/`) keeps one file per concern, named as at the top
-//! and the same in each; `backend.rs` dispatches to them. No two modules import each other,
-//! even around a circle: `crates/clarify/tests/it/modules.rs` fails naming one.
+//! and the same in each; `backend/` dispatches to them, and `backend/writes.rs` holds what they
+//! share. No two modules import each other, even around a circle:
+//! `crates/clarify/tests/it/modules.rs` fails naming one.
 
 mod agent;
 mod agui;

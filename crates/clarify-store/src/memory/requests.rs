@@ -3,7 +3,7 @@
 use clarify_core::Status;
 
 use super::{MAX_RESOLVED, MemoryBackend, Row, State};
-use crate::backend::{NewRow, Resolved};
+use crate::backend::writes::{NewRow, Resolved};
 use crate::error::StoreError;
 use crate::grants::StoredGrant;
 use crate::record::{

@@ -17,7 +17,7 @@ use clarify_core::{NewRequest, Resolution, Status, Submission, parse_submission}
 use serde_json::Value;
 
 use crate::Store;
-use crate::backend::{NewRow, Resolved, after_seconds, next_reminder};
+use crate::backend::writes::{NewRow, Resolved, after_seconds, next_reminder};
 use crate::codec::sha256_hex;
 use crate::error::{ResolveError, StoreError};
 use crate::grants::StoredGrant;

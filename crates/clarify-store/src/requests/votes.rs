@@ -8,7 +8,7 @@ use clarify_core::quorum::Vote;
 use clarify_core::{Answers, Status};
 
 use crate::Store;
-use crate::backend::{Ballot, Cast};
+use crate::backend::writes::{Ballot, Cast};
 use crate::error::ResolveError;
 use crate::grants::grant_rows;
 use crate::record::{Actor, RequestRecord};

@@ -14,7 +14,7 @@ pub(crate) mod retention;
 use std::sync::Weak;
 use std::time::Duration;
 
-use crate::backend::Resolved;
+use crate::backend::writes::Resolved;
 use crate::error::StoreError;
 use crate::record::{RequestRecord, StoredResolution};
 use crate::{Inner, Store};

@@ -11,7 +11,7 @@ use super::decoded::{Decoded, row_parts};
 use super::feed::append_event;
 use super::grants::insert_grants;
 use super::outbox::{follow_up, queue_delivery};
-use crate::backend::{NewRow, Resolved};
+use crate::backend::writes::{NewRow, Resolved};
 use crate::codec::{COLUMNS, answers_json, millis, qualified, spec_json};
 use crate::error::StoreError;
 use crate::grants::StoredGrant;
