@@ -5,9 +5,10 @@
 //! a stored request means exactly what it meant when it was accepted. Times are milliseconds since
 //! the Unix epoch.
 //!
-//! Keys, webhook deliveries and their attempts are plain columns; what they hold is checked again
-//! when read (a role, a status, a time in range), so a damaged row is reported as corrupt instead
-//! of being misread.
+//! What a row holds is checked again when read (a status, a time in range), so a damaged row is
+//! reported as corrupt instead of being misread. The rows of keys, grants and deliveries are laid
+//! out beside their concern (`keys`, `grants`, `outbox`), which this file, below them all, does
+//! not import.
 
 use std::sync::Arc;
 
@@ -16,8 +17,6 @@ use clarify_core::quorum::Vote;
 use clarify_core::{Answers, NewRequest, Resolution, Status, Submission, parse_submission};
 
 use crate::error::StoreError;
-use crate::keys::{ApiKey, KeyRow, Role};
-use crate::outbox::{AfterAttempt, Attempt, Delivery, DeliveryStatus};
 use crate::record::{Actor, Event, EventKind, RequestRecord, StoredResolution};
 
 /// A request row as read from SQL.
@@ -337,155 +336,6 @@ pub(crate) fn qualified(columns: &str, alias: &str) -> String {
         .map(|c| format!("{alias}.{c}"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// A key row as read from SQL.
-#[derive(Debug)]
-pub(crate) struct KeyParts {
-    pub id: String,
-    pub name: String,
-    pub role: String,
-    pub tenant: String,
-    pub digest: String,
-    pub created_at: i64,
-    pub revoked_at: Option<i64>,
-}
-
-/// The columns of [`KeyParts`], in order, for SELECT and RETURNING lists.
-pub(crate) const KEY_COLUMNS: &str = "id, name, role, tenant, digest, created_at, revoked_at";
-
-impl KeyParts {
-    pub(crate) fn decode(self) -> Result<KeyRow, StoreError> {
-        let id = self.id;
-        let corrupt = |what: String| StoreError::Corrupt(format!("key {id}: {what}"));
-        let role = Role::parse(&self.role)
-            .ok_or_else(|| corrupt(format!("{:?} is not a role", self.role)))?;
-        let created_at = from_millis(self.created_at)
-            .ok_or_else(|| corrupt(format!("time {} out of range", self.created_at)))?;
-        let revoked_at = match self.revoked_at {
-            None => None,
-            Some(ms) => {
-                Some(from_millis(ms).ok_or_else(|| corrupt(format!("time {ms} out of range")))?)
-            }
-        };
-        Ok(KeyRow {
-            key: ApiKey {
-                id,
-                name: self.name,
-                role,
-                tenant: self.tenant,
-                created_at,
-                revoked_at,
-            },
-            digest: self.digest,
-        })
-    }
-}
-
-/// A delivery row as read from SQL, without its attempts.
-#[derive(Debug)]
-pub(crate) struct DeliveryParts {
-    pub id: i64,
-    pub request_id: String,
-    pub tenant: String,
-    pub url: String,
-    pub status: String,
-    pub created_at: i64,
-    pub next_attempt_at: Option<i64>,
-    /// `NULL` for the resolution's delivery, else the event it announces.
-    pub event: Option<String>,
-    /// The channel a notification goes to; `NULL` for a webhook.
-    pub channel: Option<String>,
-    pub message_ref: Option<String>,
-}
-
-/// The columns of [`DeliveryParts`], in order, for SELECT and RETURNING lists.
-pub(crate) const DELIVERY_COLUMNS: &str =
-    "id, request_id, tenant, url, status, created_at, next_attempt_at, event, channel, message_ref";
-
-impl DeliveryParts {
-    pub(crate) fn decode(self, attempts: Vec<Attempt>) -> Result<Delivery, StoreError> {
-        let id = self.id;
-        let corrupt = |what: String| StoreError::Corrupt(format!("delivery {id}: {what}"));
-        let time =
-            |ms: i64| from_millis(ms).ok_or_else(|| corrupt(format!("time {ms} out of range")));
-        Ok(Delivery {
-            id: u64::try_from(id).map_err(|_| corrupt("negative id".to_owned()))?,
-            status: DeliveryStatus::parse(&self.status)
-                .ok_or_else(|| corrupt(format!("{:?} is not a delivery status", self.status)))?,
-            created_at: time(self.created_at)?,
-            next_attempt_at: self.next_attempt_at.map(time).transpose()?,
-            event: match self.event.as_deref() {
-                None => None,
-                Some(kind) => Some(
-                    EventKind::parse(kind)
-                        .ok_or_else(|| corrupt(format!("{kind:?} is not an event kind")))?,
-                ),
-            },
-            request_id: self.request_id,
-            tenant: self.tenant,
-            url: self.url,
-            channel: self.channel,
-            message_ref: self.message_ref,
-            attempts,
-        })
-    }
-}
-
-/// A delivery attempt row as read from SQL.
-#[derive(Debug)]
-pub(crate) struct AttemptParts {
-    pub delivery_id: i64,
-    pub number: i64,
-    pub at: i64,
-    pub status_code: Option<i64>,
-    pub error: Option<String>,
-    pub duration_ms: i64,
-}
-
-/// The columns of [`AttemptParts`], in order, for SELECT lists.
-pub(crate) const ATTEMPT_COLUMNS: &str = "delivery_id, number, at, status_code, error, duration_ms";
-
-impl AttemptParts {
-    pub(crate) fn decode(self) -> Result<Attempt, StoreError> {
-        let (delivery, number) = (self.delivery_id, self.number);
-        let corrupt = |what: String| {
-            StoreError::Corrupt(format!("delivery {delivery} attempt {number}: {what}"))
-        };
-        Ok(Attempt {
-            number: u32::try_from(number).map_err(|_| corrupt("number out of range".to_owned()))?,
-            at: from_millis(self.at)
-                .ok_or_else(|| corrupt(format!("time {} out of range", self.at)))?,
-            status_code: self
-                .status_code
-                .map(|code| u16::try_from(code).map_err(|_| corrupt(format!("status code {code}"))))
-                .transpose()?,
-            error: self.error,
-            duration_ms: u64::try_from(self.duration_ms)
-                .map_err(|_| corrupt(format!("duration {} ms", self.duration_ms)))?,
-        })
-    }
-}
-
-/// An attempt as bound to SQL parameters: `(number, at, status_code, error, duration_ms)`.
-/// Durations too long for the column are stored as the longest one.
-pub(crate) fn attempt_values(attempt: &Attempt) -> (i64, i64, Option<i32>, Option<&str>, i64) {
-    (
-        i64::from(attempt.number),
-        millis(attempt.at),
-        attempt.status_code.map(i32::from),
-        attempt.error.as_deref(),
-        i64::try_from(attempt.duration_ms).unwrap_or(i64::MAX),
-    )
-}
-
-/// What a delivery becomes after an attempt: its status and next attempt time.
-pub(crate) fn after_attempt(after: AfterAttempt) -> (&'static str, Option<i64>) {
-    match after {
-        AfterAttempt::Delivered => (DeliveryStatus::Delivered.as_str(), None),
-        AfterAttempt::RetryAt(at) => (DeliveryStatus::Pending.as_str(), Some(millis(at))),
-        AfterAttempt::GiveUp => (DeliveryStatus::Failed.as_str(), None),
-    }
 }
 
 /// The canonical JSON of a validated request.

@@ -30,16 +30,22 @@
 //! later. [`Gate`] runs a model's tool calls through an approval policy, asking a human when the
 //! policy and the remembered grants do not settle a call.
 //!
-//! Where it lives: this file opens a store and creates, reads and lists requests;
-//! `who_may_answer.rs` decides who may answer a request, and `answering.rs` answers, skips,
-//! cancels and casts votes; `reaper.rs` expires, reminds, escalates and purges; `feed.rs` waits
-//! for resolutions and follows the event log; `options.rs`, `grant.rs`, `insights/`, `keys.rs`,
-//! `outbox.rs` and `audit.rs` each hold their concern's types and [`Store`] methods. Each
-//! backend (`memory/`, `sqlite/`, `postgres/`) keeps one file per concern, the same files in each.
+//! Where it lives: this file opens a store and holds the handle; each concern is a module with
+//! its types and its [`Store`] methods. `requests/` creates, reads, lists and answers requests
+//! (who may answer in `requests/who_may_answer.rs`, quorum votes in `requests/votes.rs`);
+//! `schedule/` expires, reminds and escalates, and purges (`schedule/retention.rs`); `feed/`
+//! waits for resolutions and follows the event log; `grants/` (with suggestions), `keys/` (with
+//! passkeys, linked chat accounts and the receipts' keys), `outbox/` (with Web Push),
+//! `insights/`, `audit.rs` and `agui.rs` hold the rest; `agent/` is the Rust API agents call,
+//! with approval gating. Below every concern, importing none: `record.rs`, `error.rs`,
+//! `clock.rs`, `options.rs` and `codec.rs` (how request and event rows are laid out). Each
+//! backend (`memory/`, `sqlite/`, `postgres/`) keeps one file per concern, named as at the top
+//! and the same in each; `backend/` dispatches to them, and `backend/writes.rs` holds what they
+//! share. No two modules import each other, even around a circle:
+//! `crates/clarify/tests/it/modules.rs` fails naming one.
 
 mod agent;
 mod agui;
-mod answering;
 mod audit;
 mod backend;
 mod backup;
@@ -47,35 +53,27 @@ mod clock;
 mod codec;
 mod error;
 mod feed;
-mod gate;
-mod grant;
-mod identity;
+mod grants;
 mod insights;
 mod keys;
 mod memory;
 mod options;
 mod outbox;
-mod passkeys;
 mod postgres;
-mod push;
-mod reaper;
-mod receipts;
 mod record;
+mod requests;
+mod schedule;
 mod sqlite;
-mod suggest;
 #[cfg(test)]
 mod tests;
-mod waiters;
-mod who_may_answer;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use clarify_core::policy::canonical_json;
-use clarify_core::{NewRequest, parse_submission};
 
+pub use agent::gate::{Gate, GateError, Gated, Proposal};
 pub use agent::{Asked, Clarify};
 pub use agui::{AGUI_BATCH, AguiRun};
 pub use audit::{AdminEvent, AdminKind, AuditEvent, ChainBreak, KeyNamed};
@@ -83,34 +81,31 @@ pub use backup::{BackupError, BackupReport, backup};
 pub use clock::{Clock, IdGenerator, ManualClock, RandomIds, SequentialIds, SystemClock};
 pub use error::{AskError, ResolveError, StoreError};
 pub use feed::{FEED_SYNC, WAIT_RETRY};
-pub use gate::{Gate, GateError, Gated, Proposal};
-pub use grant::StoredGrant;
-pub use identity::LinkedIdentity;
+pub use grants::StoredGrant;
+pub use grants::suggest::{SCAN_LIMIT, Suggest, Suggestion};
 pub use insights::{
     AGES as PENDING_AGES, AgeFigures, BOUNDS, DayFigures, FAST_APPROVAL_SECONDS, Insights,
     InsightsQuery, MAX_DAYS, ResponderFigures, SurfaceFigures, TimeToDecision, ToolFigures,
 };
+pub use keys::identity::LinkedIdentity;
+pub use keys::passkeys::{STEP_UP_WINDOW, StoredPasskey};
 pub use keys::{
     AdminKeyError, ApiKey, Ensured, KeyError, LOGIN_TTL, NewKey, Role, TokenKind, generate_key,
 };
 pub use options::{Announce, Durability, PickChannels, StoreOptions};
-pub use outbox::{AfterAttempt, Attempt, Delivery, DeliveryStatus};
-pub use passkeys::{STEP_UP_WINDOW, StoredPasskey};
-pub use postgres::redact as redacted_url;
-pub use push::{
-    NewPushSubscription, PUSH_CHANNEL_PREFIX, PUSH_FRESH_FOR, PushSubscription,
-    push_subscription_of,
+pub use outbox::push::{
+    NewPushSubscription, PUSH_FRESH_FOR, PushSubscription, push_subscription_of,
 };
-pub use reaper::PURGE_BATCH;
+pub use outbox::{AfterAttempt, Attempt, Delivery, DeliveryStatus, PUSH_CHANNEL_PREFIX};
+pub use postgres::redact as redacted_url;
 pub use record::{
     Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StepUp, StoredResolution,
 };
-pub use suggest::{SCAN_LIMIT, Suggest, Suggestion};
+pub use schedule::retention::PURGE_BATCH;
 
-use answering::resolution_of;
-use backend::{Backend, NewRow};
-use reaper::{EXPIRE_BATCH, reaper};
-use waiters::Waiters;
+use backend::Backend;
+use feed::waiters::Waiters;
+use schedule::{EXPIRE_BATCH, reaper};
 
 /// A handle to a store; cheap to clone. Background tasks stop when the last handle is dropped.
 #[derive(Debug, Clone)]
@@ -132,8 +127,8 @@ struct Inner {
     step_up: Option<clarify_core::Risk>,
     /// Told of the changes this process makes (see [`Store::observe`]).
     observer: std::sync::OnceLock<Arc<dyn Observer>>,
-    /// Each tenant's push subscriptions as last read (see [`push::PushCache`]).
-    push_cache: push::PushCache,
+    /// Each tenant's push subscriptions as last read (see [`outbox::push::PushCache`]).
+    push_cache: outbox::push::PushCache,
 }
 
 /// Told of each change this process makes to a request, once it is stored: what the server's
@@ -193,7 +188,7 @@ impl Store {
                 forbid_self_approval: options.forbid_self_approval,
                 step_up: options.step_up,
                 observer: std::sync::OnceLock::new(),
-                push_cache: push::PushCache::default(),
+                push_cache: outbox::push::PushCache::default(),
             }),
         };
         // Requests that fell due while no process was running are expired now.
@@ -255,202 +250,6 @@ impl Store {
         DateTime::from_timestamp_millis(now.timestamp_millis()).unwrap_or(now)
     }
 
-    /// Stores a new request for `tenant`. A repeated idempotency key returns the original request
-    /// whatever its status; with `dedupe`, an identical pending request of the same session is
-    /// returned instead of a new one.
-    ///
-    /// With [`StoreOptions::announce`], one notification per channel it names is queued in the
-    /// same transaction, for channel workers to claim ([`Store::claim_notifications`]); a request
-    /// returned by its idempotency key or by `dedupe` was announced when it was created. So is
-    /// one push per Web Push subscription whose person may answer it (`push:<id>`, claimed by
-    /// [`Store::claim_pushes`]).
-    ///
-    /// With [`StoreOptions::rules`], a one-question approval is decided here, so every path
-    /// that creates one (HTTP, MCP, the hooks and the gate through either, the Rust API) shares
-    /// the rules: an `ask` rule changes the request before it is stored (and before routes pick
-    /// its channels); an `allow` or `deny` rule's request is stored, announced nowhere, and
-    /// resolved at once by the rule, as `policy:<name>` through `policy`, so its events, webhook
-    /// and audit entries are those of any decision.
-    pub async fn create(
-        &self,
-        tenant: &str,
-        mut request: NewRequest,
-    ) -> Result<Created, StoreError> {
-        if let Some(earlier) = &request.revises {
-            self.check_revises(tenant, earlier).await?;
-        }
-        let id = self.inner.ids.request_id();
-        let decided = self.apply_rules(&id, &mut request);
-        let mut channels = match (&self.inner.announce, &decided) {
-            (Some(Announce(pick)), None) => pick(tenant, &request),
-            _ => Vec::new(),
-        };
-        if decided.is_none() {
-            channels.extend(self.push_channels(tenant, &request).await?);
-        }
-        let created_at = self.now();
-        let expires_at = request
-            .timeout()
-            .and_then(|s| i64::try_from(s).ok())
-            .map(|s| created_at + TimeDelta::seconds(s));
-        let dedupe_key = request.dedupe.then(|| dedupe_key(&request));
-        let remind_at = backend::next_reminder(&request, created_at);
-        let escalate_at = backend::after_seconds(created_at, request.escalate_after_seconds);
-        let created = self
-            .inner
-            .backend
-            .create(NewRow {
-                id,
-                tenant: tenant.to_owned(),
-                request,
-                created_at,
-                expires_at,
-                dedupe_key,
-                remind_at,
-                escalate_at,
-                announce: channels,
-            })
-            .await?;
-        if created.created {
-            self.observed(|o| o.created(&created.record));
-        }
-        match decided {
-            Some(rule) if created.created => self.resolve_by_rule(created, &rule).await,
-            _ => Ok(created),
-        }
-    }
-
-    /// What the rules make of `request` (about to be stored as `id`): an `ask` rule's settings
-    /// are applied to it; an `allow` or `deny` rule is returned, to resolve it once stored.
-    fn apply_rules(
-        &self,
-        id: &str,
-        request: &mut NewRequest,
-    ) -> Option<clarify_core::rules::Matched> {
-        let rules = self.inner.rules.as_ref()?;
-        let call = clarify_core::rules::Call::of(request)?;
-        let verdict = rules.decide(&call);
-        for failure in verdict.errors.iter().filter(|f| f.first) {
-            // `request`, as every line about a request names it: `request_id` is the HTTP
-            // call's id, which the span of the call being served carries.
-            tracing::warn!(
-                rule = failure.rule.as_str(),
-                request = id,
-                error = failure.error.as_str(),
-                "a rule's condition failed to evaluate, so the rule did not match; \
-                 this is logged once per rule"
-            );
-        }
-        let matched = verdict.matched?;
-        if matched.decide == clarify_core::rules::Decide::Ask {
-            matched.ask.apply(request);
-            return None;
-        }
-        Some(matched)
-    }
-
-    /// Resolves a request just created as `rule` decided it.
-    async fn resolve_by_rule(
-        &self,
-        mut created: Created,
-        rule: &clarify_core::rules::Matched,
-    ) -> Result<Created, StoreError> {
-        let Some(body) = rule.answer() else {
-            return Ok(created);
-        };
-        let record = &created.record;
-        let submission = parse_submission(&record.request, &body).map_err(|e| {
-            StoreError::Backend(format!("the rule's decision does not fit the request: {e}"))
-        })?;
-        let stored = StoredResolution::new(
-            resolution_of(submission),
-            Actor::new(format!("policy:{}", rule.name), "policy"),
-            self.now(),
-        );
-        match self.resolve_stored(&record.id, stored, &[]).await {
-            Ok(resolved) => {
-                created.record = resolved;
-                Ok(created)
-            }
-            Err(ResolveError::AlreadyResolved(resolved)) => {
-                created.record = *resolved;
-                Ok(created)
-            }
-            Err(ResolveError::Store(e)) => Err(e),
-            Err(other) => Err(StoreError::Backend(other.to_string())),
-        }
-    }
-
-    /// What the rules would decide for `call`, without creating anything (`None` without
-    /// rules).
-    pub fn check_rules(
-        &self,
-        call: &clarify_core::rules::Call,
-    ) -> Option<clarify_core::rules::Verdict> {
-        let verdict = self.inner.rules.as_ref()?.decide(call);
-        for failure in verdict.errors.iter().filter(|f| f.first) {
-            tracing::warn!(
-                rule = failure.rule.as_str(),
-                error = failure.error.as_str(),
-                "a rule's condition failed to evaluate on a policy check, so the rule did not \
-                 match; this is logged once per rule"
-            );
-        }
-        Some(verdict)
-    }
-
-    /// A revision follows a decision: `earlier` must be a resolved request of the same tenant.
-    async fn check_revises(&self, tenant: &str, earlier: &str) -> Result<(), StoreError> {
-        let reason = match self.get(tenant, earlier).await? {
-            None => format!("there is no request {}", clarify_core::quoted(earlier)),
-            Some(r) if !r.status.is_resolved() => format!(
-                "request {} is still pending; a revision follows a decision",
-                clarify_core::quoted(earlier)
-            ),
-            Some(_) => return Ok(()),
-        };
-        Err(StoreError::Rejected(
-            clarify_core::ValidationError::InvalidRevises { reason },
-        ))
-    }
-
-    /// The request, if it exists in `tenant`.
-    pub async fn get(&self, tenant: &str, id: &str) -> Result<Option<RequestRecord>, StoreError> {
-        Ok(self
-            .inner
-            .backend
-            .get(id)
-            .await?
-            .filter(|r| r.tenant == tenant))
-    }
-
-    /// The request with this id, whatever its tenant: only for callers that already hold a
-    /// capability for it (a signed answer link).
-    pub async fn get_by_id(&self, id: &str) -> Result<Option<RequestRecord>, StoreError> {
-        self.inner.backend.get(id).await
-    }
-
-    /// How many requests are pending in the whole store, every tenant together.
-    pub async fn count_pending(&self) -> Result<u64, StoreError> {
-        Ok(self.pending_at().await?.0)
-    }
-
-    /// How many requests are pending in the whole store, and the sequence number of the last
-    /// event, read in one snapshot: a count that events after that number keep up to date
-    /// (`created` adds one, each resolution takes one away).
-    pub async fn pending_at(&self) -> Result<(u64, u64), StoreError> {
-        self.inner.backend.pending_at().await
-    }
-
-    /// A page of `tenant`'s requests, newest first.
-    pub async fn list(&self, tenant: &str, query: &ListQuery) -> Result<Page, StoreError> {
-        let before = match &query.cursor {
-            None => None,
-            Some(c) => Some(record::decode_cursor(c).ok_or(StoreError::InvalidCursor)?),
-        };
-        self.inner.backend.list(tenant, query, before).await
-    }
-
     /// Whether the store answers.
     pub async fn ping(&self) -> Result<(), StoreError> {
         self.inner.backend.ping().await
@@ -460,16 +259,4 @@ impl Store {
     pub fn waiting_requests(&self) -> usize {
         self.inner.waiters.len()
     }
-}
-
-/// What makes two requests "identical" for `dedupe`: everything the human is shown.
-fn dedupe_key(request: &NewRequest) -> String {
-    let shown = serde_json::json!({
-        "questions": request.questions,
-        "context": request.context,
-        "agent": request.agent,
-        "tags": request.tags,
-        "allow_skip": request.allow_skip,
-    });
-    codec::sha256_hex(&canonical_json(&shown))
 }

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use super::{MemoryBackend, State};
 use crate::audit::{AdminEvent, AdminKind};
 use crate::error::StoreError;
-use crate::grant::{GrantFilter, StoredGrant};
+use crate::grants::{GrantFilter, StoredGrant};
 use crate::record::{Actor, EventKind};
 
 impl MemoryBackend {

@@ -30,7 +30,7 @@ use chrono::{DateTime, Utc};
 
 use crate::codec::EventParts;
 use crate::error::StoreError;
-use crate::grant::StoredGrant;
+use crate::grants::StoredGrant;
 use crate::keys::{KeyRow, TokenKind};
 use crate::outbox::Delivery;
 use crate::record::{Event, RequestRecord};
@@ -83,7 +83,7 @@ struct State {
     /// AG-UI runs waiting for people, and resumed ones, oldest first.
     agui_runs: Vec<crate::AguiRun>,
     /// Web Push subscriptions by id.
-    push: HashMap<String, crate::push::PushSubscription>,
+    push: HashMap<String, crate::outbox::push::PushSubscription>,
 }
 
 /// A stored request, with what the indexes of `State` need to find it again.

@@ -2,7 +2,7 @@
 
 use super::MemoryBackend;
 use crate::error::StoreError;
-use crate::push::PushSubscription;
+use crate::outbox::push::PushSubscription;
 
 impl MemoryBackend {
     pub(crate) async fn push_save(&self, subscription: PushSubscription) -> Result<(), StoreError> {

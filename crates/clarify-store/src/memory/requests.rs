@@ -3,9 +3,9 @@
 use clarify_core::Status;
 
 use super::{MAX_RESOLVED, MemoryBackend, Row, State};
-use crate::backend::{NewRow, Resolved};
+use crate::backend::writes::{NewRow, Resolved};
 use crate::error::StoreError;
-use crate::grant::StoredGrant;
+use crate::grants::StoredGrant;
 use crate::record::{
     Created, EventKind, ListQuery, Page, RequestRecord, StoredResolution, encode_cursor,
 };

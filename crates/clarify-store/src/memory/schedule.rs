@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Utc};
 
 use super::{MemoryBackend, State};
-use crate::backend::next_reminder;
+use crate::backend::writes::next_reminder;
 use crate::error::StoreError;
 use crate::record::{EventKind, RequestRecord, StoredResolution};
 

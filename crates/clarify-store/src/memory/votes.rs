@@ -3,7 +3,7 @@
 use clarify_core::Resolution;
 
 use super::MemoryBackend;
-use crate::backend::{Ballot, Cast, Tally, tally};
+use crate::backend::writes::{Ballot, Cast, Tally, tally};
 use crate::error::StoreError;
 use crate::record::{Actor, EventKind, StoredResolution};
 

@@ -9,7 +9,7 @@ use super::{PgBackend, corrupt_row, db_err};
 use crate::audit::{AdminEvent, AdminKind};
 use crate::codec::millis;
 use crate::error::StoreError;
-use crate::grant::{GRANT_COLUMNS, GrantFilter, GrantParts, StoredGrant};
+use crate::grants::{GRANT_COLUMNS, GrantFilter, GrantParts, StoredGrant};
 use crate::record::{Actor, EventKind};
 
 impl PgBackend {

@@ -7,9 +7,9 @@ use sqlx::postgres::PgRow;
 use super::feed::append_admin;
 use super::{PgBackend, corrupt_row, db_err};
 use crate::audit::{AdminEvent, AdminKind};
-use crate::codec::{KEY_COLUMNS, KeyParts, millis};
+use crate::codec::millis;
 use crate::error::StoreError;
-use crate::keys::{ApiKey, KeyRow, TokenKind};
+use crate::keys::{ApiKey, KEY_COLUMNS, KeyParts, KeyRow, TokenKind};
 use crate::record::Actor;
 
 impl PgBackend {

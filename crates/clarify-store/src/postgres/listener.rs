@@ -8,8 +8,8 @@ use tokio::sync::oneshot;
 
 use super::{CONNECT_TIMEOUT, LISTEN_BACKOFF_MAX, LISTEN_BACKOFF_MIN};
 use crate::codec::EventParts;
+use crate::feed::waiters::Waiters;
 use crate::record::EventKind;
-use crate::waiters::Waiters;
 
 /// The channel each numbering round notifies: `<newest seq>` then the ids of the requests the
 /// round resolved, space-separated, or `*` for "every request" when they do not fit.

@@ -29,15 +29,16 @@
 //! the store's event-log poller backs them up. A waiter in the resolving instance is woken at
 //! once, without waiting for the sequencer.
 //!
-//! How it is laid out. This file holds the backend, how it opens (schema first, then the pool,
-//! the listener and the sequencer) and its error mapping; `sequencer` numbers the feed and
-//! `listener` carries its wake-ups to every instance. Every other file is one concern, named as
-//! in the SQLite backend (`sqlite/`), with that concern's statements and row readers: `requests`
-//! (create, read, list, resolve), `votes`, `schedule` (expiry, reminders, escalation),
-//! `retention`, `feed` (the event log: the inbox writers append to, the numbered log readers
-//! read), `outbox` (webhook deliveries, channel notifications, channel cursors), `grants`, `keys`
-//! (API keys, tokens, server secrets), `push` (Web Push subscriptions) and `migrations` (the
-//! schema, version by version). A new concern is a new file here and one of the same name there.
+//! How it is laid out. This file holds the backend, how it opens (schema first, then the pool, the
+//! listener and the sequencer) and its error mapping; `sequencer` numbers the feed and `listener`
+//! carries its wake-ups to every instance. Every other file is one concern, named as in the SQLite
+//! backend (`sqlite/`) and as the concern is at the top of the crate, with that concern's
+//! statements and row readers: `requests` (create, read, list, resolve), `votes`, `schedule`
+//! (expiry, reminders, escalation), `retention`, `feed` (the event log: the inbox writers append
+//! to, the numbered log readers read), `outbox` (webhook deliveries, channel notifications, channel
+//! cursors), `grants`, `keys` (API keys, tokens, server secrets), `push` (Web Push subscriptions)
+//! and `migrations` (the schema, version by version). A new concern is a new file here and one of
+//! the same name there.
 
 mod agui;
 mod feed;
@@ -63,7 +64,7 @@ use sqlx::{ConnectOptions, Connection};
 use tokio::sync::{Notify, oneshot};
 
 use crate::error::StoreError;
-use crate::waiters::Waiters;
+use crate::feed::waiters::Waiters;
 
 use listener::{listen, run_listener};
 use migrations::migrate;

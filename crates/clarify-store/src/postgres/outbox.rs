@@ -9,12 +9,12 @@ use sqlx::Row;
 use sqlx::postgres::{PgConnection, PgRow};
 
 use super::{PgBackend, corrupt_row, db_err};
-use crate::codec::{
-    ATTEMPT_COLUMNS, AttemptParts, DELIVERY_COLUMNS, DeliveryParts, after_attempt, attempt_values,
-    millis, qualified,
-};
+use crate::codec::{millis, qualified};
 use crate::error::StoreError;
-use crate::outbox::{AfterAttempt, Attempt, Delivery, Outbox};
+use crate::outbox::{
+    ATTEMPT_COLUMNS, AfterAttempt, Attempt, AttemptParts, DELIVERY_COLUMNS, Delivery,
+    DeliveryParts, Outbox, after_attempt, attempt_values,
+};
 use crate::record::EventKind;
 
 impl PgBackend {

@@ -7,7 +7,7 @@ use sqlx::postgres::PgRow;
 use super::{PgBackend, corrupt_row, db_err};
 use crate::codec::{from_millis, millis};
 use crate::error::StoreError;
-use crate::push::PushSubscription;
+use crate::outbox::push::PushSubscription;
 
 const COLUMNS: &str =
     "id, tenant, person, claimed_groups, principal, endpoint, p256dh, auth, created_at";

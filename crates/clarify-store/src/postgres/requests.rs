@@ -8,10 +8,10 @@ use sqlx::postgres::{PgConnection, PgRow};
 use super::grants::insert_grants;
 use super::outbox::{follow_up, queue_deliveries};
 use super::{PgBackend, corrupt_row, db_err, to_u64};
-use crate::backend::{NewRow, Resolved};
+use crate::backend::writes::{NewRow, Resolved};
 use crate::codec::{COLUMNS, RowParts, answers_json, millis, spec_json};
 use crate::error::StoreError;
-use crate::grant::StoredGrant;
+use crate::grants::StoredGrant;
 use crate::record::{
     Created, EventKind, ListQuery, Page, RequestRecord, StoredResolution, encode_cursor,
 };

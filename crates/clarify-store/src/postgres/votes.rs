@@ -7,7 +7,7 @@ use super::feed::append_events;
 use super::outbox::follow_up;
 use super::requests::{apply_resolution, parts};
 use super::{PgBackend, db_err};
-use crate::backend::{Ballot, Cast, Tally, tally};
+use crate::backend::writes::{Ballot, Cast, Tally, tally};
 use crate::codec::{COLUMNS, millis, votes_json};
 use crate::error::StoreError;
 use crate::record::{Actor, EventKind, RequestRecord, StoredResolution};

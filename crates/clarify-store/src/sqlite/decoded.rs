@@ -1,4 +1,5 @@
-//! What the stored JSON of recently used requests decodes to, kept by id.
+//! How a request row is read: its columns ([`row_parts`]), and what the stored JSON of recently
+//! used requests decodes to, kept by id. Below `requests` and `insights`, which both read rows.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -9,6 +10,27 @@ use super::lock;
 use crate::codec::RowParts;
 use crate::error::StoreError;
 use crate::record::{RequestRecord, StoredResolution};
+
+/// A request row's columns, in the order of [`crate::codec::COLUMNS`].
+pub(super) fn row_parts(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowParts> {
+    Ok(RowParts {
+        id: row.get(0)?,
+        tenant: row.get(1)?,
+        status: row.get(2)?,
+        spec: row.get(3)?,
+        created_at: row.get(4)?,
+        expires_at: row.get(5)?,
+        resolved_at: row.get(6)?,
+        answered_by: row.get(7)?,
+        channel: row.get(8)?,
+        answers: row.get(9)?,
+        votes: row.get(10)?,
+        remind_at: row.get(11)?,
+        escalated_at: row.get(12)?,
+        resolved_seq: row.get(13)?,
+        resolved_principal: row.get(14)?,
+    })
+}
 
 /// Requests whose decoded form is kept (see [`Decoded`]), and how much of their stored text: a
 /// round trip needs only its own request, and requests may be up to tens of kilobytes each.

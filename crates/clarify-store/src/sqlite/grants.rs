@@ -8,7 +8,7 @@ use super::feed::{append_admin, append_event};
 use crate::audit::{AdminEvent, AdminKind};
 use crate::codec::millis;
 use crate::error::StoreError;
-use crate::grant::{GRANT_COLUMNS, GrantFilter, GrantParts, StoredGrant};
+use crate::grants::{GRANT_COLUMNS, GrantFilter, GrantParts, StoredGrant};
 use crate::record::{Actor, EventKind};
 
 impl SqliteBackend {

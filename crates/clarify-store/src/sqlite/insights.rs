@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteBackend;
-use super::requests::row_parts;
+use super::decoded::row_parts;
 use crate::codec::{COLUMNS, COLUMNS_BEFORE_RESOLVED_SEQ};
 use crate::error::StoreError;
 use crate::insights::{Cell, Ending, Grain, Histogram, InsightsQuery, Key, fold, rows_of};

@@ -6,9 +6,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::SqliteBackend;
 use super::feed::append_admin;
 use crate::audit::{AdminEvent, AdminKind};
-use crate::codec::{KEY_COLUMNS, KeyParts, millis};
+use crate::codec::millis;
 use crate::error::StoreError;
-use crate::keys::{ApiKey, KeyRow, TokenKind};
+use crate::keys::{ApiKey, KEY_COLUMNS, KeyParts, KeyRow, TokenKind};
 use crate::record::Actor;
 
 impl SqliteBackend {

@@ -32,14 +32,15 @@
 //! event-log poller.
 //!
 //! How it is laid out. This file holds the backend, how it opens its connections and its reads;
-//! `writer` the group commit and the WAL checkpoints, `decoded` the cache of decoded requests.
-//! Every other file is one concern, named as in the PostgreSQL backend (`postgres/`), with that
-//! concern's statements and row readers: `requests` (create, read, list, resolve), `votes`,
-//! `schedule` (expiry, reminders, escalation), `retention`, `feed` (the event log and its audit
-//! chain), `outbox` (webhook deliveries, channel notifications, channel cursors), `grants`, `keys`
-//! (API keys, tokens, server secrets), `agui` (AG-UI runs waiting for people), `push` (Web Push
-//! subscriptions) and `migrations` (the schema, version by version). A new concern is a new
-//! file here and one of the same name there.
+//! `writer` the group commit and the WAL checkpoints, `decoded` how a request row is read and the
+//! cache of decoded requests. Every other file is one concern, named as in the PostgreSQL backend
+//! (`postgres/`) and as the concern is at the top of the crate, with that concern's statements and
+//! row readers: `requests` (create, read, list, resolve), `votes`, `schedule` (expiry, reminders,
+//! escalation), `retention`, `feed` (the event log and its audit chain), `outbox` (webhook
+//! deliveries, channel notifications, channel cursors), `grants`, `keys` (API keys, tokens, server
+//! secrets), `agui` (AG-UI runs waiting for people), `push` (Web Push subscriptions) and
+//! `migrations` (the schema, version by version). A new concern is a new file here and one of the
+//! same name there.
 
 mod agui;
 mod decoded;

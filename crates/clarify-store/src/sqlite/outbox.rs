@@ -6,12 +6,12 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteBackend;
-use crate::codec::{
-    ATTEMPT_COLUMNS, AttemptParts, DELIVERY_COLUMNS, DeliveryParts, after_attempt, attempt_values,
-    millis,
-};
+use crate::codec::millis;
 use crate::error::StoreError;
-use crate::outbox::{AfterAttempt, Attempt, Delivery, Outbox};
+use crate::outbox::{
+    ATTEMPT_COLUMNS, AfterAttempt, Attempt, AttemptParts, DELIVERY_COLUMNS, Delivery,
+    DeliveryParts, Outbox, after_attempt, attempt_values,
+};
 use crate::record::EventKind;
 
 impl SqliteBackend {

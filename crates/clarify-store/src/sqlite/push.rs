@@ -6,7 +6,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::SqliteBackend;
 use crate::codec::{from_millis, millis};
 use crate::error::StoreError;
-use crate::push::PushSubscription;
+use crate::outbox::push::PushSubscription;
 
 const COLUMNS: &str =
     "id, tenant, person, claimed_groups, principal, endpoint, p256dh, auth, created_at";

@@ -7,14 +7,14 @@ use clarify_core::{Resolution, Status};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteBackend;
-use super::decoded::Decoded;
+use super::decoded::{Decoded, row_parts};
 use super::feed::append_event;
 use super::grants::insert_grants;
 use super::outbox::{follow_up, queue_delivery};
-use crate::backend::{NewRow, Resolved};
-use crate::codec::{COLUMNS, RowParts, answers_json, millis, qualified, spec_json};
+use crate::backend::writes::{NewRow, Resolved};
+use crate::codec::{COLUMNS, answers_json, millis, qualified, spec_json};
 use crate::error::StoreError;
-use crate::grant::StoredGrant;
+use crate::grants::StoredGrant;
 use crate::record::{
     Created, EventKind, ListQuery, Page, RequestRecord, StoredResolution, encode_cursor,
 };
@@ -295,26 +295,6 @@ static RESOLVE_REQUEST: LazyLock<String> = LazyLock::new(|| {
          ELSE expires_at IS NULL OR expires_at > ?3 END RETURNING {COLUMNS}"
     )
 });
-
-pub(super) fn row_parts(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowParts> {
-    Ok(RowParts {
-        id: row.get(0)?,
-        tenant: row.get(1)?,
-        status: row.get(2)?,
-        spec: row.get(3)?,
-        created_at: row.get(4)?,
-        expires_at: row.get(5)?,
-        resolved_at: row.get(6)?,
-        answered_by: row.get(7)?,
-        channel: row.get(8)?,
-        answers: row.get(9)?,
-        votes: row.get(10)?,
-        remind_at: row.get(11)?,
-        escalated_at: row.get(12)?,
-        resolved_seq: row.get(13)?,
-        resolved_principal: row.get(14)?,
-    })
-}
 
 #[cfg(test)]
 mod tests {

@@ -10,7 +10,7 @@ use super::decoded::Decoded;
 use super::feed::append_event;
 use super::outbox::follow_up;
 use super::requests::{get, resolve};
-use crate::backend::{Ballot, Cast, Resolved, Tally, tally};
+use crate::backend::writes::{Ballot, Cast, Resolved, Tally, tally};
 use crate::codec::{answers_json, millis, votes_json};
 use crate::error::StoreError;
 use crate::record::{Actor, EventKind, RequestRecord, StoredResolution};

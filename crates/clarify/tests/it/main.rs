@@ -17,6 +17,7 @@ mod hooks;
 mod insights;
 mod mcp;
 mod mcp_remote;
+mod modules;
 mod operating;
 mod paths;
 mod replicas;

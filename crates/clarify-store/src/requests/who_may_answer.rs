@@ -11,7 +11,7 @@
 //!   (`on_behalf_of`) may not answer it, and on such a request an answer without a name is
 //!   refused, since it could be theirs.
 //!
-//! Quorum requests add one rule in the answer pipeline ([`crate::answering`]): a vote needs a
+//! Quorum requests add one rule in the answer pipeline ([`crate::requests`]): a vote needs a
 //! name.
 
 use crate::Store;

@@ -15,7 +15,7 @@ use clarify_core::{Action, Answer, Decision, QuestionKind, Resolution, Scope, St
 
 use crate::Store;
 use crate::error::StoreError;
-use crate::grant::StoredGrant;
+use crate::grants::StoredGrant;
 use crate::record::{Actor, ListQuery, RequestRecord};
 
 /// The most answered requests one reading looks at.

@@ -6,7 +6,13 @@
 //! Server secrets (for signing answer links and webhooks) are random bytes created on first use;
 //! every instance sharing the store reads the same ones.
 //!
-//! Each backend keeps the same concern in its `keys.rs`.
+//! Beside them, each kept as named values with an admin event of the audit chain per change:
+//! passkeys ([`passkeys`]), chat accounts linked to people ([`identity`]) and the receipts'
+//! signing keys ([`receipts`]). Each backend keeps the same concern in its `keys.rs`.
+
+pub(crate) mod identity;
+pub(crate) mod passkeys;
+mod receipts;
 
 use std::fmt;
 
@@ -16,6 +22,7 @@ use serde::Serialize;
 use subtle::ConstantTimeEq;
 
 use crate::Store;
+use crate::codec::from_millis;
 use crate::error::StoreError;
 
 /// What a key may do.
@@ -488,6 +495,49 @@ pub(crate) fn new_token() -> String {
 pub(crate) struct KeyRow {
     pub key: ApiKey,
     pub digest: String,
+}
+
+/// A key row as read from SQL.
+#[derive(Debug)]
+pub(crate) struct KeyParts {
+    pub id: String,
+    pub name: String,
+    pub role: String,
+    pub tenant: String,
+    pub digest: String,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+/// The columns of [`KeyParts`], in order, for SELECT and RETURNING lists.
+pub(crate) const KEY_COLUMNS: &str = "id, name, role, tenant, digest, created_at, revoked_at";
+
+impl KeyParts {
+    pub(crate) fn decode(self) -> Result<KeyRow, StoreError> {
+        let id = self.id;
+        let corrupt = |what: String| StoreError::Corrupt(format!("key {id}: {what}"));
+        let role = Role::parse(&self.role)
+            .ok_or_else(|| corrupt(format!("{:?} is not a role", self.role)))?;
+        let created_at = from_millis(self.created_at)
+            .ok_or_else(|| corrupt(format!("time {} out of range", self.created_at)))?;
+        let revoked_at = match self.revoked_at {
+            None => None,
+            Some(ms) => {
+                Some(from_millis(ms).ok_or_else(|| corrupt(format!("time {ms} out of range")))?)
+            }
+        };
+        Ok(KeyRow {
+            key: ApiKey {
+                id,
+                name: self.name,
+                role,
+                tenant: self.tenant,
+                created_at,
+                revoked_at,
+            },
+            digest: self.digest,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -1,11 +1,14 @@
 //! Waiting for a request to resolve, and following the event log.
 //!
-//! A waiter registers with [`crate::waiters`] before it reads, then sleeps until woken: at once
-//! by a resolution in this process, by PostgreSQL's LISTEN/NOTIFY, or by the [`poller`] that
+//! A waiter registers with [`waiters`] before it reads, then sleeps until woken: at once by a
+//! resolution in this process, by PostgreSQL's LISTEN/NOTIFY, or by the [`poller`] that
 //! reads the event log for resolutions made by other processes sharing the store. Every
 //! wake-up is a hint to read the store again, so a lost one costs latency, never correctness.
 //! Followers of the feed (the server's event streams) read [`Store::events_after`] and are
-//! told by [`Store::watch_feed`] when there is more.
+//! told by [`Store::watch_feed`] when there is more. Each backend keeps the same concern in its
+//! `feed.rs`.
+
+pub(crate) mod waiters;
 
 use std::sync::Weak;
 use std::time::Duration;

@@ -32,11 +32,8 @@ use crate::Store;
 use crate::audit::{AdminEvent, AdminKind};
 use crate::clock::{IdGenerator, RandomIds};
 use crate::error::StoreError;
-use crate::outbox::{Delivery, Outbox};
+use crate::outbox::{Delivery, Outbox, PUSH_CHANNEL_PREFIX};
 use crate::record::Actor;
-
-/// The channel name a push to subscription `id` is queued under.
-pub const PUSH_CHANNEL_PREFIX: &str = "push:";
 
 /// A browser subscribed to Web Push for a person.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -1,4 +1,5 @@
 //! The Rust API agents use: ask a human and await the outcome, or submit now and come back later.
+//! Approval gating of a model's tool calls, on top of it, is in [`gate`].
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -13,6 +14,8 @@
 //! }
 //! # Ok(()) }
 //! ```
+
+pub(crate) mod gate;
 
 use std::time::Duration;
 

@@ -3,7 +3,12 @@
 //! A grant is never made on its own: [`crate::Store`] derives the grants an answer gives
 //! (core's [`clarify_core::policy::grants_of`]) and each backend records them in the transaction
 //! that records the answer, so an answer and its grants commit together or not at all. They can
-//! be listed, checked and revoked, through the [`Store`] methods here.
+//! be listed, checked and revoked, through the [`Store`] methods here; [`suggest`] offers the
+//! `always` grants people's repeated `once` approvals point to.
+//!
+//! Each backend keeps the same concern in its `grants.rs`.
+
+pub(crate) mod suggest;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use clarify_core::policy::Grant;

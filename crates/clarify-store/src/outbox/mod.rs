@@ -5,13 +5,18 @@
 //! between the two cannot lose it; a worker claims due deliveries with a lease, so several
 //! instances can run workers at once.
 //!
-//! Each backend keeps the same concern in its `outbox.rs`.
+//! Web Push subscriptions, whose pushes are queued here like any channel's, are in [`push`]. Each
+//! backend keeps the same concerns in its `outbox.rs` and `push.rs`.
+
+pub(crate) mod push;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::Store;
+use crate::codec::{from_millis, millis};
 use crate::error::StoreError;
+use crate::record::EventKind;
 
 /// Whether a webhook delivery is still being tried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -41,6 +46,10 @@ impl DeliveryStatus {
     }
 }
 
+/// The channel name a push to subscription `id` is queued under: here, below `push`, because
+/// the outbox tells pushes from other channels by it.
+pub const PUSH_CHANNEL_PREFIX: &str = "push:";
+
 /// Which outbox a worker claims from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outbox {
@@ -57,8 +66,8 @@ impl Outbox {
     pub(crate) fn holds(self, channel: Option<&str>) -> bool {
         match (self, channel) {
             (Self::Webhooks, None) => true,
-            (Self::Channels, Some(c)) => !c.starts_with(crate::push::PUSH_CHANNEL_PREFIX),
-            (Self::Push, Some(c)) => c.starts_with(crate::push::PUSH_CHANNEL_PREFIX),
+            (Self::Channels, Some(c)) => !c.starts_with(PUSH_CHANNEL_PREFIX),
+            (Self::Push, Some(c)) => c.starts_with(PUSH_CHANNEL_PREFIX),
             _ => false,
         }
     }
@@ -89,7 +98,7 @@ pub struct Delivery {
     /// The event a pending request's delivery announces (`created` for a channel's
     /// announcement, `reminded`, `escalated`); `None` for the delivery of the resolution, which
     /// announces how the request ended.
-    pub event: Option<crate::record::EventKind>,
+    pub event: Option<EventKind>,
     /// The channel (by its configured name) a notification goes to; `None` for a webhook, which
     /// goes to `url`.
     pub channel: Option<String>,
@@ -224,5 +233,111 @@ impl Store {
         let mut all = self.inner.backend.deliveries(request_id).await?;
         all.retain(|d| d.tenant == tenant && d.channel.is_some());
         Ok(all)
+    }
+}
+
+/// A delivery row as read from SQL, without its attempts.
+#[derive(Debug)]
+pub(crate) struct DeliveryParts {
+    pub id: i64,
+    pub request_id: String,
+    pub tenant: String,
+    pub url: String,
+    pub status: String,
+    pub created_at: i64,
+    pub next_attempt_at: Option<i64>,
+    /// `NULL` for the resolution's delivery, else the event it announces.
+    pub event: Option<String>,
+    /// The channel a notification goes to; `NULL` for a webhook.
+    pub channel: Option<String>,
+    pub message_ref: Option<String>,
+}
+
+/// The columns of [`DeliveryParts`], in order, for SELECT and RETURNING lists.
+pub(crate) const DELIVERY_COLUMNS: &str =
+    "id, request_id, tenant, url, status, created_at, next_attempt_at, event, channel, message_ref";
+
+impl DeliveryParts {
+    pub(crate) fn decode(self, attempts: Vec<Attempt>) -> Result<Delivery, StoreError> {
+        let id = self.id;
+        let corrupt = |what: String| StoreError::Corrupt(format!("delivery {id}: {what}"));
+        let time =
+            |ms: i64| from_millis(ms).ok_or_else(|| corrupt(format!("time {ms} out of range")));
+        Ok(Delivery {
+            id: u64::try_from(id).map_err(|_| corrupt("negative id".to_owned()))?,
+            status: DeliveryStatus::parse(&self.status)
+                .ok_or_else(|| corrupt(format!("{:?} is not a delivery status", self.status)))?,
+            created_at: time(self.created_at)?,
+            next_attempt_at: self.next_attempt_at.map(time).transpose()?,
+            event: match self.event.as_deref() {
+                None => None,
+                Some(kind) => Some(
+                    EventKind::parse(kind)
+                        .ok_or_else(|| corrupt(format!("{kind:?} is not an event kind")))?,
+                ),
+            },
+            request_id: self.request_id,
+            tenant: self.tenant,
+            url: self.url,
+            channel: self.channel,
+            message_ref: self.message_ref,
+            attempts,
+        })
+    }
+}
+
+/// A delivery attempt row as read from SQL.
+#[derive(Debug)]
+pub(crate) struct AttemptParts {
+    pub delivery_id: i64,
+    pub number: i64,
+    pub at: i64,
+    pub status_code: Option<i64>,
+    pub error: Option<String>,
+    pub duration_ms: i64,
+}
+
+/// The columns of [`AttemptParts`], in order, for SELECT lists.
+pub(crate) const ATTEMPT_COLUMNS: &str = "delivery_id, number, at, status_code, error, duration_ms";
+
+impl AttemptParts {
+    pub(crate) fn decode(self) -> Result<Attempt, StoreError> {
+        let (delivery, number) = (self.delivery_id, self.number);
+        let corrupt = |what: String| {
+            StoreError::Corrupt(format!("delivery {delivery} attempt {number}: {what}"))
+        };
+        Ok(Attempt {
+            number: u32::try_from(number).map_err(|_| corrupt("number out of range".to_owned()))?,
+            at: from_millis(self.at)
+                .ok_or_else(|| corrupt(format!("time {} out of range", self.at)))?,
+            status_code: self
+                .status_code
+                .map(|code| u16::try_from(code).map_err(|_| corrupt(format!("status code {code}"))))
+                .transpose()?,
+            error: self.error,
+            duration_ms: u64::try_from(self.duration_ms)
+                .map_err(|_| corrupt(format!("duration {} ms", self.duration_ms)))?,
+        })
+    }
+}
+
+/// An attempt as bound to SQL parameters: `(number, at, status_code, error, duration_ms)`.
+/// Durations too long for the column are stored as the longest one.
+pub(crate) fn attempt_values(attempt: &Attempt) -> (i64, i64, Option<i32>, Option<&str>, i64) {
+    (
+        i64::from(attempt.number),
+        millis(attempt.at),
+        attempt.status_code.map(i32::from),
+        attempt.error.as_deref(),
+        i64::try_from(attempt.duration_ms).unwrap_or(i64::MAX),
+    )
+}
+
+/// What a delivery becomes after an attempt: its status and next attempt time.
+pub(crate) fn after_attempt(after: AfterAttempt) -> (&'static str, Option<i64>) {
+    match after {
+        AfterAttempt::Delivered => (DeliveryStatus::Delivered.as_str(), None),
+        AfterAttempt::RetryAt(at) => (DeliveryStatus::Pending.as_str(), Some(millis(at))),
+        AfterAttempt::GiveUp => (DeliveryStatus::Failed.as_str(), None),
     }
 }
