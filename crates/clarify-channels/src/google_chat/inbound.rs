@@ -7,17 +7,10 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::GoogleChat;
-use super::render::{private, update};
+use super::render::{Format, private, update};
 use crate::answer::{Act, Control, Focus, Input, control, input_id};
 use crate::inbound::{InboundError, malformed};
 use crate::platform::{Call, Desk, Done, HookReply, Target};
-
-/// Which event format a call came in, to answer in the same.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Classic,
-    AddOn,
-}
 
 /// What a verified event asks of clarify.
 #[derive(Debug, Clone, PartialEq)]

@@ -33,7 +33,8 @@ use serde_json::{Value, json};
 use crate::jwt::{Expect, KeySource, Keys, Refused};
 use crate::platform::{Call, Desk, HookReply, Platform};
 use crate::notice::{Notice, SendError, Sent};
-pub use inbound::{Format, Inbound, read};
+pub use inbound::{Inbound, read};
+pub use render::Format;
 pub(crate) use render::notice_message;
 pub use render::{message, private, update};
 

@@ -5,12 +5,18 @@ use clarify_core::{Context, QuestionKind, Scope};
 use clarify_model::RequestRecord;
 use serde_json::{Value, json};
 
-use super::Format;
 use crate::answer::input_id;
 use crate::layout::{self, THE_REST};
 use crate::layout::words::{headline, outcome_text};
 use crate::notice::Notice;
 use crate::text::{cut, escape_markup};
+
+/// Which event format a call came in, to answer in the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Classic,
+    AddOn,
+}
 
 /// Room for display blocks in a card (a message is at most 32,000 bytes).
 const MAX_DISPLAY: usize = 8_000;

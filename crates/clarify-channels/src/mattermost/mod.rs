@@ -21,6 +21,7 @@
 pub mod config;
 pub mod inbound;
 pub mod render;
+mod token;
 #[cfg(test)]
 mod tests;
 
@@ -30,7 +31,8 @@ use serde_json::{Value, json};
 use crate::platform::{Call, Desk, HookReply, Platform};
 use crate::notice::{Notice, SendError, Sent};
 use crate::text::cut;
-pub use inbound::{Inbound, button_token, read};
+pub use inbound::{Inbound, read};
+pub use token::button_token;
 pub(crate) use render::announcement;
 pub use render::{
     MAX_MESSAGE, Markdown, dialog, dialog_error, escape, post, private, props, text, update,

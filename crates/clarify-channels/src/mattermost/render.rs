@@ -7,7 +7,7 @@ use clarify_model::RequestRecord;
 use clarify_render::Markup;
 use serde_json::{Value, json};
 
-use super::inbound::{button_token, dialog_token};
+use super::token::{button_token, dialog_token};
 use crate::answer::{Focus, input_id};
 use crate::layout::{self, Dialect, Limits};
 use crate::text::fit;

@@ -1,6 +1,6 @@
 //! Mattermost: only a button or dialog clarify made gets through, and the escaping of markdown.
 
-use super::inbound::dialog_token;
+use super::token::dialog_token;
 use super::*;
 use crate::answer::{Focus, Input};
 

@@ -566,9 +566,7 @@ fn the_store_has_no_import_circle() {
     assert_no_circles(&crate_dir("clarify-store"));
 }
 
-// The channels crate's circles are broken by the platform work.
 #[test]
-#[ignore = "the channels crate's circles are broken by the platform work"]
 fn the_channels_have_no_import_circle() {
     assert_no_circles(&crate_dir("clarify-channels"));
 }
