@@ -1,7 +1,8 @@
 //! Support shared by clarify's test suites (not published): where the PostgreSQL tests find their
 //! database, a webhook receiver's signature check, what a model provider requires of a
 //! transcript, (feature `postgres`) a database of a test's own, (feature `mcp`) an MCP test
-//! client, and (feature `browser`) headless Chromium over WebDriver.
+//! client, (feature `browser`) headless Chromium over WebDriver, and the circles of an import
+//! graph ([`graph`]).
 
 use hmac::{Hmac, Mac};
 use serde_json::Value;
@@ -9,6 +10,7 @@ use sha2::Sha256;
 
 #[cfg(feature = "browser")]
 pub mod browser;
+pub mod graph;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 

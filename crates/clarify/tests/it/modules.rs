@@ -27,7 +27,7 @@
 //! concern's methods read. So a circle needs two modules neither of which contains the other;
 //! a parent that imports its child, which reads the parent's items back, is not one.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::str::FromStr;
 
@@ -432,105 +432,10 @@ fn graph(files: &[(String, String)]) -> BTreeMap<Module, BTreeMap<Module, Import
     edges
 }
 
-/// One circle through each strongly connected component of `edges` (Tarjan's algorithm), as
-/// the imports that make it: a shortest way from the component's first module back to it.
+/// One circle through each strongly connected component of the import graph, as the imports
+/// that make it.
 fn circles(edges: &BTreeMap<Module, BTreeMap<Module, Import>>) -> Vec<Vec<Import>> {
-    let mut found = Vec::new();
-    for component in components(edges) {
-        if component.len() < 2 {
-            continue;
-        }
-        let start = component.iter().next().expect("not empty").clone();
-        let mut came_from: BTreeMap<Module, (Module, Import)> = BTreeMap::new();
-        let mut queue = VecDeque::from([start.clone()]);
-        let mut closing = None;
-        'search: while let Some(node) = queue.pop_front() {
-            for (next, import) in edges.get(&node).into_iter().flatten() {
-                if !component.contains(next) {
-                    continue;
-                }
-                if *next == start {
-                    closing = Some((node.clone(), import.clone()));
-                    break 'search;
-                }
-                if !came_from.contains_key(next) {
-                    came_from.insert(next.clone(), (node.clone(), import.clone()));
-                    queue.push_back(next.clone());
-                }
-            }
-        }
-        let (mut from, import) = closing.expect("a component has a way back");
-        let mut circle = vec![import];
-        while from != start {
-            let (previous, import) = came_from[&from].clone();
-            circle.push(import);
-            from = previous;
-        }
-        circle.reverse();
-        found.push(circle);
-    }
-    found
-}
-
-fn components(edges: &BTreeMap<Module, BTreeMap<Module, Import>>) -> Vec<BTreeSet<Module>> {
-    struct Tarjan<'a> {
-        edges: &'a BTreeMap<Module, BTreeMap<Module, Import>>,
-        index: BTreeMap<Module, usize>,
-        low: BTreeMap<Module, usize>,
-        stack: Vec<Module>,
-        on_stack: BTreeSet<Module>,
-        found: Vec<BTreeSet<Module>>,
-    }
-    impl Tarjan<'_> {
-        fn visit(&mut self, node: &Module) {
-            let n = self.index.len();
-            self.index.insert(node.clone(), n);
-            self.low.insert(node.clone(), n);
-            self.stack.push(node.clone());
-            self.on_stack.insert(node.clone());
-            let nexts: Vec<Module> = self
-                .edges
-                .get(node)
-                .map(|e| e.keys().cloned().collect())
-                .unwrap_or_default();
-            for next in nexts {
-                if !self.index.contains_key(&next) {
-                    self.visit(&next);
-                    let low = self.low[node].min(self.low[&next]);
-                    self.low.insert(node.clone(), low);
-                } else if self.on_stack.contains(&next) {
-                    let low = self.low[node].min(self.index[&next]);
-                    self.low.insert(node.clone(), low);
-                }
-            }
-            if self.low[node] == self.index[node] {
-                let mut component = BTreeSet::new();
-                while let Some(top) = self.stack.pop() {
-                    self.on_stack.remove(&top);
-                    let done = top == *node;
-                    component.insert(top);
-                    if done {
-                        break;
-                    }
-                }
-                self.found.push(component);
-            }
-        }
-    }
-    let mut tarjan = Tarjan {
-        edges,
-        index: BTreeMap::new(),
-        low: BTreeMap::new(),
-        stack: Vec::new(),
-        on_stack: BTreeSet::new(),
-        found: Vec::new(),
-    };
-    for node in edges.keys() {
-        if !tarjan.index.contains_key(node) {
-            tarjan.visit(node);
-        }
-    }
-    tarjan.found
+    clarify_testkit::graph::circles(edges)
 }
 
 /// A circle as its files in order, then the import that leads from each to the next.
