@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::answer::input_id;
+use crate::act::input_id;
 
 /// The input id a field of the request's one form comes back under: `q0.f.<field id>`.
 pub(crate) fn field_id(field: &clarify_core::Field) -> String {

@@ -26,7 +26,7 @@
 //! - [`email`] sends a multipart message over SMTP with one signed link per option or decision
 //!   (each opens a confirmation page; only its POST answers), and replies in the same thread
 //!   for reminders, escalations, votes and the resolution;
-//! - what a person does in a chat is read into an [`answer::Act`], which makes the same answer
+//! - what a person does in a chat is read into an [`act::Act`], which makes the same answer
 //!   body the API takes; the server's shared answer path maps the person to a responder and
 //!   resolves the request by the same rules as every other path.
 //!
@@ -38,7 +38,7 @@
 //! and the `[identities]` prefixes all come from it, so a new platform is its folder and its
 //! line (the handbook's development page walks through one).
 
-pub mod answer;
+pub mod act;
 pub mod config;
 #[cfg(test)]
 mod display_tests;

@@ -20,7 +20,7 @@ use futures_util::future::BoxFuture;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use crate::answer::{Act, Focus};
+use crate::act::{Act, Focus};
 use crate::config::PlatformTable;
 use crate::notice::{Notice, SendError, Sent};
 

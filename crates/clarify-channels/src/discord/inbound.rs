@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::Discord;
 use super::render::{acknowledge, modal, private, update};
-use crate::answer::{Act, Control, Focus, Input, control};
+use crate::act::{Act, Control, Focus, Input, control};
 use crate::inbound::{InboundError, malformed};
 use crate::platform::{Call, Desk, Done, HookReply, Target};
 

@@ -22,7 +22,7 @@ mod tests;
 use clarify_model::EventKind;
 use serde_json::{Value, json};
 
-pub use crate::answer::Control;
+pub use crate::act::Control;
 use crate::text::split_ref;
 use crate::platform::{Call, Desk, HookReply, Platform};
 use crate::notice::{Notice, SendError, Sent};

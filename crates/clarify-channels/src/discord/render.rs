@@ -7,7 +7,7 @@ use clarify_core::{QuestionKind, Scope};
 use clarify_model::RequestRecord;
 use serde_json::{Value, json};
 
-use crate::answer::{Focus, input_id};
+use crate::act::{Focus, input_id};
 use crate::layout::{self, Dialect, Limits};
 use crate::layout::words::headline;
 use crate::notice::Notice;

@@ -2,7 +2,7 @@
 
 use super::render::code;
 use super::*;
-use crate::answer::{Act, Focus, Input, control};
+use crate::act::{Act, Focus, Input, control};
 use chrono::Utc;
 use ed25519_dalek::{Signer, SigningKey};
 use serde_json::json;

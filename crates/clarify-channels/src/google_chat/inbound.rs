@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::GoogleChat;
 use super::render::{Format, private, update};
-use crate::answer::{Act, Control, Focus, Input, control, input_id};
+use crate::act::{Act, Control, Focus, Input, control, input_id};
 use crate::inbound::{InboundError, malformed};
 use crate::platform::{Call, Desk, Done, HookReply, Target};
 

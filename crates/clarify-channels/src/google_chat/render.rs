@@ -5,7 +5,7 @@ use clarify_core::{Context, QuestionKind, Scope};
 use clarify_model::RequestRecord;
 use serde_json::{Value, json};
 
-use crate::answer::input_id;
+use crate::act::input_id;
 use crate::layout::{self, THE_REST};
 use crate::layout::words::{headline, outcome_text};
 use crate::notice::Notice;

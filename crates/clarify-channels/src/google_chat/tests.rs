@@ -2,7 +2,7 @@
 
 use super::render::html;
 use super::*;
-use crate::answer::{Act, Focus, Input};
+use crate::act::{Act, Focus, Input};
 
 #[test]
 fn both_event_formats_are_read() {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::Mattermost;
 use super::render::{dialog, dialog_error, private, update};
 use super::token::genuine;
-use crate::answer::{Act, Control, Focus, Input, control};
+use crate::act::{Act, Control, Focus, Input, control};
 use crate::inbound::InboundError;
 use crate::layout::words::vote_note;
 use crate::platform::{Call, Desk, Done, HookReply, Target};

@@ -8,7 +8,7 @@ use clarify_render::Markup;
 use serde_json::{Value, json};
 
 use super::token::{button_token, dialog_token};
-use crate::answer::{Focus, input_id};
+use crate::act::{Focus, input_id};
 use crate::layout::{self, Dialect, Limits};
 use crate::text::fit;
 use crate::layout::words::headline;

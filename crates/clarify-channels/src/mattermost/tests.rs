@@ -2,7 +2,7 @@
 
 use super::token::dialog_token;
 use super::*;
-use crate::answer::{Focus, Input};
+use crate::act::{Focus, Input};
 
 const KEY: &[u8] = b"server key";
 

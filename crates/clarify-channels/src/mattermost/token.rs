@@ -2,7 +2,7 @@
 //! Mattermost carries them back: Mattermost signs nothing, so these HMACs under the server's key
 //! are what tell clarify's own controls from forged calls.
 
-use crate::answer::Focus;
+use crate::act::Focus;
 
 fn mac(key: &[u8], message: &str) -> Vec<u8> {
     clarify_model::sign::hmac_sha256(key, message.as_bytes())

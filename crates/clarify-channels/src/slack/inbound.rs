@@ -16,7 +16,7 @@ use sha2::Sha256;
 
 use super::Slack;
 use super::render::modal;
-use crate::answer::{Act, Focus, Input, input_id};
+use crate::act::{Act, Focus, Input, input_id};
 use crate::layout::words::vote_note;
 use crate::platform::{Call, Desk, Done, HookReply, Target};
 use crate::text::cut;

@@ -10,7 +10,7 @@ use clarify_core::{Context, FieldKind, Question, QuestionKind, Scope, TextFormat
 use clarify_model::{EventKind, RequestRecord};
 use serde_json::{Value, json};
 
-use crate::answer::{Focus, input_id};
+use crate::act::{Focus, input_id};
 use crate::layout::{self, THE_REST};
 use crate::layout::words::outcome_text;
 use crate::notice::Notice;

@@ -6,7 +6,7 @@ mod inbound {
     use serde_json::json;
 
     use super::super::inbound::*;
-    use crate::answer::Act;
+    use crate::act::Act;
 
     /// Slack's documented example: this secret, timestamp and body have this signature.
     const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
@@ -146,7 +146,7 @@ mod inbound {
 
 mod render {
     use super::super::render::*;
-    use crate::answer::Focus;
+    use crate::act::Focus;
 
     #[test]
     fn escaping_covers_what_slack_parses() {

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::render::{card, card_response, private};
 use super::{Conversation, Teams};
-use crate::answer::{Act, Control, Focus, Input, control, input_id};
+use crate::act::{Act, Control, Focus, Input, control, input_id};
 use crate::inbound::{InboundError, malformed};
 use crate::platform::{Call, Desk, Done, HookReply, Target};
 

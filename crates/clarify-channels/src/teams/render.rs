@@ -6,7 +6,7 @@ use clarify_model::RequestRecord;
 use serde_json::{Value, json};
 
 use super::CARD;
-use crate::answer::{Focus, input_id};
+use crate::act::{Focus, input_id};
 use crate::layout::{self, THE_REST};
 use crate::layout::words::{headline, outcome_text};
 use crate::notice::Notice;

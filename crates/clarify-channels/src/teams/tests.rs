@@ -1,7 +1,7 @@
 //! Teams: the reading of activities, and agent text kept out of markdown.
 
 use super::*;
-use crate::answer::{Act, Focus, Input};
+use crate::act::{Act, Focus, Input};
 use clarify_model::RequestRecord;
 
 #[test]

@@ -8,7 +8,7 @@ use clarify_core::{QuestionKind, Scope};
 use serde_json::Value;
 
 use super::Telegram;
-use crate::answer::{Act, Focus, Input, input_id};
+use crate::act::{Act, Focus, Input, input_id};
 use crate::inbound::{InboundError, malformed};
 use crate::layout::words::{outcome_text, vote_note};
 use crate::notice::SendError;

@@ -30,7 +30,7 @@ use std::time::Duration;
 use clarify_model::{EventKind, RequestRecord};
 use serde_json::{Value, json};
 
-use crate::answer::Focus;
+use crate::act::Focus;
 use crate::platform::{Call, Desk, HookReply, Platform};
 use futures_util::future::BoxFuture;
 use crate::notice::{Notice, SendError, Sent};

@@ -8,7 +8,7 @@ use clarify_render::Markup;
 use serde_json::{Value, json};
 
 use super::inbound::{Press, prompt_line};
-use crate::answer::Focus;
+use crate::act::Focus;
 use crate::layout::{self, Dialect, Limits};
 use crate::text::fit;
 use crate::layout::words::headline;

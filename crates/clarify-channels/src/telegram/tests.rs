@@ -2,7 +2,7 @@
 
 use super::inbound::indexes;
 use super::*;
-use crate::answer::Focus;
+use crate::act::Focus;
 use clarify_core::Scope;
 use serde_json::json;
 

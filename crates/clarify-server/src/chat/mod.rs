@@ -2,14 +2,14 @@
 //! calls, and each channel's background task (Slack's Socket Mode, Telegram's polling).
 //!
 //! The platform verifies what it is sent (signature, timestamp window, secret, clarify's own
-//! token) before it reads anything, reads it, and acts through [`answer::ChatDesk`], the answer
+//! token) before it reads anything, reads it, and acts through [`desk::ChatDesk`], the answer
 //! path every other door shares; all of that is `clarify-channels`', which knows every
 //! platform's wire format. This room only finds the channel, hands the call over and writes the
 //! platform's reply as HTTP, so a new platform changes nothing here. What goes out to the
 //! platforms (announcements and their follow-ups) is the outbox's channel worker
 //! (`outbox::chat`).
 
-pub(crate) mod answer;
+pub(crate) mod desk;
 
 use axum::Json;
 use axum::Router;
@@ -22,7 +22,7 @@ use clarify_channels::platform::{Call, HookReply};
 use serde_json::json;
 
 use crate::state::AppState;
-use answer::ChatDesk;
+use desk::ChatDesk;
 
 /// Every route of this room.
 pub(crate) fn routes() -> Router<AppState> {

@@ -9,7 +9,7 @@
 
 use chrono::{DateTime, Utc};
 use clarify_channels::Channel;
-use clarify_channels::answer::{Act, Focus, first_input, input_for_error};
+use clarify_channels::act::{Act, Focus, first_input, input_for_error};
 use clarify_channels::platform::{Desk, Done, Refusal, Target};
 use clarify_core::reply::{Reply, parse_reply};
 use clarify_store::{Actor, EventKind, RequestRecord, ResolveError};
