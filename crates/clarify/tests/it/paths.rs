@@ -5,8 +5,10 @@
 //! place. What counts as a path: a word of an inline code span, or a markdown link's target, that
 //! starts with one of the tree's top-level folders (`crates/`, `docs/`, ...) or ends in a source
 //! or document extension (`.rs`, `.md`, ...). Code spans are read from the repository root; a
-//! link from its page's folder. In a path, a segment with a `<placeholder>` (`<platform>`)
-//! matches any entry of its folder, and `*` matches any run of characters within one segment;
+//! link from its page's folder. In a path, a segment that is a `<placeholder>` (`<platform>`)
+//! matches any folder in its folder (a placeholder names a crate, a platform, a room: never a
+//! file), a placeholder within a name (`SCHEMA_<n>`) and `*` match any run of characters within
+//! one segment;
 //! a trailing `/` asks for a folder. Fenced code blocks are commands, not pointers, and are
 //! skipped.
 
@@ -183,7 +185,11 @@ fn exists(root: &Path, base: &Path, path: &str) -> bool {
                 let Ok(entries) = std::fs::read_dir(folder) else {
                     continue;
                 };
+                let names_a_folder = segment.starts_with('<') && segment.ends_with('>');
                 for entry in entries.flatten() {
+                    if names_a_folder && !entry.path().is_dir() {
+                        continue;
+                    }
                     if segment_matches(segment, &entry.file_name().to_string_lossy()) {
                         next.push(entry.path());
                     }
@@ -261,13 +267,17 @@ fn placeholders_and_wildcards_match_entries_of_their_folder() {
     let root = repository_root();
     let page = "ARCHITECTURE.md";
     let text = "`crates/<crate>/Cargo.toml` `tools/ask_human.*.json` `crates/clarify-core/src/`\n\
-        `crates/<crate>/no-such.toml` `tools/*.yaml` `crates/clarify/Cargo.toml/`\n";
+        `crates/<crate>/no-such.toml` `tools/*.yaml` `crates/clarify/Cargo.toml/`\n\
+        `tools/<tool>` `crates/clarify-channels/src/<platform>/`\n";
+    // A `<placeholder>` segment is a folder: `tools/` holds only files, so `tools/<tool>` leads
+    // nowhere, while every platform of the channels is a folder.
     assert_eq!(
         missing(&root, page, text),
         [
             "ARCHITECTURE.md:2: crates/<crate>/no-such.toml",
             "ARCHITECTURE.md:2: tools/*.yaml",
             "ARCHITECTURE.md:2: crates/clarify/Cargo.toml/",
+            "ARCHITECTURE.md:3: tools/<tool>",
         ]
     );
     assert!(segment_matches("ask_human.*.json", "ask_human.mcp.json"));
