@@ -1,5 +1,5 @@
 //! What every platform's `[[channels]]` check shares: the [`PlatformTable`] each platform's
-//! `config.rs` implements, how a secret is given ([`Secrets`]), URL and non-empty checks, the
+//! `config.rs` implements, how a secret is given ([`SecretReader`]), URL and non-empty checks, the
 //! number-or-string [`Id`], the failure [`Invalid`]. The table of every platform together is
 //! the registry's `RawChannel`.
 //!
@@ -45,7 +45,7 @@ pub trait PlatformTable {
         false
     }
 
-    fn check(self, secrets: &Secrets<'_>) -> Result<Self::Platform, Invalid>;
+    fn check(self, secrets: &SecretReader<'_>) -> Result<Self::Platform, Invalid>;
 }
 
 /// A channel's name, checked: it is part of its hook's URL.
@@ -71,18 +71,18 @@ pub(crate) fn channel_name(name: &str) -> Result<String, Invalid> {
 /// or empty, or a named file that cannot be read or holds nothing. The binary reads the secrets
 /// of its other sections (`[oidc]`, `[push]`) through it too, so every secret in the file is
 /// given the same way.
-pub struct Secrets<'a> {
+pub struct SecretReader<'a> {
     /// Resolves an environment variable (the process's, or a test's).
     pub env: &'a dyn Fn(&str) -> Option<String>,
 }
 
-impl std::fmt::Debug for Secrets<'_> {
+impl std::fmt::Debug for SecretReader<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Secrets").finish_non_exhaustive()
+        f.debug_struct("SecretReader").finish_non_exhaustive()
     }
 }
 
-impl Secrets<'_> {
+impl SecretReader<'_> {
     /// The secret `key`, given as `value`, through the variable `var` or in the file `file`;
     /// `None` when none is given.
     pub fn optional(

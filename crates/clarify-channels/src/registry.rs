@@ -36,7 +36,7 @@ macro_rules! platforms {
                 env: &dyn Fn(&str) -> Option<String>,
             ) -> Result<Channel, $crate::config::Invalid> {
                 use $crate::config::PlatformTable;
-                let secrets = $crate::config::Secrets { env };
+                let secrets = $crate::config::SecretReader { env };
                 match self {
                     $(
                         Self::$variant(table) => {

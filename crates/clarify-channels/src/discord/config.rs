@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Discord;
-use crate::config::{Id, Invalid, PlatformTable, Secrets, WEB, nonempty, url};
+use crate::config::{Id, Invalid, PlatformTable, SecretReader, WEB, nonempty, url};
 
 /// Where Discord's API is unless `api_url` says otherwise.
 const API_URL: &str = "https://discord.com/api/v10";
@@ -47,7 +47,7 @@ impl PlatformTable for RawDiscord {
         self.allow_unmapped
     }
 
-    fn check(self, secrets: &Secrets<'_>) -> Result<Self::Platform, Invalid> {
+    fn check(self, secrets: &SecretReader<'_>) -> Result<Self::Platform, Invalid> {
         let hex =
             self.public_key.len() == 64 && self.public_key.chars().all(|ch| ch.is_ascii_hexdigit());
         if !hex {

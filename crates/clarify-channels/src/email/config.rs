@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Email;
-use crate::config::{Invalid, PlatformTable, Secrets, url};
+use crate::config::{Invalid, PlatformTable, SecretReader, url};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -37,7 +37,7 @@ impl PlatformTable for RawEmail {
         &self.name
     }
 
-    fn check(self, secrets: &Secrets<'_>) -> Result<Self::Platform, Invalid> {
+    fn check(self, secrets: &SecretReader<'_>) -> Result<Self::Platform, Invalid> {
         address("from", &self.from)?;
         for a in &self.to {
             address("to", a)?;

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{API_URL, CERTS_URL, GoogleChat, ServiceAccount, TOKEN_URL};
-use crate::config::{Id, Invalid, PlatformTable, Secrets, WEB, nonempty, url};
+use crate::config::{Id, Invalid, PlatformTable, SecretReader, WEB, nonempty, url};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -49,7 +49,7 @@ impl PlatformTable for RawGoogleChat {
         self.allow_unmapped
     }
 
-    fn check(self, secrets: &Secrets<'_>) -> Result<Self::Platform, Invalid> {
+    fn check(self, secrets: &SecretReader<'_>) -> Result<Self::Platform, Invalid> {
         let (key, text) = match (self.credentials_file, self.credentials_json_env) {
             (Some(_), Some(_)) => {
                 return Err(Invalid::new(

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Mattermost;
-use crate::config::{Invalid, PlatformTable, Secrets, WEB, nonempty, url};
+use crate::config::{Invalid, PlatformTable, SecretReader, WEB, nonempty, url};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -41,7 +41,7 @@ impl PlatformTable for RawMattermost {
         self.allow_unmapped
     }
 
-    fn check(self, secrets: &Secrets<'_>) -> Result<Self::Platform, Invalid> {
+    fn check(self, secrets: &SecretReader<'_>) -> Result<Self::Platform, Invalid> {
         Ok(Mattermost {
             url: url("url", Some(self.url), "", &WEB)?,
             bot_token: secrets.required(

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Ntfy;
-use crate::config::{Invalid, PlatformTable, Secrets, WEB, nonempty, url};
+use crate::config::{Invalid, PlatformTable, SecretReader, WEB, nonempty, url};
 
 /// The public ntfy server, unless `url` names your own.
 const URL: &str = "https://ntfy.sh";
@@ -35,7 +35,7 @@ impl PlatformTable for RawNtfy {
         &self.name
     }
 
-    fn check(self, secrets: &Secrets<'_>) -> Result<Self::Platform, Invalid> {
+    fn check(self, secrets: &SecretReader<'_>) -> Result<Self::Platform, Invalid> {
         Ok(Ntfy {
             url: url("url", self.url, URL, &WEB)?,
             topic: nonempty("topic", self.topic)?,

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Slack;
-use crate::config::{Invalid, PlatformTable, Secrets, WEB, nonempty, url};
+use crate::config::{Invalid, PlatformTable, SecretReader, WEB, nonempty, url};
 
 /// Where Slack's Web API is unless `api_url` says otherwise.
 const API_URL: &str = "https://slack.com/api";
@@ -63,7 +63,7 @@ impl PlatformTable for RawSlack {
         self.allow_unmapped
     }
 
-    fn check(self, secrets: &Secrets<'_>) -> Result<Self::Platform, Invalid> {
+    fn check(self, secrets: &SecretReader<'_>) -> Result<Self::Platform, Invalid> {
         let app_token = secrets.optional(
             "app_token",
             self.app_token,

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Conversation, OPENID_URL, Teams, token_url};
-use crate::config::{Invalid, PlatformTable, Secrets, WEB, nonempty, url};
+use crate::config::{Invalid, PlatformTable, SecretReader, WEB, nonempty, url};
 
 /// Microsoft's sign-in host; the default `login_url` is the tenant's token endpoint on it.
 const LOGIN: &str = "https://login.microsoftonline.com";
@@ -57,7 +57,7 @@ impl PlatformTable for RawTeams {
         self.allow_unmapped
     }
 
-    fn check(self, secrets: &Secrets<'_>) -> Result<Self::Platform, Invalid> {
+    fn check(self, secrets: &SecretReader<'_>) -> Result<Self::Platform, Invalid> {
         let conversation = match (self.service_url, self.conversation_id) {
             (Some(service), Some(id)) => Some(Conversation {
                 service_url: url("service_url", Some(service), "", &WEB)?

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Telegram;
-use crate::config::{Id, Invalid, PlatformTable, Secrets, WEB, nonempty, url};
+use crate::config::{Id, Invalid, PlatformTable, SecretReader, WEB, nonempty, url};
 
 /// Where the Bot API is unless `api_url` says otherwise.
 const API_URL: &str = "https://api.telegram.org";
@@ -66,7 +66,7 @@ impl PlatformTable for RawTelegram {
         self.allow_unmapped
     }
 
-    fn check(self, secrets: &Secrets<'_>) -> Result<Self::Platform, Invalid> {
+    fn check(self, secrets: &SecretReader<'_>) -> Result<Self::Platform, Invalid> {
         let webhook_secret = secrets.optional(
             "webhook_secret",
             self.webhook_secret,

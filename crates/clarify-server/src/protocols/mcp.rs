@@ -43,13 +43,13 @@ pub(crate) fn routes(state: &AppState) -> Router<AppState> {
     let mut options = state.config.mcp.clone();
     options.max_body = state.config.body_limit;
     let service = clarify_mcp::http_service(store, options, state.shutdown.clone());
-    let gate = Gate {
+    let admission = McpAccess {
         state: state.clone(),
         sessions: Arc::new(Sessions::default()),
     };
     Router::new()
         .route_service("/mcp", service)
-        .route_layer(axum::middleware::from_fn_with_state(gate, admit))
+        .route_layer(axum::middleware::from_fn_with_state(admission, admit))
 }
 
 /// Tells this instance's event streams, webhook worker and metrics about changes made through
@@ -83,8 +83,9 @@ impl Observer for Changes {
     }
 }
 
+/// Who may use `/mcp`: a key of the instance, and for a session the key that opened it.
 #[derive(Debug, Clone)]
-struct Gate {
+struct McpAccess {
     state: AppState,
     sessions: Arc<Sessions>,
 }
@@ -117,31 +118,35 @@ impl Sessions {
     }
 }
 
-async fn admit(State(gate): State<Gate>, request: Request, next: Next) -> Response {
-    match authorize(&gate, request, next).await {
+async fn admit(State(admission): State<McpAccess>, request: Request, next: Next) -> Response {
+    match authorize(&admission, request, next).await {
         Ok(response) => response,
         Err(e) => e.into_response(),
     }
 }
 
-async fn authorize(gate: &Gate, request: Request, next: Next) -> Result<Response, ApiError> {
+async fn authorize(
+    admission: &McpAccess,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
     let (mut parts, body) = request.into_parts();
     if !parts.headers.contains_key(header::AUTHORIZATION) {
         return Err(ApiError::unauthorized(
             "/mcp needs `Authorization: Bearer <key>` with an agent key (create one with `clarify keys create --role agent`)",
         ));
     }
-    let caller = Caller::from_request_parts(&mut parts, &gate.state).await?;
+    let caller = Caller::from_request_parts(&mut parts, &admission.state).await?;
     caller.must_ask()?;
     // Held until the response's body ends: an `ask_human` call waits inside it.
-    let permit = gate.state.waiter()?;
+    let permit = admission.state.waiter()?;
     let session = parts
         .headers
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     if let Some(id) = &session
-        && !gate.sessions.admits(id, &caller.key.id)
+        && !admission.sessions.admits(id, &caller.key.id)
     {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -163,10 +168,10 @@ async fn authorize(gate: &Gate, request: Request, next: Next) -> Result<Response
                 .get(SESSION_HEADER)
                 .and_then(|v| v.to_str().ok())
             {
-                gate.sessions.open(id, &caller.key.id);
+                admission.sessions.open(id, &caller.key.id);
             }
         }
-        Some(id) if closing && response.status().is_success() => gate.sessions.close(id),
+        Some(id) if closing && response.status().is_success() => admission.sessions.close(id),
         Some(_) => {}
     }
     Ok(response.map(|body| {

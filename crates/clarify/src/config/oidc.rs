@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Fail;
-use super::secrets::Secrets;
+use super::secrets::TableSecrets;
 
 /// `[oidc]`: signing people in to the inbox through an OpenID Connect provider, with the
 /// authorization code flow and PKCE. Register clarify at the provider as a web application with
@@ -90,7 +90,7 @@ impl RawOidc {
         env: &dyn Fn(&str) -> Option<String>,
         fail: Fail<'_>,
     ) -> Result<clarify_server::state::OidcConfig, String> {
-        let secrets = Secrets {
+        let secrets = TableSecrets {
             at: "oidc",
             env,
             fail,

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Fail;
-use super::secrets::Secrets;
+use super::secrets::TableSecrets;
 
 /// `[push]`: the VAPID key pair (RFC 8292) Web Push notifications are signed with, and the
 /// contact push services may write to.
@@ -33,7 +33,7 @@ impl RawPush {
         env: &dyn Fn(&str) -> Option<String>,
         fail: Fail<'_>,
     ) -> Result<clarify_server::state::push::PushConfig, String> {
-        let secrets = Secrets {
+        let secrets = TableSecrets {
             at: "push",
             env,
             fail,

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Fail;
-use super::secrets::Secrets;
+use super::secrets::TableSecrets;
 
 /// `[receipts]`: the Ed25519 key receipts are signed with, and how long a retired key stays
 /// published at `/.well-known/jwks.json`.
@@ -32,7 +32,7 @@ impl RawReceipts {
         env: &dyn Fn(&str) -> Option<String>,
         fail: Fail<'_>,
     ) -> Result<clarify_server::state::receipts::ReceiptsConfig, String> {
-        let secrets = Secrets {
+        let secrets = TableSecrets {
             at: "receipts",
             env,
             fail,

@@ -2,7 +2,7 @@
 //! variable (`bot_token_env = "SLACK_BOT_TOKEN"`) or as the path of a file holding it
 //! (`bot_token_file = "/run/secrets/slack"`), and the type that keeps it from being printed.
 //!
-//! The reading itself is the channels' ([`clarify_channels::config::Secrets`]), so a secret in
+//! The reading itself is the channels' ([`clarify_channels::config::SecretReader`]), so a secret in
 //! `[oidc]` or `[push]` is given exactly as one in `[[channels]]`; this module names the table
 //! in its failures and wraps the value in [`Secret`].
 
@@ -27,13 +27,13 @@ impl std::fmt::Debug for Secret {
 /// Reads the secret `key` of the table at `at`: its value, the environment variable `<key>_env`
 /// names, or the file `<key>_file` names; two at once is an error, and so is a named variable
 /// that is unset or empty, or a named file that cannot be read or is empty.
-pub(super) struct Secrets<'a> {
+pub(super) struct TableSecrets<'a> {
     pub(super) at: &'a str,
     pub(super) env: &'a dyn Fn(&str) -> Option<String>,
     pub(super) fail: Fail<'a>,
 }
 
-impl Secrets<'_> {
+impl TableSecrets<'_> {
     pub(super) fn optional(
         &self,
         key: &str,
@@ -60,8 +60,8 @@ impl Secrets<'_> {
             .map_err(|e| self.failed(e))
     }
 
-    fn reader(&self) -> clarify_channels::config::Secrets<'_> {
-        clarify_channels::config::Secrets { env: self.env }
+    fn reader(&self) -> clarify_channels::config::SecretReader<'_> {
+        clarify_channels::config::SecretReader { env: self.env }
     }
 
     fn failed(&self, e: clarify_channels::config::Invalid) -> String {

@@ -8,7 +8,7 @@
 //!
 //! A task is a clarify request ([`tasks`]): its id is the request id and its context the
 //! request's `session`, so a task outlives a restart and every instance sees it alike. Its
-//! push configuration ([`push`]) makes the request's `callback_url`, so the webhook outbox
+//! push configuration ([`callbacks`]) makes the request's `callback_url`, so the webhook outbox
 //! delivers its resolution, durably and through the outbound guard, as an A2A notification.
 //! Like `/mcp`, every call needs `Authorization: Bearer <key>` of an agent or admin key and
 //! works in that key's tenant; a wait (a blocking `SendMessage`, a stream) holds one of the
@@ -17,8 +17,8 @@
 //! The JSON-RPC envelope is read here by hand, not by a JSON-RPC crate: it is one object with
 //! four members, and the errors must carry A2A's codes and `ErrorInfo` details.
 
+mod callbacks;
 mod card;
-mod push;
 mod tasks;
 
 use axum::Router;
@@ -409,10 +409,10 @@ async fn call(
         Method::Get => tasks::get(call).await,
         Method::Cancel => tasks::cancel(call).await,
         Method::Subscribe => tasks::subscribe(call).await,
-        Method::PushCreate => push::create(call).await,
-        Method::PushGet => push::get(call).await,
-        Method::PushList => push::list(call).await,
-        Method::PushDelete => push::delete(call).await,
+        Method::PushCreate => callbacks::create(call).await,
+        Method::PushGet => callbacks::get(call).await,
+        Method::PushList => callbacks::list(call).await,
+        Method::PushDelete => callbacks::delete(call).await,
         Method::List => Err(RpcError::unsupported(
             "ListTasks is not served; list requests with GET /v1/requests?session=<contextId>",
         )),

@@ -21,7 +21,7 @@ use futures_util::StreamExt;
 use futures_util::stream;
 use serde_json::{Map, Value, json};
 
-use super::push::{self, Given};
+use super::callbacks::{self, Given};
 use super::{
     CONTENT_TYPE_NOT_SUPPORTED, Call, RpcError, TASK_NOT_CANCELABLE, kind, result, string,
 };
@@ -68,7 +68,7 @@ pub(super) async fn send(call: Call, stream: bool) -> Result<Response, RpcError>
     } else {
         None
     };
-    let given_push = push::inline(&configuration, call.version)?;
+    let given_push = callbacks::inline(&configuration, call.version)?;
     let body = request_body(message, given_push.as_ref())?;
     let request = clarify_core::parse_request(&Value::Object(body), &call.state.config.limits)
         .map_err(|e| RpcError::params(format!("the request: {e}")))?;
@@ -97,7 +97,7 @@ pub(super) async fn send(call: Call, stream: bool) -> Result<Response, RpcError>
         call.state.changed(&record);
     }
     if let Some(given) = given_push {
-        push::keep(&call, &record.id, given).await?;
+        callbacks::keep(&call, &record.id, given).await?;
     }
     let _held = match (stream, permit) {
         (true, Some(permit)) => return Ok(events(call, record, permit)),
