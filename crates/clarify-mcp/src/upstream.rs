@@ -1,8 +1,8 @@
 //! Where requests go: a store opened in this process, or a clarify server over HTTP.
 //!
 //! Both take the same raw tool arguments and give back the same outcome, the wire's
-//! [`OutcomeBody`] (a store's made as the server makes it), so the tools do not care which one
-//! they talk to. On a store, the arguments enter the domain through
+//! [`OutcomeBody`] (on a store, made from the stored outcome as the server makes it), so the
+//! tools do not care which one they talk to. On a store, the arguments enter the domain through
 //! [`clarify_core::parse_request`] here; on a server, the server does exactly that with its own
 //! limits (a server may allow more options than the default), and its refusal comes back with
 //! the same message.
