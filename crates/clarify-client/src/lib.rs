@@ -1,9 +1,10 @@
 //! A typed HTTP client for a clarify server.
 //!
 //! Used by the `clarify` command's client commands, by the MCP server's remote mode, and by Rust
-//! agents that talk to a server rather than opening a store. Records and outcomes are kept as the
-//! JSON the server sent (`serde_json::Value`) plus typed accessors, so a newer server's extra
-//! fields pass through untouched.
+//! agents that talk to a server rather than opening a store. Records and outcomes are read into
+//! the types the server writes them from ([`clarify_model::wire`], re-exported here as [`wire`]),
+//! which keep the fields they do not know, so a newer server's extra fields pass through
+//! untouched.
 //!
 //! Grants (`session` and `always` approvals remembered by the server) are checked, listed and
 //! revoked with [`Client::check_grant`], [`Client::grants`] and [`Client::revoke_grant`].
@@ -15,7 +16,8 @@ pub mod http;
 
 use std::time::Duration;
 
-use clarify_core::{Limits, NewRequest};
+pub use clarify_model::wire::{self, OutcomeBody, RecordBody};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// What went wrong talking to the server.
@@ -37,7 +39,7 @@ pub enum ClientError {
         code: String,
         message: String,
         /// On `409 already_resolved`: the request as resolved first.
-        record: Option<Box<Record>>,
+        record: Option<Box<RecordBody>>,
     },
     #[error("the server sent something unexpected: {0}")]
     Protocol(String),
@@ -53,87 +55,12 @@ impl ClientError {
     }
 }
 
-/// A request as the server returns it.
+/// What an answer came to: the outcome, or, on a quorum request still short of its approvals,
+/// the request with the vote counted (`202`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Record(pub Value);
-
-impl Record {
-    pub fn id(&self) -> &str {
-        self.0["id"].as_str().unwrap_or_default()
-    }
-
-    pub fn status(&self) -> &str {
-        self.0["status"].as_str().unwrap_or_default()
-    }
-
-    pub fn is_resolved(&self) -> bool {
-        !matches!(self.status(), "pending" | "")
-    }
-
-    /// The outcome, once resolved.
-    pub fn outcome(&self) -> Option<&Value> {
-        self.0.get("outcome").filter(|o| !o.is_null())
-    }
-
-    /// Who resolved it, when someone did.
-    pub fn answered_by(&self) -> Option<&str> {
-        self.0["answered_by"].as_str()
-    }
-
-    /// One line naming what is asked.
-    pub fn summary(&self) -> &str {
-        self.0["summary"].as_str().unwrap_or_default()
-    }
-
-    /// The display blocks, as the server shows them: an image block has its `url` instead of
-    /// its data (the data is read from there), and is kept here with its alt text. A block this
-    /// client cannot read is left out.
-    pub fn display(&self) -> Vec<clarify_core::display::Block> {
-        use clarify_core::display::{Block, Content};
-        self.0["display"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|b| match b["type"].as_str() {
-                Some("image") => Some(Block::new(
-                    b["title"].as_str().map(str::to_owned),
-                    Content::Image {
-                        data: String::new(),
-                        alt: b["alt"].as_str().unwrap_or_default().to_owned(),
-                    },
-                )),
-                _ => serde_json::from_value(b.clone()).ok(),
-            })
-            .collect()
-    }
-
-    /// The request as core validates it, for typed replies and answer checks on the client
-    /// side. Records are in canonical form, which parses back to the same request.
-    pub fn request(&self) -> Result<NewRequest, ClientError> {
-        let mut canonical = serde_json::Map::new();
-        for field in [
-            "questions",
-            "context",
-            "session",
-            "agent",
-            "tags",
-            "tool_call_id",
-            "allow_skip",
-            "responders",
-        ] {
-            if let Some(v) = self.0.get(field).filter(|v| !v.is_null()) {
-                canonical.insert(field.to_owned(), v.clone());
-            }
-        }
-        canonical.insert("timeout_seconds".to_owned(), Value::from(0));
-        let limits = Limits::new(Limits::MAX_OPTIONS_CEILING, Limits::DEFAULT_TIMEOUT_SECONDS)
-            .unwrap_or_default();
-        clarify_core::parse_request(&Value::Object(canonical), &limits).map_err(|e| {
-            ClientError::Protocol(format!(
-                "the server sent a request this client cannot read: {e}"
-            ))
-        })
-    }
+pub enum Answered {
+    Resolved(Box<OutcomeBody>),
+    Voted(Box<RecordBody>),
 }
 
 /// Filters of a list call.
@@ -150,7 +77,7 @@ pub struct ListFilter {
 /// One page of requests, newest first.
 #[derive(Debug, Clone)]
 pub struct Page {
-    pub requests: Vec<Record>,
+    pub requests: Vec<RecordBody>,
     pub next_cursor: Option<String>,
 }
 
@@ -193,11 +120,11 @@ impl Client {
 
     /// Creates a request from any accepted body shape; returns the record and whether it is new
     /// (false when an idempotency key or `dedupe` returned an existing one).
-    pub async fn create(&self, body: &Value) -> Result<(Record, bool), ClientError> {
+    pub async fn create(&self, body: &Value) -> Result<(RecordBody, bool), ClientError> {
         let (status, value) = self
             .send(reqwest::Method::POST, "/v1/requests", &[], Some(body), None)
             .await?;
-        Ok((Record(value), status == 201))
+        Ok((read(value)?, status == 201))
     }
 
     /// Creates a request like [`Client::create`], and survives the server going away after the
@@ -211,7 +138,7 @@ impl Client {
         body: &Value,
         within: Duration,
         mut on_retry: impl FnMut(&ClientError),
-    ) -> Result<(Record, bool), ClientError> {
+    ) -> Result<(RecordBody, bool), ClientError> {
         let mut body = body.clone();
         if let Some(fields) = body.as_object_mut()
             && fields.get("idempotency_key").is_none_or(Value::is_null)
@@ -256,13 +183,13 @@ impl Client {
         Ok(body["name"].as_str().unwrap_or_default().to_owned())
     }
 
-    pub async fn get(&self, id: &str) -> Result<Record, ClientError> {
+    pub async fn get(&self, id: &str) -> Result<RecordBody, ClientError> {
         let path = format!("/v1/requests/{}", segment(id));
-        Ok(Record(
+        read(
             self.send(reqwest::Method::GET, &path, &[], None, None)
                 .await?
                 .1,
-        ))
+        )
     }
 
     pub async fn list(&self, filter: &ListFilter) -> Result<Page, ClientError> {
@@ -284,16 +211,15 @@ impl Client {
         let (_, value) = self
             .send(reqwest::Method::GET, "/v1/requests", &query, None, None)
             .await?;
-        let requests = value["requests"]
-            .as_array()
-            .ok_or_else(|| ClientError::Protocol("a list without `requests`".to_owned()))?
-            .iter()
-            .cloned()
-            .map(Record)
-            .collect();
+        #[derive(serde::Deserialize)]
+        struct PageBody {
+            requests: Vec<RecordBody>,
+            next_cursor: Option<String>,
+        }
+        let page: PageBody = read(value)?;
         Ok(Page {
-            requests,
-            next_cursor: value["next_cursor"].as_str().map(str::to_owned),
+            requests: page.requests,
+            next_cursor: page.next_cursor,
         })
     }
 
@@ -324,13 +250,18 @@ impl Client {
         Ok(body)
     }
 
-    /// Answers (or skips, with `{"skip": true}`) a request; returns the outcome.
-    pub async fn answer(&self, id: &str, body: &Value) -> Result<Value, ClientError> {
+    /// Answers (or skips, with `{"skip": true}`) a request: its outcome, or on a quorum
+    /// request still short of its approvals, the request with the vote counted.
+    pub async fn answer(&self, id: &str, body: &Value) -> Result<Answered, ClientError> {
         let path = format!("/v1/requests/{}/answer", segment(id));
-        Ok(self
+        let (status, value) = self
             .send(reqwest::Method::POST, &path, &[], Some(body), None)
-            .await?
-            .1)
+            .await?;
+        Ok(if status == 202 {
+            Answered::Voted(Box::new(read(value)?))
+        } else {
+            Answered::Resolved(Box::new(read(value)?))
+        })
     }
 
     /// Records the answer (or skip) this key's MCP client took from its user for a request this
@@ -341,11 +272,11 @@ impl Client {
         id: &str,
         token: &str,
         body: &Value,
-    ) -> Result<Value, ClientError> {
+    ) -> Result<OutcomeBody, ClientError> {
         let path = format!("/v1/requests/{}/client-answer", segment(id));
         let headers = [("x-clarify-client-answer", token)];
-        Ok(self
-            .send_with(
+        read(
+            self.send_with(
                 reqwest::Method::POST,
                 &path,
                 &[],
@@ -354,30 +285,31 @@ impl Client {
                 None,
             )
             .await?
-            .1)
+            .1,
+        )
     }
 
-    pub async fn cancel(&self, id: &str) -> Result<Record, ClientError> {
+    pub async fn cancel(&self, id: &str) -> Result<RecordBody, ClientError> {
         let path = format!("/v1/requests/{}/cancel", segment(id));
         let empty = Value::Object(serde_json::Map::new());
-        Ok(Record(
+        read(
             self.send(reqwest::Method::POST, &path, &[], Some(&empty), None)
                 .await?
                 .1,
-        ))
+        )
     }
 
     /// One long-poll: the record once resolved, or still pending after `seconds` (at most 60).
-    pub async fn wait(&self, id: &str, seconds: u64) -> Result<Record, ClientError> {
+    pub async fn wait(&self, id: &str, seconds: u64) -> Result<RecordBody, ClientError> {
         let path = format!("/v1/requests/{}/wait", segment(id));
         let seconds = seconds.min(60);
         let query = [("timeout_seconds", seconds.to_string())];
         let timeout = Duration::from_secs(seconds + 15);
-        Ok(Record(
+        read(
             self.send(reqwest::Method::GET, &path, &query, None, Some(timeout))
                 .await?
                 .1,
-        ))
+        )
     }
 
     /// Long-polls until the request is resolved, reconnecting with backoff (up to 5 s apart)
@@ -386,7 +318,7 @@ impl Client {
         &self,
         id: &str,
         mut on_retry: impl FnMut(&ClientError),
-    ) -> Result<Record, ClientError> {
+    ) -> Result<RecordBody, ClientError> {
         let mut backoff = Duration::from_millis(200);
         loop {
             match self.wait(id, 60).await {
@@ -533,11 +465,12 @@ impl Client {
                 message.push_str(" (create one with `clarify keys create`)");
             }
         }
+        // The record a conflict carries is a courtesy: one this client cannot read is left out.
         let record = value
             .get("record")
             .filter(|r| r.is_object())
-            .cloned()
-            .map(|r| Box::new(Record(r)));
+            .and_then(|r| serde_json::from_value(r.clone()).ok())
+            .map(Box::new);
         Err(ClientError::Api {
             status,
             code,
@@ -563,6 +496,15 @@ impl Client {
 }
 
 const TIMED_OUT: &str = "timed out";
+
+/// A body the server sent, read into the type it is written from.
+fn read<T: DeserializeOwned>(value: Value) -> Result<T, ClientError> {
+    serde_json::from_value(value).map_err(|e| {
+        ClientError::Protocol(format!(
+            "the server sent a body this client cannot read: {e}"
+        ))
+    })
+}
 
 fn unreachable_message(url: &str, detail: &str, sent: bool) -> String {
     if sent && detail == TIMED_OUT {

@@ -11,10 +11,9 @@
 
 use std::path::PathBuf;
 
-use clarify_client::{Client, ClientError, Record};
+use clarify_client::{Client, ClientError, OutcomeBody, RecordBody};
 use clarify_core::policy::{
-    ApprovalReply, ApprovalSpec, Policy, PolicyDecision, Refusal, Verdict, approval_action,
-    edited_result, settle,
+    ApprovalSpec, Policy, PolicyDecision, Refusal, Verdict, approval_action, edited_result, settle,
 };
 use clarify_core::tool::NAME as ASK_HUMAN;
 use clarify_core::transcript::{Message, ToolCall};
@@ -206,7 +205,7 @@ impl Agent {
             }
         };
         let record = self.wait(&id).await?;
-        let outcome = outcome_of(&record)?;
+        let outcome = json_of(outcome_of(&record)?);
         self.state
             .transcript
             .record_resolved(&id, outcome.clone())?;
@@ -291,15 +290,13 @@ impl Agent {
     /// Creates a request for `call`, records it, and says where to answer it.
     async fn raise(&mut self, call: &ToolCall, body: &Value) -> Result<String, AgentError> {
         let (record, created) = self.clarify.create(body).await?;
-        let id = record.id().to_owned();
+        let id = record.id.clone();
         self.state
             .transcript
-            .record_asked(&call.id, &id, record.0.clone())?;
+            .record_asked(&call.id, &id, json_of(&record))?;
         self.save()?;
-        let text = record.0["questions"][0]["text"]
-            .as_str()
-            .unwrap_or_default();
-        let link = record.0["answer_url"].as_str().unwrap_or("the inbox");
+        let text = record.questions.first().map_or("", |q| q.text.as_str());
+        let link = record.answer_url.as_deref().unwrap_or("the inbox");
         let again = if created {
             ""
         } else {
@@ -310,7 +307,7 @@ impl Agent {
     }
 
     /// Waits, as long as it takes, for request `id` to resolve.
-    async fn wait(&self, id: &str) -> Result<Record, AgentError> {
+    async fn wait(&self, id: &str) -> Result<RecordBody, AgentError> {
         eprintln!("waiting for the answer to request {id}");
         Ok(self
             .clarify
@@ -322,13 +319,19 @@ impl Agent {
     async fn settle(&mut self, id: &str) -> Result<Verdict, AgentError> {
         let record = self.wait(id).await?;
         let outcome = outcome_of(&record)?;
-        let request = record.request()?;
+        let request = record.request().map_err(|e| {
+            ClientError::Protocol(format!(
+                "the server sent a request this agent cannot read: {e}"
+            ))
+        })?;
         let action = approval_action(&request).ok_or_else(|| {
             ClientError::Protocol(format!("request {id} is not an approval request"))
         })?;
-        let reply = ApprovalReply::from_json(&outcome)?;
+        let reply = outcome.approval()?;
         let verdict = settle(action, request.session.as_deref(), &reply);
-        self.state.transcript.record_resolved(id, outcome)?;
+        self.state
+            .transcript
+            .record_resolved(id, json_of(outcome))?;
         self.save()?;
         Ok(verdict)
     }
@@ -344,13 +347,19 @@ fn final_text(state: &State) -> Option<String> {
     }
 }
 
-fn outcome_of(record: &Record) -> Result<Value, AgentError> {
-    record.outcome().cloned().ok_or_else(|| {
+fn outcome_of(record: &RecordBody) -> Result<&OutcomeBody, AgentError> {
+    record.outcome.as_ref().ok_or_else(|| {
         AgentError::Clarify(ClientError::Protocol(format!(
             "request {} resolved without an outcome",
-            record.id()
+            record.id
         )))
     })
+}
+
+/// A record or outcome as the transcript keeps it and the model reads it: the JSON the server
+/// sent. The wire types always serialize.
+fn json_of<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or_default()
 }
 
 /// A tool result telling the model its call could not be carried out, and why.

@@ -36,9 +36,8 @@ use rmcp::service::PeerRequestOptions;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::json;
 
-use clarify_core::policy::{
-    ApprovalReply, ApprovalSpec, Policy, PolicyDecision, Refusal, Verdict, settle,
-};
+use clarify_client::OutcomeBody;
+use clarify_core::policy::{ApprovalSpec, Policy, PolicyDecision, Refusal, Verdict, settle};
 use clarify_core::{Action, Scope};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientConfig, ContentBlock,
@@ -398,14 +397,19 @@ impl Desk {
 }
 
 /// What a resolved form request answers the gated server.
-fn from_outcome(outcome: &Value) -> ElicitResult {
-    match outcome["status"].as_str() {
-        Some("answered") => {
+fn from_outcome(outcome: &OutcomeBody) -> ElicitResult {
+    match outcome.status.as_str() {
+        "answered" => {
             let mut result = ElicitResult::new(ElicitationAction::Accept);
-            result.content = Some(outcome["questions"][0]["answer"].clone());
+            result.content = Some(
+                outcome
+                    .questions
+                    .first()
+                    .map_or(Value::Null, |q| q.answer.clone()),
+            );
             result
         }
-        Some("skipped") => ElicitResult::new(ElicitationAction::Decline),
+        "skipped" => ElicitResult::new(ElicitationAction::Decline),
         _ => ElicitResult::new(ElicitationAction::Cancel),
     }
 }
@@ -548,9 +552,10 @@ impl Gate {
                 ));
             }
         };
-        let reply =
-            ApprovalReply::from_json(&outcome).map_err(|e| ToolError::Arguments(e.to_string()))?;
-        let receipt = outcome["receipt"].as_str().map(str::to_owned);
+        let reply = outcome
+            .approval()
+            .map_err(|e| ToolError::Arguments(e.to_string()))?;
+        let receipt = outcome.receipt;
         Ok(match settle(action, None, &reply) {
             Verdict::Run { arguments, .. } => Decided::Forward(arguments, receipt),
             Verdict::Refuse(refusal) => Decided::Refuse(refusal.reason),

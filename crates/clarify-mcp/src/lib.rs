@@ -48,6 +48,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use clarify_client::OutcomeBody;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, GetTaskParams,
     GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams,
@@ -157,7 +158,7 @@ struct Party {
 /// How a wait ended.
 #[derive(Debug)]
 enum Waited {
-    Resolved(Value),
+    Resolved(Box<OutcomeBody>),
     /// The wait's own deadline passed.
     Pending,
     /// The client cancelled the call or went away.
@@ -317,14 +318,16 @@ impl ClarifyMcp {
         waited: Waited,
     ) -> Result<CallToolResult, ToolError> {
         match waited {
-            Waited::Resolved(outcome) => Ok(tools::outcome(outcome)),
+            Waited::Resolved(outcome) => Ok(tools::outcome(&outcome)),
             Waited::Cancelled => {
                 tracing::info!(
                     id,
                     "the MCP client cancelled ask_human; cancelling the request"
                 );
-                let outcome = party.upstream.cancel(id, &party.actor).await?;
-                Ok(tools::outcome(outcome))
+                Ok(match party.upstream.cancel(id, &party.actor).await? {
+                    Some(outcome) => tools::outcome(&outcome),
+                    None => tools::pending(id, None),
+                })
             }
             Waited::ShuttingDown => Ok(tools::pending(id, Some(SHUTDOWN_NOTE))),
             Waited::Pending => Ok(tools::pending(id, None)),
@@ -357,7 +360,7 @@ impl ClarifyMcp {
         let snapshot = party.upstream.snapshot(&id).await?;
         let waited = match snapshot.outcome {
             // Another surface answered first: the client's answer is not needed.
-            Some(outcome) => Waited::Resolved(outcome),
+            Some(outcome) => Waited::Resolved(Box::new(outcome)),
             None => {
                 let surface = surface::ClientSurface::of(context);
                 let ask = self.client_ask(party, &id, surface).await?;
@@ -405,7 +408,7 @@ impl ClarifyMcp {
                 .wait(party, &args.request_id, None, Some(deadline), context)
                 .await?
             {
-                Waited::Resolved(outcome) => tools::outcome(outcome),
+                Waited::Resolved(outcome) => tools::outcome(&outcome),
                 Waited::ShuttingDown => tools::pending(&args.request_id, Some(SHUTDOWN_NOTE)),
                 Waited::Pending | Waited::Cancelled => tools::pending(&args.request_id, None),
             },
@@ -462,7 +465,7 @@ impl ClarifyMcp {
         id: &str,
         waited: Waited,
     ) -> Result<CallToolResult, ToolError> {
-        use clarify_core::policy::{ApprovalReply, Verdict, settle};
+        use clarify_core::policy::{Verdict, settle};
         let outcome = match waited {
             Waited::Resolved(outcome) => outcome,
             waited => {
@@ -477,8 +480,9 @@ impl ClarifyMcp {
                 ));
             }
         };
-        let reply =
-            ApprovalReply::from_json(&outcome).map_err(|e| ToolError::Arguments(e.to_string()))?;
+        let reply = outcome
+            .approval()
+            .map_err(|e| ToolError::Arguments(e.to_string()))?;
         Ok(match settle(action, None, &reply) {
             Verdict::Run { arguments, .. } => allow(&arguments),
             Verdict::Refuse(refusal) => deny(&refusal.reason),

@@ -21,6 +21,7 @@
 
 use std::collections::BTreeMap;
 
+use clarify_client::OutcomeBody;
 use clarify_core::NewRequest;
 use rmcp::model::{
     ClientResult, CustomNotification, ElicitRequestParams, ElicitResult, ElicitationAction,
@@ -227,7 +228,7 @@ impl ClarifyMcp {
         ask: &ClientAsk,
         context: &RequestContext<RoleServer>,
         withdraw: CancellationToken,
-    ) -> Option<Value> {
+    ) -> Option<Box<OutcomeBody>> {
         let mut note: Option<String> = None;
         for _ in 0..MAX_ROUNDS {
             let params = ask.params(id, note.as_deref(), true)?;
@@ -352,7 +353,7 @@ impl ClarifyMcp {
 #[derive(Debug)]
 pub(crate) enum Taken {
     /// The request is resolved (by this answer or an earlier one): the outcome.
-    Resolved(Value),
+    Resolved(Box<OutcomeBody>),
     /// The answer did not fit; the request stays pending.
     Misfit(String),
     /// Nothing was decided (dismissed, declined where nothing follows, or a link).

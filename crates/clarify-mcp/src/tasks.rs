@@ -223,11 +223,11 @@ fn task(id: &str, snapshot: &Snapshot) -> DetailedTask {
     match (&snapshot.outcome, snapshot.status) {
         (None, _) => DetailedTask::new(base.with_status_message(WAITING), TaskPayload::Working),
         (Some(outcome), Status::Cancelled) => {
-            let note = outcome["note"].as_str().unwrap_or("cancelled").to_owned();
+            let note = outcome.note.as_deref().unwrap_or("cancelled").to_owned();
             DetailedTask::new(base.with_status_message(note), TaskPayload::Cancelled)
         }
         (Some(outcome), _) => {
-            let result = tools::outcome(outcome.clone());
+            let result = tools::outcome(outcome);
             let result: JsonObject = match serde_json::to_value(&result) {
                 Ok(serde_json::Value::Object(map)) => map,
                 _ => JsonObject::new(),

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use clarify_client::wire::{OutcomeBody, QuestionOutcomeBody};
 use clarify_core::tool::{self, Format};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use serde::Serialize;
@@ -209,9 +210,9 @@ pub(crate) fn get_answer_args(args: &Value) -> Result<GetAnswer, ToolError> {
 }
 
 /// The result of a resolved request: the summary line, then the outcome JSON.
-pub(crate) fn outcome(outcome: Value) -> CallToolResult {
-    let line = summary(&outcome);
-    let mut result = CallToolResult::structured(outcome);
+pub(crate) fn outcome(outcome: &OutcomeBody) -> CallToolResult {
+    let line = summary(outcome);
+    let mut result = CallToolResult::structured(json(outcome));
     result.content.insert(0, ContentBlock::text(line));
     result
 }
@@ -257,33 +258,30 @@ pub(crate) fn error(e: &ToolError) -> CallToolResult {
 /// One line saying how a request was resolved: `answered by alice: Postgres`, or for several
 /// questions `answered by alice: q1: Postgres; q2: eu, us`; for a request nobody answered, its
 /// status and note.
-pub fn summary(outcome: &Value) -> String {
-    let status = outcome["status"].as_str().unwrap_or("resolved");
+pub fn summary(outcome: &OutcomeBody) -> String {
+    let status = outcome.status.as_str();
     if status != "answered" {
-        return match outcome["note"].as_str() {
+        return match &outcome.note {
             Some(note) => format!("{status}: {note}"),
             None => status.to_owned(),
         };
     }
-    let head = match outcome["answered_by"].as_str() {
+    let head = match &outcome.answered_by {
         Some(by) => format!("answered by {by}"),
         None => "answered".to_owned(),
     };
-    let questions = outcome["questions"]
-        .as_array()
-        .map_or(&[][..], Vec::as_slice);
-    let answers: Vec<String> = match questions {
+    let answers: Vec<String> = match outcome.questions.as_slice() {
         [one] => vec![answer_text(one)],
         many => many
             .iter()
-            .map(|q| format!("{}: {}", q["id"].as_str().unwrap_or("?"), answer_text(q)))
+            .map(|q| format!("{}: {}", q.id, answer_text(q)))
             .collect(),
     };
     format!("{head}: {}", answers.join("; "))
 }
 
-fn answer_text(question: &Value) -> String {
-    let mut text = match &question["answer"] {
+fn answer_text(question: &QuestionOutcomeBody) -> String {
+    let mut text = match &question.answer {
         Value::String(s) => s.clone(),
         Value::Array(items) => items
             .iter()
@@ -293,16 +291,20 @@ fn answer_text(question: &Value) -> String {
         Value::Null => "(no answer)".to_owned(),
         other => other.to_string(),
     };
-    if question["mode"] == "decision" {
-        match question["scope"].as_str() {
+    if question.mode.as_deref() == Some("decision") {
+        match question.scope.as_deref() {
             Some("session") => text.push_str(" for this session"),
             Some("always") => text.push_str(" always"),
             _ => {}
         }
-        if question["edited_arguments"].is_object() {
+        if question
+            .edited_arguments
+            .as_ref()
+            .is_some_and(Value::is_object)
+        {
             text.push_str(" with edited arguments");
         }
-        if let Some(reason) = question["reason"].as_str() {
+        if let Some(reason) = &question.reason {
             text.push_str(&format!(": {reason}"));
         }
     }

@@ -1,7 +1,8 @@
 //! Where requests go: a store opened in this process, or a clarify server over HTTP.
 //!
-//! Both take the same raw tool arguments and give back the same outcome JSON, so the tools do
-//! not care which one they talk to. On a store, the arguments enter the domain through
+//! Both take the same raw tool arguments and give back the same outcome, the wire's
+//! [`OutcomeBody`] (on a store, made from the stored outcome as the server makes it), so the
+//! tools do not care which one they talk to. On a store, the arguments enter the domain through
 //! [`clarify_core::parse_request`] here; on a server, the server does exactly that with its own
 //! limits (a server may allow more options than the default), and its refusal comes back with
 //! the same message.
@@ -12,7 +13,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clarify_client::{Client, ClientError, Record};
+use clarify_client::wire::parse_time;
+use clarify_client::{Client, ClientError, OutcomeBody, RecordBody};
 use clarify_core::{Limits, NewRequest};
 use clarify_store::{Actor, RequestRecord, ResolveError, Store};
 use serde_json::Value;
@@ -159,15 +161,15 @@ pub(crate) struct Snapshot {
     /// When it was resolved (the latest change), if it was.
     pub resolved_at: Option<chrono::DateTime<chrono::Utc>>,
     pub status: clarify_core::Status,
-    /// The outcome JSON, once resolved.
-    pub outcome: Option<Value>,
+    /// The outcome, once resolved.
+    pub outcome: Option<OutcomeBody>,
 }
 
 /// What answering through the MCP client came to.
 #[derive(Debug)]
 pub(crate) enum Answered {
     /// This answer resolved the request (or lost to an earlier one): the outcome.
-    Resolved(Value),
+    Resolved(Box<OutcomeBody>),
     /// The answer does not fit; the request stays pending.
     Invalid(String),
 }
@@ -175,8 +177,8 @@ pub(crate) enum Answered {
 /// Where a request stands.
 #[derive(Debug)]
 pub(crate) enum Polled {
-    /// Resolved: the outcome JSON.
-    Resolved(Value),
+    /// Resolved: the outcome.
+    Resolved(Box<OutcomeBody>),
     Pending,
 }
 
@@ -226,14 +228,14 @@ impl Upstream {
                     })
                     .await
                     .map_err(|e| ToolError::from_client(e, None))?;
-                if let Some(token) = record.0["client_answer_token"].as_str()
+                if let Some(token) = &record.client_answer_token
                     && let Ok(mut tokens) = remote.tokens.lock()
                 {
-                    tokens.insert(record.id().to_owned(), token.to_owned());
+                    tokens.insert(record.id.clone(), token.clone());
                 }
                 Ok(Opened {
-                    id: record.id().to_owned(),
                     timeout: remote_timeout(&record),
+                    id: record.id,
                 })
             }
         }
@@ -249,7 +251,7 @@ impl Upstream {
                     .await
                     .map_err(|err| ToolError::from_resolve(err, id))?;
                 Ok(match record.outcome() {
-                    Some(outcome) => Polled::Resolved(crate::tools::json(&outcome)),
+                    Some(outcome) => Polled::Resolved(Box::new(OutcomeBody::from(&outcome))),
                     None => Polled::Pending,
                 })
             }
@@ -262,10 +264,10 @@ impl Upstream {
                     client.wait(id, seconds).await
                 }
                 .map_err(|e| ToolError::from_client(e, Some(id)))?;
-                Ok(match record.outcome() {
+                Ok(match record.outcome {
                     Some(outcome) => {
                         remote.forget(id);
-                        Polled::Resolved(outcome.clone())
+                        Polled::Resolved(Box::new(outcome))
                     }
                     None => Polled::Pending,
                 })
@@ -275,7 +277,11 @@ impl Upstream {
 
     /// Cancels the request on behalf of `by`; the outcome it now has (someone else's, when
     /// another resolution came first).
-    pub(crate) async fn cancel(&self, id: &str, by: &str) -> Result<Value, ToolError> {
+    pub(crate) async fn cancel(
+        &self,
+        id: &str,
+        by: &str,
+    ) -> Result<Option<OutcomeBody>, ToolError> {
         match self {
             Self::Store(e) => {
                 let record = match e.store.cancel(&e.tenant, id, &e.actor(by)).await {
@@ -288,9 +294,7 @@ impl Upstream {
                     Err(ResolveError::AlreadyResolved(record)) => *record,
                     Err(err) => return Err(ToolError::from_resolve(err, id)),
                 };
-                Ok(record
-                    .outcome()
-                    .map_or(Value::Null, |o| crate::tools::json(&o)))
+                Ok(record.outcome().map(|o| OutcomeBody::from(&o)))
             }
             Self::Server(Remote { client, .. }) => {
                 let record = match client.cancel(id).await {
@@ -301,7 +305,7 @@ impl Upstream {
                     }) => *record,
                     Err(err) => return Err(ToolError::from_client(err, Some(id))),
                 };
-                Ok(record.outcome().cloned().unwrap_or(Value::Null))
+                Ok(record.outcome)
             }
         }
     }
@@ -318,7 +322,7 @@ impl Upstream {
                     .await?
                     .ok_or_else(|| ToolError::NotFound(id.to_owned()))?;
                 Ok(Snapshot {
-                    outcome: record.outcome().map(|o| crate::tools::json(&o)),
+                    outcome: record.outcome().map(|o| OutcomeBody::from(&o)),
                     resolved_at: record.resolution.as_ref().map(|r| r.resolved_at),
                     request: Arc::clone(&record.request),
                     created_at: record.created_at,
@@ -330,24 +334,20 @@ impl Upstream {
                     .get(id)
                     .await
                     .map_err(|e| ToolError::from_client(e, Some(id)))?;
-                let request = record
-                    .request()
-                    .map_err(|e| ToolError::Unreachable(e.to_string()))?;
-                let at = |field: &str| {
-                    record.0[field]
-                        .as_str()
-                        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-                        .map(|t| t.with_timezone(&chrono::Utc))
-                };
+                let request = record.request().map_err(|e| {
+                    ToolError::Unreachable(format!(
+                        "the server sent a request this client cannot read: {e}"
+                    ))
+                })?;
                 Ok(Snapshot {
                     request: Arc::new(request),
-                    created_at: at("created_at").unwrap_or_else(chrono::Utc::now),
-                    resolved_at: at("resolved_at"),
+                    created_at: parse_time(&record.created_at).unwrap_or_else(chrono::Utc::now),
+                    resolved_at: record.resolved_at.as_deref().and_then(parse_time),
                     status: record
-                        .status()
+                        .status
                         .parse()
                         .unwrap_or(clarify_core::Status::Pending),
-                    outcome: record.outcome().cloned(),
+                    outcome: record.outcome,
                 })
             }
         }
@@ -393,13 +393,14 @@ impl Upstream {
                     remote.forget(id);
                 }
                 return match answered {
-                    Ok(outcome) => Ok(Answered::Resolved(outcome)),
+                    Ok(outcome) => Ok(Answered::Resolved(Box::new(outcome))),
                     Err(ClientError::Api {
                         record: Some(record),
                         ..
-                    }) => Ok(Answered::Resolved(
-                        record.outcome().cloned().unwrap_or(Value::Null),
-                    )),
+                    }) => Ok(match record.outcome {
+                        Some(outcome) => Answered::Resolved(Box::new(outcome)),
+                        None => Answered::Invalid(format!("request {id} is {}", record.status)),
+                    }),
                     Err(ClientError::Api {
                         status: 422,
                         message,
@@ -428,7 +429,7 @@ impl Upstream {
             Err(err) => return Err(ToolError::from_resolve(err, id)),
         };
         Ok(match record.outcome() {
-            Some(outcome) => Answered::Resolved(crate::tools::json(&outcome)),
+            Some(outcome) => Answered::Resolved(Box::new(OutcomeBody::from(&outcome))),
             // A vote on a quorum request; such requests are never asked in the client.
             None => Answered::Invalid("the request is still waiting for other votes".to_owned()),
         })
@@ -438,11 +439,9 @@ impl Upstream {
     pub(crate) async fn answer_url(&self, id: &str) -> Option<String> {
         match self {
             Self::Store(e) => e.observer.as_ref().and_then(|o| o.answer_url(id)),
-            Self::Server(Remote { client, .. }) => client
-                .get(id)
-                .await
-                .ok()
-                .and_then(|r| r.0["answer_url"].as_str().map(str::to_owned)),
+            Self::Server(Remote { client, .. }) => {
+                client.get(id).await.ok().and_then(|r| r.answer_url)
+            }
         }
     }
 
@@ -511,11 +510,7 @@ impl Upstream {
 }
 
 /// A server record's time limit: from `created_at` to `expires_at`.
-fn remote_timeout(record: &Record) -> Option<Duration> {
-    let at = |field: &str| {
-        record.0[field]
-            .as_str()
-            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-    };
-    (at("expires_at")? - at("created_at")?).to_std().ok()
+fn remote_timeout(record: &RecordBody) -> Option<Duration> {
+    let expires_at = parse_time(record.expires_at.as_deref()?)?;
+    (expires_at - parse_time(&record.created_at)?).to_std().ok()
 }

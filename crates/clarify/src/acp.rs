@@ -344,7 +344,7 @@ impl Proxy {
             outcome = decided_in_clarify => {
                 // Only a person's answer competes with the editor: a request that expired, was
                 // skipped or was cancelled (also by this proxy stopping) leaves the prompt to it.
-                let outcome = outcome.flatten().filter(|o| o["status"] == "answered");
+                let outcome = outcome.flatten().filter(|o| o.status == "answered");
                 let verdict = decide::verdict_of(&call, outcome.as_ref(), &self.gate)
                     .unwrap_or_else(|e| Verdict::Ask { reason: format!("{e:#}") });
                 let result = result_for(&verdict, &options);
@@ -472,7 +472,7 @@ impl Proxy {
         shared.raising -= 1;
         match created {
             Ok((record, _)) => {
-                let id = record.id().to_owned();
+                let id = record.id;
                 shared.open_requests.insert(id.clone());
                 Some(id)
             }

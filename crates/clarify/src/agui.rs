@@ -149,7 +149,7 @@ pub async fn run(command: AguiCommand) -> anyhow::Result<ExitCode> {
                 .create(&body)
                 .await
                 .with_context(|| format!("asking interrupt {}", interrupt.id))?;
-            asked.push((interrupt, record.id().to_owned(), ask));
+            asked.push((interrupt, record.id, ask));
         }
         let requests: Vec<Value> = asked
             .iter()
@@ -166,7 +166,7 @@ pub async fn run(command: AguiCommand) -> anyhow::Result<ExitCode> {
             let record = clarify
                 .wait_resolved(id, |e| eprintln!("clarify: {e}; retrying"))
                 .await?;
-            let outcome = record.outcome().cloned().unwrap_or(Value::Null);
+            let outcome = serde_json::to_value(&record.outcome).unwrap_or(Value::Null);
             entries.push(clarify_core::agui::resume_entry(
                 &interrupt.id,
                 *ask,

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::Args;
-use clarify_client::{Client, ClientError, ListFilter, Record};
+use clarify_client::{Answered, Client, ClientError, ListFilter, RecordBody};
 use serde_json::{Value, json};
 
 use crate::duration::parse_duration;
@@ -102,12 +102,10 @@ pub async fn ask(args: AskArgs) -> anyhow::Result<ExitCode> {
     let (record, _) = client
         .create_retrying(&body, CREATE_RETRY_WINDOW, report_retry)
         .await?;
-    let id = record.id().to_owned();
-    let countdown = std::io::stderr().is_terminal().then(|| {
-        tokio::spawn(countdown(
-            record.0["expires_at"].as_str().map(str::to_owned),
-        ))
-    });
+    let id = record.id.clone();
+    let countdown = std::io::stderr()
+        .is_terminal()
+        .then(|| tokio::spawn(countdown(record.expires_at.clone())));
     let waited = tokio::select! {
         r = client.wait_resolved(&id, report_retry) => Some(r),
         _ = tokio::signal::ctrl_c() => None,
@@ -139,20 +137,21 @@ fn report_retry(e: &ClientError) {
 }
 
 /// Prints the outcome (answers, or JSON) and returns the exit code of its status.
-fn print_outcome(record: &Record, as_json: bool) -> anyhow::Result<ExitCode> {
+fn print_outcome(record: &RecordBody, as_json: bool) -> anyhow::Result<ExitCode> {
     let outcome = record
-        .outcome()
+        .outcome
+        .as_ref()
         .context("the server returned a resolved request without an outcome")?;
     if as_json {
         println!("{}", serde_json::to_string_pretty(outcome)?);
-    } else if record.status() == "answered" {
+    } else if record.status == "answered" {
         for line in render::answer_lines(outcome) {
             println!("{line}");
         }
     } else {
         eprintln!("clarify: {}", render::status_sentence(record));
     }
-    Ok(match record.status() {
+    Ok(match record.status.as_str() {
         "answered" => ExitCode::SUCCESS,
         "skipped" => ExitCode::from(EXIT_SKIPPED),
         "expired" => ExitCode::from(EXIT_EXPIRED),
@@ -164,8 +163,8 @@ fn print_outcome(record: &Record, as_json: bool) -> anyhow::Result<ExitCode> {
 /// Prints the time left on stderr, once a second, while the person has not answered.
 async fn countdown(expires_at: Option<String>) {
     let deadline = expires_at
-        .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
-        .map(|t| t.with_timezone(&chrono::Utc));
+        .as_deref()
+        .and_then(clarify_client::wire::parse_time);
     let started = Instant::now();
     loop {
         let line = match deadline {
@@ -263,16 +262,14 @@ pub async fn answer(args: AnswerArgs) -> anyhow::Result<ExitCode> {
         a
     } else if let Some(o) = args.option.first() {
         // One option: `single`, or `multi` with one pick; the server tells them apart.
-        match client.get(&args.id).await?.0["questions"][0]["kind"].as_str() {
+        match first_kind(&client, &args.id).await?.as_deref() {
             Some("multi") => json!({"options": [o]}),
             _ => json!({"option": o}),
         }
     } else if let Some(o) = &args.other {
         // `other` answers a choice question only; the server's refusal would show the HTTP
         // body to send, so the flag to use instead is named here.
-        let kind = client.get(&args.id).await?.0["questions"][0]["kind"]
-            .as_str()
-            .map(str::to_owned);
+        let kind = first_kind(&client, &args.id).await?;
         if let Some(flags) = kind.as_deref().and_then(flags_for_kind) {
             anyhow::bail!(
                 "request {} is {flags}; --other is a choice question's own answer",
@@ -285,16 +282,28 @@ pub async fn answer(args: AnswerArgs) -> anyhow::Result<ExitCode> {
             "say how to answer: --option, --other, --text, --approve, --deny, --revise, --skip or --body"
         );
     };
-    let outcome = client.answer(&args.id, &body).await?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
-    } else if let Some(line) = render::quorum(&outcome).filter(|_| outcome["status"] == "pending") {
-        eprintln!("clarify: vote counted on request {}: {line}", args.id);
-    } else {
-        let status = outcome["status"].as_str().unwrap_or("resolved");
-        eprintln!("clarify: request {} is {status}", args.id);
+    match client.answer(&args.id, &body).await? {
+        Answered::Resolved(outcome) if args.json => {
+            println!("{}", serde_json::to_string_pretty(&outcome)?);
+        }
+        Answered::Voted(record) if args.json => {
+            println!("{}", serde_json::to_string_pretty(&record)?);
+        }
+        Answered::Voted(record) => match render::quorum(record.approvals_required, &record.votes) {
+            Some(line) => eprintln!("clarify: vote counted on request {}: {line}", args.id),
+            None => eprintln!("clarify: request {} is {}", args.id, record.status),
+        },
+        Answered::Resolved(outcome) => {
+            eprintln!("clarify: request {} is {}", args.id, outcome.status);
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The kind of request `id`'s first question (`single`, `multi`, `open`, ...).
+async fn first_kind(client: &Client, id: &str) -> anyhow::Result<Option<String>> {
+    let record = client.get(id).await?;
+    Ok(record.questions.into_iter().next().map(|q| q.kind))
 }
 
 /// How the CLI answers a question of `kind` that `--other` cannot answer.
@@ -346,7 +355,7 @@ pub async fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
         .await?;
     if args.json {
         for r in &page.requests {
-            println!("{}", serde_json::to_string(&r.0)?);
+            println!("{}", serde_json::to_string(r)?);
         }
     } else if page.requests.is_empty() {
         eprintln!("clarify: no requests");
@@ -371,7 +380,7 @@ pub struct ShowArgs {
 pub async fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let record = args.conn.client()?.get(&args.id).await?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&record.0)?);
+        println!("{}", serde_json::to_string_pretty(&record)?);
     } else {
         print!("{}", render::detail(&record));
     }

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-use clarify_client::{Client, ClientError, ListFilter, Record};
+use clarify_client::{Answered, Client, ClientError, ListFilter, RecordBody};
 use clarify_core::reply::{Reply, parse_reply};
 use clarify_core::{Answer, QuestionKind};
 use serde_json::{Map, Value, json};
@@ -52,9 +52,9 @@ pub async fn run(conn: Connection) -> anyhow::Result<ExitCode> {
     let mut waiting = 0usize;
     loop {
         let pending = oldest_pending(&client).await?;
-        let fresh: Vec<Record> = pending
+        let fresh: Vec<RecordBody> = pending
             .into_iter()
-            .filter(|r| seen.insert(r.id().to_owned()))
+            .filter(|r| seen.insert(r.id.clone()))
             .filter(|r| {
                 let voted = voted_by(r, &me);
                 waiting += usize::from(voted);
@@ -83,13 +83,11 @@ pub async fn run(conn: Connection) -> anyhow::Result<ExitCode> {
 }
 
 /// Whether `me` has voted on this (quorum) request.
-fn voted_by(record: &Record, me: &str) -> bool {
-    record.0["votes"]
-        .as_array()
-        .is_some_and(|votes| votes.iter().any(|v| v["by"] == me))
+fn voted_by(record: &RecordBody, me: &str) -> bool {
+    record.votes.iter().any(|v| v.by == me)
 }
 
-async fn oldest_pending(client: &Client) -> anyhow::Result<Vec<Record>> {
+async fn oldest_pending(client: &Client) -> anyhow::Result<Vec<RecordBody>> {
     let mut all = Vec::new();
     let mut cursor = None;
     loop {
@@ -111,8 +109,8 @@ async fn oldest_pending(client: &Client) -> anyhow::Result<Vec<Record>> {
     Ok(all)
 }
 
-async fn handle(client: &Client, input: &mut Input, record: Record) -> anyhow::Result<Done> {
-    let id = record.id().to_owned();
+async fn handle(client: &Client, input: &mut Input, record: RecordBody) -> anyhow::Result<Done> {
+    let id = record.id;
     loop {
         let record = match client.get(&id).await {
             Ok(r) => r,
@@ -126,36 +124,30 @@ async fn handle(client: &Client, input: &mut Input, record: Record) -> anyhow::R
             );
             return Ok(Done::Moved);
         }
-        let request = record.request()?;
+        let request = record.request().map_err(|e| {
+            anyhow::anyhow!("the server sent a request this client cannot read: {e}")
+        })?;
         println!(
             "── {} ── {}",
             render::dim(&id),
-            render::bold(record.summary())
+            render::bold(&record.summary)
         );
         if let Some(line) = render::asked(&record) {
             println!("{}", render::dim(&line));
         }
-        if let Some(ctx) = match &record.0["context"] {
-            Value::String(s) => Some(s.clone()),
-            Value::Object(_) => serde_json::to_string_pretty(&record.0["context"]).ok(),
-            _ => None,
-        } {
+        if let Some(ctx) = render::context(&record) {
             println!("{}\n", render::dim(&ctx));
         }
         if let Some(shown) = render::display(&record) {
             println!("{shown}\n");
         }
-        if let Some(line) = render::quorum(&record.0) {
+        if let Some(line) = render::quorum(record.approvals_required, &record.votes) {
             println!("{}\n", render::bold(&line));
         }
-        let displayed = !record.display().is_empty();
+        let displayed = !record.blocks().is_empty();
         let mut answers = Map::new();
         let mut skip = false;
-        for (q, shown) in request
-            .questions
-            .iter()
-            .zip(record.0["questions"].as_array().into_iter().flatten())
-        {
+        for (q, shown) in request.questions.iter().zip(&record.questions) {
             print!("{}", render::question(shown, displayed));
             if let QuestionKind::Form(form) = &q.kind {
                 let Some(values) = form_values(input, form) else {
@@ -195,15 +187,18 @@ async fn handle(client: &Client, input: &mut Input, record: Record) -> anyhow::R
             json!({ "answers": answers })
         };
         match client.answer(&id, &body).await {
-            Ok(outcome) => {
+            Ok(answered) => {
                 // A vote on a quorum request that needs more approvals comes back pending.
-                match render::quorum(&outcome).filter(|_| outcome["status"] == "pending") {
-                    Some(line) => println!("✓ vote counted: {line}\n"),
-                    None => {
-                        let status = outcome["status"].as_str().unwrap_or("answered");
-                        println!("✓ {status}\n");
+                let status = match answered {
+                    Answered::Resolved(outcome) => outcome.status,
+                    Answered::Voted(record) => {
+                        match render::quorum(record.approvals_required, &record.votes) {
+                            Some(line) => format!("vote counted: {line}"),
+                            None => record.status,
+                        }
                     }
-                }
+                };
+                println!("✓ {status}\n");
                 return Ok(Done::Answered);
             }
             Err(ClientError::Api { code, message, .. }) if code == "already_voted" => {

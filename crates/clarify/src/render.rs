@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use clarify_client::Record;
+use clarify_client::wire::{OutcomeBody, QuestionBody, RecordBody, VoteBody};
 use serde_json::Value;
 
 /// Whether to style output.
@@ -44,11 +44,12 @@ pub fn clock(seconds: i64) -> String {
 }
 
 /// One line per question of an answered outcome: the label(s) or text.
-pub fn answer_lines(outcome: &Value) -> Vec<String> {
-    outcome["questions"]
-        .as_array()
-        .map(|qs| qs.iter().map(|q| answer_text(&q["answer"])).collect())
-        .unwrap_or_default()
+pub fn answer_lines(outcome: &OutcomeBody) -> Vec<String> {
+    outcome
+        .questions
+        .iter()
+        .map(|q| answer_text(&q.answer))
+        .collect()
 }
 
 fn answer_text(answer: &Value) -> String {
@@ -63,22 +64,22 @@ fn answer_text(answer: &Value) -> String {
 /// Who asked and how long is left, as the web inbox heads a request: `agent deployer · session
 /// s1 · 14:59 left`, led by `High risk` for a high-risk request (as the inbox's badge says it,
 /// whatever step-up is set to); `None` when there is nothing to say.
-pub fn asked(record: &Record) -> Option<String> {
-    let v = &record.0;
+pub fn asked(record: &RecordBody) -> Option<String> {
     let mut parts = Vec::new();
-    if v["risk"] == "high" {
+    if record.risk == "high" {
         parts.push("High risk".to_owned());
     }
-    if let Some(a) = v["agent"].as_str() {
+    if let Some(a) = &record.agent {
         parts.push(format!("agent {a}"));
     }
-    if let Some(s) = v["session"].as_str() {
+    if let Some(s) = &record.session {
         parts.push(format!("session {s}"));
     }
-    let left = v["expires_at"]
-        .as_str()
-        .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
-        .map(|at| (at.with_timezone(&chrono::Utc) - chrono::Utc::now()).num_seconds());
+    let left = record
+        .expires_at
+        .as_deref()
+        .and_then(clarify_client::wire::parse_time)
+        .map(|at| (at - chrono::Utc::now()).num_seconds());
     match left {
         Some(s) if s > 0 => parts.push(format!("{} left", clock(s))),
         Some(_) => parts.push("expiring".to_owned()),
@@ -88,12 +89,13 @@ pub fn asked(record: &Record) -> Option<String> {
 }
 
 /// "skipped by alice", "expired: nobody answered in time", ...
-pub fn status_sentence(record: &Record) -> String {
+pub fn status_sentence(record: &RecordBody) -> String {
     let by = record
-        .answered_by()
+        .answered_by
+        .as_ref()
         .map(|n| format!(" by {n}"))
         .unwrap_or_default();
-    match record.status() {
+    match record.status.as_str() {
         "answered" => format!("answered{by}"),
         "skipped" => format!("the question was skipped{by}"),
         "expired" => "nobody answered in time; the request expired".to_owned(),
@@ -104,17 +106,16 @@ pub fn status_sentence(record: &Record) -> String {
 
 /// What is asked, on one line, at most `max` characters: the request's summary (or, from an
 /// older server without one, its first question).
-fn summary(record: &Record, max: usize) -> String {
-    let q = &record.0["questions"][0];
-    let text = match record.summary() {
-        "" => {
-            q["header"]
-                .as_str()
+fn summary(record: &RecordBody, max: usize) -> String {
+    let text = match (record.summary.as_str(), record.questions.first()) {
+        ("", Some(q)) => {
+            q.header
+                .as_ref()
                 .map(|h| format!("[{h}] "))
                 .unwrap_or_default()
-                + q["text"].as_str().unwrap_or("")
+                + &q.text
         }
-        summary => summary.to_owned(),
+        (summary, _) => summary.to_owned(),
     };
     let one_line: String = clarify_render::text::inert(&text)
         .split_whitespace()
@@ -129,19 +130,19 @@ fn summary(record: &Record, max: usize) -> String {
 }
 
 /// The `list` table.
-pub fn table(records: &[Record]) -> String {
+pub fn table(records: &[RecordBody]) -> String {
     let mut out = format!(
         "{:<26}  {:<9}  {:<20}  QUESTION\n",
         "ID", "STATUS", "CREATED"
     );
     for r in records {
-        let created = r.0["created_at"].as_str().unwrap_or("");
+        let created = &r.created_at;
         let created = created.get(..19).unwrap_or(created).replace('T', " ");
         let _ = writeln!(
             out,
             "{:<26}  {:<9}  {:<20}  {}",
-            r.id(),
-            r.status(),
+            r.id,
+            r.status,
             created,
             summary(r, 60)
         );
@@ -152,8 +153,8 @@ pub fn table(records: &[Record]) -> String {
 /// The display blocks: diffs with `+` and `-` (green and red on a terminal), code indented,
 /// facts as `label: value`; plain in a pipe. Control characters the agent wrote are never
 /// passed to the terminal.
-pub fn display(record: &Record) -> Option<String> {
-    let blocks = record.display();
+pub fn display(record: &RecordBody) -> Option<String> {
+    let blocks = record.blocks();
     if blocks.is_empty() {
         return None;
     }
@@ -172,41 +173,41 @@ pub fn display(record: &Record) -> Option<String> {
 
 /// The context, the display blocks, each question with its numbered options, for `show` and
 /// `inbox`.
-pub fn request(record: &Record) -> String {
+pub fn request(record: &RecordBody) -> String {
     let mut out = String::new();
-    let v = &record.0;
-    match &v["context"] {
-        Value::String(s) => {
-            let _ = writeln!(out, "{}\n", dim(s));
-        }
-        Value::Object(_) => {
-            let pretty = serde_json::to_string_pretty(&v["context"]).unwrap_or_default();
-            let _ = writeln!(out, "{}\n", dim(&pretty));
-        }
-        _ => {}
+    if let Some(context) = context(record) {
+        let _ = writeln!(out, "{}\n", dim(&context));
     }
     if let Some(shown) = display(record) {
         let _ = writeln!(out, "{shown}\n");
     }
-    if let Some(line) = quorum(v) {
+    if let Some(line) = quorum(record.approvals_required, &record.votes) {
         let _ = writeln!(out, "{line}\n");
     }
-    let displayed = v["display"].as_array().is_some_and(|d| !d.is_empty());
-    for q in v["questions"].as_array().into_iter().flatten() {
+    let displayed = !record.display.is_empty();
+    for q in &record.questions {
         out.push_str(&question(q, displayed));
     }
     out
 }
 
-/// "1 of 2 approvals (by alice)" for a quorum request's record; `None` for any other.
-pub fn quorum(record: &Value) -> Option<String> {
-    let required = record["approvals_required"].as_u64().filter(|n| *n > 1)?;
-    let approvers: Vec<&str> = record["votes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|v| v["decision"] == "approve")
-        .filter_map(|v| v["by"].as_str())
+/// The context as shown: its text, or its JSON object pretty-printed.
+pub fn context(record: &RecordBody) -> Option<String> {
+    match record.context.as_ref()? {
+        Value::String(s) => Some(s.clone()),
+        object @ Value::Object(_) => serde_json::to_string_pretty(object).ok(),
+        _ => None,
+    }
+}
+
+/// "1 of 2 approvals (by alice)" for a quorum request (more than one approval required) and its
+/// votes; `None` for any other.
+pub fn quorum(approvals_required: u32, votes: &[VoteBody]) -> Option<String> {
+    let required = Some(approvals_required).filter(|n| *n > 1)?;
+    let approvers: Vec<&str> = votes
+        .iter()
+        .filter(|v| v.decision == "approve")
+        .map(|v| v.by.as_str())
         .collect();
     let by = if approvers.is_empty() {
         String::new()
@@ -239,23 +240,24 @@ pub fn field_prompt(f: &clarify_core::Field) -> String {
 
 /// One question; `displayed` when display blocks above already show what an approval's action
 /// does, so its arguments are not repeated.
-pub fn question(q: &Value, displayed: bool) -> String {
+pub fn question(q: &QuestionBody, displayed: bool) -> String {
     let mut out = String::new();
-    if let Some(h) = q["header"].as_str() {
+    if let Some(h) = &q.header {
         let _ = writeln!(out, "{}", dim(&format!("[{h}]")));
     }
-    let _ = writeln!(out, "{}", bold(q["text"].as_str().unwrap_or("")));
-    let recommended = q["recommended"].as_str();
-    match q["kind"].as_str() {
-        Some("single" | "multi") => {
-            for (i, o) in q["options"].as_array().into_iter().flatten().enumerate() {
-                let mark = if o["id"].as_str() == recommended && recommended.is_some() {
+    let _ = writeln!(out, "{}", bold(&q.text));
+    let recommended = q.recommended.as_deref();
+    match q.kind.as_str() {
+        "single" | "multi" => {
+            for (i, o) in q.options.iter().flatten().enumerate() {
+                let mark = if recommended == Some(o.id.as_str()) {
                     " (recommended)"
                 } else {
                     ""
                 };
-                let desc = o["description"]
-                    .as_str()
+                let desc = o
+                    .description
+                    .as_ref()
                     .map(|d| dim(&format!(" — {d}")))
                     .unwrap_or_default();
                 let letter = char::from(b'a' + u8::try_from(i % 26).unwrap_or(0));
@@ -263,15 +265,15 @@ pub fn question(q: &Value, displayed: bool) -> String {
                     out,
                     "  {}. {letter}) {}{mark}{desc}",
                     i + 1,
-                    clarify_render::text::inert(o["label"].as_str().unwrap_or(""))
+                    clarify_render::text::inert(&o.label)
                 );
             }
-            let several = if q["kind"] == "multi" {
+            let several = if q.kind == "multi" {
                 "; several like 1,3"
             } else {
                 ""
             };
-            let other = if q["allow_other"] == Value::Bool(true) {
+            let other = if q.allow_other == Some(true) {
                 ", or type your own answer"
             } else {
                 ""
@@ -284,25 +286,22 @@ pub fn question(q: &Value, displayed: bool) -> String {
                 ))
             );
         }
-        Some("approval") => {
-            let action = &q["action"];
+        "approval" => {
+            let action = q.action.as_ref();
             let _ = writeln!(
                 out,
                 "  action: {}",
-                clarify_render::text::inert(action["name"].as_str().unwrap_or(""))
+                clarify_render::text::inert(action.map_or("", |a| a.name.as_str()))
             );
             if !displayed {
-                let args = serde_json::to_string_pretty(&action["arguments"]).unwrap_or_default();
+                let args =
+                    serde_json::to_string_pretty(action.map_or(&Value::Null, |a| &a.arguments))
+                        .unwrap_or_default();
                 for line in args.lines() {
                     let _ = writeln!(out, "    {}", clarify_render::text::inert(line));
                 }
             }
-            let scopes: Vec<&str> = q["scopes"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
+            let scopes: Vec<&str> = q.scopes.iter().flatten().map(String::as_str).collect();
             let _ = writeln!(
                 out,
                 "{}",
@@ -320,42 +319,36 @@ pub fn question(q: &Value, displayed: bool) -> String {
 }
 
 /// The `show` view.
-pub fn detail(record: &Record) -> String {
-    let v = &record.0;
+pub fn detail(record: &RecordBody) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}  {}", bold(record.id()), record.status());
-    if v["risk"] == "high" {
+    let _ = writeln!(out, "{}  {}", bold(&record.id), record.status);
+    if record.risk == "high" {
         let _ = writeln!(out, "High risk");
     }
-    let _ = writeln!(out, "created {}", v["created_at"].as_str().unwrap_or(""));
-    if let Some(at) = v["expires_at"].as_str() {
+    let _ = writeln!(out, "created {}", record.created_at);
+    if let Some(at) = &record.expires_at {
         let _ = writeln!(out, "expires {at}");
     }
-    for (field, name) in [
-        ("session", "session"),
-        ("agent", "agent"),
-        ("tool_call_id", "tool call"),
+    for (value, name) in [
+        (&record.session, "session"),
+        (&record.agent, "agent"),
+        (&record.tool_call_id, "tool call"),
     ] {
-        if let Some(s) = v[field].as_str() {
+        if let Some(s) = value {
             let _ = writeln!(out, "{name} {s}");
         }
     }
     out.push('\n');
     out.push_str(&request(record));
-    if let Some(outcome) = record.outcome() {
+    if let Some(outcome) = &record.outcome {
         let _ = writeln!(
             out,
             "\n{} at {}",
             status_sentence(record),
-            v["resolved_at"].as_str().unwrap_or("")
+            record.resolved_at.as_deref().unwrap_or("")
         );
-        for (q, line) in outcome["questions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .zip(answer_lines(outcome))
-        {
-            let _ = writeln!(out, "  {}: {line}", q["id"].as_str().unwrap_or(""));
+        for (q, line) in outcome.questions.iter().zip(answer_lines(outcome)) {
+            let _ = writeln!(out, "  {}: {line}", q.id);
         }
     }
     out
@@ -368,16 +361,32 @@ mod tests {
 
     #[test]
     fn answers_print_one_line_per_question() {
-        let outcome = json!({"questions": [
-            {"answer": "yes"}, {"answer": ["EU", "US"]}, {"answer": "approve"}, {"answer": null}
-        ]});
+        let outcome = OutcomeBody {
+            questions: [
+                json!("yes"),
+                json!(["EU", "US"]),
+                json!("approve"),
+                Value::Null,
+            ]
+            .into_iter()
+            .map(|answer| clarify_client::wire::QuestionOutcomeBody {
+                answer,
+                ..Default::default()
+            })
+            .collect(),
+            ..Default::default()
+        };
         assert_eq!(answer_lines(&outcome), ["yes", "EU, US", "approve", ""]);
     }
 
     #[test]
     fn a_high_risk_request_is_headed_so_and_a_normal_one_is_not() {
-        let high = Record(json!({"agent": "deployer", "risk": "high"}));
-        let normal = Record(json!({"agent": "deployer", "risk": "normal"}));
+        let record = |risk: &str| RecordBody {
+            agent: Some("deployer".to_owned()),
+            risk: risk.to_owned(),
+            ..Default::default()
+        };
+        let (high, normal) = (record("high"), record("normal"));
         let head = asked(&high).unwrap_or_default();
         assert!(head.starts_with("High risk · agent deployer"), "{head}");
         let head = asked(&normal).unwrap_or_default();

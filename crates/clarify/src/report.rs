@@ -14,6 +14,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
+use clarify_client::RecordBody;
+use clarify_client::wire::parse_time;
 use clarify_render::charts;
 use clarify_render::html::escape;
 use clarify_server::api::insights::InsightsBody;
@@ -378,13 +380,13 @@ async fn from_server(url: &str, token: Option<String>, since: &str) -> anyhow::R
                 ..clarify_client::ListFilter::default()
             })
             .await?;
-        for record in &page.requests {
-            let wire: WireRecord = serde_json::from_value(record.0.clone())
+        for record in page.requests {
+            let created_at = parse_time(&record.created_at)
                 .context("the server sent a request record this report cannot read")?;
-            if wire.created_at < since {
+            if created_at < since {
                 break 'pages;
             }
-            decisions.extend(wire.decision());
+            decisions.extend(Decision::of_wire(record, created_at)?);
         }
         match page.next_cursor {
             Some(next) => cursor = Some(next),
@@ -459,58 +461,20 @@ async fn server_audit_head(client: &clarify_client::Client) -> anyhow::Result<Au
     })
 }
 
-/// The parts of a request record (`GET /v1/requests`) a decision is made of.
-#[derive(Debug, serde::Deserialize)]
-struct WireRecord {
-    id: String,
-    created_at: DateTime<Utc>,
-    #[serde(default)]
-    agent: Option<String>,
-    #[serde(default)]
-    session: Option<String>,
-    #[serde(default)]
-    summary: String,
-    #[serde(default)]
-    questions: Vec<Value>,
-    #[serde(default)]
-    outcome: Option<WireOutcome>,
-    #[serde(default)]
-    receipt: Option<String>,
-}
-
-#[derive(Debug, serde::Deserialize)]
-struct WireOutcome {
-    status: String,
-    resolved_at: DateTime<Utc>,
-    #[serde(default)]
-    answered_by: Option<String>,
-    #[serde(default)]
-    answered_via: Option<String>,
-    #[serde(default)]
-    default_applied: bool,
-    #[serde(default)]
-    questions: Vec<WireAnswer>,
-}
-
-#[derive(Debug, serde::Deserialize)]
-struct WireAnswer {
-    #[serde(default)]
-    decision: Option<String>,
-    #[serde(default)]
-    answer: Value,
-    #[serde(default)]
-    reason: Option<String>,
-}
-
-impl WireRecord {
-    /// The decision, as [`Decision::of`] makes it from a stored record; `None` while pending.
-    fn decision(self) -> Option<Decision> {
-        let outcome = self.outcome?;
-        let tool = self.questions.iter().find_map(|q| {
-            (q["kind"] == "approval")
-                .then(|| q["action"]["name"].as_str().map(str::to_owned))
-                .flatten()
-        });
+impl Decision {
+    /// The decision, as [`Decision::of`] makes it from a stored record, from a record a server
+    /// sent (`GET /v1/requests`) created at `created_at`; `None` while pending.
+    fn of_wire(record: RecordBody, created_at: DateTime<Utc>) -> anyhow::Result<Option<Self>> {
+        let Some(outcome) = record.outcome else {
+            return Ok(None);
+        };
+        let resolved_at = parse_time(&outcome.resolved_at)
+            .context("the server sent an outcome this report cannot read")?;
+        let tool = record
+            .questions
+            .iter()
+            .filter(|q| q.kind == "approval")
+            .find_map(|q| q.action.as_ref().map(|a| a.name.clone()));
         let answers: Vec<String> = outcome
             .questions
             .iter()
@@ -521,28 +485,28 @@ impl WireRecord {
                 (None, other) => Some(other.to_string()),
             })
             .collect();
-        Some(Decision::new(
+        Ok(Some(Decision::new(
             Parts {
-                id: self.id,
-                created_at: self.created_at,
-                resolved_at: outcome.resolved_at,
+                id: record.id,
+                created_at,
+                resolved_at,
                 status: outcome.status,
-                agent: self.agent,
-                session: self.session,
+                agent: record.agent,
+                session: record.session,
                 tool,
-                shown: self.summary,
+                shown: record.summary,
                 reason: outcome.questions.iter().find_map(|q| q.reason.clone()),
                 answered_by: outcome.answered_by,
                 answered_via: outcome.answered_via,
                 default_applied: outcome.default_applied,
-                receipt_jti: self
+                receipt_jti: record
                     .receipt
                     .as_deref()
                     .and_then(clarify_model::receipt::ReceiptClaims::unverified)
                     .map(|claims| claims.jti),
             },
             answers,
-        ))
+        )))
     }
 }
 

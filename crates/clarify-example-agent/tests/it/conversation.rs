@@ -99,28 +99,30 @@ async fn asks_gets_approval_and_finishes() {
 
     let question = clarify.pending(&mut agent).await;
     assert_eq!(
-        question.0["tool_call_id"], "call_ask",
+        question.tool_call_id.as_deref(),
+        Some("call_ask"),
         "raised for the model's call"
     );
-    assert_eq!(question.0["agent"], "clarify-example-agent");
+    assert_eq!(question.agent.as_deref(), Some("clarify-example-agent"));
     assert_eq!(
-        question.0["questions"][0]["text"],
+        question.questions[0].text,
         "Which greeting should the file hold?"
     );
-    let session = question.0["session"]
-        .as_str()
-        .expect("a session")
-        .to_owned();
+    let session = question.session.clone().expect("a session");
     clarify
-        .answer(question.id(), json!({"option": "howdy"}))
+        .answer(&question.id, json!({"option": "howdy"}))
         .await;
 
     let approval = clarify.pending(&mut agent).await;
-    assert_eq!(approval.0["tool_call_id"], "call_write");
-    assert_eq!(approval.0["session"], session.as_str());
+    assert_eq!(approval.tool_call_id.as_deref(), Some("call_write"));
+    assert_eq!(approval.session.as_ref(), Some(&session));
+    let action = approval.questions[0].action.as_ref().expect("an action");
     assert_eq!(
-        approval.0["questions"][0]["action"],
-        json!({"name": "write_file", "arguments": {"path": "greeting.txt", "content": "Howdy, world"}})
+        (action.name.as_str(), &action.arguments),
+        (
+            "write_file",
+            &json!({"path": "greeting.txt", "content": "Howdy, world"})
+        )
     );
     assert!(
         !dir.sandbox().join("greeting.txt").exists(),
@@ -129,7 +131,7 @@ async fn asks_gets_approval_and_finishes() {
     let edited = json!({"path": "greeting.txt", "content": "Howdy, world!"});
     clarify
         .answer(
-            approval.id(),
+            &approval.id,
             json!({"decision": "approve", "scope": "session", "edited_arguments": edited}),
         )
         .await;
@@ -150,7 +152,7 @@ async fn asks_gets_approval_and_finishes() {
     assert_each_request_valid(&provider);
     let answer = result_of(&provider, 1, "call_ask");
     assert_eq!(answer["status"], "answered");
-    assert_eq!(answer["request_id"], question.id());
+    assert_eq!(answer["request_id"], question.id.as_str());
     assert_eq!(answer["questions"][0]["answer"], "Howdy");
     assert_eq!(answer["answered_by"], "alice");
     let first_write = result_of(&provider, 2, "call_write");
@@ -217,21 +219,25 @@ async fn resumes_after_being_killed_while_waiting() {
         Some("Write a greeting file."),
     );
     let question = clarify.pending(&mut first).await;
-    file_contains(&dir.state(), question.id(), &mut first).await;
+    file_contains(&dir.state(), &question.id, &mut first).await;
     first.kill();
     clarify
-        .answer(question.id(), json!({"option": "hello"}))
+        .answer(&question.id, json!({"option": "hello"}))
         .await;
 
     // The second run picks up the answer instead of asking again; killed at the approval.
     let mut second = AgentRun::start(&dir, &provider, Some(&clarify), None);
     let approval = clarify.pending(&mut second).await;
-    assert_eq!(approval.0["tool_call_id"], "call_write");
+    assert_eq!(approval.tool_call_id.as_deref(), Some("call_write"));
     assert_eq!(
-        approval.0["questions"][0]["action"]["arguments"]["content"],
+        approval.questions[0]
+            .action
+            .as_ref()
+            .expect("an action")
+            .arguments["content"],
         "Hello, world"
     );
-    file_contains(&dir.state(), approval.id(), &mut second).await;
+    file_contains(&dir.state(), &approval.id, &mut second).await;
     second.kill();
     assert!(
         second.stderr().contains("resuming the conversation"),
@@ -240,7 +246,7 @@ async fn resumes_after_being_killed_while_waiting() {
     );
     clarify
         .answer(
-            approval.id(),
+            &approval.id,
             json!({"decision": "deny", "reason": "Not today."}),
         )
         .await;
@@ -253,10 +259,10 @@ async fn resumes_after_being_killed_while_waiting() {
     );
 
     let requests = clarify.requests().await;
-    let raised: Vec<&Value> = requests.iter().map(|r| &r.0["tool_call_id"]).collect();
+    let raised: Vec<Option<&str>> = requests.iter().map(|r| r.tool_call_id.as_deref()).collect();
     assert_eq!(
         raised,
-        [&json!("call_write"), &json!("call_ask")],
+        [Some("call_write"), Some("call_ask")],
         "each asked once"
     );
 
@@ -310,7 +316,7 @@ async fn a_question_raised_just_before_a_crash_is_not_asked_again() {
     body["idempotency_key"] = json!("agent-crashed/0/call_c");
     let (raised, created) = agent_client.create(&body).await.expect("raised");
     assert!(created);
-    clarify.answer(raised.id(), json!({"text": "Teal"})).await;
+    clarify.answer(&raised.id, json!({"text": "Teal"})).await;
 
     let mut agent = AgentRun::start(&dir, &provider, Some(&clarify), None);
     assert_eq!(agent.finish().await, Some(0), "{}", agent.stderr());
@@ -325,7 +331,7 @@ async fn a_question_raised_just_before_a_crash_is_not_asked_again() {
     assert_valid_for_provider(received[0].messages());
     let stored = dir.read_state();
     assert_eq!(stored["transcript"][3]["event"], "asked");
-    assert_eq!(stored["transcript"][3]["request_id"], raised.id());
+    assert_eq!(stored["transcript"][3]["request_id"], raised.id.as_str());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,7 +13,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::routing::post;
 use axum::{Json, Router};
-use clarify_client::{Client, ListFilter, Record};
+use clarify_client::{Answered, Client, ListFilter, RecordBody};
 use clarify_server::{AppState, Config};
 use clarify_store::{Role, Store, StoreOptions};
 pub use clarify_testkit::assert_valid_for_provider;
@@ -213,7 +213,7 @@ impl ClarifyServer {
     }
 
     /// Every request, newest first.
-    pub async fn requests(&self) -> Vec<Record> {
+    pub async fn requests(&self) -> Vec<RecordBody> {
         let filter = ListFilter {
             limit: Some(500),
             ..ListFilter::default()
@@ -222,7 +222,7 @@ impl ClarifyServer {
     }
 
     /// Waits until exactly one request is pending and returns it; fails early if `agent` exits.
-    pub async fn pending(&self, agent: &mut AgentRun) -> Record {
+    pub async fn pending(&self, agent: &mut AgentRun) -> RecordBody {
         let filter = ListFilter {
             status: Some("pending".to_owned()),
             ..ListFilter::default()
@@ -258,7 +258,7 @@ impl ClarifyServer {
         self.person.grants(None).await.expect("grants")
     }
 
-    pub async fn answer(&self, id: &str, body: Value) -> Value {
+    pub async fn answer(&self, id: &str, body: Value) -> Answered {
         self.person
             .answer(id, &body)
             .await

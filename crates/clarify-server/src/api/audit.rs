@@ -8,6 +8,7 @@
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
+use clarify_model::wire::time;
 use clarify_store::AuditEvent;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
@@ -15,7 +16,6 @@ use utoipa::{IntoParams, ToSchema};
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::query;
-use crate::shared::wire::time;
 use crate::state::AppState;
 
 const DEFAULT_LIMIT: usize = 100;

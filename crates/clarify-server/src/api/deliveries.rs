@@ -3,13 +3,13 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
+use clarify_model::wire::{event_name, time};
 use clarify_store::{Attempt, Delivery};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
-use crate::shared::wire::{event_name, time};
 use crate::state::AppState;
 
 /// The webhook deliveries of a request, with every attempt.

@@ -26,12 +26,12 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use clarify_model::wire::event_name;
 use futures_util::stream::{self, Stream};
 use tokio::sync::watch;
 
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
-use crate::shared::wire::event_name;
 use crate::state::AppState;
 use crate::state::hub::{Frame, StreamWatch, Subject};
 

@@ -9,6 +9,7 @@ use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use clarify_core::Action;
+use clarify_model::wire::time;
 use clarify_store::StoredGrant;
 use serde::Deserialize;
 use serde_json::Value;
@@ -17,7 +18,6 @@ use utoipa::{IntoParams, ToSchema};
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::{Drained, JsonBody, query};
-use crate::shared::wire::time;
 use crate::state::AppState;
 
 /// A grant: a human approved `tool` with `arguments` for `session` (scope `session`) or for the

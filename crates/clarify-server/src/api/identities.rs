@@ -4,6 +4,7 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
+use clarify_model::wire::time;
 use clarify_store::LinkedIdentity;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -11,7 +12,6 @@ use utoipa::ToSchema;
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::Drained;
-use crate::shared::wire::time;
 use crate::state::AppState;
 
 /// A chat account linked to a person.

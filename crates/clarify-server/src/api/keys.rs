@@ -4,6 +4,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use clarify_model::wire::time;
 use clarify_store::{ApiKey, Role};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -11,7 +12,6 @@ use utoipa::ToSchema;
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::{Drained, JsonBody};
-use crate::shared::wire::time;
 use crate::state::AppState;
 
 /// The keys of the caller's tenant (admins).

@@ -31,11 +31,11 @@ pub mod webhooks;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, post};
+use clarify_model::wire::RecordBody;
 use clarify_store::RequestRecord;
 use tokio::task::JoinHandle;
 
 use crate::middleware::auth::Caller;
-use crate::shared::wire::RecordBody;
 use crate::state::AppState;
 
 /// The largest body `POST /v1/requests` takes: room for display blocks (their text up to

@@ -12,6 +12,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use clarify_model::wire::time;
 use clarify_store::{Actor, STEP_UP_WINDOW, StoredPasskey};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -22,7 +23,6 @@ use webauthn_rs_proto::ResidentKeyRequirement;
 use crate::middleware::auth::{Caller, Holder, holder_signs_in, start_session};
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::{Drained, JsonBody};
-use crate::shared::wire::time;
 use crate::state::AppState;
 use crate::state::passkeys::{
     Ceremony, ceremony_gone, credential_key, parse, refused, relying_party, step_up_refused,

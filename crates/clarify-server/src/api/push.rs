@@ -13,6 +13,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use clarify_model::wire::time;
 use clarify_store::{NewPushSubscription, PushSubscription};
 use serde::Serialize;
 use serde_json::Value;
@@ -22,7 +23,6 @@ use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::{Drained, JsonBody};
 use crate::shared::sign::base64url as decode;
-use crate::shared::wire::time;
 use crate::state::AppState;
 
 /// The most subscriptions (browsers) one person may hold; past it, `422

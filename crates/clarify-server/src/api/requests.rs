@@ -12,6 +12,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use clarify_core::Status;
+use clarify_model::wire::{ActionBody, OutcomeBody, RecordBody};
 use clarify_store::ListQuery;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -21,7 +22,6 @@ use crate::api::render;
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody, resolve_error};
 use crate::shared::extract::{Drained, JsonBody, query};
-use crate::shared::wire::{ActionBody, OutcomeBody, RecordBody};
 use crate::state::AppState;
 
 /// The longest a long-poll waits.

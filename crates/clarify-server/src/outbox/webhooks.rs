@@ -27,13 +27,13 @@
 use std::time::Instant;
 
 use clarify_channels::RetryAfter;
+use clarify_model::wire::{OutcomeBody, RecordBody, event_name};
 use clarify_store::{AfterAttempt, Attempt, Delivery};
 
 use crate::outbox::{Outbox, after_failure, attempt_number, describe, drain, outbound_client};
 use crate::shared::a2a::{self, PushConfig};
 use crate::shared::outbound::{OutboundGuard, Refusal};
 use crate::shared::sign::{signature, tenant_secret};
-use crate::shared::wire::{OutcomeBody, RecordBody, event_name};
 use crate::state::AppState;
 
 /// Delivers webhooks until shutdown.

@@ -10,11 +10,10 @@
 //! object with `kind`.
 
 use clarify_core::Status;
+use clarify_model::wire::{OutcomeBody, time};
 use clarify_store::RequestRecord;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-
-use crate::shared::wire::{OutcomeBody, time};
 
 /// The versions of A2A spoken, chosen by the `A2A-Version` header (absent: 0.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

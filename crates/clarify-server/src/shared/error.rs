@@ -9,11 +9,10 @@ use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use clarify_core::{AnswerError, ValidationError};
+use clarify_model::wire::RecordBody;
 use clarify_store::{KeyError, ResolveError, StoreError};
 use serde::Serialize;
 use utoipa::ToSchema;
-
-use crate::shared::wire::RecordBody;
 
 /// An error response: `{"error": {"code", "message"}}`, plus the current record on a conflict.
 #[derive(Debug)]

@@ -24,13 +24,13 @@ pub use config::{AguiAgent, Config, OidcConfig, WebhookConfig};
 use std::sync::Arc;
 
 use axum::http::StatusCode;
+use clarify_model::wire::OutcomeBody;
 use clarify_store::{RequestRecord, Store};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::shared::error::ApiError;
 use crate::shared::sign::{link_token, personal_token};
-use crate::shared::wire::OutcomeBody;
 
 /// Everything a handler needs; cheap to clone.
 #[derive(Debug, Clone)]

@@ -11,10 +11,10 @@ use std::fmt::Write;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use clarify_core::{Context, QuestionKind, Risk};
+use clarify_model::wire::time;
 use clarify_store::RequestRecord;
 use serde_json::Value;
 
-use crate::shared::wire::time;
 use crate::web::inbox::asset_path;
 use clarify_render::html::escape;
 

@@ -43,13 +43,13 @@ use axum::response::{IntoResponse, Redirect, Response};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use clarify_core::QuestionKind;
+use clarify_model::wire::RecordBody;
 use clarify_store::{Actor, PushSubscription, RequestRecord, STEP_UP_WINDOW, StepUp};
 use serde_json::{Map, Value, json};
 
 use crate::shared::error::{ApiError, resolve_error};
 use crate::shared::extract::{Drained, JsonBody, RawBody, parse_json};
 use crate::shared::sign::link_target;
-use crate::shared::wire::RecordBody;
 use crate::state::AppState;
 use crate::state::passkeys::{
     Ceremony, STEP_UP_HEADER, ceremony_gone, parse, refused, relying_party, step_up_refused,
@@ -465,7 +465,7 @@ pub(crate) async fn finish_step_up(
     .await?;
     Ok(Json(json!({
         "proof": proof,
-        "expires_at": crate::shared::wire::time(state.store.now() + STEP_UP_WINDOW),
+        "expires_at": clarify_model::wire::time(state.store.now() + STEP_UP_WINDOW),
     })))
 }
 

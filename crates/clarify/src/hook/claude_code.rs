@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 use clarify_client::ClientError;
+use clarify_client::wire::FieldBody;
 use clarify_core::text::cut;
 use serde_json::{Map, Value, json};
 
@@ -186,11 +187,11 @@ async fn ask_questions(call: &ToolCall, gate: &Gate) -> anyhow::Result<Verdict> 
     let Some(outcome) = decide::ask_and_wait(gate.client()?, &body, gate.wait).await? else {
         return Ok(gate.timed_out());
     };
-    let by = outcome["answered_by"].as_str().unwrap_or("a reviewer");
-    match outcome["status"].as_str() {
-        Some("answered") => {}
-        Some("expired") => return Ok(gate.timed_out()),
-        Some("skipped") => {
+    let by = outcome.answered_by.as_deref().unwrap_or("a reviewer");
+    match outcome.status.as_str() {
+        "answered" => {}
+        "expired" => return Ok(gate.timed_out()),
+        "skipped" => {
             return Ok(Verdict::Ask {
                 reason: format!("{by} skipped these questions in clarify; answer them here."),
             });
@@ -204,10 +205,11 @@ async fn ask_questions(call: &ToolCall, gate: &Gate) -> anyhow::Result<Verdict> 
     let mut answers = Map::new();
     for (i, q) in asked.iter().enumerate() {
         let id = format!("q{}", i + 1);
-        let answered = outcome["questions"]
-            .as_array()
-            .and_then(|qs| qs.iter().find(|a| a["id"] == id.as_str()))
-            .map(|a| &a["answer"]);
+        let answered = outcome
+            .questions
+            .iter()
+            .find(|a| a.id == id)
+            .map(|a| &a.answer);
         let text = match answered {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Array(items)) => items
@@ -305,8 +307,8 @@ async fn elicit(elicitation: &Elicitation, gate: &Gate) -> anyhow::Result<Option
         }
         Err(e) => return Err(e.into()),
     };
-    let outcome = decide::wait_for(client, record.id(), gate.wait).await?;
-    let action = match outcome.as_ref().and_then(|o| o["status"].as_str()) {
+    let outcome = decide::wait_for(client, &record.id, gate.wait).await?;
+    let action = match outcome.as_ref().map(|o| o.status.as_str()) {
         None | Some("expired") => match gate.on_timeout {
             OnTimeout::Ask => return Ok(None),
             OnTimeout::Deny => json!({"action": "decline"}),
@@ -314,13 +316,16 @@ async fn elicit(elicitation: &Elicitation, gate: &Gate) -> anyhow::Result<Option
         Some("answered") => {
             let answered = outcome
                 .as_ref()
-                .and_then(|o| o["questions"].as_array())
-                .and_then(|qs| qs.first())
-                .map(|q| &q["answer"]);
+                .and_then(|o| o.questions.first())
+                .map(|q| &q.answer);
             let Some(Value::Object(values)) = answered else {
                 bail!("the answered form came back without its values");
             };
-            let fields = &record.0["questions"][0]["fields"];
+            let fields = record
+                .questions
+                .first()
+                .and_then(|q| q.fields.as_deref())
+                .unwrap_or_default();
             json!({"action": "accept", "content": schema_values(schema, fields, values)})
         }
         Some("skipped") => json!({"action": "decline"}),
@@ -336,15 +341,13 @@ async fn elicit(elicitation: &Elicitation, gate: &Gate) -> anyhow::Result<Option
 /// The form's values as the MCP server's schema spells them: a choice answered with an option id
 /// becomes the enumeration value in the option's place (clarify derives ids for values that are
 /// not valid ids).
-fn schema_values(schema: &Value, fields: &Value, values: &Map<String, Value>) -> Value {
+fn schema_values(schema: &Value, fields: &[FieldBody], values: &Map<String, Value>) -> Value {
     let mut content = Map::new();
     for (name, value) in values {
-        let field = fields
-            .as_array()
-            .and_then(|fs| fs.iter().find(|f| f["id"] == name.as_str()));
+        let field = fields.iter().find(|f| f.id == *name);
         let ids: Vec<&str> = field
-            .and_then(|f| f["options"].as_array())
-            .map(|os| os.iter().filter_map(|o| o["id"].as_str()).collect())
+            .and_then(|f| f.options.as_ref())
+            .map(|os| os.iter().map(|o| o.id.as_str()).collect())
             .unwrap_or_default();
         let property = &schema["properties"][name];
         let enumerated = enumeration(property)

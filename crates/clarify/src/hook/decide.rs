@@ -15,10 +15,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use clarify_client::{Client, ClientError};
-use clarify_core::policy::{
-    ApprovalReply, ApprovalSpec, Policy, PolicyDecision, Verdict as Settled,
-};
+use clarify_client::{Client, ClientError, OutcomeBody};
+use clarify_core::policy::{ApprovalSpec, Policy, PolicyDecision, Verdict as Settled};
 use clarify_core::{Action, Scope, Status};
 use serde_json::{Map, Value, json};
 
@@ -294,21 +292,20 @@ fn read_file(cwd: Option<&str>, path: &str) -> clarify_core::display::FileState 
 /// the wait). Every hook and `clarify acp` read answers here.
 pub fn verdict_of(
     call: &ToolCall,
-    outcome: Option<&Value>,
+    outcome: Option<&OutcomeBody>,
     gate: &Gate,
 ) -> anyhow::Result<Verdict> {
     let Some(outcome) = outcome else {
         return Ok(gate.timed_out());
     };
-    let reply = ApprovalReply::from_json(outcome)?;
-    let by = outcome["answered_by"].as_str().unwrap_or("a reviewer");
+    let reply = outcome.approval()?;
+    let by = outcome.answered_by.as_deref().unwrap_or("a reviewer");
     // The decision's signed receipt goes to the hook's log (standard error; the agent reads
     // only standard output): proof of who decided what, checked with `clarify receipts verify`.
-    if let Some(receipt) = outcome["receipt"].as_str() {
+    if let Some(receipt) = &outcome.receipt {
         eprintln!(
             "clarify: the receipt of {} ({}): {receipt}",
-            outcome["request_id"].as_str().unwrap_or("the request"),
-            outcome["status"].as_str().unwrap_or("resolved"),
+            outcome.request_id, outcome.status,
         );
     }
     Ok(
@@ -347,11 +344,11 @@ pub async fn ask_and_wait(
     client: &Client,
     body: &Value,
     wait: Duration,
-) -> Result<Option<Value>, ClientError> {
+) -> Result<Option<OutcomeBody>, ClientError> {
     let (record, _) = client
         .create_retrying(body, Duration::from_secs(10), |_| {})
         .await?;
-    wait_for(client, record.id(), wait).await
+    wait_for(client, &record.id, wait).await
 }
 
 /// Waits up to `wait` for request `id`'s outcome; `None` when nobody answered in time (the
@@ -360,9 +357,9 @@ pub async fn wait_for(
     client: &Client,
     id: &str,
     wait: Duration,
-) -> Result<Option<Value>, ClientError> {
+) -> Result<Option<OutcomeBody>, ClientError> {
     match tokio::time::timeout(wait, client.wait_resolved(id, |_| {})).await {
-        Ok(resolved) => Ok(resolved?.outcome().cloned()),
+        Ok(resolved) => Ok(resolved?.outcome),
         Err(_) => {
             // Best effort: the request also expires on its own at the same time.
             let _ = client.cancel(id).await;

@@ -213,7 +213,7 @@ async fn agent(
             }
         };
         let Some(record) = record else { continue };
-        let id = record.id().to_owned();
+        let id = record.id;
         locked(&ledger.asked).insert(id.clone(), Asked { text, hooked });
         let (client, ledger) = (waiting.clone(), ledger.clone());
         locked(&waiters).push(tokio::spawn(async move {
@@ -221,7 +221,7 @@ async fn agent(
                 .await
                 .map_err(|_| "still waiting when the test gave up".to_owned())
                 .and_then(|r| r.map_err(|e| e.to_string()))
-                .map(|record| record.0["outcome"].clone());
+                .map(|record| serde_json::to_value(record.outcome).expect("JSON"));
             locked(&ledger.received).insert(id, waited);
         }));
         tokio::time::sleep(Duration::from_millis(rng.random_range(think.clone()))).await;
@@ -265,22 +265,27 @@ async fn responder(
             continue;
         }
         let record = &page.requests[rng.random_range(0..page.requests.len())];
-        let id = record.id().to_owned();
-        let options = record.0["questions"][0]["options"]
-            .as_array()
-            .cloned()
+        let id = record.id.clone();
+        let options = record
+            .questions
+            .first()
+            .and_then(|q| q.options.clone())
             .unwrap_or_default();
         let body = if options.is_empty() {
             json!({"text": format!("{name} says {}", rng.random_range(0..1_000_000))})
         } else {
-            json!({"option": options[rng.random_range(0..options.len())]["id"]})
+            json!({"option": options[rng.random_range(0..options.len())].id})
         };
         match client.answer(&id, &body).await {
-            Ok(outcome) => locked(&ledger.answered).push(Answered {
-                id,
-                responder: name.clone(),
-                outcome,
-            }),
+            Ok(clarify_client::Answered::Resolved(outcome)) => {
+                locked(&ledger.answered).push(Answered {
+                    id,
+                    responder: name.clone(),
+                    outcome: serde_json::to_value(outcome).expect("JSON"),
+                });
+            }
+            Ok(clarify_client::Answered::Voted(record)) => locked(&ledger.unexpected)
+                .push(format!("answer {id} as {name}: a vote on {}", record.id)),
             Err(ClientError::Api { status: 409, .. }) => {
                 ledger.conflicts.fetch_add(1, Ordering::Relaxed);
             }

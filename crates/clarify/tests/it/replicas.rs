@@ -185,7 +185,7 @@ async fn a_rolling_restart_behind_a_proxy_leaves_no_waiting_agent_without_its_an
                     let (record, _) = client
                         .create_retrying(&body, Duration::from_secs(60), |_| {})
                         .await?;
-                    client.wait_resolved(record.id(), |_| {}).await
+                    client.wait_resolved(&record.id, |_| {}).await
                 })
             })
             .collect();
@@ -229,7 +229,7 @@ async fn a_rolling_restart_behind_a_proxy_leaves_no_waiting_agent_without_its_an
 
         for agent in agents {
             let record = agent.await.expect("task").expect("the agent got its outcome");
-            assert_eq!(record.status(), "answered");
+            assert_eq!(record.status, "answered");
         }
         for ask in asks {
             let out = ask.wait_with_output().expect("clarify ask ends");

@@ -122,12 +122,12 @@ impl Emitter {
         }
         if resolved {
             let outcome = record.outcome()?;
-            let body = crate::shared::wire::OutcomeBody::from(&outcome);
+            let body = clarify_model::wire::OutcomeBody::from(&outcome);
             Some(json!({"type": "CUSTOM", "name": "clarify.resolved",
                         "value": serde_json::to_value(body).ok()?}))
         } else {
             let link = self.links.then(|| state.answer_url(&record.id));
-            let body = crate::shared::wire::RecordBody::new(&record, link);
+            let body = clarify_model::wire::RecordBody::new(&record, link);
             Some(json!({"type": "CUSTOM", "name": "clarify.request",
                         "value": serde_json::to_value(body).ok()?}))
         }

@@ -11,13 +11,13 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use chrono::TimeDelta;
 use clarify_core::agui::{Ask, ResumeEntry, RunInput};
+use clarify_model::wire::{OutcomeBody, RecordBody};
 use clarify_store::{AguiRun, RequestRecord, ResolveError};
 use serde_json::{Value, json};
 
 use super::{Asked, Party, Waiting, run};
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, resolve_error};
-use crate::shared::wire::{OutcomeBody, RecordBody};
 use crate::state::{AguiAgent, AppState};
 
 /// How long a claim holds a run while it is resumed (a resumed run may stream a while).
