@@ -115,7 +115,7 @@ pub async fn serve_stdio(
     if !name.is_empty() {
         *desk.agent.lock().unwrap_or_else(|p| p.into_inner()) = name.clone();
     }
-    let gate = Gate {
+    let gate = GateServer {
         upstream: upstream.peer().clone(),
         info: shown,
         agent: if name.is_empty() {
@@ -470,9 +470,9 @@ impl ClientHandler for Relay {
     }
 }
 
-/// The gate's server side.
+/// The gate's server side: what the client talks to, in front of the upstream server.
 #[derive(Debug, Clone)]
-struct Gate {
+struct GateServer {
     upstream: Peer<RoleClient>,
     /// The upstream's initialize result, shown to the client as the gate's own.
     info: ServerConfig,
@@ -495,7 +495,7 @@ enum Decided {
 /// The `_meta` key under which a forwarded call carries the receipt of its approval.
 pub const RECEIPT_META_KEY: &str = "clarify/receipt";
 
-impl Gate {
+impl GateServer {
     async fn decide(
         &self,
         action: &Action,
@@ -566,7 +566,7 @@ impl Gate {
 /// How many `input_required` rounds of the gated server the gate answers for one call.
 const MAX_INPUT_ROUNDS: usize = 10;
 
-impl Gate {
+impl GateServer {
     /// Forwards a call, answering the server's `input_required` rounds (2026-07-28) at the
     /// [`Desk`] and retrying with the answers and the server's `requestState`.
     async fn forward(
@@ -620,7 +620,7 @@ fn upstream_error(e: ServiceError) -> ErrorData {
     }
 }
 
-impl ServerHandler for Gate {
+impl ServerHandler for GateServer {
     fn get_info(&self) -> ServerConfig {
         self.info.clone()
     }

@@ -46,7 +46,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::client::Connection;
 use crate::duration::parse_duration;
-use crate::hook::decide::{self, Gate, OnTimeout, ToolCall, Verdict};
+use crate::hook::decide::{self, Decider, OnTimeout, ToolCall, Verdict};
 
 /// How long the agent has to exit after the editor closed its side.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
@@ -79,7 +79,7 @@ pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
         crate::policy::load_or_section(args.policy.as_deref(), args.config.as_deref(), |c| {
             c.claude_code
         })?;
-    let gate = Gate::new(policy, args.conn.clone(), args.wait, OnTimeout::Ask);
+    let decider = Decider::new(policy, args.conn.clone(), args.wait, OnTimeout::Ask);
     let Some((program, rest)) = args.command.split_first() else {
         anyhow::bail!(
             "name the agent to start after `--`, e.g. clarify acp -- gemini --experimental-acp"
@@ -106,7 +106,7 @@ pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
     let editor_writer = tokio::spawn(write_lines(tokio::io::stdout(), editor_lines));
     tokio::spawn(write_lines(agent_in, agent_lines));
     let proxy = Proxy {
-        gate: Arc::new(gate),
+        decider: Arc::new(decider),
         agent_name,
         shared: Arc::new(Mutex::new(Shared::default())),
         to_editor,
@@ -165,7 +165,7 @@ struct Shared {
 
 #[derive(Clone)]
 struct Proxy {
-    gate: Arc<Gate>,
+    decider: Arc<Decider>,
     agent_name: String,
     shared: Arc<Mutex<Shared>>,
     /// Lines for the editor; an empty one ends the writer.
@@ -301,7 +301,7 @@ impl Proxy {
         let call = self.tool_call(&params, &options);
 
         let mut clarify_reachable = true;
-        match self.gate.screen(&call).await {
+        match self.decider.screen(&call).await {
             Ok(Some(verdict)) => {
                 if let Some(result) = result_for(&verdict, &options) {
                     self.answer_agent(&agent_id, result);
@@ -326,8 +326,8 @@ impl Proxy {
         };
         let decided_in_clarify = async {
             match &asked {
-                Some(id) => match self.gate.client() {
-                    Ok(client) => decide::wait_for(client, id, self.gate.wait).await.ok(),
+                Some(id) => match self.decider.client() {
+                    Ok(client) => decide::wait_for(client, id, self.decider.wait).await.ok(),
                     Err(_) => std::future::pending().await,
                 },
                 None => std::future::pending().await,
@@ -345,7 +345,7 @@ impl Proxy {
                 // Only a person's answer competes with the editor: a request that expired, was
                 // skipped or was cancelled (also by this proxy stopping) leaves the prompt to it.
                 let outcome = outcome.flatten().filter(|o| o.status == "answered");
-                let verdict = decide::verdict_of(&call, outcome.as_ref(), &self.gate)
+                let verdict = decide::verdict_of(&call, outcome.as_ref(), &self.decider)
                     .unwrap_or_else(|e| Verdict::Ask { reason: format!("{e:#}") });
                 let result = result_for(&verdict, &options);
                 let won = result.is_some() && {
@@ -459,9 +459,9 @@ impl Proxy {
     /// Raises the clarify approval; `None` when it could not be raised (the editor then decides
     /// alone).
     async fn raise(&self, call: &ToolCall) -> Option<String> {
-        let body = decide::approval_request(call, self.gate.wait);
+        let body = decide::approval_request(call, self.decider.wait);
         self.shared().raising += 1;
-        let created = match self.gate.client() {
+        let created = match self.decider.client() {
             Ok(client) => client
                 .create_retrying(&body, Duration::from_secs(10), |_| {})
                 .await
@@ -508,7 +508,7 @@ impl Proxy {
 
     async fn cancel_request(&self, id: &str) {
         self.shared().open_requests.remove(id);
-        if let Ok(client) = self.gate.client() {
+        if let Ok(client) = self.decider.client() {
             let _ = tokio::time::timeout(Duration::from_secs(5), client.cancel(id)).await;
         }
     }
@@ -524,7 +524,7 @@ impl Proxy {
         if open.is_empty() {
             return;
         }
-        let Ok(client) = self.gate.client() else {
+        let Ok(client) = self.decider.client() else {
             return;
         };
         let cancel_all = async {

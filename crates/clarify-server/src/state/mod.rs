@@ -40,7 +40,7 @@ pub struct AppState(Arc<Shared>);
 pub struct Shared {
     pub store: Store,
     pub config: Config,
-    pub secrets: Secrets,
+    pub secrets: ServerSecrets,
     pub hub: hub::EventHub,
     pub metrics: metrics::Metrics,
     /// Wakes the webhook worker when this instance resolves a request.
@@ -72,7 +72,7 @@ pub struct Shared {
 
 /// Server secrets, read from the store at start so every instance shares them.
 #[derive(Clone)]
-pub struct Secrets {
+pub struct ServerSecrets {
     pub link: Vec<u8>,
     pub csrf: Vec<u8>,
     pub webhook: Vec<u8>,
@@ -80,9 +80,9 @@ pub struct Secrets {
     pub chat: Vec<u8>,
 }
 
-impl std::fmt::Debug for Secrets {
+impl std::fmt::Debug for ServerSecrets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secrets(..)")
+        f.write_str("ServerSecrets(..)")
     }
 }
 
@@ -96,7 +96,7 @@ impl std::ops::Deref for AppState {
 impl AppState {
     /// Reads the server secrets from the store (creating them on first start).
     pub async fn new(store: Store, config: Config) -> Result<Self, clarify_store::StoreError> {
-        let secrets = Secrets {
+        let secrets = ServerSecrets {
             link: store.secret("link").await?,
             csrf: store.secret("csrf").await?,
             webhook: store.secret("webhook").await?,

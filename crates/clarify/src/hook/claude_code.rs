@@ -18,7 +18,7 @@ use clarify_client::wire::FieldBody;
 use clarify_core::text::cut;
 use serde_json::{Map, Value, json};
 
-use super::decide::{self, Gate, OnTimeout, ToolCall, Verdict};
+use super::decide::{self, Decider, OnTimeout, ToolCall, Verdict};
 use super::{Agent, EventJson};
 
 /// The longest question text clarify takes.
@@ -78,20 +78,20 @@ impl Agent for ClaudeCode {
         Ok(Event::Tool { kind, call })
     }
 
-    async fn decide(event: &Event, gate: &Gate) -> anyhow::Result<Option<Value>> {
+    async fn decide(event: &Event, decider: &Decider) -> anyhow::Result<Option<Value>> {
         match event {
             Event::Tool { kind, call } => {
                 let verdict = if call.tool == "AskUserQuestion" {
-                    match gate.by_policy(call) {
+                    match decider.by_policy(call) {
                         Some(verdict) => verdict,
-                        None => ask_questions(call, gate).await?,
+                        None => ask_questions(call, decider).await?,
                     }
                 } else {
-                    gate.decide(call).await?
+                    decider.decide(call).await?
                 };
                 Ok(render(*kind, &verdict))
             }
-            Event::Elicitation(elicitation) => elicit(elicitation, gate).await,
+            Event::Elicitation(elicitation) => elicit(elicitation, decider).await,
         }
     }
 }
@@ -142,7 +142,7 @@ fn render(kind: ToolEvent, verdict: &Verdict) -> Option<Value> {
 
 /// `AskUserQuestion`: the same questions as a clarify request; the choices come back keyed by
 /// question text, several choices joined with ", ".
-async fn ask_questions(call: &ToolCall, gate: &Gate) -> anyhow::Result<Verdict> {
+async fn ask_questions(call: &ToolCall, decider: &Decider) -> anyhow::Result<Verdict> {
     let asked = call.arguments["questions"]
         .as_array()
         .filter(|qs| !qs.is_empty())
@@ -181,16 +181,16 @@ async fn ask_questions(call: &ToolCall, gate: &Gate) -> anyhow::Result<Verdict> 
     }
     let mut body = json!({
         "questions": questions,
-        "timeout_seconds": gate.wait.as_secs().max(1),
+        "timeout_seconds": decider.wait.as_secs().max(1),
     });
     decide::add_context(&mut body, call);
-    let Some(outcome) = decide::ask_and_wait(gate.client()?, &body, gate.wait).await? else {
-        return Ok(gate.timed_out());
+    let Some(outcome) = decide::ask_and_wait(decider.client()?, &body, decider.wait).await? else {
+        return Ok(decider.timed_out());
     };
     let by = outcome.answered_by.as_deref().unwrap_or("a reviewer");
     match outcome.status.as_str() {
         "answered" => {}
-        "expired" => return Ok(gate.timed_out()),
+        "expired" => return Ok(decider.timed_out()),
         "skipped" => {
             return Ok(Verdict::Ask {
                 reason: format!("{by} skipped these questions in clarify; answer them here."),
@@ -264,7 +264,7 @@ fn elicitation(event: &EventJson) -> anyhow::Result<Elicitation> {
 }
 
 /// Asks the elicitation's form in clarify and gives Claude Code the person's answer.
-async fn elicit(elicitation: &Elicitation, gate: &Gate) -> anyhow::Result<Option<Value>> {
+async fn elicit(elicitation: &Elicitation, decider: &Decider) -> anyhow::Result<Option<Value>> {
     let Some(schema) = elicitation
         .schema
         .as_ref()
@@ -284,10 +284,10 @@ async fn elicit(elicitation: &Elicitation, gate: &Gate) -> anyhow::Result<Option
             "text": text,
             "schema": schema,
         }],
-        "timeout_seconds": gate.wait.as_secs().max(1),
+        "timeout_seconds": decider.wait.as_secs().max(1),
     });
     decide::add_context(&mut body, &elicitation.call);
-    let client = gate.client()?;
+    let client = decider.client()?;
     let record = match client
         .create_retrying(&body, std::time::Duration::from_secs(10), |_| {})
         .await
@@ -307,9 +307,9 @@ async fn elicit(elicitation: &Elicitation, gate: &Gate) -> anyhow::Result<Option
         }
         Err(e) => return Err(e.into()),
     };
-    let outcome = decide::wait_for(client, &record.id, gate.wait).await?;
+    let outcome = decide::wait_for(client, &record.id, decider.wait).await?;
     let action = match outcome.as_ref().map(|o| o.status.as_str()) {
-        None | Some("expired") => match gate.on_timeout {
+        None | Some("expired") => match decider.on_timeout {
             OnTimeout::Ask => return Ok(None),
             OnTimeout::Deny => json!({"action": "decline"}),
         },

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use anyhow::bail;
 use serde_json::{Value, json};
 
-use super::decide::{Gate, ToolCall, Verdict};
+use super::decide::{Decider, ToolCall, Verdict};
 use super::{Agent, EventJson};
 
 pub struct Codex;
@@ -82,10 +82,10 @@ impl Agent for Codex {
         Ok(Event { kind, call })
     }
 
-    async fn decide(event: &Event, gate: &Gate) -> anyhow::Result<Option<Value>> {
+    async fn decide(event: &Event, decider: &Decider) -> anyhow::Result<Option<Value>> {
         Ok(match event.kind {
             Kind::PermissionRequest => {
-                let decision = match gate.decide(&event.call).await? {
+                let decision = match decider.decide(&event.call).await? {
                     Verdict::Allow { .. } => json!({"behavior": "allow"}),
                     Verdict::Deny { reason } => json!({"behavior": "deny", "message": reason}),
                     Verdict::Ask { .. } => return Ok(None),
@@ -95,7 +95,7 @@ impl Agent for Codex {
                     "decision": decision,
                 }}))
             }
-            Kind::PreToolUse => match gate.by_policy(&event.call) {
+            Kind::PreToolUse => match decider.by_policy(&event.call) {
                 Some(Verdict::Deny { reason }) => Some(json!({"hookSpecificOutput": {
                     "hookEventName": "PreToolUse",
                     "permissionDecision": "deny",

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use anyhow::bail;
 use serde_json::{Value, json};
 
-use super::decide::{Gate, ToolCall, Verdict};
+use super::decide::{Decider, ToolCall, Verdict};
 use super::{Agent, EventJson};
 
 pub struct Copilot;
@@ -82,8 +82,8 @@ impl Agent for Copilot {
         Ok(Event { host, call })
     }
 
-    async fn decide(event: &Event, gate: &Gate) -> anyhow::Result<Option<Value>> {
-        let verdict = gate.decide(&event.call).await?;
+    async fn decide(event: &Event, decider: &Decider) -> anyhow::Result<Option<Value>> {
+        let verdict = decider.decide(&event.call).await?;
         Ok(Some(render(event.host, &verdict)))
     }
 

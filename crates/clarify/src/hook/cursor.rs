@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use anyhow::bail;
 use serde_json::{Value, json};
 
-use super::decide::{Gate, ToolCall, Verdict};
+use super::decide::{Decider, ToolCall, Verdict};
 use super::{Agent, EventJson};
 
 pub struct Cursor;
@@ -94,8 +94,8 @@ impl Agent for Cursor {
         Ok(Event { kind, call })
     }
 
-    async fn decide(event: &Event, gate: &Gate) -> anyhow::Result<Option<Value>> {
-        Ok(Some(match gate.decide(&event.call).await? {
+    async fn decide(event: &Event, decider: &Decider) -> anyhow::Result<Option<Value>> {
+        Ok(Some(match decider.decide(&event.call).await? {
             Verdict::Allow {
                 reason,
                 updated_input,

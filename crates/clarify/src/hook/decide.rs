@@ -100,7 +100,7 @@ pub enum OnTimeout {
 }
 
 /// The policy, the server and the time limit a call is decided with.
-pub struct Gate {
+pub struct Decider {
     policy: Policy,
     conn: Connection,
     client: std::sync::OnceLock<Client>,
@@ -108,7 +108,7 @@ pub struct Gate {
     pub on_timeout: OnTimeout,
 }
 
-impl Gate {
+impl Decider {
     pub fn new(policy: Policy, conn: Connection, wait: Duration, on_timeout: OnTimeout) -> Self {
         Self {
             policy,
@@ -293,10 +293,10 @@ fn read_file(cwd: Option<&str>, path: &str) -> clarify_core::display::FileState 
 pub fn verdict_of(
     call: &ToolCall,
     outcome: Option<&OutcomeBody>,
-    gate: &Gate,
+    decider: &Decider,
 ) -> anyhow::Result<Verdict> {
     let Some(outcome) = outcome else {
-        return Ok(gate.timed_out());
+        return Ok(decider.timed_out());
     };
     let reply = outcome.approval()?;
     let by = outcome.answered_by.as_deref().unwrap_or("a reviewer");
@@ -327,7 +327,7 @@ pub fn verdict_of(
                 updated_input: edited.then_some(arguments),
                 scope: Some(reply.scope.unwrap_or(Scope::Once)),
             },
-            (Status::Expired, _) => gate.timed_out(),
+            (Status::Expired, _) => decider.timed_out(),
             (Status::Skipped, _) => Verdict::Ask {
                 reason: format!("{by} skipped this in clarify; decide here."),
             },

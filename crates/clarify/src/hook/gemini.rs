@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use anyhow::bail;
 use serde_json::{Value, json};
 
-use super::decide::{Gate, ToolCall, Verdict};
+use super::decide::{Decider, ToolCall, Verdict};
 use super::{Agent, EventJson};
 
 pub struct Gemini;
@@ -51,8 +51,8 @@ impl Agent for Gemini {
         Ok(call)
     }
 
-    async fn decide(call: &ToolCall, gate: &Gate) -> anyhow::Result<Option<Value>> {
-        Ok(Some(match gate.decide(call).await? {
+    async fn decide(call: &ToolCall, decider: &Decider) -> anyhow::Result<Option<Value>> {
+        Ok(Some(match decider.decide(call).await? {
             Verdict::Allow {
                 reason,
                 updated_input,

@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 
 use crate::client::Connection;
 use crate::duration::parse_duration;
-use decide::{Gate, OnTimeout};
+use decide::{Decider, OnTimeout};
 
 pub use install::InstallArgs;
 
@@ -98,7 +98,7 @@ pub struct HookArgs {
 }
 
 impl HookArgs {
-    fn gate(&self) -> anyhow::Result<Gate> {
+    fn decider(&self) -> anyhow::Result<Decider> {
         let policy =
             crate::policy::load_or_section(self.policy.as_deref(), self.config.as_deref(), |c| {
                 c.claude_code
@@ -108,7 +108,12 @@ impl HookArgs {
         } else {
             OnTimeout::Ask
         };
-        Ok(Gate::new(policy, self.conn.clone(), self.wait, on_timeout))
+        Ok(Decider::new(
+            policy,
+            self.conn.clone(),
+            self.wait,
+            on_timeout,
+        ))
     }
 }
 
@@ -133,7 +138,7 @@ trait Agent {
     /// Reads the agent's event from stdin's text; an error names what is wrong with it.
     fn parse(raw: &str) -> anyhow::Result<Self::Event>;
     /// Decides the event; `None` prints nothing (the agent decides as if no hook had spoken).
-    async fn decide(event: &Self::Event, gate: &Gate) -> anyhow::Result<Option<Value>>;
+    async fn decide(event: &Self::Event, decider: &Decider) -> anyhow::Result<Option<Value>>;
     /// What blocks the call when clarify cannot decide: `None` exits 2 with the reason on
     /// stderr, the way most agents hear a blocking hook.
     fn blocked(_event: &Self::Event, _reason: &str) -> Option<Value> {
@@ -152,8 +157,8 @@ async fn hook<A: Agent>(args: &HookArgs) -> ExitCode {
         let parsed = event.insert(A::parse(&raw)?);
         // After the event is read, so that an agent blocked by an answer rather than an exit
         // code (Copilot CLI) is blocked by a bad policy file too.
-        let gate = args.gate()?;
-        A::decide(parsed, &gate).await
+        let decider = args.decider()?;
+        A::decide(parsed, &decider).await
     }
     .await;
     match decided {
