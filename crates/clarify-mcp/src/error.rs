@@ -42,6 +42,7 @@ impl ToolError {
             Self::Invalid(e) => e.code(),
             Self::Arguments(_) => "invalid_arguments",
             Self::NotFound(_) => "not_found",
+            Self::Store(StoreError::DiskFull(_)) => "disk_full",
             Self::Store(_) => "store_unavailable",
             Self::Refused { code, .. } => code,
             Self::Unreachable(_) => "server_unreachable",
@@ -52,8 +53,9 @@ impl ToolError {
     /// Whether waiting a little and trying again may succeed.
     pub(crate) fn is_transient(&self) -> bool {
         match self {
-            Self::Store(StoreError::Unavailable(_)) | Self::Unreachable(_) => true,
-            Self::Refused { code, .. } => code == "store_unavailable",
+            Self::Store(StoreError::Unavailable(_) | StoreError::DiskFull(_))
+            | Self::Unreachable(_) => true,
+            Self::Refused { code, .. } => code == "store_unavailable" || code == "disk_full",
             _ => false,
         }
     }

@@ -19,6 +19,10 @@ pub enum StoreError {
     Unavailable(String),
     #[error("the database failed: {0}")]
     Backend(String),
+    /// The database's disk (or its quota) has no room for the write; nothing was written, and
+    /// the same write succeeds once space is freed.
+    #[error("the database's disk is full: {0}")]
+    DiskFull(String),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
     #[error("invalid cursor; pass the next_cursor of the previous page")]
@@ -35,7 +39,18 @@ pub enum StoreError {
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        Self::Backend(e.to_string())
+        // SQLite's own error for a page or a WAL frame that finds no room, and for a write the
+        // operating system refused for space (its Unix VFS turns ENOSPC into SQLITE_FULL).
+        let no_room = matches!(
+            &e,
+            rusqlite::Error::SqliteFailure(failure, _)
+                if failure.code == rusqlite::ErrorCode::DiskFull
+        );
+        if no_room {
+            Self::DiskFull(e.to_string())
+        } else {
+            Self::Backend(e.to_string())
+        }
     }
 }
 
@@ -46,6 +61,10 @@ impl From<sqlx::Error> for StoreError {
             | sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed
             | sqlx::Error::Tls(_) => Self::Unavailable(e.to_string()),
+            // SQLSTATE 53100: the server's disk has no room for the write.
+            sqlx::Error::Database(ref db) if db.code().as_deref() == Some("53100") => {
+                Self::DiskFull(e.to_string())
+            }
             other => Self::Backend(other.to_string()),
         }
     }

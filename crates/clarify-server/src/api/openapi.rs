@@ -116,7 +116,7 @@ impl Modify for Bearer {
 /// - a query: `400` (malformed or a bad value);
 /// - a key (`bearer` security): `401`, `429 rate_limited` (`--rate-limit`), and on writes `403`
 ///   (the role, or an inbox session without its CSRF token);
-/// - the store: `503 store_unavailable` on everything but `/healthz`;
+/// - the store: `503 store_unavailable` (or `disk_full`) on everything but `/healthz`;
 /// - a long-poll or a stream: `503 too_many_waiters` (`--max-waiters`).
 ///
 /// A status an operation already documents keeps its own description.
@@ -197,7 +197,7 @@ fn refusals(path: &str, writes: bool, operation: &mut Operation) {
     if path != "/healthz" {
         add.push((
             "503",
-            "The store is unreachable (`store_unavailable`); nothing was changed",
+            "The store is unreachable (`store_unavailable`) or its disk is full (`disk_full`); nothing was changed",
             false,
         ));
     }

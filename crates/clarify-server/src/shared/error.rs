@@ -3,7 +3,8 @@
 //! An [`ApiError`] carries the status, a stable snake_case `code` clients match on, a message for
 //! the person reading it, and optionally the record that explains a conflict (who answered
 //! first). Internal detail goes to the log, never to the client. Store failures are `503`
-//! (`store_unavailable`): the request may be retried; nothing was half-written.
+//! (`store_unavailable`, or `disk_full` when the database's disk has no room): the request may
+//! be retried; nothing was half-written.
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -93,6 +94,11 @@ impl ApiError {
         match e {
             StoreError::InvalidCursor => Self::bad_request("invalid_cursor", e.to_string()),
             StoreError::InvalidQuery(m) => Self::bad_request("invalid_range", m.clone()),
+            StoreError::DiskFull(_) => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "disk_full",
+                "the database's disk is full: nothing was changed; free space on it and retry",
+            ),
             _ => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "store_unavailable",

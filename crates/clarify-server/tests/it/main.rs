@@ -21,6 +21,7 @@ mod fake_teams;
 mod fake_telegram;
 mod followups;
 mod four_eyes;
+mod full_disk;
 mod google_chat;
 mod grants;
 mod groups;
