@@ -1,5 +1,6 @@
 //! What Discord sends to `POST /hooks/discord/{name}`: interactions, signed with Ed25519 over
-//! the timestamp and the raw body, checked by [`verify`] before [`read`] looks at them.
+//! the timestamp and the raw body, checked by [`verify`] before [`read`] looks at them; `hook`
+//! acts on them through the server's [`Desk`](crate::platform::Desk) and answers in the response.
 
 use std::collections::BTreeMap;
 

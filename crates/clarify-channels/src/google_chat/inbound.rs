@@ -1,6 +1,7 @@
 //! What Google Chat sends to `POST /hooks/google-chat/{name}` once
 //! [`GoogleChat::verify`](super::GoogleChat::verify) accepted its token: a click on a card's
-//! button, in the classic interaction format or the Workspace add-on one.
+//! button, in the classic interaction format or the Workspace add-on one; `hook` verifies, reads
+//! and acts on it through the server's [`Desk`](crate::platform::Desk).
 
 use std::collections::BTreeMap;
 

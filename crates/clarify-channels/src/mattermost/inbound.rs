@@ -1,6 +1,7 @@
 //! What Mattermost sends to `POST /hooks/mattermost/{name}`: clicks on clarify's buttons and
 //! menus, and dialog submissions. Mattermost signs nothing, so [`read`] checks the token clarify
-//! put in each button's context or dialog's state before it reads anything else.
+//! put in each button's context or dialog's state before it reads anything else; `hook` acts on
+//! them through the server's [`Desk`](crate::platform::Desk) and answers in the response.
 
 use std::collections::BTreeMap;
 

@@ -5,6 +5,9 @@
 //! HMAC-SHA256 of `v0:<timestamp>:<raw body>` under the app's signing secret, compared in
 //! constant time, with the timestamp at most five minutes from now (Slack's rule against
 //! replays).
+//!
+//! Then `hook` (a call over HTTP) and `respond` (a payload from either way in) act through the
+//! server's [`Desk`](crate::platform::Desk) and say what to acknowledge with.
 
 use std::collections::BTreeMap;
 

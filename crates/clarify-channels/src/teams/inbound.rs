@@ -1,5 +1,7 @@
 //! What Teams sends to `POST /hooks/teams/{name}` once [`Teams::verify`](super::Teams::verify)
-//! accepted its token: the bot added to a conversation, a card's `Action.Execute`, a refresh.
+//! accepted its token: the bot added to a conversation, a card's `Action.Execute`, a refresh;
+//! `hook` verifies, reads and acts on them through the server's
+//! [`Desk`](crate::platform::Desk), and `restore` loads the conversation kept in the store.
 
 use std::collections::BTreeMap;
 

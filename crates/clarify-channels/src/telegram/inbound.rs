@@ -1,5 +1,7 @@
 //! What Telegram sends, by long polling or to `POST /hooks/telegram/{name}`: updates (a button
 //! pressed, a reply typed, a command), and the callback data of clarify's buttons ([`Press`]).
+//! `hook` (webhook mode) and `poll` (polling mode) both end in `handle`, which acts through the
+//! server's [`Desk`](crate::platform::Desk).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
