@@ -2,7 +2,7 @@
 //! database, a webhook receiver's signature check, what a model provider requires of a
 //! transcript, (feature `postgres`) a database of a test's own, (feature `mcp`) an MCP test
 //! client, (feature `browser`) headless Chromium over WebDriver, and the circles of an import
-//! graph ([`graph`]).
+//! graph ([`graph`]) and the paths of Rust source ([`source`]).
 
 use hmac::{Hmac, Mac};
 use serde_json::Value;
@@ -13,6 +13,7 @@ pub mod browser;
 pub mod graph;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub mod source;
 
 /// The PostgreSQL database to test against (`CLARIFY_TEST_POSTGRES`), or `None`, after printing
 /// that the PostgreSQL tests are skipped. With `CLARIFY_REQUIRE_SERVICES=1` (as CI sets it) a

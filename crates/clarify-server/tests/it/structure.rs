@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::str::FromStr;
 
-use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
+use clarify_testkit::source::{is_path_sep, path_at};
+use proc_macro2::{Delimiter, TokenStream, TokenTree};
 
 /// What the crate root is called in the import graph: it assembles every room, so nothing may
 /// refer back to it.
@@ -35,27 +36,7 @@ impl std::fmt::Display for Reference {
 
 /// The files of the server's `src/`, as (path below `src/`, text).
 fn server_sources() -> Vec<(String, String)> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    let mut dirs = vec![src.clone()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("src/ is readable") {
-            let path = entry.expect("a directory entry").path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let name = path
-                    .strip_prefix(&src)
-                    .expect("below src/")
-                    .to_string_lossy()
-                    .replace('\\', "/");
-                let text = std::fs::read_to_string(&path).expect("a source file is UTF-8");
-                files.push((name, text));
-            }
-        }
-    }
-    files.sort();
-    files
+    clarify_testkit::source::sources(Path::new(env!("CARGO_MANIFEST_DIR")))
 }
 
 /// The module path of a file below `src/`: `lib.rs` is `[]`, `api/mod.rs` is `["api"]`,
@@ -144,61 +125,6 @@ fn walk(at: &Place<'_>, tokens: TokenStream, found: &mut Vec<Reference>) {
         }
         i += 1;
     }
-}
-
-/// Whether `tokens[i..]` starts with `::`.
-fn is_path_sep(tokens: &[TokenTree], i: usize) -> bool {
-    matches!(
-        (tokens.get(i), tokens.get(i + 1)),
-        (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b)))
-            if a.as_char() == ':' && a.spacing() == Spacing::Joint && b.as_char() == ':'
-    )
-}
-
-/// The path starting at `tokens[i]`, expanded over `{...}` groups into one segment list per
-/// item, and the index after it.
-fn path_at(tokens: &[TokenTree], mut i: usize) -> (Vec<Vec<String>>, usize) {
-    let mut prefix = Vec::new();
-    loop {
-        match tokens.get(i) {
-            Some(TokenTree::Ident(ident)) => {
-                prefix.push(ident.to_string());
-                i += 1;
-            }
-            Some(TokenTree::Punct(p)) if p.as_char() == '*' => {
-                prefix.push("*".to_owned());
-                return (vec![prefix], i + 1);
-            }
-            Some(TokenTree::Group(group)) if group.delimiter() == Delimiter::Brace => {
-                let items = group_items(group.stream());
-                let paths = items
-                    .into_iter()
-                    .map(|item| prefix.iter().cloned().chain(item).collect())
-                    .collect();
-                return (paths, i + 1);
-            }
-            _ => return (vec![prefix], i),
-        }
-        if is_path_sep(tokens, i) {
-            i += 2;
-        } else {
-            return (vec![prefix], i);
-        }
-    }
-}
-
-/// The items of a `use` group's braces, each expanded over nested groups.
-fn group_items(stream: TokenStream) -> Vec<Vec<String>> {
-    let tokens: Vec<TokenTree> = stream.into_iter().collect();
-    let mut items = Vec::new();
-    for item in tokens.split(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ',')) {
-        if item.is_empty() {
-            continue;
-        }
-        let (paths, _) = path_at(item, 0);
-        items.extend(paths);
-    }
-    items
 }
 
 /// The top-level module `segments` (starting with `crate` or `super`, written in `module`)
