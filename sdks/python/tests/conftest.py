@@ -49,7 +49,37 @@ def free_port() -> int:
         return port
 
 
-class ClarifyServer:
+def page_programs(page: str) -> list[str]:
+    """The Python programs of the handbook page `docs/src/<page>`, in order."""
+    text = (REPO / "docs/src" / page).read_text()
+    return [block.split("```", 1)[0] for block in text.split("```python\n")[1:]]
+
+
+class ChildProcess:
+    """A process a test starts and ends: `kill` crashes it (SIGKILL), `stop` asks it to end
+    (SIGTERM) and kills it after `grace` seconds."""
+
+    process: subprocess.Popen[bytes] | None = None
+    grace: float = 10
+
+    def kill(self) -> None:
+        if self.process is not None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(self.grace)
+            self.process = None
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(self.grace)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+            self.process = None
+
+
+class ClarifyServer(ChildProcess):
     """`clarify serve` on a SQLite file in a temporary directory; restartable on its port."""
 
     def __init__(self, binary: Path, directory: Path) -> None:
@@ -92,22 +122,6 @@ class ClarifyServer:
                 pass
             time.sleep(0.05)
         raise RuntimeError("clarify serve did not become healthy within 30 s")
-
-    def kill(self) -> None:
-        if self.process is not None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(10)
-            self.process = None
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
-            self.process = None
 
     def key(self, role: str, name: str) -> str:
         done = subprocess.run(

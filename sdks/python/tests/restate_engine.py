@@ -7,7 +7,6 @@ test can kill it."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from conftest import free_port
+from conftest import ChildProcess, free_port
 
 TESTS = Path(__file__).resolve().parent
 SRC = TESTS.parent / "src"
@@ -37,8 +36,10 @@ def _wait_until(what: str, ready: Any, process: subprocess.Popen[bytes], log: Pa
     )
 
 
-class RestateServer:
+class RestateServer(ChildProcess):
     """One Restate node: ingress, admin and node ports of its own, state in `directory`."""
+
+    grace = 30
 
     def __init__(self, binary: Path, directory: Path, env: dict[str, str] | None = None) -> None:
         self.binary = binary
@@ -90,22 +91,6 @@ class RestateServer:
 
         _wait_until("restate-server", ready, self.process, self.log)
 
-    def kill(self) -> None:
-        if self.process is not None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(30)
-            self.process = None
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
-            self.process = None
-
     def register(self, uri: str) -> None:
         """Registers the service deployment at `uri` (Restate discovers its handlers)."""
         response = httpx.post(
@@ -145,7 +130,7 @@ class RestateServer:
         return response.json()
 
 
-class PythonService:
+class PythonService(ChildProcess):
     """`restate_service:app` under hypercorn (HTTP/2 cleartext, which Restate speaks), in a
     process of its own; restartable on the same port."""
 
@@ -182,19 +167,3 @@ class PythonService:
             return httpx.get(self.uri + "/health", timeout=1).status_code == 200
 
         _wait_until("the Python Restate service", ready, self.process, self.log)
-
-    def kill(self) -> None:
-        if self.process is not None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(10)
-            self.process = None
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
-            self.process = None

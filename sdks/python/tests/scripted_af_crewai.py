@@ -19,7 +19,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+import pytest
+from conftest import ClarifyServer, Person, page_programs
 from scripted_http import ScriptedServer
+
+from clarify_hitl import Client
 
 
 @dataclass(frozen=True)
@@ -175,3 +179,33 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return ""
+
+
+# The e-mail the handbook's Agent Framework and CrewAI programs ask to send.
+ADA = {"to": "ada@example.com", "subject": "The report"}
+
+
+def run_mail_program(
+    page: str,
+    server: ClarifyServer,
+    agent_key: str,
+    alice: Client,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Runs the first Python program of the handbook page `page` as a reader would, against a
+    scripted model that asks to mail Ada and a person who approves: it prints the model's last
+    word, the person saw the arguments, and the tool ran."""
+    (program, *_) = page_programs(page)
+    with (
+        ChatServer([calls(ToolCall("send_email", ADA)), say("Mailed Ada.")]) as model,
+        Person(alice, "chat-42", lambda r: {"decision": "approve"}) as p,
+    ):
+        monkeypatch.setenv("CLARIFY_URL", server.url)
+        monkeypatch.setenv("CLARIFY_TOKEN", agent_key)
+        monkeypatch.setenv("OPENAI_BASE_URL", model.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "unused")
+        exec(compile(program, page, "exec"), {"__name__": "__main__"})
+    assert capsys.readouterr().out.strip().endswith("Mailed Ada.")
+    assert [r.questions[0]["action"]["arguments"] for r in p.answered] == [ADA]
+    assert model.tool_results() == ["sent 'The report' to ada@example.com"]

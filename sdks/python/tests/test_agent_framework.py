@@ -21,15 +21,13 @@ pytest.importorskip("agent_framework")
 from agent_framework import Agent, AgentResponse, AgentSession, FunctionTool, tool
 from agent_framework.openai import OpenAIChatCompletionClient
 from conftest import REPO, ClarifyServer, Person
-from scripted_af_crewai import ChatServer, ToolCall, calls, say
+from scripted_af_crewai import ADA, ChatServer, ToolCall, calls, run_mail_program, say
 
 from clarify_hitl import AsyncClient, Client, Record
 from clarify_hitl.agent_framework import aresolve_approvals, resolve_approvals
 
 Answer = Callable[[Callable[[Record], Any]], Person]
 T = TypeVar("T")
-
-ADA = {"to": "ada@example.com", "subject": "The report"}
 
 
 def mailer(server: ChatServer, ran: list[dict[str, Any]]) -> Agent:
@@ -198,17 +196,4 @@ def test_the_handbook_page_program_runs_as_shown(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    page = (REPO / "docs/src/agents/agent-framework.md").read_text()
-    program = page.split("```python\n", 1)[1].split("```", 1)[0]
-    with (
-        ChatServer([calls(ToolCall("send_email", ADA)), say("Mailed Ada.")]) as model,
-        Person(alice, "chat-42", lambda r: {"decision": "approve"}) as p,
-    ):
-        monkeypatch.setenv("CLARIFY_URL", server.url)
-        monkeypatch.setenv("CLARIFY_TOKEN", agent_key)
-        monkeypatch.setenv("OPENAI_BASE_URL", model.url)
-        monkeypatch.setenv("OPENAI_API_KEY", "unused")
-        exec(compile(program, "agent-framework.md", "exec"), {"__name__": "__main__"})
-    assert capsys.readouterr().out.strip().endswith("Mailed Ada.")
-    assert [r.questions[0]["action"]["arguments"] for r in p.answered] == [ADA]
-    assert model.tool_results() == ["sent 'The report' to ada@example.com"]
+    run_mail_program("agents/agent-framework.md", server, agent_key, alice, monkeypatch, capsys)

@@ -26,11 +26,11 @@ os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
 pytest.importorskip("crewai")
 
-from conftest import REPO, ClarifyServer, Person
+from conftest import ClarifyServer, Person
 from crewai import LLM, Agent, Crew, CrewOutput, Task
 from crewai.tools import BaseTool
 from pydantic import BaseModel
-from scripted_af_crewai import ChatServer, ToolCall, calls, say
+from scripted_af_crewai import ADA, ChatServer, ToolCall, calls, run_mail_program, say
 
 from clarify_hitl import Client, Record
 from clarify_hitl.crewai import AskHumanTool, gated
@@ -40,7 +40,6 @@ Answer = Callable[[Callable[[Record], Any]], Person]
 # CrewAI's own code warns of its deprecated attributes on every kickoff.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
-ADA = {"to": "ada@example.com", "subject": "The report"}
 HERE = Path(__file__).resolve().parent
 
 
@@ -223,17 +222,4 @@ def test_the_handbook_page_program_runs_as_shown(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    page = (REPO / "docs/src/agents/crewai.md").read_text()
-    program = page.split("```python\n", 1)[1].split("```", 1)[0]
-    with (
-        ChatServer([calls(ToolCall("send_email", ADA)), say("Mailed Ada.")]) as model,
-        Person(alice, "chat-42", lambda r: {"decision": "approve"}) as p,
-    ):
-        monkeypatch.setenv("CLARIFY_URL", server.url)
-        monkeypatch.setenv("CLARIFY_TOKEN", agent_key)
-        monkeypatch.setenv("OPENAI_BASE_URL", model.url)
-        monkeypatch.setenv("OPENAI_API_KEY", "unused")
-        exec(compile(program, "crewai.md", "exec"), {"__name__": "__main__"})
-    assert capsys.readouterr().out.strip().endswith("Mailed Ada.")
-    assert [r.questions[0]["action"]["arguments"] for r in p.answered] == [ADA]
-    assert model.tool_results() == ["sent 'The report' to ada@example.com"]
+    run_mail_program("agents/crewai.md", server, agent_key, alice, monkeypatch, capsys)

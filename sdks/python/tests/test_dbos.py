@@ -8,7 +8,6 @@ The database is made for the module (`clarify_dbos_<random>` on the server of
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from conftest import ClarifyServer
+from conftest import ChildProcess, ClarifyServer
 from durable_support import completed, pending_one
 
 from clarify_hitl import Client
@@ -60,7 +59,7 @@ def dbos_url() -> Iterator[str]:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-class Worker:
+class Worker(ChildProcess):
     """`dbos_worker.py` in a process of its own."""
 
     def __init__(self, env: dict[str, str], log: Path) -> None:
@@ -87,13 +86,8 @@ class Worker:
         if line.strip() != b"ready":
             raise RuntimeError(f"the DBOS worker did not start: {self.log.read_text()[-3000:]}")
 
-    def kill(self) -> None:
-        if self.process is not None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(10)
-            self.process = None
-
-    stop = kill
+    # The worker keeps nothing to flush: ending it is crashing it.
+    stop = ChildProcess.kill
 
 
 @pytest.fixture(scope="module")

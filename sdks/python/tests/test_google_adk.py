@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("google.adk", reason="runs in scripts/test-pydantic-ai-adk's environment")
 
-from conftest import REPO, ClarifyServer, Person
+from conftest import ClarifyServer, Person, page_programs
 from google.adk.agents import Agent
 from google.adk.models import Gemini
 from google.adk.runners import Runner
@@ -223,8 +223,7 @@ def test_the_handbooks_program_runs_as_shown(
 ) -> None:
     monkeypatch.setenv("CLARIFY_URL", server.url)
     monkeypatch.setenv("CLARIFY_TOKEN", agent_key)
-    page = (REPO / "docs/src/agents/google-adk.md").read_text()
-    program = page.split("```python\n")[1].split("```", 1)[0]
+    (program, *_) = page_programs("agents/google-adk.md")
     edit = {"decision": "approve", "edited_arguments": {"approved_days": 2}}
     with GeminiServer([[TIME_OFF]]) as model:
         gemini = Gemini(

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("pydantic_ai", reason="runs in scripts/test-pydantic-ai-adk's environment")
 
-from conftest import REPO, ClarifyServer, Person
+from conftest import ClarifyServer, Person, page_programs
 from pydantic_ai import Agent, CallDeferred
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.models.openai import OpenAIChatModel
@@ -216,12 +216,6 @@ def test_a_run_that_stopped_is_resolved_twice_from_one_request_and_resumed(
     assert model.tool_results()[f"call_a-{session}"] == "sent to ada@example.com"
 
 
-def page_programs() -> list[str]:
-    """The Python programs of the handbook's Pydantic AI page, in order."""
-    page = (REPO / "docs/src/agents/pydantic-ai.md").read_text()
-    return [block.split("```", 1)[0] for block in page.split("```python\n")[1:]]
-
-
 def test_the_handbooks_programs_run_as_shown(
     server: ClarifyServer,
     agent_key: str,
@@ -233,7 +227,7 @@ def test_the_handbooks_programs_run_as_shown(
     monkeypatch.setenv("CLARIFY_URL", server.url)
     monkeypatch.setenv("CLARIFY_TOKEN", agent_key)
     report = {"to": "ada@example.com", "subject": "The report"}
-    for index, program in enumerate(page_programs()):
+    for index, program in enumerate(page_programs("agents/pydantic-ai.md")):
         call = ToolCall(f"call_{index}-{session}", "send_email", report)
         with ChatCompletionsServer([[call]]) as model:
             chat = OpenAIChatModel(
