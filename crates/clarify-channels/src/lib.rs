@@ -101,13 +101,17 @@ impl Channel {
         self.platform.name()
     }
 
-    /// Where the platform calls this channel: `<public_url>/hooks/<platform>/<name>` (the
-    /// platform spelt as in a URL: `google-chat`).
+    /// The platform as its hook's URL spells it: `google-chat` for `google_chat`.
+    pub fn url_platform(&self) -> String {
+        self.platform_name().replace('_', "-")
+    }
+
+    /// Where the platform calls this channel: `<public_url>/hooks/<platform>/<name>`.
     pub fn hook_url(&self, public_url: &str) -> String {
         format!(
             "{}/hooks/{}/{}",
             public_url.trim_end_matches('/'),
-            self.platform_name().replace('_', "-"),
+            self.url_platform(),
             self.name
         )
     }

@@ -178,18 +178,8 @@ mod tests {
             ]
         );
         // ntfy is answered only through signed links: it has no people to name.
-        assert_eq!(
-            identity_prefixes(),
-            [
-                "slack",
-                "telegram",
-                "discord",
-                "mattermost",
-                "teams",
-                "google_chat",
-                "email"
-            ]
-        );
+        let people: Vec<&str> = NAMES.iter().copied().filter(|n| *n != "ntfy").collect();
+        assert_eq!(identity_prefixes(), people);
         for name in NAMES {
             let table = serde_json::json!({"type": name});
             let error = serde_json::from_value::<RawChannel>(table)

@@ -41,7 +41,7 @@ async fn hook(
         .config
         .channels
         .iter()
-        .find(|c| c.name == name && c.platform_name().replace('_', "-") == platform);
+        .find(|c| c.name == name && c.url_platform() == platform);
     let Some(channel) = channel else {
         return error(
             StatusCode::NOT_FOUND,

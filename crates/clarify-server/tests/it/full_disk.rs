@@ -150,13 +150,8 @@ async fn a_full_disk_refuses_writes_with_503_and_serves_again_once_space_is_free
 
     // An answer is a write too: refused the same way, or (if its page had room) recorded.
     let path = format!("/v1/requests/{first_id}/answer");
-    let (status, body) = s
-        .post(
-            &path,
-            &s.admin,
-            json!({"answers": {"go": {"option": "yes"}}}),
-        )
-        .await;
+    let yes = json!({"answers": {"go": {"option": "yes"}}});
+    let (status, body) = s.post(&path, &s.admin, yes.clone()).await;
     let answered = match status {
         StatusCode::OK => true,
         StatusCode::SERVICE_UNAVAILABLE => {
@@ -193,13 +188,7 @@ async fn a_full_disk_refuses_writes_with_503_and_serves_again_once_space_is_free
         serving.as_secs_f64() * 1e3
     );
     if !answered {
-        let (status, body) = s
-            .post(
-                &path,
-                &s.admin,
-                json!({"answers": {"go": {"option": "yes"}}}),
-            )
-            .await;
+        let (status, body) = s.post(&path, &s.admin, yes).await;
         assert_eq!(status, StatusCode::OK, "{body}");
     }
 

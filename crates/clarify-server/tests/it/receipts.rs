@@ -36,6 +36,20 @@ async fn jwks(s: &TestServer) -> JwkSet {
     response.json().await.expect("a key set")
 }
 
+/// The answer that approves the transfer.
+fn approve() -> Value {
+    json!({"answers": {"pay": {"decision": "approve"}}})
+}
+
+/// A server on a SQLite file of its own (kept while the directory is), and the file's URL, for
+/// the tests that reach its store from outside.
+async fn on_sqlite() -> (tempfile::TempDir, String, TestServer) {
+    let dir = tempfile::tempdir().expect("dir");
+    let url = format!("sqlite://{}", dir.path().join("clarify.db").display());
+    let s = TestServer::build(&url, StoreOptions::default(), |_| {}).await;
+    (dir, url, s)
+}
+
 /// Asks for a transfer of `amount` and answers it with `answer`; the resolved record.
 async fn decided(s: &TestServer, amount: u64, answer: Value) -> Value {
     let created = s.ask(&s.admin, transfer(amount)).await;
@@ -171,12 +185,7 @@ async fn edited_arguments_are_the_ones_bound_and_a_denial_binds_nothing() {
 #[tokio::test]
 async fn a_receipt_is_spent_once_and_a_forged_one_not_at_all() {
     let s = TestServer::start().await;
-    let record = decided(
-        &s,
-        100,
-        json!({"answers": {"pay": {"decision": "approve"}}}),
-    )
-    .await;
+    let record = decided(&s, 100, approve()).await;
     let receipt = record["receipt"].as_str().expect("receipt");
     // Any key of the tenant may spend it: the executor has an agent key of its own.
     let executor = s.key(Role::Agent, "executor", "default").await;
@@ -203,7 +212,7 @@ async fn a_receipt_is_spent_once_and_a_forged_one_not_at_all() {
     );
 
     // Another tenant's key cannot spend this tenant's receipt.
-    let other = decided(&s, 7, json!({"answers": {"pay": {"decision": "approve"}}})).await;
+    let other = decided(&s, 7, approve()).await;
     let elsewhere = s.key(Role::Agent, "elsewhere", "other-tenant").await;
     let (status, body) = s
         .post(
@@ -234,15 +243,8 @@ async fn a_receipt_is_spent_once_and_a_forged_one_not_at_all() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_rotation_new_receipts_use_the_new_key_and_old_ones_still_verify() {
-    let dir = tempfile::tempdir().expect("dir");
-    let url = format!("sqlite://{}", dir.path().join("clarify.db").display());
-    let s = TestServer::build(&url, StoreOptions::default(), |_| {}).await;
-    let before = decided(
-        &s,
-        100,
-        json!({"answers": {"pay": {"decision": "approve"}}}),
-    )
-    .await;
+    let (_dir, url, s) = on_sqlite().await;
+    let before = decided(&s, 100, approve()).await;
     let old_kid = s.state.receipts.signing_kid();
     // `clarify receipts rotate` works on the store from another process.
     let cli = Store::open(&url, StoreOptions::default())
@@ -255,12 +257,7 @@ async fn after_a_rotation_new_receipts_use_the_new_key_and_old_ones_still_verify
     let keys = jwks(&s).await;
     let kids = kids(&keys);
     assert_eq!(kids, [new_key.kid(), old_kid.as_str()], "newest first");
-    let after = decided(
-        &s,
-        100,
-        json!({"answers": {"pay": {"decision": "approve"}}}),
-    )
-    .await;
+    let after = decided(&s, 100, approve()).await;
     let header =
         jsonwebtoken::decode_header(after["receipt"].as_str().expect("receipt")).expect("header");
     assert_eq!(header.kid.as_deref(), Some(new_key.kid()));
@@ -313,15 +310,8 @@ async fn on_postgres_two_instances_sign_alike_and_spend_once_between_them() {
 
 #[tokio::test]
 async fn a_configured_key_signs_and_the_stores_keys_still_verify_what_they_signed() {
-    let dir = tempfile::tempdir().expect("dir");
-    let url = format!("sqlite://{}", dir.path().join("clarify.db").display());
-    let s = TestServer::build(&url, StoreOptions::default(), |_| {}).await;
-    let before = decided(
-        &s,
-        100,
-        json!({"answers": {"pay": {"decision": "approve"}}}),
-    )
-    .await;
+    let (_dir, _, s) = on_sqlite().await;
+    let before = decided(&s, 100, approve()).await;
     let stored_kid = s.state.receipts.signing_kid();
     let store = s.halt().await.0;
     // The operator moves the key out of the database: `[receipts] signing_key`.
@@ -331,12 +321,7 @@ async fn a_configured_key_signs_and_the_stores_keys_still_verify_what_they_signe
     let keys = jwks(&s).await;
     let kids = kids(&keys);
     assert_eq!(kids, [configured_kid.as_str(), stored_kid.as_str()]);
-    let after = decided(
-        &s,
-        100,
-        json!({"answers": {"pay": {"decision": "approve"}}}),
-    )
-    .await;
+    let after = decided(&s, 100, approve()).await;
     let header =
         jsonwebtoken::decode_header(after["receipt"].as_str().expect("receipt")).expect("header");
     assert_eq!(header.kid.as_deref(), Some(configured_kid.as_str()));
