@@ -56,6 +56,7 @@ mod route;
 #[cfg(test)]
 mod step_up_tests;
 mod text;
+pub mod texting;
 
 pub use http::RetryAfter;
 pub use layout::words::{
@@ -99,6 +100,14 @@ impl Channel {
     /// The platform's name, as in the configuration's `type`.
     pub fn platform_name(&self) -> &'static str {
         self.platform.name()
+    }
+
+    /// How `[identities]` names the platform user `user`: `<prefix>:<user>`, the prefix being
+    /// the platform's identity prefix (`phone` for the platforms that text or call a number) or,
+    /// for one without, its name.
+    pub fn identity_of(&self, user: &str) -> String {
+        let prefix = self.platform.identity().unwrap_or(self.platform_name());
+        format!("{prefix}:{user}")
     }
 
     /// The platform as its hook's URL spells it: `google-chat` for `google_chat`.

@@ -121,6 +121,11 @@ pub enum Target {
     Request(String),
     /// By the platform's reference to the announcement it replies to.
     Message(String),
+    /// A reply that names no announcement (a text message) from the platform user `from` (a
+    /// phone number): the newest request announced on the channel that is still pending and
+    /// that `from` may answer, or, with `code`, the one of that short code
+    /// ([`clarify_model::short_code`]) among those announced on the channel.
+    Latest { from: String, code: Option<String> },
 }
 
 /// What an act did.

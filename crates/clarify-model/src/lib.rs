@@ -11,12 +11,14 @@
 //! `cargo tree` keeps so. The store makes and keeps these values; `clarify_store` re-exports
 //! them under their old paths.
 
+pub mod code;
 pub mod figures;
 pub mod receipt;
 pub mod record;
 pub mod sign;
 pub mod wire;
 
+pub use code::{SHORT_CODE_LEN, is_short_code_of, read_short_code, short_code};
 pub use figures::{
     AGES, AgeFigures, DayFigures, FAST_APPROVAL_SECONDS, Insights, ResponderFigures,
     SurfaceFigures, TimeToDecision, ToolFigures,

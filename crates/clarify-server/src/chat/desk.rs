@@ -153,7 +153,7 @@ async fn decide(
     act: Act,
 ) -> Result<Done, Refusal> {
     let platform = channel.platform_name();
-    let who = format!("{platform}:{user}");
+    let who = channel.identity_of(user);
     let responder = match responder_of(state, channel, &who, &record.tenant).await? {
         Some(name) => name,
         None => {
@@ -264,7 +264,7 @@ async fn responder_of(
 /// one-time link that links it (again) to whoever opens it signed in. `[identities]` wins over
 /// a link, so a configured account is only told so.
 async fn link_account(state: &AppState, channel: &Channel, user: &str) -> String {
-    let who = format!("{}:{user}", channel.platform_name());
+    let who = channel.identity_of(user);
     if let Some(name) = state.config.identities.get(&who) {
         return format!(
             "This account ({who}) answers as {name}, as clarify's configuration says; an admin \
@@ -355,6 +355,9 @@ async fn find(
             }
             id
         }
+        Target::Latest { from, code } => {
+            return latest(state, channel, &from, code.as_deref()).await;
+        }
         Target::Message(message_ref) => {
             match state
                 .store
@@ -373,6 +376,58 @@ async fn find(
         .await
         .map_err(failed)?
         .ok_or_else(unknown)
+}
+
+/// How many of a channel's newest announcements a text reply is matched against.
+const LATEST_LOOKUP: u32 = 200;
+
+/// The request a reply naming no announcement means, from the platform user `from`: with
+/// `code`, the one announced on `channel` of that short code, whatever its state (so that the
+/// person is told it is already answered); without, the newest one announced on `channel` that
+/// is still pending and that `from` may answer.
+async fn latest(
+    state: &AppState,
+    channel: &Channel,
+    from: &str,
+    code: Option<&str>,
+) -> Result<RequestRecord, Refusal> {
+    let failed = |e: clarify_store::StoreError| {
+        tracing::warn!(error = %e, "reading a request for a chat answer failed");
+        refuse("clarify could not read the request just now; please try again.")
+    };
+    let announced = state
+        .store
+        .announced_on(&channel.name, LATEST_LOOKUP)
+        .await
+        .map_err(failed)?;
+    let who = channel.identity_of(from);
+    for (tenant, id) in announced {
+        if code.is_some_and(|c| !clarify_model::is_short_code_of(c, &id)) {
+            continue;
+        }
+        let Some(record) = state.store.get_by_id(&id).await.map_err(failed)? else {
+            continue;
+        };
+        if code.is_some() {
+            return Ok(record);
+        }
+        if record.status.is_resolved() {
+            continue;
+        }
+        let may_answer = match responder_of(state, channel, &who, &tenant).await? {
+            Some(responder) => {
+                record.allows_responder(&responder, &state.store.groups_of(&responder, &[]))
+            }
+            None => true,
+        };
+        if may_answer {
+            return Ok(record);
+        }
+    }
+    Err(refuse(match code {
+        Some(c) => format!("clarify sent no request with the code {c} here."),
+        None => "No request is waiting for your answer here.".to_owned(),
+    }))
 }
 
 /// The answer body of a typed reply, read by the shared typed-reply parser.

@@ -506,6 +506,14 @@ impl Backend {
         dispatch!(self, b => b.announced_as(channel, message_ref).await)
     }
 
+    pub(crate) async fn announced_on(
+        &self,
+        channel: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        dispatch!(self, b => b.announced_on(channel, limit).await)
+    }
+
     /// The deliveries of a request, oldest first, with their attempts.
     pub(crate) async fn deliveries(&self, request_id: &str) -> Result<Vec<Delivery>, StoreError> {
         dispatch!(self, b => b.deliveries(request_id).await)

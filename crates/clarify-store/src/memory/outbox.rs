@@ -83,6 +83,24 @@ impl MemoryBackend {
             .map(|d| (d.tenant.clone(), d.request_id.clone())))
     }
 
+    pub(crate) async fn announced_on(
+        &self,
+        channel: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let state = self.state();
+        Ok(state
+            .deliveries
+            .values()
+            .rev()
+            .filter(|d| {
+                d.event == Some(EventKind::Created) && d.channel.as_deref() == Some(channel)
+            })
+            .take(limit as usize)
+            .map(|d| (d.tenant.clone(), d.request_id.clone()))
+            .collect())
+    }
+
     pub(crate) async fn deliveries(&self, request_id: &str) -> Result<Vec<Delivery>, StoreError> {
         Ok(self
             .state()

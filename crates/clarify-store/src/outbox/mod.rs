@@ -216,6 +216,16 @@ impl Store {
         self.inner.backend.announced_as(channel, message_ref).await
     }
 
+    /// The requests announced on `channel`, newest first, at most `limit`: their tenant and
+    /// id. For a reply that names no announcement (a text message).
+    pub async fn announced_on(
+        &self,
+        channel: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        self.inner.backend.announced_on(channel, limit).await
+    }
+
     /// The channel notifications of a request, whatever its tenant: for a channel's answer path,
     /// which learns the request from the platform and checks it was announced there.
     pub async fn notifications_of(&self, request_id: &str) -> Result<Vec<Delivery>, StoreError> {

@@ -41,6 +41,30 @@ impl PgBackend {
         .transpose()
     }
 
+    pub(crate) async fn announced_on(
+        &self,
+        channel: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT tenant, request_id FROM clarify_deliveries WHERE channel = $1 \
+             AND event = 'created' ORDER BY id DESC LIMIT $2",
+        )
+        .bind(channel)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get("tenant").map_err(corrupt_row)?,
+                    r.try_get("request_id").map_err(corrupt_row)?,
+                ))
+            })
+            .collect()
+    }
+
     pub(crate) async fn cursor(&self, name: &str) -> Result<Option<i64>, StoreError> {
         sqlx::query_scalar("SELECT value FROM clarify_cursors WHERE name = $1")
             .bind(name)

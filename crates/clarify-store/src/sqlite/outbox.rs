@@ -135,6 +135,21 @@ impl SqliteBackend {
                 .optional()?)
         })
     }
+
+    pub(crate) async fn announced_on(
+        &self,
+        channel: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT tenant, request_id FROM deliveries WHERE channel = ?1 \
+                 AND event = 'created' ORDER BY id DESC LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![channel, limit], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
 }
 
 /// Queues a webhook delivery due at once: of a request just resolved at `at` (`event` is
