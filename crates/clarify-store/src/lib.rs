@@ -57,6 +57,8 @@ mod grants;
 mod insights;
 mod keys;
 mod memory;
+#[cfg(test)]
+mod migration_rule;
 mod options;
 mod outbox;
 mod postgres;

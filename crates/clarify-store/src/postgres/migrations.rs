@@ -415,3 +415,14 @@ CREATE TABLE clarify_receipts_spent (
     spent_by text
 );
 ";
+
+#[cfg(test)]
+mod tests {
+    /// Migrations only add; see `migration_rule`.
+    #[test]
+    fn the_migrations_only_add_or_make_a_listed_contraction() {
+        if let Err(problems) = crate::migration_rule::check("postgres", super::MIGRATIONS) {
+            panic!("{problems}");
+        }
+    }
+}

@@ -435,3 +435,14 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Migrations only add; see `migration_rule`.
+    #[test]
+    fn the_migrations_only_add_or_make_a_listed_contraction() {
+        if let Err(problems) = crate::migration_rule::check("sqlite", super::MIGRATIONS) {
+            panic!("{problems}");
+        }
+    }
+}
