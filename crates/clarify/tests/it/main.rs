@@ -25,3 +25,4 @@ mod seen;
 mod serve;
 mod store_commands;
 mod support;
+mod upgrades;
