@@ -39,6 +39,7 @@ pub(crate) fn pending(raw: &Value) -> RequestRecord {
         votes: Vec::new(),
         remind_at: None,
         escalated_at: None,
+        on_call: Vec::new(),
     }
 }
 
@@ -308,4 +309,55 @@ fn google_chat_escapes_the_agents_html_and_fits_the_message() {
             .to_string()
             .contains("The rest is on the answer page: https://clarify.example/a/t")
     );
+}
+
+#[test]
+fn an_on_call_footer_names_who_was_found_and_a_schedule_that_could_not_be_read() {
+    let mut r = pending(&json!({
+        "question": "Roll back payments?", "choices": ["yes", "no"],
+        "responders": ["oncall:pagerduty:PSCHED1", "oncall:opsgenie:payments", "carol"],
+    }));
+    let shift =
+        |responder: &str, people: &[&str], unreadable: Option<&str>| clarify_model::OnCallShift {
+            responder: responder.to_owned(),
+            people: people.iter().map(|p| (*p).to_owned()).collect(),
+            unreadable: unreadable.map(str::to_owned),
+            read_at: chrono::Utc::now(),
+        };
+    let why = "on-call Opsgenie schedule payments could not be read: Opsgenie answered 503 \
+               Service Unavailable";
+    r.on_call = vec![
+        shift("oncall:pagerduty:PSCHED1", &["alice"], None),
+        shift("oncall:opsgenie:payments", &[], Some(why)),
+    ];
+    // Every text of the Slack message, its footer's context included.
+    fn strings(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(a) => a.iter().for_each(|v| strings(v, out)),
+            Value::Object(o) => o.values().for_each(|v| strings(v, out)),
+            _ => {}
+        }
+    }
+    let slack_all = |r: &RequestRecord| {
+        let (_, blocks) = crate::slack::render::message(&notice(r), &[]);
+        let mut out = Vec::new();
+        strings(&json!(blocks), &mut out);
+        out.join("\n")
+    };
+    let text = slack_all(&r);
+    assert!(
+        text.contains("for oncall:pagerduty:PSCHED1 (alice), oncall:opsgenie:payments, carol"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{why}; notified the other responders")),
+        "{text}"
+    );
+    // Read again at the escalation, the schedule no longer shows as unreadable.
+    r.on_call
+        .push(shift("oncall:opsgenie:payments", &["dave"], None));
+    let text = slack_all(&r);
+    assert!(!text.contains("could not be read"), "{text}");
+    assert!(text.contains("oncall:opsgenie:payments (dave)"), "{text}");
 }

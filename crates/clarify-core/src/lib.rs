@@ -43,8 +43,8 @@ pub use error::ValidationError;
 pub use form::{Field, FieldKind, Form, TextFormat};
 pub use limits::{Limits, LimitsError};
 pub use model::{
-    Action, Approval, Choice, Choices, Context, GROUP_PREFIX, NewRequest, OnTimeout, Question,
-    QuestionKind, RecommendedWord, Resume, Risk, Scope, Status, StatusParseError,
+    Action, Approval, Choice, Choices, Context, GROUP_PREFIX, NewRequest, ONCALL_PREFIX, OnTimeout,
+    Question, QuestionKind, RecommendedWord, Resume, Risk, Scope, Status, StatusParseError,
 };
 pub use outcome::{Mode, Outcome, QuestionOutcome, Resolution};
 pub use quorum::Vote;

@@ -128,6 +128,12 @@ fn is_one(n: &u32) -> bool {
 /// How `responders` and `escalate_to` name a group: `group:sre` is every member of `sre`.
 pub const GROUP_PREFIX: &str = "group:";
 
+/// How `responders` and `escalate_to` name whoever is on call: `oncall:pagerduty:PSCHED1`,
+/// `oncall:opsgenie:payments`, or `oncall:NAME` when one provider is configured. The server
+/// reads the schedule when the request is created and at each escalation; the people it names
+/// are kept with the request, so this name alone lets nobody in.
+pub const ONCALL_PREFIX: &str = "oncall:";
+
 /// The answer applied when a request expires unanswered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]

@@ -180,9 +180,13 @@ fn quorum(
             }
         }
     }
-    // A group's members are known only where the answer arrives, so a quorum over groups is
-    // not counted here.
-    let names_a_group = |names: &[String]| names.iter().any(|n| n.starts_with(GROUP_PREFIX));
+    // A group's members are known only where the answer arrives, and who is on call only when
+    // the schedule is read, so a quorum over either is not counted here.
+    let names_a_group = |names: &[String]| {
+        names
+            .iter()
+            .any(|n| n.starts_with(GROUP_PREFIX) || n.starts_with(crate::model::ONCALL_PREFIX))
+    };
     if let Some(names) = responders.filter(|n| !names_a_group(n) && !names_a_group(escalate_to)) {
         let mut allowed: Vec<&String> = names.iter().chain(escalate_to).collect();
         allowed.sort();

@@ -50,6 +50,7 @@ fn main() {
         votes: Vec::new(),
         remind_at: None,
         escalated_at: None,
+        on_call: Vec::new(),
     };
     let key = ReceiptKey::from_seed(&[7; 32], now, None).expect("a key");
     let keys = JwkSet {

@@ -23,4 +23,4 @@ pub use figures::{
     AGES, AgeFigures, DayFigures, FAST_APPROVAL_SECONDS, Insights, ResponderFigures,
     SurfaceFigures, TimeToDecision, ToolFigures,
 };
-pub use record::{Actor, Event, EventKind, RequestRecord, StepUp, StoredResolution};
+pub use record::{Actor, Event, EventKind, OnCallShift, RequestRecord, StepUp, StoredResolution};

@@ -27,6 +27,26 @@ pub struct RequestRecord {
     pub remind_at: Option<DateTime<Utc>>,
     /// When `escalate_to` was let in; `None` before that, or without escalation.
     pub escalated_at: Option<DateTime<Utc>>,
+    /// Each reading of the on-call schedules the request names (`oncall:...` among its
+    /// responders or `escalate_to`): one when it was created, one at its escalation. Empty for
+    /// a request naming none.
+    pub on_call: Vec<OnCallShift>,
+}
+
+/// One reading of an on-call schedule a request names: who was on call, or why the schedule
+/// could not be read (then the request's other responders answer, and the schedule is read
+/// again at the escalation).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct OnCallShift {
+    /// The responder as the request names it: `oncall:pagerduty:PSCHED1`.
+    pub responder: String,
+    /// The people on call, by responder name (those `[identities]` knows).
+    pub people: Vec<String>,
+    /// Why the schedule could not be read; `None` when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+    /// When it was read.
+    pub read_at: DateTime<Utc>,
 }
 
 impl RequestRecord {
@@ -49,9 +69,58 @@ impl RequestRecord {
     /// Whether `responder`, a member of `groups`, may answer (or vote) now: one of
     /// `responders` (a name, or `group:NAME` of one of their groups; anyone when none are
     /// named), or one of `escalate_to` once the request has escalated.
+    /// A person on call for an `oncall:` responder it names (now: `escalate_to`'s only once
+    /// escalated) may too.
     pub fn allows_responder(&self, responder: &str, groups: &[String]) -> bool {
         self.request
             .allows_responder(responder, groups, self.escalated_at.is_some())
+            || self
+                .on_call
+                .iter()
+                .any(|s| self.names_now(&s.responder) && s.people.iter().any(|p| p == responder))
+    }
+
+    /// Whether `name` is among the responders now: in `responders`, or in `escalate_to` once
+    /// the request has escalated.
+    fn names_now(&self, name: &str) -> bool {
+        let request = &self.request;
+        request
+            .responders
+            .as_ref()
+            .is_some_and(|r| r.iter().any(|n| n == name))
+            || (self.escalated_at.is_some() && request.escalate_to.iter().any(|n| n == name))
+    }
+
+    /// The people the readings of the on-call responder `name` found, in the order read, each
+    /// once.
+    pub fn on_call_people(&self, name: &str) -> Vec<String> {
+        let mut people: Vec<String> = Vec::new();
+        for shift in self.on_call.iter().filter(|s| s.responder == name) {
+            for person in &shift.people {
+                if !people.contains(person) {
+                    people.push(person.clone());
+                }
+            }
+        }
+        people
+    }
+
+    /// The `oncall:` responders the request names now (see [`RequestRecord::allows_responder`]).
+    pub fn on_call_responders(&self) -> Vec<String> {
+        let request = &self.request;
+        let escalated = self.escalated_at.is_some();
+        let mut names: Vec<String> = Vec::new();
+        let named = request
+            .responders
+            .iter()
+            .flatten()
+            .chain(request.escalate_to.iter().filter(|_| escalated));
+        for name in named {
+            if name.starts_with(clarify_core::ONCALL_PREFIX) && !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        names
     }
 
     /// How many approving votes a quorum request has so far.

@@ -89,6 +89,11 @@ pub struct RecordBody {
     /// When the request escalated; absent before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalated_at: Option<String>,
+    /// Each reading of the on-call schedules (`oncall:...`) among `responders` and
+    /// `escalate_to`: when the request was created, and again at its escalation. Absent when it
+    /// names none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub on_call: Vec<OnCallBody>,
     pub created_at: String,
     /// `null` when the request never expires.
     pub expires_at: Option<String>,
@@ -132,6 +137,21 @@ pub struct RecordBody {
     pub extra: Map<String, Value>,
 }
 
+/// One reading of an on-call schedule a request names.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct OnCallBody {
+    /// The responder as the request names it: `oncall:pagerduty:PSCHED1`.
+    pub responder: String,
+    /// Who was on call, by responder name: they may answer.
+    pub people: Vec<String>,
+    /// Why the schedule could not be read (the request's other responders were notified, and
+    /// the schedule is read again at the escalation); absent when it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+    /// When it was read.
+    pub read_at: String,
+}
+
 impl RecordBody {
     pub fn new(record: &RequestRecord, answer_url: Option<String>) -> Self {
         let request = &record.request;
@@ -168,6 +188,16 @@ impl RecordBody {
             escalate_after_seconds: request.escalate_after_seconds,
             escalate_to: request.escalate_to.clone(),
             escalated_at: record.escalated_at.map(time),
+            on_call: record
+                .on_call
+                .iter()
+                .map(|s| OnCallBody {
+                    responder: s.responder.clone(),
+                    people: s.people.clone(),
+                    unreadable: s.unreadable.clone(),
+                    read_at: time(s.read_at),
+                })
+                .collect(),
             created_at: time(record.created_at),
             expires_at: record.expires_at.map(time),
             resolved_at: resolution.map(|r| time(r.resolved_at)),

@@ -17,7 +17,7 @@ use clarify_core::quorum::Vote;
 use clarify_core::{Answers, NewRequest, Resolution, Status, Submission, parse_submission};
 
 use crate::error::StoreError;
-use crate::record::{Actor, Event, EventKind, RequestRecord, StoredResolution};
+use crate::record::{Actor, Event, EventKind, OnCallShift, RequestRecord, StoredResolution};
 
 /// A request row as read from SQL.
 #[derive(Debug)]
@@ -40,17 +40,20 @@ pub(crate) struct RowParts {
     pub resolved_seq: Option<i64>,
     /// Who was authenticated when it was resolved, as the audit chain records it.
     pub resolved_principal: Option<String>,
+    /// The readings of its on-call schedules, as [`on_call_json`] wrote them.
+    pub on_call: Option<String>,
 }
 
 /// The columns of [`RowParts`], in order, for SELECT lists.
 pub(crate) const COLUMNS: &str = "id, tenant, status, spec, created_at, expires_at, resolved_at, \
      answered_by, channel, answers, votes, remind_at, escalated_at, resolved_seq, \
-     resolved_principal";
+     resolved_principal, on_call";
 
 /// [`COLUMNS`] for a schema that has no `resolved_seq` yet: what migrations before it read.
 pub(crate) const COLUMNS_BEFORE_RESOLVED_SEQ: &str = "id, tenant, status, spec, created_at, \
      expires_at, resolved_at, answered_by, channel, answers, votes, remind_at, escalated_at, \
-     CAST(NULL AS BIGINT) AS resolved_seq, CAST(NULL AS TEXT) AS resolved_principal";
+     CAST(NULL AS BIGINT) AS resolved_seq, CAST(NULL AS TEXT) AS resolved_principal, \
+     CAST(NULL AS TEXT) AS on_call";
 
 impl RowParts {
     pub(crate) fn decode(self) -> Result<RequestRecord, StoreError> {
@@ -90,6 +93,12 @@ impl RowParts {
         let escalated_at = match self.escalated_at {
             None => None,
             Some(ms) => Some(from_millis(ms).ok_or_else(|| corrupt("escalated_at"))?),
+        };
+        let on_call = match self.on_call.as_deref() {
+            None => Vec::new(),
+            Some(json) => {
+                serde_json::from_str(json).map_err(|e| corrupt(&format!("on_call: {e}")))?
+            }
         };
         let votes = match self.votes.as_deref() {
             None => Vec::new(),
@@ -143,8 +152,19 @@ impl RowParts {
             votes,
             remind_at,
             escalated_at,
+            on_call,
         })
     }
+}
+
+/// A request's on-call readings as stored in its row: a JSON array, `None` when there are none.
+pub(crate) fn on_call_json(shifts: &[OnCallShift]) -> Result<Option<String>, StoreError> {
+    if shifts.is_empty() {
+        return Ok(None);
+    }
+    serde_json::to_string(shifts)
+        .map(Some)
+        .map_err(|e| StoreError::Backend(format!("on-call readings do not serialize: {e}")))
 }
 
 /// One vote as stored: who, when, and the answer body it was cast with. Decision, scope and

@@ -94,14 +94,15 @@ pub use keys::passkeys::{STEP_UP_WINDOW, StoredPasskey};
 pub use keys::{
     AdminKeyError, ApiKey, Ensured, KeyError, LOGIN_TTL, NewKey, Role, TokenKind, generate_key,
 };
-pub use options::{Announce, Durability, PickChannels, StoreOptions};
+pub use options::{Announce, Durability, OnCall, PickChannels, ReadOnCall, StoreOptions};
 pub use outbox::push::{
     NewPushSubscription, PUSH_FRESH_FOR, PushSubscription, push_subscription_of,
 };
 pub use outbox::{AfterAttempt, Attempt, Delivery, DeliveryStatus, PUSH_CHANNEL_PREFIX};
 pub use postgres::redact as redacted_url;
 pub use record::{
-    Actor, Created, Event, EventKind, ListQuery, Page, RequestRecord, StepUp, StoredResolution,
+    Actor, Created, Event, EventKind, ListQuery, OnCallShift, Page, RequestRecord, StepUp,
+    StoredResolution,
 };
 pub use schedule::retention::PURGE_BATCH;
 
@@ -127,6 +128,7 @@ struct Inner {
     groups: Arc<BTreeMap<String, Vec<String>>>,
     forbid_self_approval: bool,
     step_up: Option<clarify_core::Risk>,
+    on_call: Option<OnCall>,
     /// Told of the changes this process makes (see [`Store::observe`]).
     observer: std::sync::OnceLock<Arc<dyn Observer>>,
     /// Each tenant's push subscriptions as last read (see [`outbox::push::PushCache`]).
@@ -189,6 +191,7 @@ impl Store {
                 groups: options.groups,
                 forbid_self_approval: options.forbid_self_approval,
                 step_up: options.step_up,
+                on_call: options.on_call,
                 observer: std::sync::OnceLock::new(),
                 push_cache: outbox::push::PushCache::default(),
             }),

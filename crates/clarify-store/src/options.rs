@@ -3,6 +3,8 @@
 //! reaper's pace, who may answer) finds every one of them in one place.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,6 +46,27 @@ pub struct StoreOptions {
     /// a fresh passkey confirmation for that answer, or by an admin key, on every path; `None`
     /// asks for none.
     pub step_up: Option<clarify_core::Risk>,
+    /// `[oncall.*]`: who is on call for an `oncall:` responder, read when a request naming one
+    /// is created (whatever path creates it) and again at its escalation. `None`: such a
+    /// responder names nobody, and says so.
+    pub on_call: Option<OnCall>,
+}
+
+/// Reads who is on call for an `oncall:` responder (`[oncall.*]`).
+#[derive(Clone)]
+pub struct OnCall(pub Arc<ReadOnCall>);
+
+/// Given an `oncall:...` responder as a request names it, the people on call by responder
+/// name, or why the schedule could not be read (one line, for the request's record). The
+/// reader bounds its own time: the store waits for it while creating a request.
+pub type ReadOnCall = dyn Fn(String) -> Pin<Box<dyn Future<Output = Result<Vec<String>, String>> + Send>>
+    + Send
+    + Sync;
+
+impl std::fmt::Debug for OnCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnCall(..)")
+    }
 }
 
 /// How a SQLite store makes its commits durable.
@@ -97,6 +120,7 @@ impl Default for StoreOptions {
             groups: Arc::default(),
             forbid_self_approval: false,
             step_up: None,
+            on_call: None,
         }
     }
 }

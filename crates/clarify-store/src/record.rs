@@ -3,7 +3,9 @@
 
 use clarify_core::Status;
 
-pub use clarify_model::record::{Actor, Event, EventKind, RequestRecord, StepUp, StoredResolution};
+pub use clarify_model::record::{
+    Actor, Event, EventKind, OnCallShift, RequestRecord, StepUp, StoredResolution,
+};
 
 /// Filters and position of a list call. Results are newest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

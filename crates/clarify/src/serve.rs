@@ -41,7 +41,7 @@ fn default_max_waiters() -> usize {
 }
 
 pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> {
-    let (args, channels, routes, people, rules, suggest, a2a, agui) = match &args.config {
+    let (args, channels, routes, mut people, rules, suggest, a2a, agui) = match &args.config {
         None => (
             args,
             Vec::new(),
@@ -63,6 +63,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
                 forbid_self_approval: file.forbid_self_approval,
                 push: std::mem::take(&mut file.push),
                 receipts: std::mem::take(&mut file.receipts),
+                oncall: std::mem::take(&mut file.oncall),
                 step_up: file.step_up,
             };
             let rules = file.rules.take();
@@ -96,7 +97,22 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
             "every new approval is decided by the rules first"
         );
     }
+    let clock: std::sync::Arc<dyn clarify_store::Clock> =
+        std::sync::Arc::new(clarify_store::SystemClock);
+    let on_call = if people.oncall.is_configured() {
+        let directory = clarify_server::state::oncall::Directory::new(
+            std::mem::take(&mut people.oncall),
+            people.identities.clone(),
+            std::sync::Arc::clone(&clock),
+        )
+        .map_err(anyhow::Error::msg)?;
+        Some(std::sync::Arc::new(directory).reader())
+    } else {
+        None
+    };
     let options = StoreOptions {
+        clock,
+        on_call,
         retain_resolved,
         announce,
         rules,
@@ -202,7 +218,8 @@ async fn admin_key_from(store: &Store, path: &std::path::Path) -> anyhow::Result
 }
 
 /// Who answers, as the configuration file says: `[identities]`, `[oidc]`, `[groups]`,
-/// `[decisions]`, and how they are notified: `[push]`.
+/// `[decisions]`, and how they are notified: `[push]`; and where on-call schedules are read:
+/// `[oncall]`.
 #[derive(Default)]
 struct People {
     identities: std::collections::BTreeMap<String, String>,
@@ -211,6 +228,8 @@ struct People {
     forbid_self_approval: bool,
     push: clarify_server::state::push::PushConfig,
     receipts: clarify_server::state::receipts::ReceiptsConfig,
+    /// `[oncall]`: where `oncall:` responders are read.
+    oncall: clarify_server::state::oncall::OnCallConfig,
     step_up: Option<clarify_core::Risk>,
 }
 

@@ -25,6 +25,7 @@ fn record(raw: Value) -> RequestRecord {
         votes: Vec::new(),
         remind_at: None,
         escalated_at: None,
+        on_call: Vec::new(),
     }
 }
 

@@ -223,8 +223,9 @@ pub(crate) fn arguments(request: &NewRequest, a: &Approval) -> Option<String> {
 }
 
 /// The footer's facts about a pending request besides who asked: when it expires (worded by
-/// `expiry`), how its quorum stands, and whom it is for. `text` makes words safe in the
-/// platform's markup, cut to a number of characters.
+/// `expiry`), how its quorum stands, whom it is for (an `oncall:` responder with the people
+/// found on call), and each on-call schedule that could not be read. `text` makes words safe
+/// in the platform's markup, cut to a number of characters.
 pub(crate) fn pending_facts(
     record: &RequestRecord,
     text: impl Fn(&str, usize) -> String,
@@ -239,9 +240,36 @@ pub(crate) fn pending_facts(
         facts.push(text(&outcome_text(record), usize::MAX));
     }
     if let Some(by) = &request.responders {
-        facts.push(format!("for {}", text(&by.join(", "), RESPONDERS)));
+        let names: Vec<String> = by
+            .iter()
+            .map(|name| {
+                let people = record.on_call_people(name);
+                if people.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{name} ({})", people.join(", "))
+                }
+            })
+            .collect();
+        facts.push(format!("for {}", text(&names.join(", "), RESPONDERS)));
+    }
+    for unreadable in unreadable_on_call(record) {
+        facts.push(text(&unreadable, RESPONDERS));
     }
     facts
+}
+
+/// A line for each on-call schedule the request names whose latest reading failed: why, and
+/// that the other responders were notified instead.
+pub(crate) fn unreadable_on_call(record: &RequestRecord) -> Vec<String> {
+    let mut lines = Vec::new();
+    for name in record.on_call_responders() {
+        let latest = record.on_call.iter().rev().find(|s| s.responder == name);
+        if let Some(why) = latest.and_then(|s| s.unreadable.as_deref()) {
+            lines.push(format!("{why}; notified the other responders"));
+        }
+    }
+    lines
 }
 
 /// When a request expires, for a platform that cannot show a time in the reader's zone.

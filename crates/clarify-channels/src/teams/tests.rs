@@ -82,6 +82,7 @@ fn agent_text_never_reaches_markdown() {
         votes: Vec::new(),
         remind_at: None,
         escalated_at: None,
+        on_call: Vec::new(),
     };
     let card = card(&record, "https://clarify.example/a/t");
     let text = card.to_string();

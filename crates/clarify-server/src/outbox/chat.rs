@@ -68,17 +68,22 @@ async fn notify(state: &AppState, client: &reqwest::Client, n: Delivery) {
             let event = n.event.unwrap_or(EventKind::Created);
             let announcement = match event {
                 EventKind::Created => Ok(None),
-                _ => announcement(state, &n).await,
+                _ => match on_call_read(&record, event, state.store.now()) {
+                    Ok(()) => announcement(state, &n)
+                        .await
+                        .map_err(|ms| (ms, "waiting for the announcement to go out first")),
+                    Err(ms) => Err((ms, "waiting for the on-call schedules to be read again")),
+                },
             };
             let announcement = match announcement {
                 Ok(a) => a,
-                Err(wait) => {
+                Err((wait, why)) => {
                     let next = state.store.now() + TimeDelta::milliseconds(wait);
                     let attempt = Attempt {
                         number,
                         at: state.store.now(),
                         status_code: None,
-                        error: Some("waiting for the announcement to go out first".to_owned()),
+                        error: Some(why.to_owned()),
                         duration_ms: 0,
                     };
                     if let Err(e) = state
@@ -151,6 +156,32 @@ async fn notify(state: &AppState, client: &reqwest::Client, n: Delivery) {
     }
 }
 
+/// How long an escalation waits at most for the instance that escalated the request to read its
+/// on-call schedules again (longer than any reading may take).
+const ON_CALL_READ_WAIT: TimeDelta = TimeDelta::seconds(30);
+
+/// `Err(ms)` to try again in that many milliseconds while an escalated request's on-call
+/// schedules are being read again (the store reads them just after escalating), so the
+/// escalation goes to whoever is on call now; `Ok` once read, or after [`ON_CALL_READ_WAIT`].
+fn on_call_read(
+    record: &RequestRecord,
+    event: EventKind,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), i64> {
+    let Some(at) = record
+        .escalated_at
+        .filter(|_| event == EventKind::Escalated)
+    else {
+        return Ok(());
+    };
+    let read = record.on_call.iter().any(|s| s.read_at >= at);
+    if read || record.on_call_responders().is_empty() || now > at + ON_CALL_READ_WAIT {
+        Ok(())
+    } else {
+        Err(250)
+    }
+}
+
 /// The platform's reference to the channel's announcement of `n`'s request: `Ok(None)` when
 /// there is none (it failed, or was skipped), `Err(ms)` to try again in that many milliseconds
 /// while it has not gone out yet.
@@ -172,22 +203,44 @@ async fn announcement(state: &AppState, n: &Delivery) -> Result<Option<String>, 
     }
 }
 
-/// The platform user ids of `record`'s `escalate_to` responders that `[identities]` maps, for
-/// `channel`'s platform.
+/// The platform user ids of `record`'s `escalate_to` responders (whoever is on call for an
+/// `oncall:` one) that `[identities]` maps, for `channel`'s platform.
 fn mentions(state: &AppState, channel: &Channel, record: &RequestRecord) -> Vec<String> {
     let prefix = format!("{}:", channel.platform_name());
+    let escalated_to: Vec<String> = record
+        .request
+        .escalate_to
+        .iter()
+        .flat_map(|name| match name.starts_with(clarify_core::ONCALL_PREFIX) {
+            true => record.on_call_people(name),
+            false => vec![name.clone()],
+        })
+        .collect();
     state
         .config
         .identities
         .iter()
-        .filter(|(_, name)| record.request.escalate_to.contains(name))
+        .filter(|(_, name)| escalated_to.contains(name))
         .filter_map(|(who, _)| who.strip_prefix(&prefix).map(str::to_owned))
         .collect()
 }
 
+/// The people `name` (a responder or `escalate_to` entry of `record`) stands for: a group's
+/// configured members, whoever was found on call for an `oncall:` one, or the person.
+fn people_named(state: &AppState, record: &RequestRecord, name: &str) -> Vec<String> {
+    if let Some(group) = name.strip_prefix(clarify_core::GROUP_PREFIX) {
+        return state.store.members_of(group);
+    }
+    if name.starts_with(clarify_core::ONCALL_PREFIX) {
+        return record.on_call_people(name);
+    }
+    vec![name.to_owned()]
+}
+
 /// A personal link for each person `record` names, for a channel whose messages cannot tell who
-/// answers (e-mail and ntfy): its responders (a group by its configured members) and, for an
-/// escalation, its `escalate_to`. None for a request open to everyone.
+/// answers (e-mail and ntfy): its responders (a group by its configured members, an on-call
+/// schedule by whoever was found on call) and, for an escalation, its `escalate_to`. None for
+/// a request open to everyone.
 fn personal_links(
     state: &AppState,
     channel: &Channel,
@@ -207,11 +260,7 @@ fn personal_links(
         .chain(request.escalate_to.iter().filter(|_| escalated));
     let mut people: Vec<String> = Vec::new();
     for name in named {
-        let members = match name.strip_prefix(clarify_core::GROUP_PREFIX) {
-            Some(group) => state.store.members_of(group),
-            None => vec![name.clone()],
-        };
-        for member in members {
+        for member in people_named(state, record, name) {
             if !people.contains(&member) {
                 people.push(member);
             }
@@ -239,10 +288,7 @@ fn recipients(
     let names_them = |names: &[String], name: &String| {
         names
             .iter()
-            .any(|n| match n.strip_prefix(clarify_core::GROUP_PREFIX) {
-                Some(group) => state.store.members_of(group).contains(name),
-                None => n == name,
-            })
+            .any(|n| people_named(state, record, n).contains(name))
     };
     let for_them = |name: &String| {
         request

@@ -14,6 +14,7 @@ pub mod key_cache;
 pub mod limits;
 pub mod metrics;
 pub mod oidc;
+pub mod oncall;
 pub mod passkeys;
 pub mod push;
 pub mod receipts;

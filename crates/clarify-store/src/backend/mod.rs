@@ -18,7 +18,9 @@ use crate::memory::MemoryBackend;
 use crate::outbox::push::PushSubscription;
 use crate::outbox::{AfterAttempt, Attempt, Delivery, Outbox};
 use crate::postgres::PgBackend;
-use crate::record::{Created, Event, ListQuery, Page, RequestRecord, StoredResolution};
+use crate::record::{
+    Created, Event, ListQuery, OnCallShift, Page, RequestRecord, StoredResolution,
+};
 use crate::sqlite::SqliteBackend;
 use writes::{Ballot, Cast, NewRow, Resolved};
 
@@ -57,6 +59,16 @@ impl Backend {
 
     pub(crate) async fn get(&self, id: &str) -> Result<Option<RequestRecord>, StoreError> {
         dispatch!(self, b => b.get(id).await)
+    }
+
+    /// Keeps `shifts` as the pending request's on-call readings (all of them, the earlier
+    /// ones included); a resolved request keeps those it had. Returns whether it was pending.
+    pub(crate) async fn set_on_call(
+        &self,
+        id: &str,
+        shifts: &[OnCallShift],
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.set_on_call(id, shifts).await)
     }
 
     pub(crate) async fn list(

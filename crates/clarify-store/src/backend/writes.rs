@@ -29,6 +29,8 @@ pub(crate) struct NewRow {
     /// The channels to announce it on, queued with it (only when it is created, not when an
     /// existing request is returned).
     pub announce: Vec<String>,
+    /// Who its on-call schedules named when it was created.
+    pub on_call: Vec<crate::record::OnCallShift>,
 }
 
 impl NewRow {
@@ -44,6 +46,7 @@ impl NewRow {
             votes: Vec::new(),
             remind_at: self.remind_at,
             escalated_at: None,
+            on_call: self.on_call,
         }
     }
 }

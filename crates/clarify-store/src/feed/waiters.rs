@@ -158,6 +158,7 @@ mod tests {
             votes: Vec::new(),
             remind_at: None,
             escalated_at: None,
+            on_call: Vec::new(),
         }
     }
 

@@ -7,7 +7,8 @@ use crate::backend::writes::{NewRow, Resolved};
 use crate::error::StoreError;
 use crate::grants::StoredGrant;
 use crate::record::{
-    Created, EventKind, ListQuery, Page, RequestRecord, StoredResolution, encode_cursor,
+    Created, EventKind, ListQuery, OnCallShift, Page, RequestRecord, StoredResolution,
+    encode_cursor,
 };
 
 impl MemoryBackend {
@@ -94,6 +95,21 @@ impl MemoryBackend {
 
     pub(crate) async fn get(&self, id: &str) -> Result<Option<RequestRecord>, StoreError> {
         Ok(self.state().rows.get(id).map(|r| r.record.clone()))
+    }
+
+    pub(crate) async fn set_on_call(
+        &self,
+        id: &str,
+        shifts: &[OnCallShift],
+    ) -> Result<bool, StoreError> {
+        let mut s = self.state();
+        match s.rows.get_mut(id) {
+            Some(row) if row.record.status == Status::Pending => {
+                row.record.on_call = shifts.to_vec();
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 
     pub(crate) async fn list(

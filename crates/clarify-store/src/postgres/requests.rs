@@ -9,11 +9,12 @@ use super::grants::insert_grants;
 use super::outbox::{follow_up, queue_deliveries};
 use super::{PgBackend, corrupt_row, db_err, to_u64};
 use crate::backend::writes::{NewRow, Resolved};
-use crate::codec::{COLUMNS, RowParts, answers_json, millis, spec_json};
+use crate::codec::{COLUMNS, RowParts, answers_json, millis, on_call_json, spec_json};
 use crate::error::StoreError;
 use crate::grants::StoredGrant;
 use crate::record::{
-    Created, EventKind, ListQuery, Page, RequestRecord, StoredResolution, encode_cursor,
+    Created, EventKind, ListQuery, OnCallShift, Page, RequestRecord, StoredResolution,
+    encode_cursor,
 };
 
 /// How often `create` retries after losing a unique-index race whose winner then vanished from
@@ -24,6 +25,7 @@ impl PgBackend {
     pub(crate) async fn create(&self, row: NewRow) -> Result<Created, StoreError> {
         let spec = spec_json(&row.request)?;
         let expires_at = row.expires_at.map(millis);
+        let on_call = on_call_json(&row.on_call)?;
         for _ in 0..CREATE_ATTEMPTS {
             // One statement, so one round trip and its own transaction: the request, its tags,
             // its announcements and its event, all or nothing. A conflict on a unique index (the
@@ -33,8 +35,8 @@ impl PgBackend {
                 "WITH req AS ( \
                      INSERT INTO clarify_requests (id, tenant, status, session, agent, spec, \
                          created_at, expires_at, idempotency_key, dedupe_key, remind_at, \
-                         escalate_at) \
-                     VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+                         escalate_at, on_call) \
+                     VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $14) \
                      ON CONFLICT DO NOTHING RETURNING seq), \
                  tags AS ( \
                      INSERT INTO clarify_request_tags (tenant, tag, seq) \
@@ -64,6 +66,7 @@ impl PgBackend {
             .bind(row.escalate_at.map(millis))
             .bind(&row.request.tags)
             .bind(&row.announce)
+            .bind(&on_call)
             .fetch_optional(&self.pool)
             .await
             .map_err(db_err)?;
@@ -99,6 +102,22 @@ impl PgBackend {
         .map_err(db_err)?
         .map(|r| parts(&r)?.decode())
         .transpose()
+    }
+
+    pub(crate) async fn set_on_call(
+        &self,
+        id: &str,
+        shifts: &[OnCallShift],
+    ) -> Result<bool, StoreError> {
+        let changed = sqlx::query(
+            "UPDATE clarify_requests SET on_call = $2 WHERE id = $1 AND status = 'pending'",
+        )
+        .bind(id)
+        .bind(on_call_json(shifts)?)
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(changed.rows_affected() == 1)
     }
 
     pub(crate) async fn list(
@@ -391,5 +410,6 @@ pub(super) fn parts(row: &PgRow) -> Result<RowParts, StoreError> {
         escalated_at: row.try_get("escalated_at").map_err(corrupt_row)?,
         resolved_seq: row.try_get("resolved_seq").map_err(corrupt_row)?,
         resolved_principal: row.try_get("resolved_principal").map_err(corrupt_row)?,
+        on_call: row.try_get("on_call").map_err(corrupt_row)?,
     })
 }

@@ -8,6 +8,7 @@
 //! resolves a request. A resolution past the request's deadline loses to its expiry. Each
 //! backend keeps the same concerns in its `requests.rs` and `votes.rs`.
 
+mod on_call;
 mod votes;
 mod who_may_answer;
 
@@ -25,6 +26,7 @@ use crate::options::Announce;
 use crate::record::{
     Actor, Created, ListQuery, Page, RequestRecord, StoredResolution, decode_cursor,
 };
+use on_call::on_call_names;
 
 impl Store {
     /// Stores a new request for `tenant`. A repeated idempotency key returns the original request
@@ -68,6 +70,10 @@ impl Store {
         let dedupe_key = request.dedupe.then(|| dedupe_key(&request));
         let remind_at = next_reminder(&request, created_at);
         let escalate_at = after_seconds(created_at, request.escalate_after_seconds);
+        let on_call = match &decided {
+            None => self.read_on_call(&id, on_call_names(&request)).await,
+            Some(_) => Vec::new(),
+        };
         let created = self
             .inner
             .backend
@@ -81,6 +87,7 @@ impl Store {
                 remind_at,
                 escalate_at,
                 announce: channels,
+                on_call,
             })
             .await?;
         if created.created {

@@ -54,12 +54,22 @@ impl Store {
     /// Escalates every pending request whose escalation is due: from now on its `escalate_to`
     /// may answer, and a `request.escalated` event is written (and its webhook queued); returns
     /// how many (at most one batch). Each request escalates once, whatever the instances.
+    /// The on-call schedules an escalated request names are read again, by the instance that
+    /// escalated it.
     pub async fn escalate_due(&self) -> Result<usize, StoreError> {
         let ids = self
             .inner
             .backend
             .escalate_due(self.now(), EXPIRE_BATCH)
             .await?;
+        for id in &ids {
+            let Some(record) = self.inner.backend.get(id).await? else {
+                continue;
+            };
+            if let Err(e) = self.reread_on_call(&record).await {
+                tracing::warn!(request = id.as_str(), error = %e, "keeping the on-call reading of an escalation failed");
+            }
+        }
         Ok(ids.len())
     }
 

@@ -29,6 +29,7 @@ pub(super) fn row_parts(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowParts> {
         escalated_at: row.get(12)?,
         resolved_seq: row.get(13)?,
         resolved_principal: row.get(14)?,
+        on_call: row.get(15)?,
     })
 }
 

@@ -208,7 +208,7 @@ fn backfill_rows(conn: &Connection) -> Result<(), StoreError> {
              AND status <> 'pending' ORDER BY seq LIMIT ?2"
         ))?;
         let rows = stmt.query_map(params![after, BACKFILL_BATCH], |r| {
-            Ok((row_parts(r)?, r.get::<_, i64>(15)?))
+            Ok((row_parts(r)?, r.get::<_, i64>(16)?))
         })?;
         let mut read = 0;
         for row in rows {

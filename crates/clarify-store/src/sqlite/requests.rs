@@ -12,15 +12,16 @@ use super::feed::append_event;
 use super::grants::insert_grants;
 use super::outbox::{follow_up, queue_delivery};
 use crate::backend::writes::{NewRow, Resolved};
-use crate::codec::{COLUMNS, answers_json, millis, qualified, spec_json};
+use crate::codec::{COLUMNS, answers_json, millis, on_call_json, qualified, spec_json};
 use crate::error::StoreError;
 use crate::grants::StoredGrant;
 use crate::record::{
-    Created, EventKind, ListQuery, Page, RequestRecord, StoredResolution, encode_cursor,
+    Created, EventKind, ListQuery, OnCallShift, Page, RequestRecord, StoredResolution,
+    encode_cursor,
 };
 
 /// How many columns [`COLUMNS`] names: the index of a column selected after them.
-const ROW_COLUMNS: usize = 15;
+const ROW_COLUMNS: usize = 16;
 
 impl SqliteBackend {
     pub(crate) async fn create(&self, row: NewRow) -> Result<Created, StoreError> {
@@ -32,6 +33,24 @@ impl SqliteBackend {
 
     pub(crate) async fn get(&self, id: &str) -> Result<Option<RequestRecord>, StoreError> {
         self.read_point(|conn| get(conn, &self.decoded, id))
+    }
+
+    pub(crate) async fn set_on_call(
+        &self,
+        id: &str,
+        shifts: &[OnCallShift],
+    ) -> Result<bool, StoreError> {
+        let id = id.to_owned();
+        let json = on_call_json(shifts)?;
+        self.write(move |conn| {
+            let changed = conn
+                .prepare_cached(
+                    "UPDATE requests SET on_call = ?2 WHERE id = ?1 AND status = 'pending'",
+                )?
+                .execute(params![id, json])?;
+            Ok(changed == 1)
+        })
+        .await
     }
 
     pub(crate) async fn list(
@@ -148,8 +167,8 @@ fn create(
     let created_ms = millis(row.created_at);
     conn.prepare_cached(
         "INSERT INTO requests (id, tenant, status, session, agent, spec, created_at, expires_at, \
-         idempotency_key, dedupe_key, remind_at, escalate_at) \
-         VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+         idempotency_key, dedupe_key, remind_at, escalate_at, on_call) \
+         VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?
     .execute(params![
         row.id,
@@ -163,6 +182,7 @@ fn create(
         row.dedupe_key,
         row.remind_at.map(millis),
         row.escalate_at.map(millis),
+        on_call_json(&row.on_call)?,
     ])?;
     let seq = conn.last_insert_rowid();
     if !row.request.tags.is_empty() {

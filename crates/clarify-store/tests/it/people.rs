@@ -4,9 +4,9 @@
 //! These checks sit in the store, so every surface (API, inbox, links, chat, MCP) keeps them.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use clarify_store::{Actor, ResolveError, Store};
+use clarify_store::{Actor, OnCall, ResolveError, Store};
 use serde_json::json;
 
 use crate::support::{Env, request};
@@ -17,6 +17,7 @@ conformance! {
         a_quorum_over_a_group_counts_each_person_once,
         four_eyes_refuses_the_person_a_request_acts_for_on_every_actor,
         the_outcome_names_the_surface_an_answer_came_through,
+        on_call_readings_are_kept_and_read_again_at_the_escalation,
     ],
     durable: [],
 }
@@ -176,4 +177,73 @@ async fn the_outcome_names_the_surface_an_answer_came_through(store: Store, env:
         .expect("an outcome");
     assert_eq!(outcome.answered_via.as_deref(), Some("telegram"));
     assert_eq!(outcome.answered_by.as_deref(), Some("bob"));
+}
+
+/// A reader standing in for `[oncall.*]`: whatever `now` holds when asked, and who asked.
+fn reader(now: Arc<Mutex<Result<Vec<String>, String>>>) -> OnCall {
+    OnCall(Arc::new(move |_responder: String| {
+        let answer = now.lock().expect("lock").clone();
+        Box::pin(async move { answer })
+    }))
+}
+
+async fn on_call_readings_are_kept_and_read_again_at_the_escalation(_: Store, env: Env) {
+    let now = Arc::new(Mutex::new(Err::<Vec<String>, String>(
+        "on-call PagerDuty schedule P1 could not be read: PagerDuty answered 503".to_owned(),
+    )));
+    let store = env
+        .open_with(|o| o.on_call = Some(reader(Arc::clone(&now))))
+        .await;
+    let asked = request(json!({"question": "Roll back?", "choices": ["yes", "no"],
+                               "responders": ["oncall:pagerduty:P1", "carol"],
+                               "escalate_after_seconds": 60, "escalate_to": ["lead"]}));
+    let id = store
+        .create(&env.tenant, asked)
+        .await
+        .expect("created")
+        .record
+        .id;
+    let answer = json!({"option": "yes"});
+    let refused = store
+        .answer(&env.tenant, &id, &answer, &Actor::new("alice", "api"))
+        .await;
+    assert!(
+        matches!(refused, Err(ResolveError::NotAllowed { .. })),
+        "{refused:?}"
+    );
+
+    *now.lock().expect("lock") = Ok(vec!["alice".to_owned()]);
+    env.advance(61);
+    store.escalate_due().await.expect("escalates");
+    let record = store
+        .get(&env.tenant, &id)
+        .await
+        .expect("read")
+        .expect("the request");
+    let readings: Vec<(&str, Vec<String>, Option<&str>)> = record
+        .on_call
+        .iter()
+        .map(|s| {
+            (
+                s.responder.as_str(),
+                s.people.clone(),
+                s.unreadable.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        readings,
+        [
+            (
+                "oncall:pagerduty:P1",
+                vec![],
+                Some("on-call PagerDuty schedule P1 could not be read: PagerDuty answered 503")
+            ),
+            ("oncall:pagerduty:P1", vec!["alice".to_owned()], None),
+        ]
+    );
+    let answered = store
+        .answer(&env.tenant, &id, &answer, &Actor::new("alice", "api"))
+        .await;
+    assert!(answered.is_ok(), "{answered:?}");
 }

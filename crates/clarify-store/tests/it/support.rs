@@ -185,6 +185,7 @@ pub fn options(clock: &Arc<ManualClock>) -> StoreOptions {
         groups: Arc::default(),
         forbid_self_approval: false,
         step_up: None,
+        on_call: None,
     }
 }
 

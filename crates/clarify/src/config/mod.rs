@@ -30,6 +30,7 @@
 mod channels;
 mod located;
 mod oidc;
+mod oncall;
 mod protocols;
 mod push;
 mod receipts;
@@ -48,6 +49,7 @@ use serde::Deserialize;
 
 use clarify_channels::RawChannel;
 use oidc::RawOidc;
+use oncall::RawOnCall;
 use protocols::{RawA2a, RawAgui};
 use push::RawPush;
 use receipts::RawReceipts;
@@ -85,6 +87,8 @@ pub struct Config {
     pub push: clarify_server::state::push::PushConfig,
     /// `[receipts]`, checked, its key resolved and read.
     pub receipts: clarify_server::state::receipts::ReceiptsConfig,
+    /// `[oncall]`, checked, its keys resolved and read.
+    pub oncall: clarify_server::state::oncall::OnCallConfig,
 }
 
 pub use clarify_channels::Route;
@@ -224,7 +228,8 @@ pub fn parse(
             ));
             continue;
         };
-        let platforms = clarify_channels::identity_prefixes();
+        let mut platforms = clarify_channels::identity_prefixes();
+        platforms.extend(clarify_server::state::oncall::IDENTITY_PREFIXES);
         if !platforms.contains(&platform) || id.trim().is_empty() {
             problems.add(fail(
                 &key,
@@ -284,6 +289,10 @@ pub fn parse(
         .receipts
         .and_then(|r| problems.keep(r.check(env, &fail)))
         .unwrap_or_default();
+    let oncall = raw
+        .oncall
+        .and_then(|o| problems.keep(o.check(env, &fail)))
+        .unwrap_or_default();
     let step_up = match raw.decisions.step_up.as_deref() {
         None => None,
         Some("high") => Some(clarify_core::Risk::High),
@@ -323,6 +332,7 @@ pub fn parse(
         agui,
         push,
         receipts,
+        oncall,
         rules,
         suggest: suggest.unwrap_or_default(),
         a2a: raw.a2a.enabled,
@@ -469,4 +479,8 @@ pub(crate) struct RawConfig {
     /// in the store, shared by every instance on it.
     #[serde(default)]
     receipts: Option<RawReceipts>,
+    /// On-call schedules as responders: `oncall:<schedule>` in a request's `responders` or
+    /// `escalate_to` is whoever PagerDuty or Opsgenie says is on call.
+    #[serde(default)]
+    oncall: Option<RawOnCall>,
 }

@@ -403,6 +403,21 @@ pub fn configuration_page() -> String {
                 }
                 page.push('\n');
                 doc.key_list(&mut page, inner, &[]);
+                // A table within the table (`[oncall.pagerduty]`) lists its own keys.
+                for (sub, node) in doc.properties(inner) {
+                    let table = doc.resolve(node);
+                    if doc.properties(table).next().is_none() {
+                        continue;
+                    }
+                    let _ = writeln!(
+                        page,
+                        "### `[{key}.{sub}]` {{#{}-{}}}\n\n{}\n",
+                        key.replace('_', "-"),
+                        sub.replace('_', "-"),
+                        text(&doc.description(node))
+                    );
+                    doc.key_list(&mut page, table, &[]);
+                }
             }
         }
     }
