@@ -10,6 +10,7 @@ mod decisions;
 mod discord;
 mod display;
 mod email;
+mod email_replies;
 mod events;
 mod fake_calls;
 mod fake_discord;
