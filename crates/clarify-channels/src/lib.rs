@@ -84,6 +84,9 @@ platforms! {
     Email("email", email::Email),
     /// A push to a topic on ntfy.sh or your own ntfy server, with one button per answer.
     Ntfy("ntfy", ntfy::Ntfy),
+    /// WhatsApp messages with reply buttons through Meta's Cloud API, answered by a tap or a
+    /// reply.
+    WhatsAppCloud("whatsapp_cloud", whatsapp_cloud::WhatsAppCloud),
 }
 
 /// A configured channel: its name (unique; used by routes) and its platform.
@@ -131,12 +134,31 @@ impl Channel {
         client: &reqwest::Client,
         notice: &notice::Notice<'_>,
     ) -> Result<notice::Sent, notice::SendError> {
-        let follows = notice.resolves() || notice.event == clarify_model::EventKind::Voted;
-        if notice.record.status.is_resolved() && !follows {
-            return Ok(notice::Sent::Skipped {
-                why: "the request was resolved before this message went out",
-            });
+        if let Some(skipped) = Self::too_late(notice) {
+            return Ok(skipped);
         }
         self.platform.send(client, notice).await
+    }
+
+    /// Posts `notice` on this channel with the server at hand (see
+    /// [`platform::Platform::deliver`]): what the channel worker calls.
+    pub async fn deliver<D: platform::Desk>(
+        &self,
+        desk: &D,
+        client: &reqwest::Client,
+        notice: &notice::Notice<'_>,
+    ) -> Result<notice::Sent, notice::SendError> {
+        if let Some(skipped) = Self::too_late(notice) {
+            return Ok(skipped);
+        }
+        self.platform.deliver(desk, client, notice).await
+    }
+
+    /// A skip when `notice` announces or follows up a request already resolved.
+    fn too_late(notice: &notice::Notice<'_>) -> Option<notice::Sent> {
+        let follows = notice.resolves() || notice.event == clarify_model::EventKind::Voted;
+        (notice.record.status.is_resolved() && !follows).then_some(notice::Sent::Skipped {
+            why: "the request was resolved before this message went out",
+        })
     }
 }

@@ -40,6 +40,19 @@ pub trait Platform: std::fmt::Debug + Clone + Send + Sync + Sized + 'static {
         notice: &Notice<'_>,
     ) -> impl Future<Output = Result<Sent, SendError>> + Send;
 
+    /// Posts `notice` with the server at hand (`desk`), for a platform whose message depends on
+    /// what it keeps (WhatsApp's 24-hour window, read from the last message a number sent).
+    /// Others keep this, which is [`Platform::send`].
+    fn deliver<D: Desk>(
+        &self,
+        desk: &D,
+        client: &reqwest::Client,
+        notice: &Notice<'_>,
+    ) -> impl Future<Output = Result<Sent, SendError>> + Send {
+        let _ = desk;
+        self.send(client, notice)
+    }
+
     /// Answers a call to this channel's hook (`/hooks/<platform>/<channel>`): verifies it before
     /// anything else is read (`401` otherwise, nothing changed), reads it, acts through `desk`,
     /// and says what to answer the platform with. A platform that takes no calls keeps this.
@@ -51,6 +64,14 @@ pub trait Platform: std::fmt::Debug + Clone + Send + Sync + Sized + 'static {
     ) -> impl Future<Output = HookReply> + Send {
         let _ = (desk, channel, call);
         async { HookReply::NotFound("this channel takes no calls".to_owned()) }
+    }
+
+    /// Answers a `GET` to this channel's hook, with its query string as sent: the handshake by
+    /// which a platform checks a webhook URL before it calls it (Meta's `hub.challenge`). A
+    /// platform that makes none keeps this.
+    fn handshake(&self, channel: &str, query: &str) -> HookReply {
+        let _ = (channel, query);
+        HookReply::NotFound("this channel takes no GET calls".to_owned())
     }
 
     /// What the channel loads before its first message goes out (Teams' captured
@@ -96,6 +117,8 @@ pub enum HookReply {
     Json(Value),
     /// `200` with an empty body.
     Ok,
+    /// `200` with this plain text body (a webhook handshake's echoed challenge).
+    Text(String),
     /// `404`: no such channel, or it takes no calls of this kind.
     NotFound(String),
     /// `401`: the call's signature, token or secret is missing, wrong or too old; nothing read.

@@ -112,6 +112,20 @@ macro_rules! platforms {
                 }
             }
 
+            /// Posts `notice` through `desk` (see
+            /// [`Platform::deliver`]($crate::platform::Platform::deliver)).
+            pub async fn deliver<D: $crate::platform::Desk>(
+                &self,
+                desk: &D,
+                client: &reqwest::Client,
+                notice: &$crate::notice::Notice<'_>,
+            ) -> Result<$crate::notice::Sent, $crate::notice::SendError> {
+                use $crate::platform::Platform;
+                match self {
+                    $(Self::$variant(p) => Platform::deliver(p, desk, client, notice).await,)+
+                }
+            }
+
             /// Answers a call to the channel's hook (see
             /// [`Platform::hook`]($crate::platform::Platform::hook)).
             pub async fn hook<D: $crate::platform::Desk>(
@@ -123,6 +137,15 @@ macro_rules! platforms {
                 use $crate::platform::Platform;
                 match self {
                     $(Self::$variant(p) => Platform::hook(p, desk, channel, call).await,)+
+                }
+            }
+
+            /// Answers a `GET` to the channel's hook (see
+            /// [`Platform::handshake`]($crate::platform::Platform::handshake)).
+            pub fn handshake(&self, channel: &str, query: &str) -> $crate::platform::HookReply {
+                use $crate::platform::Platform;
+                match self {
+                    $(Self::$variant(p) => Platform::handshake(p, channel, query),)+
                 }
             }
 
@@ -174,12 +197,25 @@ mod tests {
                 "teams",
                 "google_chat",
                 "email",
-                "ntfy"
+                "ntfy",
+                "whatsapp_cloud"
             ]
         );
-        // ntfy is answered only through signed links: it has no people to name.
-        let people: Vec<&str> = NAMES.iter().copied().filter(|n| *n != "ntfy").collect();
-        assert_eq!(identity_prefixes(), people);
+        // ntfy is answered only through signed links: it has no people to name. WhatsApp's
+        // people are phone numbers, which every platform that texts or calls shares.
+        assert_eq!(
+            identity_prefixes(),
+            [
+                "slack",
+                "telegram",
+                "discord",
+                "mattermost",
+                "teams",
+                "google_chat",
+                "email",
+                "phone"
+            ]
+        );
         for name in NAMES {
             let table = serde_json::json!({"type": name});
             let error = serde_json::from_value::<RawChannel>(table)

@@ -62,6 +62,10 @@ fn rendered(n: &Notice<'_>) -> Vec<(&'static str, Value)> {
         ("mattermost", crate::mattermost::announcement(n, &[])),
         ("ntfy", json!(crate::ntfy::render::actions(n))),
         ("email", json!({"text": plain, "html": html})),
+        (
+            "whatsapp_cloud",
+            crate::whatsapp_cloud::render::message(n, "+4930123456"),
+        ),
     ]
 }
 

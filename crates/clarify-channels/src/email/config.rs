@@ -28,6 +28,14 @@ pub struct RawEmail {
     /// (and, for an escalation, its `escalate_to`).
     #[serde(default)]
     to: Vec<String>,
+    /// Mailgun's HTTP webhook signing key. With it, a reply to an announcement answers it: a
+    /// Mailgun route forwards replies to `/hooks/email/<name>`, and each post's signature is
+    /// checked with this key.
+    mailgun_signing_key: Option<String>,
+    /// The environment variable holding `mailgun_signing_key`.
+    mailgun_signing_key_env: Option<String>,
+    /// The file holding `mailgun_signing_key` (its trailing line break trimmed).
+    mailgun_signing_key_file: Option<String>,
 }
 
 impl PlatformTable for RawEmail {
@@ -52,6 +60,12 @@ impl PlatformTable for RawEmail {
             )?,
             from: self.from,
             to: self.to,
+            mailgun_signing_key: secrets.optional(
+                "mailgun_signing_key",
+                self.mailgun_signing_key,
+                self.mailgun_signing_key_env,
+                self.mailgun_signing_key_file,
+            )?,
         })
     }
 }

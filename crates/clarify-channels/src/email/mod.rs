@@ -21,6 +21,9 @@
 //! `Re: ` Subject). A sent mail cannot be edited, so a resolution is a reply saying how the
 //! request ended.
 //!
+//! Replies: with a `mailgun_signing_key`, a reply to an announcement answers it, posted by
+//! Mailgun's inbound routing to `/hooks/email/{name}` (see [`inbound`]).
+//!
 //! Transport (lettre's, on tokio): `smtps://` is implicit TLS (rustls, the Web PKI roots);
 //! `smtp://` is plain SMTP, meant for a relay on the same host or network, unless the URL asks
 //! for STARTTLS with `?tls=required` (refused when the server does not offer it) or
@@ -28,6 +31,7 @@
 //! key (with the URL's user, or else the `from` address). SMTP's transient failures (`4xx`,
 //! no connection) are retried; permanent ones (`5xx`) are not.
 pub mod config;
+pub mod inbound;
 pub mod render;
 #[cfg(test)]
 mod tests;
@@ -40,7 +44,7 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
 use crate::layout::words::headline;
-use crate::platform::Platform;
+use crate::platform::{Call, Desk, HookReply, Platform};
 use crate::notice::{Notice, SendError, Sent};
 use crate::text::cut;
 pub use render::{Choice, bodies, choices, escape_html};
@@ -55,6 +59,8 @@ pub struct Email {
     pub password: Option<String>,
     pub from: String,
     pub to: Vec<String>,
+    /// Mailgun's webhook signing key: with it, replies posted to `/hooks/email/{name}` answer.
+    pub mailgun_signing_key: Option<String>,
 }
 
 impl std::fmt::Debug for Email {
@@ -68,6 +74,7 @@ impl std::fmt::Debug for Email {
             .field("password", &self.password.as_ref().map(|_| ".."))
             .field("from", &self.from)
             .field("to", &self.to)
+            .field("replies", &self.mailgun_signing_key.is_some())
             .finish()
     }
 }
@@ -93,6 +100,10 @@ impl Platform for Email {
         Ok(Sent::Posted {
             message_ref: Some(composed.message_id),
         })
+    }
+
+    async fn hook<D: Desk>(&self, desk: &D, channel: &str, call: Call<'_>) -> HookReply {
+        inbound::hook(self, desk, channel, call).await
     }
 }
 

@@ -1,5 +1,6 @@
 //! The chat platforms' way in: one route, `POST /hooks/{platform}/{name}`, for every platform's
-//! calls, and each channel's background task (Slack's Socket Mode, Telegram's polling).
+//! calls (and `GET` on it for a platform's webhook handshake, Meta's `hub.challenge`), and each
+//! channel's background task (Slack's Socket Mode, Telegram's polling).
 //!
 //! The platform verifies what it is sent (signature, timestamp window, secret, clarify's own
 //! token) before it reads anything, reads it, and acts through [`desk::ChatDesk`], the answer
@@ -14,7 +15,7 @@ pub(crate) mod desk;
 use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -26,7 +27,43 @@ use desk::ChatDesk;
 
 /// Every route of this room.
 pub(crate) fn routes() -> Router<AppState> {
-    Router::new().route("/hooks/{platform}/{name}", post(hook))
+    Router::new().route("/hooks/{platform}/{name}", post(hook).get(handshake))
+}
+
+/// The channel `name` of `platform` (spelt as in a URL: `google-chat`).
+fn channel_of<'a>(
+    state: &'a AppState,
+    platform: &str,
+    name: &str,
+) -> Result<&'a clarify_channels::Channel, Response> {
+    state
+        .config
+        .channels
+        .iter()
+        .find(|c| c.name == name && c.url_platform() == platform)
+        .ok_or_else(|| {
+            error(
+                StatusCode::NOT_FOUND,
+                &format!("no {platform} channel is called {name:?}"),
+            )
+        })
+}
+
+/// `GET /hooks/{platform}/{name}`: the channel's webhook handshake, if its platform makes one.
+async fn handshake(
+    State(state): State<AppState>,
+    Path((platform, name)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    match channel_of(&state, &platform, &name) {
+        Ok(channel) => {
+            let reply = channel
+                .platform
+                .handshake(&channel.name, query.as_deref().unwrap_or_default());
+            respond(reply)
+        }
+        Err(response) => response,
+    }
 }
 
 /// `POST /hooks/{platform}/{name}`: the channel `name`, if it is of `platform` (spelt as in a
@@ -37,16 +74,9 @@ async fn hook(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let channel = state
-        .config
-        .channels
-        .iter()
-        .find(|c| c.name == name && c.url_platform() == platform);
-    let Some(channel) = channel else {
-        return error(
-            StatusCode::NOT_FOUND,
-            &format!("no {platform} channel is called {name:?}"),
-        );
+    let channel = match channel_of(&state, &platform, &name) {
+        Ok(channel) => channel,
+        Err(response) => return response,
     };
     let call = Call {
         headers: &headers,
@@ -56,9 +86,15 @@ async fn hook(
         .platform
         .hook(&ChatDesk(state.clone()), &channel.name, call)
         .await;
+    respond(reply)
+}
+
+/// The platform's reply as HTTP.
+fn respond(reply: HookReply) -> Response {
     match reply {
         HookReply::Json(value) => Json(value).into_response(),
         HookReply::Ok => StatusCode::OK.into_response(),
+        HookReply::Text(text) => text.into_response(),
         HookReply::NotFound(message) => error(StatusCode::NOT_FOUND, &message),
         HookReply::Unauthorized(message) => error(StatusCode::UNAUTHORIZED, &message),
         HookReply::Malformed(message) => error(StatusCode::BAD_REQUEST, &message),

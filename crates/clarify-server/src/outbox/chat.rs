@@ -113,7 +113,10 @@ async fn notify(state: &AppState, client: &reqwest::Client, n: Delivery) {
                 personal: personal_links(state, channel, &record, event),
                 step_up: state.store.needs_step_up(&record.request),
             };
-            match channel.send(client, &notice).await {
+            match channel
+                .deliver(&crate::chat::desk::ChatDesk(state.clone()), client, &notice)
+                .await
+            {
                 Ok(Sent::Posted { message_ref }) => {
                     (None, None, AfterAttempt::Delivered, message_ref)
                 }
@@ -276,14 +279,15 @@ fn personal_links(
 }
 
 /// The platform addresses `[identities]` gives `record`'s responders (and, for an escalation,
-/// its `escalate_to`), for `channel`'s platform: whom an e-mail channel without `to` writes to.
+/// its `escalate_to`), under `channel`'s identity prefix (`phone:` for the channels that text a
+/// number): whom an e-mail or a texting channel without `to` writes to.
 fn recipients(
     state: &AppState,
     channel: &Channel,
     record: &RequestRecord,
     event: EventKind,
 ) -> Vec<String> {
-    let prefix = format!("{}:", channel.platform_name());
+    let prefix = channel.identity_of("");
     let request = &record.request;
     let names_them = |names: &[String], name: &String| {
         names

@@ -30,6 +30,7 @@ async fn server_on(url: &str, smtp: &FakeSmtp, to: &[&str]) -> TestServer {
             password: None,
             from: format!("Clarify <{FROM}>"),
             to: to.iter().map(|t| (*t).to_owned()).collect(),
+            mailgun_signing_key: None,
         }),
         allow_unmapped: false,
     };

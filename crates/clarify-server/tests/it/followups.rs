@@ -89,6 +89,7 @@ async fn reminders_and_escalations_reply_in_each_announcements_thread() {
                 password: None,
                 from: "Clarify <clarify@example.com>".to_owned(),
                 to: Vec::new(),
+                mailgun_signing_key: None,
             }),
             allow_unmapped: false,
         },

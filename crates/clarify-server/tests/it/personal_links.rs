@@ -30,6 +30,7 @@ async fn server_with(smtp: &FakeSmtp, members: &[&str], forbid_self_approval: bo
             password: None,
             from: "Clarify <clarify@example.com>".to_owned(),
             to: vec!["ops@example.com".to_owned()],
+            mailgun_signing_key: None,
         }),
         allow_unmapped: false,
     };
