@@ -35,18 +35,13 @@ fn channel_of<'a>(
     state: &'a AppState,
     platform: &str,
     name: &str,
-) -> Result<&'a clarify_channels::Channel, Response> {
+) -> Result<&'a clarify_channels::Channel, HookReply> {
     state
         .config
         .channels
         .iter()
         .find(|c| c.name == name && c.url_platform() == platform)
-        .ok_or_else(|| {
-            error(
-                StatusCode::NOT_FOUND,
-                &format!("no {platform} channel is called {name:?}"),
-            )
-        })
+        .ok_or_else(|| HookReply::NotFound(format!("no {platform} channel is called {name:?}")))
 }
 
 /// `GET /hooks/{platform}/{name}`: the channel's webhook handshake, if its platform makes one.
@@ -62,7 +57,7 @@ async fn handshake(
                 .handshake(&channel.name, query.as_deref().unwrap_or_default());
             respond(reply)
         }
-        Err(response) => response,
+        Err(refused) => respond(refused),
     }
 }
 
@@ -76,7 +71,7 @@ async fn hook(
 ) -> Response {
     let channel = match channel_of(&state, &platform, &name) {
         Ok(channel) => channel,
-        Err(response) => return response,
+        Err(refused) => return respond(refused),
     };
     let call = Call {
         headers: &headers,
