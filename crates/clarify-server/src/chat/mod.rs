@@ -35,13 +35,20 @@ fn channel_of<'a>(
     state: &'a AppState,
     platform: &str,
     name: &str,
-) -> Result<&'a clarify_channels::Channel, HookReply> {
+) -> Option<&'a clarify_channels::Channel> {
     state
         .config
         .channels
         .iter()
         .find(|c| c.name == name && c.url_platform() == platform)
-        .ok_or_else(|| HookReply::NotFound(format!("no {platform} channel is called {name:?}")))
+}
+
+/// The `404` of a channel that does not exist.
+fn no_channel(platform: &str, name: &str) -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        &format!("no {platform} channel is called {name:?}"),
+    )
 }
 
 /// `GET /hooks/{platform}/{name}`: the channel's webhook handshake, if its platform makes one.
@@ -51,13 +58,13 @@ async fn handshake(
     RawQuery(query): RawQuery,
 ) -> Response {
     match channel_of(&state, &platform, &name) {
-        Ok(channel) => {
+        Some(channel) => {
             let reply = channel
                 .platform
                 .handshake(&channel.name, query.as_deref().unwrap_or_default());
             respond(reply)
         }
-        Err(refused) => respond(refused),
+        None => no_channel(&platform, &name),
     }
 }
 
@@ -69,9 +76,8 @@ async fn hook(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let channel = match channel_of(&state, &platform, &name) {
-        Ok(channel) => channel,
-        Err(refused) => return respond(refused),
+    let Some(channel) = channel_of(&state, &platform, &name) else {
+        return no_channel(&platform, &name);
     };
     let call = Call {
         headers: &headers,

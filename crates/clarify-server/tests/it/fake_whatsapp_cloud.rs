@@ -198,7 +198,8 @@ pub fn notification(from: &str, message: Value) -> Value {
 /// Posts `body` to `hook_url` signed with `secret` (or with no signature); the status.
 pub async fn post(hook_url: &str, body: &Value, secret: Option<&str>) -> reqwest::StatusCode {
     let raw = serde_json::to_vec(body).expect("json");
-    let mut request = reqwest::Client::new()
+    let mut request = clarify_client::http::client()
+        .expect("an HTTP client")
         .post(hook_url)
         .header("content-type", "application/json");
     if let Some(secret) = secret {
