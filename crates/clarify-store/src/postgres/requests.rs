@@ -33,8 +33,9 @@ impl PgBackend {
                 "WITH req AS ( \
                      INSERT INTO clarify_requests (id, tenant, status, session, agent, spec, \
                          created_at, expires_at, idempotency_key, dedupe_key, remind_at, \
-                         escalate_at) \
-                     VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+                         escalate_at, warn_before, warn_at) \
+                     VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $14, \
+                         $15) \
                      ON CONFLICT DO NOTHING RETURNING seq), \
                  tags AS ( \
                      INSERT INTO clarify_request_tags (tenant, tag, seq) \
@@ -64,6 +65,8 @@ impl PgBackend {
             .bind(row.escalate_at.map(millis))
             .bind(&row.request.tags)
             .bind(&row.announce)
+            .bind(row.warn_before.and_then(|s| i64::try_from(s).ok()))
+            .bind(row.warn_at.map(millis))
             .fetch_optional(&self.pool)
             .await
             .map_err(db_err)?;

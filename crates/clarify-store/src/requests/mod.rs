@@ -17,7 +17,7 @@ use clarify_core::{NewRequest, Resolution, Status, Submission, parse_submission}
 use serde_json::Value;
 
 use crate::Store;
-use crate::backend::writes::{NewRow, Resolved, after_seconds, next_reminder};
+use crate::backend::writes::{NewRow, Resolved, after_seconds, next_reminder, warning_at};
 use crate::codec::sha256_hex;
 use crate::error::{ResolveError, StoreError};
 use crate::grants::StoredGrant;
@@ -68,6 +68,12 @@ impl Store {
         let dedupe_key = request.dedupe.then(|| dedupe_key(&request));
         let remind_at = next_reminder(&request, created_at);
         let escalate_at = after_seconds(created_at, request.escalate_after_seconds);
+        let warn_before = self.warn_before(tenant, &request);
+        if request.timeout().is_some() {
+            // Kept with the request, so its record (and a warning's words) say it.
+            request.warn_before_seconds = Some(warn_before.unwrap_or(0));
+        }
+        let warn_at = warning_at(expires_at, warn_before, created_at);
         let created = self
             .inner
             .backend
@@ -80,6 +86,8 @@ impl Store {
                 dedupe_key,
                 remind_at,
                 escalate_at,
+                warn_before,
+                warn_at,
                 announce: channels,
             })
             .await?;
@@ -90,6 +98,22 @@ impl Store {
             Some(rule) if created.created => self.resolve_by_rule(created, &rule).await,
             _ => Ok(created),
         }
+    }
+
+    /// How long before its deadline `request` warns its responders, in seconds (`None`: never):
+    /// its own `warn_before_seconds`, else its routes', else [`crate::DEFAULT_WARN_BEFORE`].
+    fn warn_before(&self, tenant: &str, request: &NewRequest) -> Option<u64> {
+        request.timeout()?;
+        let seconds = match request.warn_before_seconds {
+            Some(s) => s,
+            None => self
+                .deadlines()
+                .warn_before
+                .as_ref()
+                .and_then(|crate::WarnBefore(pick)| pick(tenant, request))
+                .unwrap_or(crate::DEFAULT_WARN_BEFORE),
+        };
+        (seconds > 0).then_some(seconds)
     }
 
     /// What the rules make of `request` (about to be stored as `id`): an `ask` rule's settings

@@ -148,8 +148,8 @@ fn create(
     let created_ms = millis(row.created_at);
     conn.prepare_cached(
         "INSERT INTO requests (id, tenant, status, session, agent, spec, created_at, expires_at, \
-         idempotency_key, dedupe_key, remind_at, escalate_at) \
-         VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+         idempotency_key, dedupe_key, remind_at, escalate_at, warn_before, warn_at) \
+         VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?
     .execute(params![
         row.id,
@@ -163,6 +163,8 @@ fn create(
         row.dedupe_key,
         row.remind_at.map(millis),
         row.escalate_at.map(millis),
+        row.warn_before.and_then(|s| i64::try_from(s).ok()),
+        row.warn_at.map(millis),
     ])?;
     let seq = conn.last_insert_rowid();
     if !row.request.tags.is_empty() {
