@@ -4,6 +4,10 @@
 
 use clarify_model::{EventKind, RequestRecord};
 
+/// How long before its deadline a request is warned when neither it nor a route says: 10
+/// minutes (the store's default, which the store's crate cannot be asked from here).
+pub const DEFAULT_WARN_BEFORE: u64 = 600;
+
 /// The label of the one button a request that needs a passkey confirmation gets.
 pub const OPEN_IN_CLARIFY: &str = "Open in clarify";
 
@@ -124,10 +128,16 @@ pub fn follow_up_text(event: EventKind, mentions: &[String]) -> String {
 
 /// The words of a follow-up about `record` (see [`follow_up_text`]): a warning before expiry
 /// says how long is left, `Expires in 10 minutes: ...`. A warning is sent its request's
-/// `warn_before_seconds` ahead of the deadline (the store fills that in when it creates a
-/// request that expires), so that is how long is left.
+/// `warn_before_seconds` ahead of the deadline (the store keeps a route's period there), or
+/// the default period, so that is how long is left.
 pub fn follow_up_words(event: EventKind, record: &RequestRecord, mentions: &[String]) -> String {
-    let left = record.request.warn_before_seconds.filter(|s| *s > 0);
+    let left = Some(
+        record
+            .request
+            .warn_before_seconds
+            .unwrap_or(DEFAULT_WARN_BEFORE),
+    )
+    .filter(|s| *s > 0);
     match (event, left) {
         (EventKind::Warned, Some(seconds)) => {
             let words = format!(

@@ -69,9 +69,10 @@ impl Store {
         let remind_at = next_reminder(&request, created_at);
         let escalate_at = after_seconds(created_at, request.escalate_after_seconds);
         let warn_before = self.warn_before(tenant, &request);
-        if request.timeout().is_some() {
-            // Kept with the request, so its record (and a warning's words) say it.
-            request.warn_before_seconds = Some(warn_before.unwrap_or(0));
+        if request.timeout().is_some() && request.warn_before_seconds.is_none() {
+            // A route's period is kept with the request, as an `ask` rule's settings are, so
+            // its record (and a warning's words) say it; without one the default applies.
+            request.warn_before_seconds = self.routes_warn_before(tenant, &request);
         }
         let warn_at = warning_at(expires_at, warn_before, created_at);
         let created = self
@@ -107,13 +108,18 @@ impl Store {
         let seconds = match request.warn_before_seconds {
             Some(s) => s,
             None => self
-                .deadlines()
-                .warn_before
-                .as_ref()
-                .and_then(|crate::WarnBefore(pick)| pick(tenant, request))
+                .routes_warn_before(tenant, request)
                 .unwrap_or(crate::DEFAULT_WARN_BEFORE),
         };
         (seconds > 0).then_some(seconds)
+    }
+
+    /// The warning period the routes give `request` of `tenant`, if any.
+    fn routes_warn_before(&self, tenant: &str, request: &NewRequest) -> Option<u64> {
+        self.deadlines()
+            .warn_before
+            .as_ref()
+            .and_then(|crate::WarnBefore(pick)| pick(tenant, request))
     }
 
     /// What the rules make of `request` (about to be stored as `id`): an `ask` rule's settings
