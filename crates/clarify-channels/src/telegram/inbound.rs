@@ -549,3 +549,21 @@ pub(crate) async fn poll<D: Desk>(telegram: Telegram, desk: D, channel: String) 
         }
     }
 }
+
+#[cfg(test)]
+mod extend_tests {
+    use super::read_extend_data;
+
+    #[test]
+    fn an_extend_buttons_data_names_the_seconds_and_the_request() {
+        let data = super::super::render::extend_data(1800, "3x4h9fr0mw4e701c3qxjjes2gs");
+        assert!(data.len() <= 64, "{data}");
+        assert_eq!(
+            read_extend_data(&data),
+            Some((1800, "3x4h9fr0mw4e701c3qxjjes2gs".to_owned()))
+        );
+        for other in ["ao", "x0:req", "x:req", "x1800:", "xsoon:req", "o1"] {
+            assert_eq!(read_extend_data(other), None, "{other}");
+        }
+    }
+}
