@@ -14,6 +14,7 @@ use crate::support::{Env, Kind, alice, request};
 conformance! {
     every: [
         a_warning_is_sent_once_across_instances,
+        a_routes_warning_period_applies_unless_the_request_gives_one,
         no_warning_for_a_request_resolved_earlier_or_shorter_than_the_period,
         an_extension_moves_the_deadline_within_its_bound_and_warns_again,
         an_extension_needs_a_pending_request_with_a_deadline_and_permission,
@@ -80,6 +81,53 @@ async fn a_warning_is_sent_once_across_instances(store: Store, env: Env) {
     }
     let record = store.get(t, &id).await.expect("get").expect("exists");
     assert_eq!(record.status, clarify_core::Status::Pending);
+}
+
+async fn a_routes_warning_period_applies_unless_the_request_gives_one(store: Store, env: Env) {
+    let _clock = env.exclusive_clock().await;
+    let t = &env.tenant;
+    assert!(store.set_deadlines(Deadlines {
+        warn_before: Some(clarify_store::WarnBefore(std::sync::Arc::new(
+            |_: &str, _: &clarify_core::NewRequest| Some(1800),
+        ))),
+        ..Deadlines::default()
+    }));
+    let routed = request(json!({"question": "Ship?", "timeout_seconds": 3600}));
+    let routed = store.create(t, routed).await.expect("create").record;
+    assert_eq!(
+        routed.request.warn_before_seconds,
+        Some(1800),
+        "kept with it"
+    );
+    let own = request(json!({"question": "Ship?", "timeout_seconds": 3600,
+                             "warn_before_seconds": 0}));
+    let own = store.create(t, own).await.expect("create").record;
+    assert_eq!(own.request.warn_before_seconds, Some(0));
+    env.advance(1799);
+    store.warn_due().await.expect("warn");
+    assert_eq!(
+        count(
+            &events_of(&store, &env, &routed.id).await,
+            EventKind::Warned
+        ),
+        0
+    );
+    env.advance(1);
+    store.warn_due().await.expect("warn");
+    assert_eq!(
+        count(
+            &events_of(&store, &env, &routed.id).await,
+            EventKind::Warned
+        ),
+        1
+    );
+    env.advance(1700);
+    store.warn_due().await.expect("warn");
+    assert_eq!(
+        count(&events_of(&store, &env, &own.id).await, EventKind::Warned),
+        0,
+        "warn_before_seconds 0: never warned"
+    );
 }
 
 async fn a_warning_is_not_sent_again_after_a_restart(store: Store, env: Env) {
