@@ -34,7 +34,7 @@ const CodeInvalidSignature = "invalid_signature"
 // exactly as received. It returns an *Error with CodeInvalidSignature when the header is
 // missing or malformed, the signature's time is more than WebhookTolerance from now, or no v1
 // signature matches (compared in constant time). Decode the body (an Outcome, or for
-// `request.reminded` and `request.escalated` a Record) only once it passes.
+// `request.reminded`, `request.warned` and `request.escalated` a Record) only once it passes.
 func VerifyWebhook(secret, header string, body []byte) error {
 	return VerifyWebhookAt(secret, header, body, time.Now(), WebhookTolerance)
 }

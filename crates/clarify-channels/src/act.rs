@@ -43,6 +43,26 @@ pub enum Act {
     /// "Link account": the clicker asks for the link that links their chat account to their
     /// clarify sign-in. Answered privately; the request is not touched.
     LinkAccount,
+    /// Move the request's deadline this many seconds later ("Extend 30 min", `extend 30m`),
+    /// by the rules of answering it; answers nothing.
+    Extend { seconds: u64 },
+}
+
+/// How much the "Extend" button on a warning before expiry gives: 30 minutes.
+pub const EXTEND_BUTTON_SECONDS: u64 = 1_800;
+
+/// The id of the button that extends a request by `seconds` (`t:1800`), which [`control`] reads.
+pub fn extend_control(seconds: u64) -> String {
+    format!("t:{seconds}")
+}
+
+/// The label of that button: `Extend 30 min`.
+pub fn extend_label(seconds: u64) -> String {
+    match seconds {
+        s if s % 3_600 == 0 => format!("Extend {} h", s / 3_600),
+        s if s % 60 == 0 => format!("Extend {} min", s / 60),
+        s => format!("Extend {s} s"),
+    }
 }
 
 /// What a form asks for.
@@ -136,8 +156,8 @@ pub enum Control {
 /// platforms share: `o:<n>` option n, `a:<scope>` approve, `d` deny, `s` skip, `sel` and `multi`
 /// (selects), and the forms `r` (deny with a reason), `c` (request changes), `e` (edit the
 /// arguments), `x` (other), `w` (write an open answer), `f` (a form's fields) and `m` (choose
-/// several options, where the platform has no multi-select), and `l` (link my account). A
-/// button names what it does, never the request.
+/// several options, where the platform has no multi-select), `l` (link my account), and
+/// `t:<seconds>` (extend the deadline). A button names what it does, never the request.
 pub fn control(custom_id: &str, values: &[String]) -> Control {
     let unknown = || Control::Unknown(custom_id.to_owned());
     let index = |v: &str| v.parse::<usize>().ok();
@@ -153,6 +173,10 @@ pub fn control(custom_id: &str, values: &[String]) -> Control {
                 scope,
             },
             None => return unknown(),
+        },
+        Some(("t", seconds)) => match seconds.parse::<u64>() {
+            Ok(seconds) if seconds > 0 => Act::Extend { seconds },
+            _ => return unknown(),
         },
         Some(_) => return unknown(),
         None => match custom_id {
@@ -320,7 +344,11 @@ impl Act {
             )?,
             Self::Skip => json!({"skip": true}),
             Self::Submit { focus, inputs } => submitted(questions, *focus, inputs)?,
-            Self::Typed(_) | Self::Open { .. } | Self::Nothing | Self::LinkAccount => {
+            Self::Typed(_)
+            | Self::Open { .. }
+            | Self::Nothing
+            | Self::LinkAccount
+            | Self::Extend { .. } => {
                 return Ok(None);
             }
         }))

@@ -64,7 +64,7 @@ pub use layout::words::{
     vote_note,
 };
 pub use notice::{Notice, SendError, Sent};
-pub use route::{Route, channels_for};
+pub use route::{Route, channels_for, warn_before_for};
 pub use text::{cut, escape_markup};
 
 platforms! {

@@ -25,6 +25,11 @@ pub struct Route {
     /// `approval`, `form`).
     #[serde(default)]
     pub kinds: Vec<String>,
+    /// Warn a matching request's responders this long before it expires, once: a duration
+    /// (`10m`, `1h`), `0` for no warning. A request's own `warn_before_seconds` wins; the
+    /// first matching route that gives one applies; without any, 10 minutes.
+    #[serde(default)]
+    pub warn_before: Option<String>,
 }
 
 impl Route {
@@ -48,6 +53,19 @@ impl Route {
                 .any(|q| self.kinds.iter().any(|k| k == q.kind.name()));
         tenant_ok && agent_ok && tags_ok && kinds_ok
     }
+}
+
+/// The warning period (seconds before the deadline) of a request of `tenant`: the first matching
+/// route's `warn_before` that reads as a duration (the configuration check refuses one that
+/// does not); `None` when no matching route gives one.
+pub fn warn_before_for(routes: &[Route], tenant: &str, request: &NewRequest) -> Option<u64> {
+    routes
+        .iter()
+        .filter(|r| r.matches(tenant, request))
+        .find_map(|r| {
+            let text = r.warn_before.as_deref()?;
+            clarify_core::text::parse_duration_seconds(text).ok()
+        })
 }
 
 /// The channels a request of `tenant` is announced on: those of every route it matches, each
@@ -88,6 +106,7 @@ mod tests {
             agent: agent.map(str::to_owned),
             tags: tags.iter().map(|s| (*s).to_owned()).collect(),
             kinds: kinds.iter().map(|s| (*s).to_owned()).collect(),
+            warn_before: None,
         };
         // (route, matches deploy, matches chat, matches a request without an agent)
         let cases = [
@@ -130,6 +149,28 @@ mod tests {
                 "{route:?} without an agent"
             );
         }
+    }
+
+    #[test]
+    fn the_first_matching_route_with_a_warning_period_gives_it() {
+        let routes = [
+            Route {
+                channels: vec!["ops".to_owned()],
+                tags: vec!["prod".to_owned()],
+                warn_before: Some("30m".to_owned()),
+                ..Route::default()
+            },
+            Route {
+                channels: vec!["ops".to_owned()],
+                warn_before: Some("0".to_owned()),
+                ..Route::default()
+            },
+        ];
+        let prod = request(serde_json::json!({"question": "Ship?", "tags": ["prod"]}));
+        let dev = request(serde_json::json!({"question": "Ship?"}));
+        assert_eq!(warn_before_for(&routes, "default", &prod), Some(1_800));
+        assert_eq!(warn_before_for(&routes, "default", &dev), Some(0));
+        assert_eq!(warn_before_for(&routes[..1], "default", &dev), None);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Replies typed into a text message (SMS, WhatsApp), which name no announcement: the person
 //! replies `2`, `approve`, or `deny K7Q2X not now`, and the channel finds the request by the
 //! short code when the reply names one, otherwise the newest request announced on the channel
-//! that is still pending and that person may answer ([`Target::Latest`]).
+//! that is still pending and that person may answer ([`Target::Latest`]). `extend 30m K7Q2X`
+//! moves that request's deadline instead ([`Act::Extend`]).
 
 use clarify_model::read_short_code;
 
@@ -38,6 +39,16 @@ pub async fn answer_text<D: Desk>(
     user: &str,
     text: &str,
 ) -> Result<Done, Refusal> {
+    if let Some(extension) = read_extend(text) {
+        let (code, seconds) = extension.map_err(Refusal::new)?;
+        let target = Target::Latest {
+            from: user.to_owned(),
+            code,
+        };
+        return desk
+            .act(channel, user, target, Act::Extend { seconds })
+            .await;
+    }
     if let Some((code, rest)) = split_code(text) {
         let named = Target::Latest {
             from: user.to_owned(),
@@ -56,9 +67,63 @@ pub async fn answer_text<D: Desk>(
         .await
 }
 
+/// `extend 30m K7Q2X` (or `extend K7Q2X 30m`, or `extend 2h` for the newest request): the
+/// short code named, if any, and the seconds; `None` when `text` does not start with
+/// `extend`, and an error for a person when the rest is not a duration.
+pub fn read_extend(text: &str) -> Option<Result<(Option<String>, u64), String>> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let (verb, rest) = words.split_first()?;
+    if !verb.eq_ignore_ascii_case("extend") {
+        return None;
+    }
+    let duration = |words: &[&str]| clarify_core::text::parse_duration_seconds(&words.join(""));
+    // A unit can read as a code (`hours` as `H0URS`), so the whole rest is tried first.
+    if let Ok(seconds) = duration(rest) {
+        return Some(Ok((None, seconds)));
+    }
+    let with_code = [rest.len().saturating_sub(1), 0]
+        .into_iter()
+        .filter(|_| rest.len() > 1)
+        .find_map(|i| {
+            let code = read_short_code(rest[i])?;
+            let mut others = rest.to_vec();
+            others.remove(i);
+            duration(&others).ok().map(|seconds| (Some(code), seconds))
+        });
+    Some(match with_code {
+        Some(found) => Ok(found),
+        None => duration(rest).map(|seconds| (None, seconds)).map_err(|_| {
+            "To extend a request, reply with how long and its code, e.g. extend 30m K7Q2X."
+                .to_owned()
+        }),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn extend_reads_a_duration_and_a_code_in_either_order() {
+        assert_eq!(
+            read_extend("extend 30m k7q2x"),
+            Some(Ok((Some("K7Q2X".into()), 1_800)))
+        );
+        assert_eq!(
+            read_extend("Extend K7Q2X 2h"),
+            Some(Ok((Some("K7Q2X".into()), 7_200)))
+        );
+        assert_eq!(
+            read_extend("extend 30 min K7Q2X"),
+            Some(Ok((Some("K7Q2X".into()), 1_800)))
+        );
+        assert_eq!(read_extend("extend 1d"), Some(Ok((None, 86_400))));
+        assert_eq!(read_extend("extend 2 hours"), Some(Ok((None, 7_200))));
+        assert!(matches!(read_extend("extend soon"), Some(Err(_))));
+        assert!(matches!(read_extend("extend"), Some(Err(_))));
+        assert_eq!(read_extend("approve K7Q2X"), None);
+        assert_eq!(read_extend("extended warranty"), None);
+    }
 
     #[test]
     fn a_code_is_found_after_the_verb_at_the_end_or_at_the_start() {

@@ -36,7 +36,7 @@ use crate::error::ValidationError;
 use crate::text::{is_valid_id, slug, strip_recommended_suffix};
 
 /// Request fields passed through unchanged to validation.
-const REQUEST_FIELDS: [&str; 21] = [
+const REQUEST_FIELDS: [&str; 22] = [
     "context",
     "on_behalf_of",
     "session",
@@ -51,6 +51,7 @@ const REQUEST_FIELDS: [&str; 21] = [
     "tags",
     "approvals_required",
     "remind_every_seconds",
+    "warn_before_seconds",
     "escalate_after_seconds",
     "escalate_to",
     "on_timeout",

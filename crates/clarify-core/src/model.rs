@@ -55,6 +55,10 @@ pub struct NewRequest {
     /// While pending, announce the request again this often (at least 60 seconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remind_every_seconds: Option<u64>,
+    /// Warn the responders this many seconds before the request expires (`0`: no warning).
+    /// Absent, the route's `warn_before` or the server's default (10 minutes) applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warn_before_seconds: Option<u64>,
     /// Escalation: after this many seconds of waiting, `escalate_to` may answer too and are
     /// notified. Both are set, or neither.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -76,6 +76,38 @@ pub fn humanize_seconds(seconds: u64) -> String {
     parts.join(" ")
 }
 
+/// A duration a person writes, in whole seconds: `90`, `90s`, `30m`, `30 min`, `2h`, `1d` (a
+/// number, then a unit: `s`, `m`, `h`, `d`, or their words, `sec`, `min`, `minutes`, `hours`,
+/// ...). The error says what was wrong, for a person.
+pub fn parse_duration_seconds(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number.parse().map_err(|_| {
+        format!(
+            "{} is not a duration; write e.g. 30m, 2h or 1d",
+            quoted(text)
+        )
+    })?;
+    let size: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60,
+        "h" | "hr" | "hrs" | "hour" | "hours" => 3_600,
+        "d" | "day" | "days" => 86_400,
+        other => {
+            return Err(format!(
+                "unknown unit {} in {}; use s, m, h or d",
+                quoted(other),
+                quoted(text)
+            ));
+        }
+    };
+    n.checked_mul(size)
+        .ok_or_else(|| format!("{} is too long", quoted(text)))
+}
+
 /// `"Postgres (recommended)"` → `"Postgres"`, ignoring case; other text unchanged. A repeated
 /// suffix is removed entirely, so no label keeps a "(recommended)" mark.
 pub(crate) fn strip_recommended_suffix(s: &str) -> &str {
@@ -150,6 +182,26 @@ mod tests {
     fn hex_is_lowercase_two_digits_a_byte() {
         assert_eq!(hex(&[]), "");
         assert_eq!(hex(&[0, 1, 0x0f, 0x10, 0xab, 0xff]), "00010f10abff");
+    }
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!(parse_duration_seconds("30m"), Ok(1800));
+        assert_eq!(parse_duration_seconds("30 min"), Ok(1800));
+        assert_eq!(parse_duration_seconds("2h"), Ok(7200));
+        assert_eq!(parse_duration_seconds("1d"), Ok(86_400));
+        assert_eq!(parse_duration_seconds("90"), Ok(90));
+        assert_eq!(parse_duration_seconds("0s"), Ok(0));
+        for bad in [
+            "",
+            "soon",
+            "m",
+            "5 fortnights",
+            "-5m",
+            "99999999999999999999s",
+        ] {
+            assert!(parse_duration_seconds(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -65,6 +65,7 @@ pub fn request(canonical: &Value, limits: &Limits) -> Result<NewRequest, Validat
         "remind_every_seconds",
         Limits::MIN_REMIND_SECONDS,
     )?;
+    let warn_before_seconds = seconds(obj.get("warn_before_seconds"), "warn_before_seconds", 0)?;
     let escalate_after_seconds = seconds(
         obj.get("escalate_after_seconds"),
         "escalate_after_seconds",
@@ -115,6 +116,7 @@ pub fn request(canonical: &Value, limits: &Limits) -> Result<NewRequest, Validat
         dedupe: fields.bool("dedupe")?.unwrap_or(false),
         approvals_required,
         remind_every_seconds,
+        warn_before_seconds,
         escalate_after_seconds,
         escalate_to,
         on_timeout,

@@ -289,6 +289,11 @@ pub enum EventKind {
     Reminded,
     /// A pending request escalated: `escalate_to` may answer from now on.
     Escalated,
+    /// A pending request's expiry is near: its responders were warned (`warn_before`), once
+    /// for each deadline.
+    Warned,
+    /// Someone who may answer a pending request moved its deadline (`expires_at`) later.
+    Extended,
     /// A person accepted the inbox's suggestion to always allow the action this request (the
     /// latest of its repeated `once` approvals) asked about: an `always` grant in their name.
     #[serde(rename = "grant.suggested_accepted")]
@@ -296,7 +301,7 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 9] = [
+    pub const ALL: [EventKind; 11] = [
         EventKind::Created,
         EventKind::Answered,
         EventKind::Skipped,
@@ -305,6 +310,8 @@ impl EventKind {
         EventKind::Voted,
         EventKind::Reminded,
         EventKind::Escalated,
+        EventKind::Warned,
+        EventKind::Extended,
         EventKind::GrantSuggestedAccepted,
     ];
 
@@ -318,6 +325,8 @@ impl EventKind {
             Self::Voted => "voted",
             Self::Reminded => "reminded",
             Self::Escalated => "escalated",
+            Self::Warned => "warned",
+            Self::Extended => "extended",
             Self::GrantSuggestedAccepted => "grant.suggested_accepted",
         }
     }

@@ -81,6 +81,10 @@ pub struct RecordBody {
     /// When the next reminder is due, while pending.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_reminder_at: Option<String>,
+    /// The responders are warned this long before the request expires (`0`: never); absent,
+    /// the route's or the server's default applies (10 minutes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warn_before_seconds: Option<u64>,
     /// After this long pending, `escalate_to` may answer too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalate_after_seconds: Option<u64>,
@@ -185,6 +189,7 @@ impl RecordBody {
             votes: record.votes.iter().map(VoteBody::from).collect(),
             remind_every_seconds: request.remind_every_seconds,
             next_reminder_at: record.remind_at.map(time),
+            warn_before_seconds: request.warn_before_seconds,
             escalate_after_seconds: request.escalate_after_seconds,
             escalate_to: request.escalate_to.clone(),
             escalated_at: record.escalated_at.map(time),
@@ -810,6 +815,8 @@ pub fn event_name(kind: EventKind) -> &'static str {
         EventKind::Voted => "request.voted",
         EventKind::Reminded => "request.reminded",
         EventKind::Escalated => "request.escalated",
+        EventKind::Warned => "request.warned",
+        EventKind::Extended => "request.extended",
         EventKind::GrantSuggestedAccepted => "grant.suggested_accepted",
     }
 }

@@ -341,10 +341,11 @@ fn reminder_period(id: &str, spec: &str) -> Option<i64> {
     }
 }
 
-/// The request column holding when `kind` (`Reminded` or `Escalated`) next falls due.
+/// The request column holding when `kind` (`Reminded`, `Warned` or `Escalated`) next falls due.
 pub(crate) fn due_column(kind: EventKind) -> &'static str {
     match kind {
         EventKind::Reminded => "remind_at",
+        EventKind::Warned => "warn_at",
         _ => "escalate_at",
     }
 }

@@ -117,6 +117,30 @@ pub enum ResolveError {
     Store(#[from] StoreError),
 }
 
+/// Why a request's deadline was not moved ([`crate::Store::extend`]); nothing changed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtendError {
+    /// Not found, already resolved, or not for this person to extend: the rules of answering.
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    /// The request has no deadline (`timeout_seconds` 0).
+    #[error("the request never expires, so there is no deadline to extend")]
+    NoDeadline,
+    /// An extension of nothing.
+    #[error("an extension must be at least one second")]
+    Empty,
+    /// The new deadline would be past the furthest the server allows.
+    #[error(
+        "extending by {by} would move the deadline past {latest}, the furthest this server allows ({max} past the request's first deadline); extend by at most {left}"
+    )]
+    TooFar {
+        by: String,
+        latest: String,
+        max: String,
+        left: String,
+    },
+}
+
 /// Why a request could not be asked.
 #[derive(Debug, thiserror::Error)]
 pub enum AskError {

@@ -81,7 +81,7 @@ pub use agui::{AGUI_BATCH, AguiRun};
 pub use audit::{AdminEvent, AdminKind, AuditEvent, ChainBreak, KeyNamed};
 pub use backup::{BackupError, BackupReport, backup};
 pub use clock::{Clock, IdGenerator, ManualClock, RandomIds, SequentialIds, SystemClock};
-pub use error::{AskError, ResolveError, StoreError};
+pub use error::{AskError, ExtendError, ResolveError, StoreError};
 pub use feed::{FEED_SYNC, WAIT_RETRY};
 pub use grants::StoredGrant;
 pub use grants::suggest::{SCAN_LIMIT, Suggest, Suggestion};
@@ -94,7 +94,10 @@ pub use keys::passkeys::{STEP_UP_WINDOW, StoredPasskey};
 pub use keys::{
     AdminKeyError, ApiKey, Ensured, KeyError, LOGIN_TTL, NewKey, Role, TokenKind, generate_key,
 };
-pub use options::{Announce, Durability, OnCall, PickChannels, ReadOnCall, StoreOptions};
+pub use options::{
+    Announce, DEFAULT_MAX_EXTENSION, DEFAULT_WARN_BEFORE, Deadlines, Durability, OnCall,
+    PickChannels, PickWarnBefore, ReadOnCall, StoreOptions, WarnBefore,
+};
 pub use outbox::push::{
     NewPushSubscription, PUSH_FRESH_FOR, PushSubscription, push_subscription_of,
 };
@@ -131,6 +134,8 @@ struct Inner {
     on_call: Option<OnCall>,
     /// Told of the changes this process makes (see [`Store::observe`]).
     observer: std::sync::OnceLock<Arc<dyn Observer>>,
+    /// Warnings and extensions as configured (see [`Store::set_deadlines`]).
+    deadlines: std::sync::OnceLock<options::Deadlines>,
     /// Each tenant's push subscriptions as last read (see [`outbox::push::PushCache`]).
     push_cache: outbox::push::PushCache,
 }
@@ -193,6 +198,7 @@ impl Store {
                 step_up: options.step_up,
                 on_call: options.on_call,
                 observer: std::sync::OnceLock::new(),
+                deadlines: std::sync::OnceLock::new(),
                 push_cache: outbox::push::PushCache::default(),
             }),
         };
@@ -214,6 +220,21 @@ impl Store {
     /// handle included). The first observer set stays; `false` when one already was.
     pub fn observe(&self, observer: Arc<dyn Observer>) -> bool {
         self.inner.observer.set(observer).is_ok()
+    }
+
+    /// Sets how requests are warned before they expire and how far they may be extended, for
+    /// every clone of this handle; the first setting stays (`false` when one already was).
+    /// Without it the defaults apply ([`Deadlines::default`]).
+    pub fn set_deadlines(&self, deadlines: options::Deadlines) -> bool {
+        self.inner.deadlines.set(deadlines).is_ok()
+    }
+
+    /// Warnings and extensions as set, or the defaults.
+    pub(crate) fn deadlines(&self) -> std::borrow::Cow<'_, options::Deadlines> {
+        match self.inner.deadlines.get() {
+            Some(d) => std::borrow::Cow::Borrowed(d),
+            None => std::borrow::Cow::Owned(options::Deadlines::default()),
+        }
     }
 
     fn observed(&self, tell: impl FnOnce(&dyn Observer)) {

@@ -100,6 +100,48 @@ pub struct Announce(pub Arc<PickChannels>);
 /// Given a new request's tenant and the request, the names of the channels to announce it on.
 pub type PickChannels = dyn Fn(&str, &NewRequest) -> Vec<String> + Send + Sync;
 
+/// Warnings before expiry and extensions of a deadline, as the configuration sets them
+/// ([`Store::set_deadlines`](crate::Store::set_deadlines); the defaults without).
+#[derive(Debug, Clone)]
+pub struct Deadlines {
+    /// How long before its deadline a new request's responders are warned, when the request
+    /// says nothing (`warn_before_seconds`): the routes' `warn_before`; `None` from it (or no
+    /// picker) means [`DEFAULT_WARN_BEFORE`].
+    pub warn_before: Option<WarnBefore>,
+    /// How far past its first deadline a request may be extended, in all
+    /// (`[decisions] max_extension`; see [`Store::extend`](crate::Store::extend)).
+    pub max_extension: TimeDelta,
+}
+
+impl Default for Deadlines {
+    fn default() -> Self {
+        Self {
+            warn_before: None,
+            max_extension: DEFAULT_MAX_EXTENSION,
+        }
+    }
+}
+
+/// The warning period (seconds before the deadline) the routes give a new request, if any.
+#[derive(Clone)]
+pub struct WarnBefore(pub Arc<PickWarnBefore>);
+
+/// Given a new request's tenant and the request, the routes' warning period in seconds.
+pub type PickWarnBefore = dyn Fn(&str, &NewRequest) -> Option<u64> + Send + Sync;
+
+impl std::fmt::Debug for WarnBefore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WarnBefore(..)")
+    }
+}
+
+/// The warning period of a request that names none, on no route that names one: 10 minutes.
+pub const DEFAULT_WARN_BEFORE: u64 = 600;
+
+/// How far past its first deadline a request may be extended when the configuration says
+/// nothing: one day.
+pub const DEFAULT_MAX_EXTENSION: TimeDelta = TimeDelta::days(1);
+
 impl std::fmt::Debug for Announce {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Announce(..)")

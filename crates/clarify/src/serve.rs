@@ -65,6 +65,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
                 receipts: std::mem::take(&mut file.receipts),
                 oncall: std::mem::take(&mut file.oncall),
                 step_up: file.step_up,
+                max_extension: file.max_extension,
             };
             let rules = file.rules.take();
             let suggest = file.suggest;
@@ -90,6 +91,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     if retain_resolved.is_some_and(|d| d.is_zero()) {
         anyhow::bail!("--retain-resolved must be longer than 0, e.g. 30d");
     }
+    let deadlines = deadlines_by(&routes, people.max_extension);
     let announce = announce_by(routes);
     if let Some(rules) = &rules {
         tracing::info!(
@@ -128,6 +130,7 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     let store = Store::open(&args.db, options)
         .await
         .with_context(|| format!("cannot open the store {}", args.db))?;
+    store.set_deadlines(deadlines);
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| {
@@ -231,6 +234,32 @@ struct People {
     /// `[oncall]`: where `oncall:` responders are read.
     oncall: clarify_server::state::oncall::OnCallConfig,
     step_up: Option<clarify_core::Risk>,
+    /// `[decisions] max_extension`, in seconds.
+    max_extension: Option<u64>,
+}
+
+/// Warnings and extensions as the configuration sets them: the routes' `warn_before` and
+/// `[decisions] max_extension` (`seconds`).
+fn deadlines_by(
+    routes: &[clarify_channels::Route],
+    seconds: Option<u64>,
+) -> clarify_store::Deadlines {
+    let mut deadlines = clarify_store::Deadlines::default();
+    if routes.iter().any(|r| r.warn_before.is_some()) {
+        let routes = routes.to_vec();
+        deadlines.warn_before = Some(clarify_store::WarnBefore(std::sync::Arc::new(
+            move |tenant: &str, request: &_| {
+                clarify_channels::warn_before_for(&routes, tenant, request)
+            },
+        )));
+    }
+    if let Some(max) = seconds
+        .and_then(|s| i64::try_from(s).ok())
+        .and_then(chrono::TimeDelta::try_seconds)
+    {
+        deadlines.max_extension = max;
+    }
+    deadlines
 }
 
 /// The store's announcer for `routes`: none without routes.

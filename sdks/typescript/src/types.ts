@@ -265,6 +265,8 @@ export type EventType =
   | "request.cancelled"
   | "request.voted"
   | "request.reminded"
+  | "request.warned"
+  | "request.extended"
   | "request.escalated";
 
 /** One event of the stream: its log sequence, its name, and the record as it was sent. */

@@ -76,7 +76,7 @@ impl Platform for Discord {
     ) -> Result<Sent, SendError> {
         use reqwest::Method;
         match (notice.event, notice.announcement) {
-            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
+            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Warned | EventKind::Escalated, None) => {
                 let body = announcement(notice);
                 let sent = self
                     .call(
@@ -90,11 +90,11 @@ impl Platform for Discord {
                     message_ref: message_ref(&sent, &self.channel_id),
                 })
             }
-            (EventKind::Reminded | EventKind::Escalated, Some(announcement)) => {
+            (EventKind::Reminded | EventKind::Warned | EventKind::Escalated, Some(announcement)) => {
                 let (channel, id) = split_ref(announcement, &self.channel_id);
                 let mentions: Vec<String> =
                     notice.mention.iter().map(|m| format!("<@{m}>")).collect();
-                let text = crate::layout::words::follow_up_text(notice.event, &mentions);
+                let text = crate::layout::words::follow_up_words(notice.event, notice.record, &mentions);
                 let sent = self
                     .call(
                         client,

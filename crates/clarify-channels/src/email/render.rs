@@ -125,8 +125,10 @@ pub fn bodies(notice: &Notice<'_>) -> (String, String) {
         return (text, html);
     }
 
+    let warning = crate::layout::words::follow_up_words(notice.event, notice.record, &[]);
     let intro = match notice.event {
         EventKind::Reminded => Some("Reminder: this request is still waiting for an answer."),
+        EventKind::Warned => Some(warning.as_str()),
         EventKind::Escalated => Some("This request has been escalated to you."),
         _ => None,
     };

@@ -127,7 +127,7 @@ impl Platform for GoogleChat {
             Some(format!("{name} {thread}").trim().to_owned())
         };
         match (notice.event, notice.announcement) {
-            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
+            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Warned | EventKind::Escalated, None) => {
                 let sent = self
                     .call(
                         client,
@@ -140,7 +140,7 @@ impl Platform for GoogleChat {
                     message_ref: reference(&sent),
                 })
             }
-            (EventKind::Reminded | EventKind::Escalated, Some(announcement)) => {
+            (EventKind::Reminded | EventKind::Warned | EventKind::Escalated, Some(announcement)) => {
                 let thread = announcement
                     .split_once(' ')
                     .map(|(_, t)| t)
@@ -151,7 +151,7 @@ impl Platform for GoogleChat {
                     .filter(|m| m.starts_with("users/"))
                     .map(|m| format!("<{m}>"))
                     .collect();
-                let mut body = json!({"text": crate::layout::words::follow_up_text(notice.event, &mentions)});
+                let mut body = json!({"text": crate::layout::words::follow_up_words(notice.event, notice.record, &mentions)});
                 if !thread.is_empty() {
                     body["thread"] = json!({"name": thread});
                 }

@@ -1,8 +1,12 @@
-//! The words every platform says the same: how a request ended, a reminder's and an
-//! escalation's line, who asked, the headline, a vote's note. Each platform escapes, cuts and
+//! The words every platform says the same: how a request ended, a reminder's, a warning's and
+//! an escalation's line, who asked, the headline, a vote's and an extension's note. Each platform escapes, cuts and
 //! styles them its own way.
 
 use clarify_model::{EventKind, RequestRecord};
+
+/// How long before its deadline a request is warned when neither it nor a route says: 10
+/// minutes (the store's default, which the store's crate cannot be asked from here).
+pub const DEFAULT_WARN_BEFORE: u64 = 600;
 
 /// The label of the one button a request that needs a passkey confirmation gets.
 pub const OPEN_IN_CLARIFY: &str = "Open in clarify";
@@ -102,12 +106,16 @@ fn answer_words(q: &clarify_core::QuestionOutcome) -> String {
     }
 }
 
-/// The words of a reminder or an escalation replying to an announcement, after the platform's
-/// own `mentions` of the people it concerns.
+/// The words of a reminder, a warning before expiry or an escalation replying to an
+/// announcement, after the platform's own `mentions` of the people it concerns. A warning's
+/// words say how long is left when they know the request ([`follow_up_words`]).
 pub fn follow_up_text(event: EventKind, mentions: &[String]) -> String {
     let words = match event {
         EventKind::Escalated => {
             "Escalated: this request still waits for an answer, and now you may answer it too."
+        }
+        EventKind::Warned => {
+            "Expires soon: this request still waits for an answer; extend it if you need more time."
         }
         _ => "Reminder: this request still waits for an answer.",
     };
@@ -115,6 +123,47 @@ pub fn follow_up_text(event: EventKind, mentions: &[String]) -> String {
         words.to_owned()
     } else {
         format!("{} {words}", mentions.join(" "))
+    }
+}
+
+/// The words of a follow-up about `record` (see [`follow_up_text`]): a warning before expiry
+/// says how long is left, `Expires in 10 minutes: ...`. A warning is sent its request's
+/// `warn_before_seconds` ahead of the deadline (the store keeps a route's period there), or
+/// the default period, so that is how long is left.
+pub fn follow_up_words(event: EventKind, record: &RequestRecord, mentions: &[String]) -> String {
+    let left = Some(
+        record
+            .request
+            .warn_before_seconds
+            .unwrap_or(DEFAULT_WARN_BEFORE),
+    )
+    .filter(|s| *s > 0);
+    match (event, left) {
+        (EventKind::Warned, Some(seconds)) => {
+            let words = format!(
+                "Expires in {}: this request still waits for an answer; extend it if you need \
+                 more time.",
+                clarify_core::text::humanize_seconds(seconds)
+            );
+            if mentions.is_empty() {
+                words
+            } else {
+                format!("{} {words}", mentions.join(" "))
+            }
+        }
+        _ => follow_up_text(event, mentions),
+    }
+}
+
+/// What a person who extended a request is told: `Extended: this request now expires at
+/// 2026-12-07 14:30 UTC.`
+pub fn extended_note(record: &RequestRecord) -> String {
+    match record.expires_at {
+        Some(at) => format!(
+            "Extended: this request now expires at {}.",
+            at.format("%Y-%m-%d %H:%M UTC")
+        ),
+        None => "Extended.".to_owned(),
     }
 }
 

@@ -74,7 +74,7 @@ impl Platform for Mattermost {
         use reqwest::Method;
         let record = notice.record;
         match (notice.event, notice.announcement) {
-            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
+            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Warned | EventKind::Escalated, None) => {
                 let mention = self.mentions(client, &notice.mention).await;
                 let mut body = announcement(notice, &mention);
                 body["channel_id"] = json!(self.channel_id);
@@ -85,12 +85,12 @@ impl Platform for Mattermost {
                     message_ref: sent["id"].as_str().map(str::to_owned),
                 })
             }
-            (EventKind::Reminded | EventKind::Escalated, Some(root)) => {
+            (EventKind::Reminded | EventKind::Warned | EventKind::Escalated, Some(root)) => {
                 let mention = self.mentions(client, &notice.mention).await;
                 let body = json!({
                     "channel_id": self.channel_id,
                     "root_id": root,
-                    "message": crate::layout::words::follow_up_text(notice.event, &mention),
+                    "message": crate::layout::words::follow_up_words(notice.event, notice.record, &mention),
                 });
                 let sent = self
                     .call(client, Method::POST, "/posts", Some(&body))

@@ -37,6 +37,7 @@ impl Ntfy {
         let headline = crate::layout::words::headline(record);
         let title = match notice.event {
             EventKind::Reminded => format!("Reminder: {headline}"),
+            EventKind::Warned => format!("Expires soon: {headline}"),
             EventKind::Escalated => format!("Escalated to you: {headline}"),
             _ => headline,
         };

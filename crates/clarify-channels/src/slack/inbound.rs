@@ -279,6 +279,11 @@ fn block_action(payload: &Value, user: String) -> Result<Inbound, InboundError> 
                     question,
                     index: index(Some(i))?,
                 }
+            } else if let Some(seconds) = other.strip_prefix("extend:") {
+                match seconds.parse::<u64>() {
+                    Ok(seconds) if seconds > 0 => Act::Extend { seconds },
+                    _ => return Err(malformed(format!("unknown action {other:?}"))),
+                }
             } else if let Some(scope) = other.strip_prefix("approve:") {
                 Act::Decide {
                     question,
@@ -404,6 +409,7 @@ pub(crate) async fn respond<D: Desk>(
         Act::Submit { focus, .. } => Some(*focus),
         _ => None,
     };
+    let extending = matches!(interaction.act, Act::Extend { .. });
     let done = desk
         .act(channel, &interaction.user, target, interaction.act)
         .await;
@@ -423,6 +429,10 @@ pub(crate) async fn respond<D: Desk>(
         });
     };
     match done {
+        Ok(Done::Resolved(record)) if extending => {
+            tell(crate::layout::words::extended_note(&record));
+            None
+        }
         Ok(Done::Resolved(record)) => {
             if let Some(note) = vote_note(&record) {
                 tell(note);

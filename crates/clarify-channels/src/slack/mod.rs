@@ -78,7 +78,7 @@ impl Platform for Slack {
     ) -> Result<Sent, SendError> {
         use clarify_model::EventKind;
         match (notice.event, notice.announcement) {
-            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
+            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Warned | EventKind::Escalated, None) => {
                 let mut mention = self.mention.clone();
                 mention.extend(notice.mention.iter().cloned());
                 let (text, blocks) = render::message(notice, &mention);
@@ -99,19 +99,16 @@ impl Platform for Slack {
                     message_ref: message_ref(&answer, &self.channel),
                 })
             }
-            (EventKind::Reminded | EventKind::Escalated, Some(announcement)) => {
+            (EventKind::Reminded | EventKind::Warned | EventKind::Escalated, Some(announcement)) => {
                 let (channel, ts) = split_ref(announcement, &self.channel);
-                let answer = self
-                    .call(
-                        client,
-                        "chat.postMessage",
-                        &json!({
-                            "channel": channel,
-                            "thread_ts": ts,
-                            "text": render::thread_reply(notice, &notice.mention),
-                        }),
-                    )
-                    .await?;
+                let text = render::thread_reply(notice, &notice.mention);
+                let mut body = json!({"channel": channel, "thread_ts": ts, "text": text});
+                if notice.event == EventKind::Warned
+                    && let Some(blocks) = render::extend_blocks(notice, &text)
+                {
+                    body["blocks"] = blocks;
+                }
+                let answer = self.call(client, "chat.postMessage", &body).await?;
                 Ok(Sent::Posted {
                     message_ref: message_ref(&answer, channel),
                 })

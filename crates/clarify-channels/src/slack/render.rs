@@ -270,7 +270,29 @@ pub fn message(notice: &Notice<'_>, mention: &[String]) -> (String, Vec<Value>) 
 /// A follow-up in the announcement's thread: a reminder, or an escalation with its mentions.
 pub fn thread_reply(notice: &Notice<'_>, mention: &[String]) -> String {
     let mentions: Vec<String> = mention.iter().map(|m| mention_of(m)).collect();
-    crate::layout::words::follow_up_text(notice.event, &mentions)
+    crate::layout::words::follow_up_words(notice.event, notice.record, &mentions)
+}
+
+/// The blocks of a warning before expiry: its `text`, and an "Extend 30 min" button (action
+/// `extend:<seconds>`, in a block naming the request as the announcement's blocks do). `None`
+/// when the request takes answers only in clarify (step-up), where an extension is refused too.
+pub fn extend_blocks(notice: &Notice<'_>, text: &str) -> Option<Value> {
+    if notice.open_only() {
+        return None;
+    }
+    let seconds = crate::act::EXTEND_BUTTON_SECONDS;
+    Some(json!([
+        {"type": "section", "text": {"type": "mrkdwn", "text": crate::text::cut(text, MAX_SECTION)}},
+        {
+            "type": "actions",
+            "block_id": format!("clarify:{}:request", notice.record.id),
+            "elements": [{
+                "type": "button",
+                "action_id": format!("extend:{seconds}"),
+                "text": {"type": "plain_text", "text": crate::act::extend_label(seconds)},
+            }],
+        },
+    ]))
 }
 
 /// `<@U123>` for a user, `<!subteam^S123>` for a user group.

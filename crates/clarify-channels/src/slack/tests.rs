@@ -104,9 +104,28 @@ mod inbound {
     }
 
     #[test]
+    fn the_warnings_extend_button_extends_its_request() {
+        let payload = json!({
+            "type": "block_actions",
+            "user": {"id": "U1"},
+            "channel": {"id": "C1"},
+            "actions": [{"action_id": "extend:1800", "block_id": "clarify:req_9:request"}],
+        });
+        let Ok(Inbound::Act(i)) = read_interaction(&payload) else {
+            panic!("an act");
+        };
+        assert_eq!(i.on, On::Request("req_9".to_owned()));
+        assert_eq!(i.act, Act::Extend { seconds: 1800 });
+        assert_eq!(crate::act::extend_label(1800), "Extend 30 min");
+        assert_eq!(crate::act::extend_label(7200), "Extend 2 h");
+    }
+
+    #[test]
     fn unknown_actions_and_foreign_blocks_are_malformed() {
         for (action, block) in [
             ("explode", "clarify:req_9:0"),
+            ("extend:0", "clarify:req_9:request"),
+            ("extend:soon", "clarify:req_9:request"),
             ("option:1", "someone-else"),
             ("option:x", "clarify:req_9:0"),
         ] {

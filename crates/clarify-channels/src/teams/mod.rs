@@ -122,7 +122,7 @@ impl Platform for Teams {
         let service = conversation.service_url.as_str();
         let message = |card: Value| json!({"type": "message", "attachments": [{"contentType": CARD, "content": card}]});
         match (notice.event, notice.announcement) {
-            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
+            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Warned | EventKind::Escalated, None) => {
                 let conv = &conversation.conversation_id;
                 let sent = self
                     .call(
@@ -137,7 +137,7 @@ impl Platform for Teams {
                     message_ref: sent["id"].as_str().map(|id| format!("{id} {conv}")),
                 })
             }
-            (EventKind::Reminded | EventKind::Escalated, Some(reference)) => {
+            (EventKind::Reminded | EventKind::Warned | EventKind::Escalated, Some(reference)) => {
                 let (activity, conv) = split_ref(reference, &conversation.conversation_id);
                 let mentions: Vec<String> = notice
                     .mention
@@ -154,7 +154,7 @@ impl Platform for Teams {
                     .collect();
                 let body = json!({
                     "type": "message", "replyToId": activity,
-                    "text": crate::layout::words::follow_up_text(notice.event, &mentions),
+                    "text": crate::layout::words::follow_up_words(notice.event, notice.record, &mentions),
                     "entities": entities,
                 });
                 let sent = self

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::Telegram;
 use crate::act::{Act, Focus, Input, input_id};
 use crate::inbound::{InboundError, malformed};
-use crate::layout::words::{outcome_text, vote_note};
+use crate::layout::words::{extended_note, outcome_text, vote_note};
 use crate::notice::SendError;
 use crate::platform::{Call, Desk, Done, HookReply, Target};
 
@@ -96,6 +96,14 @@ impl Press {
             Self::Toggle(_) | Self::Reason | Self::Revise | Self::Write => return None,
         })
     }
+}
+
+/// The seconds and the request an extend button's data names (`x1800:<request id>`, written
+/// by [`super::render::extend_data`]); `None` for any other data.
+pub fn read_extend_data(data: &str) -> Option<(u64, String)> {
+    let (seconds, request) = data.strip_prefix('x')?.split_once(':')?;
+    let seconds: u64 = seconds.parse().ok().filter(|s| *s > 0)?;
+    (!request.is_empty()).then(|| (seconds, request.to_owned()))
 }
 
 /// The option indexes a mask holds.
@@ -418,6 +426,14 @@ async fn press<D: Desk>(
     message_ref: &str,
     data: &str,
 ) -> (Option<String>, bool) {
+    if let Some((seconds, request)) = read_extend_data(data) {
+        let act = Act::Extend { seconds };
+        return match desk.act(channel, user, Target::Request(request), act).await {
+            Ok(Done::Resolved(record)) => (Some(extended_note(&record)), false),
+            Ok(Done::Nothing(_) | Done::Open { .. }) => (None, false),
+            Err(refusal) => (Some(refusal.message), true),
+        };
+    }
     let Some(press) = Press::decode(data) else {
         tracing::warn!(%channel, data, "a Telegram button clarify did not make");
         return (
@@ -530,6 +546,24 @@ pub(crate) async fn poll<D: Desk>(telegram: Telegram, desk: D, channel: String) 
                 tracing::warn!(%channel, error = %e, "recording the Telegram update offset failed");
                 break;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod extend_tests {
+    use super::read_extend_data;
+
+    #[test]
+    fn an_extend_buttons_data_names_the_seconds_and_the_request() {
+        let data = super::super::render::extend_data(1800, "3x4h9fr0mw4e701c3qxjjes2gs");
+        assert!(data.len() <= 64, "{data}");
+        assert_eq!(
+            read_extend_data(&data),
+            Some((1800, "3x4h9fr0mw4e701c3qxjjes2gs".to_owned()))
+        );
+        for other in ["ao", "x0:req", "x:req", "x1800:", "xsoon:req", "o1"] {
+            assert_eq!(read_extend_data(other), None, "{other}");
         }
     }
 }

@@ -81,7 +81,7 @@ impl Platform for Telegram {
         notice: &Notice<'_>,
     ) -> Result<Sent, SendError> {
         match (notice.event, notice.announcement) {
-            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Escalated, None) => {
+            (EventKind::Created, _) | (EventKind::Reminded | EventKind::Warned | EventKind::Escalated, None) => {
                 let mut text = message_text(notice, &notice.mention);
                 if notice.open_only() {
                     text = format!("{text}\n\n{}", crate::layout::words::STEP_UP_LINE);
@@ -104,23 +104,22 @@ impl Platform for Telegram {
                     message_ref: message_ref(&sent, &self.chat_id),
                 })
             }
-            (EventKind::Reminded | EventKind::Escalated, Some(announcement)) => {
+            (EventKind::Reminded | EventKind::Warned | EventKind::Escalated, Some(announcement)) => {
                 let (chat, id) = split_ref(announcement, &self.chat_id);
                 let mentions: Vec<String> = notice.mention.iter().map(|m| mention_of(m)).collect();
-                let text = crate::layout::words::follow_up_text(notice.event, &mentions);
-                let sent = self
-                    .call(
-                        client,
-                        "sendMessage",
-                        &json!({
-                            "chat_id": chat,
-                            "text": text,
-                            "parse_mode": "HTML",
-                            "reply_parameters": {"message_id": id, "allow_sending_without_reply": true},
-                        }),
-                        None,
-                    )
-                    .await?;
+                let text = crate::layout::words::follow_up_words(notice.event, notice.record, &mentions);
+                let mut body = json!({
+                    "chat_id": chat,
+                    "text": text,
+                    "parse_mode": "HTML",
+                    "reply_parameters": {"message_id": id, "allow_sending_without_reply": true},
+                });
+                if notice.event == EventKind::Warned
+                    && let Some(keyboard) = render::extend_keyboard(notice)
+                {
+                    body["reply_markup"] = keyboard;
+                }
+                let sent = self.call(client, "sendMessage", &body, None).await?;
                 Ok(Sent::Posted {
                     message_ref: message_ref(&sent, &text_of_id(&chat)),
                 })

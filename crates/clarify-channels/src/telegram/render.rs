@@ -150,6 +150,25 @@ fn answered_by_reply(record: &RequestRecord) -> bool {
     }
 }
 
+/// The keyboard of a warning before expiry: "Extend 30 min", whose callback data
+/// ([`extend_data`]) names the request, since the warning is not its announcement. `None` when
+/// the request takes answers only in clarify (step-up), where an extension is refused too.
+pub fn extend_keyboard(notice: &Notice<'_>) -> Option<Value> {
+    if notice.open_only() {
+        return None;
+    }
+    let seconds = crate::act::EXTEND_BUTTON_SECONDS;
+    let data = extend_data(seconds, &notice.record.id);
+    let label = crate::act::extend_label(seconds);
+    Some(json!({"inline_keyboard": [[{"text": label, "callback_data": data}]]}))
+}
+
+/// The callback data of an extend button: `x<seconds>:<request id>`, read back by
+/// [`super::inbound::read_extend_data`].
+pub fn extend_data(seconds: u64, request: &str) -> String {
+    format!("x{seconds}:{request}")
+}
+
 fn button(text: &str, press: Press) -> Value {
     json!({"text": cut(text, 64), "callback_data": press.encode()})
 }

@@ -60,6 +60,7 @@ pub(crate) fn routes() -> Router<AppState> {
             post(requests::client_answer),
         )
         .route("/v1/requests/{id}/cancel", post(requests::cancel))
+        .route("/v1/requests/{id}/extend", post(requests::extend))
         .route("/v1/requests/{id}/wait", get(requests::wait))
         .route(
             "/v1/requests/{id}/display/{n}",

@@ -32,6 +32,7 @@ use utoipa::{Modify, OpenApi};
         crate::api::requests::client_answer,
         crate::api::answers::batch,
         crate::api::requests::cancel,
+        crate::api::requests::extend,
         crate::api::requests::wait,
         crate::api::requests::display_image,
         crate::api::deliveries::deliveries,
@@ -74,7 +75,7 @@ use utoipa::{Modify, OpenApi};
     ),
     modifiers(&Bearer, &Refusals),
     tags(
-        (name = "requests", description = "Ask, read, answer, cancel and wait for requests"),
+        (name = "requests", description = "Ask, read, answer, cancel, extend and wait for requests"),
         (name = "events", description = "The live event stream"),
         (name = "webhooks", description = "Outcome deliveries to callback URLs"),
         (name = "channels", description = "Announcements on configured channels"),

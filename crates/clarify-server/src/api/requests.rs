@@ -1,4 +1,4 @@
-//! `/v1/requests`: create, read, list, answer, cancel and wait for requests.
+//! `/v1/requests`: create, read, list, answer, cancel, extend and wait for requests.
 //!
 //! Handlers parse raw input into core types (the one door of `clarify_core::parse_request`),
 //! call the store for the caller's tenant, and render wire types. Nothing here decides what an
@@ -20,7 +20,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::api::render;
 use crate::middleware::auth::Caller;
-use crate::shared::error::{ApiError, ErrorBody, resolve_error};
+use crate::shared::error::{ApiError, ErrorBody, extend_error, resolve_error};
 use crate::shared::extract::{Drained, JsonBody, query};
 use crate::state::AppState;
 
@@ -377,6 +377,84 @@ pub async fn cancel(
     Ok(Json(render(&state, &caller, &record)))
 }
 
+/// The body of `POST /v1/requests/{id}/extend`.
+#[derive(Debug, Serialize, ToSchema)]
+#[allow(dead_code)]
+pub struct ExtendRequestBody {
+    /// How much later the request expires: a duration (`30m`, `2h`, `1d`, `90s`) or a whole
+    /// number of seconds.
+    #[schema(value_type = String, example = "30m")]
+    pub by: Value,
+}
+
+/// Moves a pending request's deadline (`expires_at`) later, by someone who may answer it (the
+/// same rules as answering). The request may be extended, in all, up to `[decisions]
+/// max_extension` (default one day) past its first deadline; further is refused, not clamped.
+/// Its responders are warned again `warn_before` ahead of the new deadline, and the extension
+/// is an `extended` event in the audit chain (`request.extended` on the event stream).
+#[utoipa::path(post, path = "/v1/requests/{id}/extend", tag = "requests",
+    params(("id" = String, Path, description = "Request id")),
+    request_body = ExtendRequestBody,
+    responses(
+        (status = 200, description = "Extended; the record with its new `expires_at`", body = RecordBody),
+        (status = 400, description = "`by` is missing, not a duration, zero, or would move the deadline past the furthest the server allows (`invalid_extension`, `extension_too_long`, whose message says by how much it may still be extended)", body = ErrorBody),
+        (status = 403, description = "Not allowed to answer this request (`not_a_responder`, `self_approval`, `step_up_required`), or the role may not answer", body = ErrorBody),
+        (status = 404, description = "No such request", body = ErrorBody),
+        (status = 409, description = "Already resolved (`already_resolved`, with the `record`), or the request never expires (`never_expires`)", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn extend(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
+    JsonBody(body): JsonBody<Value>,
+) -> Result<Json<RecordBody>, ApiError> {
+    caller.must_answer()?;
+    let seconds = extension(&body)?;
+    let proof = headers
+        .get(crate::state::passkeys::STEP_UP_HEADER)
+        .and_then(|v| v.to_str().ok());
+    let actor = crate::api::passkeys::answer_actor(&state, &caller, &id, proof).await?;
+    let record = state
+        .extend(caller.tenant(), &id, seconds, &actor)
+        .await
+        .map_err(|e| extend_error(e, |r| render(&state, &caller, r)))?;
+    tracing::info!(request = %id, principal = %caller.principal, seconds, "extended");
+    Ok(Json(render(&state, &caller, &record)))
+}
+
+/// The seconds `{"by": "30m"}` (or `{"by": 1800}`) asks for.
+fn extension(body: &Value) -> Result<u64, ApiError> {
+    let bad = |message: String| ApiError::bad_request("invalid_extension", message);
+    let Some(fields) = body.as_object() else {
+        return Err(bad(
+            "the body must be a JSON object such as {\"by\": \"30m\"}".to_owned(),
+        ));
+    };
+    if let Some(key) = fields.keys().find(|k| *k != "by") {
+        return Err(bad(format!(
+            "unknown field {}; the body takes only \"by\", e.g. {{\"by\": \"30m\"}}",
+            clarify_core::quoted(key)
+        )));
+    }
+    match fields.get("by") {
+        Some(Value::String(text)) => {
+            clarify_core::text::parse_duration_seconds(text).map_err(|e| bad(format!("by: {e}")))
+        }
+        Some(Value::Number(n)) => n.as_u64().ok_or_else(|| {
+            bad(format!(
+                "by: must be a whole number of seconds or a duration such as \"30m\", got {n}"
+            ))
+        }),
+        Some(other) if !other.is_null() => Err(bad(
+            "by: must be a duration such as \"30m\" or a whole number of seconds".to_owned(),
+        )),
+        _ => Err(bad(
+            "by is required: how much later the request expires, e.g. {\"by\": \"30m\"}".to_owned(),
+        )),
+    }
+}
+
 /// The query of `GET /v1/requests/{id}/wait`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -503,6 +581,10 @@ pub struct CreateRequestBody {
     pub approvals_required: Option<u32>,
     /// At least 60: while pending, announce the request again this often.
     pub remind_every_seconds: Option<u64>,
+    /// Warn the responders this long before the request expires, once (`0`: no warning);
+    /// absent, the route's `warn_before` or the server's default, 10 minutes. A request whose
+    /// whole life is shorter gets no warning.
+    pub warn_before_seconds: Option<u64>,
     /// At least 1, with `escalate_to`: after this long pending, those responders may answer.
     pub escalate_after_seconds: Option<u64>,
     pub escalate_to: Option<Vec<String>>,

@@ -12,7 +12,7 @@ use clarify_channels::Channel;
 use clarify_channels::act::{Act, Focus, first_input, input_for_error};
 use clarify_channels::platform::{Desk, Done, Refusal, Target};
 use clarify_core::reply::{Reply, parse_reply};
-use clarify_store::{Actor, EventKind, RequestRecord, ResolveError};
+use clarify_store::{Actor, EventKind, ExtendError, RequestRecord, ResolveError};
 use serde_json::Value;
 
 use crate::state::AppState;
@@ -172,6 +172,10 @@ async fn decide(
             "{responder} is not among the responders of this request; nothing was answered."
         )));
     }
+    if let Act::Extend { seconds } = act {
+        let actor = Actor::new(responder, platform).as_principal(&who);
+        return extend(state, &record, seconds, &actor).await;
+    }
     let questions = &record.request.questions;
     let focus = match &act {
         Act::Submit { focus, .. } => *focus,
@@ -233,6 +237,35 @@ async fn decide(
                 "clarify could not record the answer just now; please try again.",
             ))
         }
+    }
+}
+
+/// Extends `record`'s deadline for `actor`, through the path the API's `extend` route takes.
+async fn extend(
+    state: &AppState,
+    record: &RequestRecord,
+    seconds: u64,
+    actor: &Actor,
+) -> Result<Done, Refusal> {
+    match state
+        .extend(&record.tenant, &record.id, seconds, actor)
+        .await
+    {
+        Ok(record) => Ok(Done::Resolved(record)),
+        Err(ExtendError::Resolve(ResolveError::AlreadyResolved(record))) => Err(refuse(format!(
+            "Too late: {}.",
+            clarify_channels::outcome_text(&record)
+        ))),
+        Err(ExtendError::Resolve(ResolveError::NotFound)) => {
+            Err(refuse("This request no longer exists."))
+        }
+        Err(ExtendError::Resolve(ResolveError::Store(e))) => {
+            tracing::warn!(error = %e, "extending a request from a chat failed");
+            Err(refuse(
+                "clarify could not extend the request just now; please try again.",
+            ))
+        }
+        Err(e) => Err(refuse(format!("{e}; nothing was extended."))),
     }
 }
 

@@ -142,10 +142,10 @@ async fn attempt(
     let event = n.event.unwrap_or(EventKind::Created);
     if !matches!(
         event,
-        EventKind::Created | EventKind::Reminded | EventKind::Escalated
+        EventKind::Created | EventKind::Reminded | EventKind::Warned | EventKind::Escalated
     ) {
         return Some(Sent::done(Some(
-            "only new requests, reminders and escalations are pushed",
+            "only new requests, reminders, warnings before expiry and escalations are pushed",
         )));
     }
     if record.status.is_resolved() {
@@ -292,6 +292,7 @@ fn payload(
     };
     let title = match event {
         EventKind::Reminded => format!("Reminder: {summary}"),
+        EventKind::Warned => format!("Expires soon: {summary}"),
         EventKind::Escalated => format!("Escalated: {summary}"),
         _ => summary,
     };

@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use clarify_core::{AnswerError, ValidationError};
 use clarify_model::wire::RecordBody;
-use clarify_store::{KeyError, ResolveError, StoreError};
+use clarify_store::{ExtendError, KeyError, ResolveError, StoreError};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -166,6 +166,21 @@ impl From<KeyError> for ApiError {
 }
 
 /// Turns a failed resolution into its response; `record` renders the winner of a conflict.
+/// The API's error for an extension the store refused.
+pub fn extend_error(
+    e: ExtendError,
+    render: impl FnOnce(&clarify_store::RequestRecord) -> RecordBody,
+) -> ApiError {
+    match e {
+        ExtendError::Resolve(e) => resolve_error(e, render),
+        ExtendError::NoDeadline => {
+            ApiError::new(StatusCode::CONFLICT, "never_expires", e.to_string())
+        }
+        ExtendError::Empty => ApiError::bad_request("invalid_extension", e.to_string()),
+        ExtendError::TooFar { .. } => ApiError::bad_request("extension_too_long", e.to_string()),
+    }
+}
+
 pub fn resolve_error(
     e: ResolveError,
     render: impl FnOnce(&clarify_store::RequestRecord) -> RecordBody,

@@ -193,6 +193,21 @@ impl AppState {
         }
     }
 
+    /// Moves request `id`'s deadline `seconds` later for `actor` (who must be allowed to answer
+    /// it), and tells this instance's streams: the one way every path extends a request (the
+    /// API's `extend` route, a chat button, a typed `extend 30m`).
+    pub(crate) async fn extend(
+        &self,
+        tenant: &str,
+        id: &str,
+        seconds: u64,
+        actor: &clarify_store::Actor,
+    ) -> Result<RequestRecord, clarify_store::ExtendError> {
+        let record = self.store.extend(tenant, id, seconds, actor).await?;
+        self.hub.poke();
+        Ok(record)
+    }
+
     /// `record` with its resolution's place in the audit chain, which its receipt names. On
     /// PostgreSQL the chain numbers a resolution just after its commit, so a record read at
     /// once may not have it yet: this waits for the chain to catch up (for at most

@@ -6,6 +6,7 @@ mod app;
 mod audit;
 mod browser;
 mod channels;
+mod deadlines;
 mod decisions;
 mod discord;
 mod display;

@@ -19,7 +19,7 @@ use crate::outbox::push::PushSubscription;
 use crate::outbox::{AfterAttempt, Attempt, Delivery, Outbox};
 use crate::postgres::PgBackend;
 use crate::record::{
-    Created, Event, ListQuery, OnCallShift, Page, RequestRecord, StoredResolution,
+    Actor, Created, Event, ListQuery, OnCallShift, Page, RequestRecord, StoredResolution,
 };
 use crate::sqlite::SqliteBackend;
 use writes::{Ballot, Cast, NewRow, Resolved};
@@ -117,6 +117,33 @@ impl Backend {
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
         dispatch!(self, b => b.remind_due(now, limit).await)
+    }
+
+    /// Writes a `warned` event (and queues its webhook and channel notifications) for up to
+    /// `limit` pending requests whose warning before expiry is due at `now`, and clears it;
+    /// returns their ids. Of several instances doing this at once, each request is warned once.
+    pub(crate) async fn warn_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        dispatch!(self, b => b.warn_due(now, limit).await)
+    }
+
+    /// Moves the deadline of the pending request `id` from `deadline` (still ahead at `now`) to
+    /// `to`, warns again `warn_before` ahead of it where that is after `now`, and writes an
+    /// `extended` event by `by`, in one transaction; `None` (nothing written) when the request
+    /// is no longer pending with that deadline, which a concurrent resolution, expiry or
+    /// extension changed.
+    pub(crate) async fn extend(
+        &self,
+        id: &str,
+        deadline: DateTime<Utc>,
+        to: DateTime<Utc>,
+        by: &Actor,
+        now: DateTime<Utc>,
+    ) -> Result<Option<RequestRecord>, StoreError> {
+        dispatch!(self, b => b.extend(id, deadline, to, by, now).await)
     }
 
     /// Escalates up to `limit` pending requests whose escalation is due at `now`: records when,

@@ -26,6 +26,11 @@ pub(crate) struct NewRow {
     pub remind_at: Option<DateTime<Utc>>,
     /// When the request escalates, if it asks to.
     pub escalate_at: Option<DateTime<Utc>>,
+    /// How long before its deadline its responders are warned, in seconds; `None` for no
+    /// warning (kept so that an extension warns again before the new deadline).
+    pub warn_before: Option<u64>,
+    /// When they are warned: [`warning_at`] of the deadline.
+    pub warn_at: Option<DateTime<Utc>>,
     /// The channels to announce it on, queued with it (only when it is created, not when an
     /// existing request is returned).
     pub announce: Vec<String>,
@@ -55,6 +60,20 @@ impl NewRow {
 pub(crate) fn after_seconds(at: DateTime<Utc>, seconds: Option<u64>) -> Option<DateTime<Utc>> {
     let seconds = i64::try_from(seconds?).ok()?;
     at.checked_add_signed(TimeDelta::try_seconds(seconds)?)
+}
+
+/// When the responders of a request with `deadline` are warned, `warn_before` seconds ahead of
+/// it: `None` without a deadline or a warning period, or when that moment is not after `now`
+/// (a request whose whole life, or what is left of it, is shorter than the warning period gets
+/// no warning: it is as new, or as freshly extended, as a warning would make it).
+pub(crate) fn warning_at(
+    deadline: Option<DateTime<Utc>>,
+    warn_before: Option<u64>,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    let seconds = i64::try_from(warn_before.filter(|s| *s > 0)?).ok()?;
+    let at = deadline?.checked_sub_signed(TimeDelta::try_seconds(seconds)?)?;
+    (at > now).then_some(at)
 }
 
 /// When the reminder after one sent at `now` is due: a whole period later, however late this

@@ -64,6 +64,8 @@ struct State {
     reminders: BTreeSet<(DateTime<Utc>, u64)>,
     /// (escalation time, seq) of pending requests not escalated yet.
     escalations: BTreeSet<(DateTime<Utc>, u64)>,
+    /// (warning time, seq) of pending requests not warned yet of their deadline.
+    warnings: BTreeSet<(DateTime<Utc>, u64)>,
     resolved_order: VecDeque<String>,
     events: VecDeque<Event>,
     /// The audit chain's view of the events (tombstones of purged ones included), bounded like
@@ -93,6 +95,9 @@ struct Row {
     record: RequestRecord,
     dedupe_key: Option<String>,
     escalate_at: Option<DateTime<Utc>>,
+    /// How long before its deadline it warns (seconds), and when it next does.
+    warn_before: Option<u64>,
+    warn_at: Option<DateTime<Utc>>,
     /// The channels the request was announced on.
     announced: Vec<String>,
 }

@@ -41,6 +41,7 @@ impl MemoryBackend {
         s.next_seq += 1;
         let seq = s.next_seq;
         let escalate_at = row.escalate_at;
+        let (warn_before, warn_at) = (row.warn_before, row.warn_at);
         let announce = std::mem::take(&mut row.announce);
         let record = row.into_record();
         if let Some(key) = &record.request.idempotency_key {
@@ -58,6 +59,9 @@ impl MemoryBackend {
         }
         if let Some(at) = escalate_at {
             s.escalations.insert((at, seq));
+        }
+        if let Some(at) = warn_at {
+            s.warnings.insert((at, seq));
         }
         s.order.insert(seq, record.id.clone());
         s.push_event(
@@ -84,6 +88,8 @@ impl MemoryBackend {
                 record: record.clone(),
                 dedupe_key: dedupe.map(|(_, _, k)| k),
                 escalate_at,
+                warn_before,
+                warn_at,
                 announced: announce,
             },
         );
@@ -198,6 +204,7 @@ impl State {
         });
         let reminder = row.record.remind_at.take();
         let escalation = row.escalate_at.take();
+        let warning = row.warn_at.take();
         let record = row.record.clone();
         if let Some(key) = row.dedupe_key.take() {
             self.dedupe
@@ -211,6 +218,9 @@ impl State {
         }
         if let Some(at) = escalation {
             self.escalations.remove(&(at, seq));
+        }
+        if let Some(at) = warning {
+            self.warnings.remove(&(at, seq));
         }
         self.push_event(&record, kind, actor, Some(channel), principal, at);
         for url in record.request.outcome_urls() {

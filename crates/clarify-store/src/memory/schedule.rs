@@ -1,13 +1,16 @@
-//! What falls due with time: expiry at a request's deadline, reminders and escalation.
+//! What falls due with time: expiry at a request's deadline, reminders, warnings before expiry
+//! (and extensions, which move both) and escalation.
 
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 
 use super::{MemoryBackend, State};
-use crate::backend::writes::next_reminder;
+use clarify_core::Status;
+
+use crate::backend::writes::{next_reminder, warning_at};
 use crate::error::StoreError;
-use crate::record::{EventKind, RequestRecord, StoredResolution};
+use crate::record::{Actor, EventKind, RequestRecord, StoredResolution};
 
 impl MemoryBackend {
     pub(crate) async fn expire_due(
@@ -43,6 +46,59 @@ impl MemoryBackend {
         Ok(self.state().fall_due(EventKind::Reminded, now, limit))
     }
 
+    pub(crate) async fn warn_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        Ok(self.state().fall_due(EventKind::Warned, now, limit))
+    }
+
+    /// Moves a pending request's deadline from `deadline` to `to` (and its warning to
+    /// `warn_before` ahead of `to`, if that is after `now`), with an `extended` event by `by`;
+    /// `None` when the request is no longer pending with that deadline still ahead.
+    pub(crate) async fn extend(
+        &self,
+        id: &str,
+        deadline: DateTime<Utc>,
+        to: DateTime<Utc>,
+        by: &Actor,
+        now: DateTime<Utc>,
+    ) -> Result<Option<RequestRecord>, StoreError> {
+        let mut s = self.state();
+        let Some(row) = s.rows.get_mut(id) else {
+            return Ok(None);
+        };
+        if row.record.status != Status::Pending
+            || row.record.expires_at != Some(deadline)
+            || deadline <= now
+        {
+            return Ok(None);
+        }
+        let seq = row.seq;
+        let old_warning = row.warn_at.take();
+        row.record.expires_at = Some(to);
+        row.warn_at = warning_at(Some(to), row.warn_before, now);
+        let (record, new_warning) = (row.record.clone(), row.warn_at);
+        s.deadlines.remove(&(deadline, seq));
+        s.deadlines.insert((to, seq));
+        if let Some(at) = old_warning {
+            s.warnings.remove(&(at, seq));
+        }
+        if let Some(at) = new_warning {
+            s.warnings.insert((at, seq));
+        }
+        s.push_event(
+            &record,
+            EventKind::Extended,
+            by.name.clone(),
+            Some(by.channel.clone()),
+            by.principal.clone(),
+            now,
+        );
+        Ok(Some(record))
+    }
+
     pub(crate) async fn escalate_due(
         &self,
         now: DateTime<Utc>,
@@ -53,7 +109,7 @@ impl MemoryBackend {
 }
 
 impl State {
-    /// Reminds (`kind` `Reminded`) or escalates (`Escalated`) up to `limit` pending requests due
+    /// Reminds (`kind` `Reminded`), warns (`Warned`) or escalates (`Escalated`) up to `limit` pending requests due
     /// by `now`, and announces each; returns their ids.
     fn fall_due(&mut self, kind: EventKind, now: DateTime<Utc>, limit: usize) -> Vec<String> {
         let due: Vec<(DateTime<Utc>, u64)> = self
@@ -70,7 +126,9 @@ impl State {
                 continue;
             };
             let mut next = None;
-            if kind == EventKind::Reminded {
+            if kind == EventKind::Warned {
+                row.warn_at = None;
+            } else if kind == EventKind::Reminded {
                 next = next_reminder(&row.record.request, now);
                 row.record.remind_at = next;
             } else {
@@ -87,10 +145,11 @@ impl State {
         ids
     }
 
-    /// The requests waiting for their next reminder, or for their escalation.
+    /// The requests waiting for their next reminder, their warning, or their escalation.
     fn schedule(&mut self, kind: EventKind) -> &mut BTreeSet<(DateTime<Utc>, u64)> {
         match kind {
             EventKind::Reminded => &mut self.reminders,
+            EventKind::Warned => &mut self.warnings,
             _ => &mut self.escalations,
         }
     }

@@ -21,13 +21,13 @@ use crate::error::StoreError;
 const MIGRATION_LOCK: i64 = 0x636c_6172_6966_7901;
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-pub(super) const SCHEMA_VERSION: i64 = 18;
+pub(super) const SCHEMA_VERSION: i64 = 19;
 
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
     SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16,
-    SCHEMA_V17, SCHEMA_V18,
+    SCHEMA_V17, SCHEMA_V18, SCHEMA_V19,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -420,6 +420,14 @@ CREATE TABLE clarify_receipts_spent (
 /// created and at its escalation (a JSON array), so the decision shows who was on call.
 const SCHEMA_V18: &str = "
 ALTER TABLE clarify_requests ADD COLUMN on_call text;
+";
+
+/// Warnings before expiry: when a pending request's responders are warned (`warn_at`) and how
+/// long before its deadline (`warn_before`, seconds, kept so an extension warns again).
+const SCHEMA_V19: &str = "
+ALTER TABLE clarify_requests ADD COLUMN warn_at bigint, ADD COLUMN warn_before bigint;
+CREATE INDEX clarify_requests_warn ON clarify_requests (warn_at)
+    WHERE status = 'pending' AND warn_at IS NOT NULL;
 ";
 
 #[cfg(test)]

@@ -35,8 +35,9 @@ impl PgBackend {
                 "WITH req AS ( \
                      INSERT INTO clarify_requests (id, tenant, status, session, agent, spec, \
                          created_at, expires_at, idempotency_key, dedupe_key, remind_at, \
-                         escalate_at, on_call) \
-                     VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $14) \
+                         escalate_at, on_call, warn_before, warn_at) \
+                     VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $14, \
+                         $15, $16) \
                      ON CONFLICT DO NOTHING RETURNING seq), \
                  tags AS ( \
                      INSERT INTO clarify_request_tags (tenant, tag, seq) \
@@ -67,6 +68,8 @@ impl PgBackend {
             .bind(&row.request.tags)
             .bind(&row.announce)
             .bind(&on_call)
+            .bind(row.warn_before.and_then(|s| i64::try_from(s).ok()))
+            .bind(row.warn_at.map(millis))
             .fetch_optional(&self.pool)
             .await
             .map_err(db_err)?;

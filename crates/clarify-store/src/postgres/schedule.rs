@@ -1,4 +1,5 @@
-//! What falls due with time: expiry at a request's deadline, reminders and escalation. Each pass
+//! What falls due with time: expiry at a request's deadline, reminders, warnings before expiry
+//! (and extensions, which move both) and escalation. Each pass
 //! claims due rows with `FOR UPDATE SKIP LOCKED`, so instances running it at once neither wait
 //! for each other nor handle a request twice.
 
@@ -13,7 +14,7 @@ use crate::codec::{
     due_column, millis, next_reminder_at, reaped_callback_url, reaped_outcome_urls,
 };
 use crate::error::StoreError;
-use crate::record::{Actor, EventKind};
+use crate::record::{Actor, EventKind, RequestRecord};
 
 impl PgBackend {
     pub(crate) async fn remind_due(
@@ -22,6 +23,59 @@ impl PgBackend {
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
         self.fall_due(EventKind::Reminded, millis(now), limit).await
+    }
+
+    pub(crate) async fn warn_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.fall_due(EventKind::Warned, millis(now), limit).await
+    }
+
+    /// Moves a pending request's deadline from `deadline` to `to` (and its warning to
+    /// `warn_before` ahead of `to`, if that is after `now`), with an `extended` event by `by`;
+    /// `None` when the request is no longer pending with that deadline still ahead.
+    pub(crate) async fn extend(
+        &self,
+        id: &str,
+        deadline: DateTime<Utc>,
+        to: DateTime<Utc>,
+        by: &Actor,
+        now: DateTime<Utc>,
+    ) -> Result<Option<RequestRecord>, StoreError> {
+        let (now, to) = (millis(now), millis(to));
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let tenant: Option<String> = sqlx::query_scalar(
+            "UPDATE clarify_requests SET expires_at = $3, warn_at = CASE \
+             WHEN warn_before IS NOT NULL AND $3 - warn_before * 1000 > $4 \
+             THEN $3 - warn_before * 1000 END \
+             WHERE id = $1 AND status = 'pending' AND expires_at = $2 AND expires_at > $4 \
+             RETURNING tenant",
+        )
+        .bind(id)
+        .bind(millis(deadline))
+        .bind(to)
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let Some(tenant) = tenant else {
+            tx.rollback().await.map_err(db_err)?;
+            return Ok(None);
+        };
+        append_events(
+            &mut tx,
+            EventKind::Extended,
+            &[(tenant, id.to_owned())],
+            by.name.as_deref(),
+            Some(&by.channel),
+            by.principal.as_deref(),
+            now,
+        )
+        .await?;
+        self.commit_events(tx).await?;
+        self.get(id).await
     }
 
     pub(crate) async fn escalate_due(
@@ -33,9 +87,9 @@ impl PgBackend {
             .await
     }
 
-    /// Reminds (`kind` `Reminded`: the next reminder a period from `at`) or escalates
-    /// (`Escalated`) up to `limit` pending requests due by `at`, and announces each, in one
-    /// transaction holding their rows; returns their ids.
+    /// Reminds (`kind` `Reminded`: the next reminder a period from `at`), warns (`Warned`) or
+    /// escalates (`Escalated`) up to `limit` pending requests due by `at`, and announces each,
+    /// in one transaction holding their rows; returns their ids.
     async fn fall_due(
         &self,
         kind: EventKind,
@@ -43,6 +97,7 @@ impl PgBackend {
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
         let reminding = kind == EventKind::Reminded;
+        let warning = kind == EventKind::Warned;
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let due = due(&mut tx, due_column(kind), at, limit).await?;
         if due.is_empty() {
@@ -53,7 +108,9 @@ impl PgBackend {
             .iter()
             .map(|(_, id, spec)| (id.as_str(), next_reminder_at(id, spec, at)))
             .unzip();
-        let update = if reminding {
+        let update = if warning {
+            sqlx::query("UPDATE clarify_requests SET warn_at = NULL WHERE id = ANY($1)").bind(&ids)
+        } else if reminding {
             sqlx::query(
                 "UPDATE clarify_requests r SET remind_at = u.next \
                  FROM unnest($1::text[], $2::bigint[]) AS u(id, next) WHERE r.id = u.id",

@@ -18,7 +18,7 @@ use clarify_core::{NewRequest, Resolution, Status, Submission, parse_submission}
 use serde_json::Value;
 
 use crate::Store;
-use crate::backend::writes::{NewRow, Resolved, after_seconds, next_reminder};
+use crate::backend::writes::{NewRow, Resolved, after_seconds, next_reminder, warning_at};
 use crate::codec::sha256_hex;
 use crate::error::{ResolveError, StoreError};
 use crate::grants::StoredGrant;
@@ -74,6 +74,13 @@ impl Store {
             None => self.read_on_call(&id, on_call_names(&request)).await,
             Some(_) => Vec::new(),
         };
+        let warn_before = self.warn_before(tenant, &request);
+        if request.timeout().is_some() && request.warn_before_seconds.is_none() {
+            // A route's period is kept with the request, as an `ask` rule's settings are, so
+            // its record (and a warning's words) say it; without one the default applies.
+            request.warn_before_seconds = self.routes_warn_before(tenant, &request);
+        }
+        let warn_at = warning_at(expires_at, warn_before, created_at);
         let created = self
             .inner
             .backend
@@ -86,6 +93,8 @@ impl Store {
                 dedupe_key,
                 remind_at,
                 escalate_at,
+                warn_before,
+                warn_at,
                 announce: channels,
                 on_call,
             })
@@ -97,6 +106,27 @@ impl Store {
             Some(rule) if created.created => self.resolve_by_rule(created, &rule).await,
             _ => Ok(created),
         }
+    }
+
+    /// How long before its deadline `request` warns its responders, in seconds (`None`: never):
+    /// its own `warn_before_seconds`, else its routes', else [`crate::DEFAULT_WARN_BEFORE`].
+    fn warn_before(&self, tenant: &str, request: &NewRequest) -> Option<u64> {
+        request.timeout()?;
+        let seconds = match request.warn_before_seconds {
+            Some(s) => s,
+            None => self
+                .routes_warn_before(tenant, request)
+                .unwrap_or(crate::DEFAULT_WARN_BEFORE),
+        };
+        (seconds > 0).then_some(seconds)
+    }
+
+    /// The warning period the routes give `request` of `tenant`, if any.
+    fn routes_warn_before(&self, tenant: &str, request: &NewRequest) -> Option<u64> {
+        self.deadlines()
+            .warn_before
+            .as_ref()
+            .and_then(|crate::WarnBefore(pick)| pick(tenant, request))
     }
 
     /// What the rules make of `request` (about to be stored as `id`): an `ask` rule's settings

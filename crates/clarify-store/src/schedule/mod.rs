@@ -1,6 +1,7 @@
 //! The schedule: the reaper, the store's background task that keeps time. It expires overdue
-//! requests, writes reminders and escalations (here), and purges old resolved requests
-//! ([`retention`]).
+//! requests, writes reminders, warnings before expiry and escalations (here), and purges old
+//! resolved requests ([`retention`]). Extending a request's deadline lives here too, since it
+//! moves what the reaper keeps.
 //!
 //! Each runs in batches of short transactions that several instances may run on the same
 //! store at once: a request expires, is reminded of, escalates or is purged once whatever the
@@ -14,9 +15,12 @@ pub(crate) mod retention;
 use std::sync::Weak;
 use std::time::Duration;
 
+use chrono::TimeDelta;
+use clarify_core::text::humanize_seconds;
+
 use crate::backend::writes::Resolved;
-use crate::error::StoreError;
-use crate::record::{RequestRecord, StoredResolution};
+use crate::error::{ExtendError, ResolveError, StoreError};
+use crate::record::{Actor, RequestRecord, StoredResolution};
 use crate::{Inner, Store};
 
 /// How many overdue requests one reaper pass expires.
@@ -49,6 +53,90 @@ impl Store {
             .remind_due(self.now(), EXPIRE_BATCH)
             .await?;
         Ok(ids.len())
+    }
+
+    /// Writes a `request.warned` event (and queues its webhook and a notification on each
+    /// channel the request was announced on) for every pending request whose warning before
+    /// expiry is due; returns how many (at most one batch). Each request is warned once for
+    /// each deadline, whatever the instances.
+    pub async fn warn_due(&self) -> Result<usize, StoreError> {
+        let ids = self
+            .inner
+            .backend
+            .warn_due(self.now(), EXPIRE_BATCH)
+            .await?;
+        Ok(ids.len())
+    }
+
+    /// Moves the deadline of a pending request `seconds` later, for `actor`, who must be allowed
+    /// to answer it (the rules of [`Store::pending`]): at most as far as
+    /// [`Deadlines::max_extension`](crate::Deadlines) past its first deadline (its creation plus
+    /// `timeout_seconds`), in all. Its responders are warned again before the new deadline, and
+    /// an `extended` event records who extended it. Returns the record with its new `expires_at`.
+    pub async fn extend(
+        &self,
+        tenant: &str,
+        id: &str,
+        seconds: u64,
+        actor: &Actor,
+    ) -> Result<RequestRecord, ExtendError> {
+        let record = self.pending(tenant, id, actor).await?;
+        let (Some(deadline), Some(timeout)) = (record.expires_at, record.request.timeout()) else {
+            return Err(ExtendError::NoDeadline);
+        };
+        if seconds == 0 {
+            return Err(ExtendError::Empty);
+        }
+        let now = self.now();
+        if deadline <= now {
+            let expired = self.expire_one(id).await.map_err(ResolveError::from)?;
+            return Err(match expired {
+                Some(r) => ResolveError::AlreadyResolved(Box::new(r)),
+                None => ResolveError::NotFound,
+            }
+            .into());
+        }
+        let max = self.deadlines().max_extension;
+        let latest = i64::try_from(timeout)
+            .ok()
+            .and_then(TimeDelta::try_seconds)
+            .and_then(|t| record.created_at.checked_add_signed(t))
+            .and_then(|first| first.checked_add_signed(max))
+            .unwrap_or(deadline);
+        let to = i64::try_from(seconds)
+            .ok()
+            .and_then(TimeDelta::try_seconds)
+            .and_then(|by| deadline.checked_add_signed(by))
+            .filter(|to| *to <= latest);
+        let Some(to) = to else {
+            let left = (latest - deadline).num_seconds().max(0).unsigned_abs();
+            return Err(ExtendError::TooFar {
+                by: humanize_seconds(seconds),
+                latest: latest.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                max: humanize_seconds(max.num_seconds().max(0).unsigned_abs()),
+                left: humanize_seconds(left),
+            });
+        };
+        match self
+            .inner
+            .backend
+            .extend(id, deadline, to, actor, now)
+            .await
+        {
+            Ok(Some(extended)) => Ok(extended),
+            // Resolved, expired or extended meanwhile: what it is now says which.
+            Ok(None) => match self.get(tenant, id).await.map_err(ResolveError::from)? {
+                Some(r) if r.status.is_resolved() => {
+                    Err(ResolveError::AlreadyResolved(Box::new(r)).into())
+                }
+                Some(_) => Err(ResolveError::Store(StoreError::Backend(
+                    "the request's deadline changed meanwhile; try again".to_owned(),
+                ))
+                .into()),
+                None => Err(ResolveError::NotFound.into()),
+            },
+            Err(e) => Err(ResolveError::from(e).into()),
+        }
     }
 
     /// Escalates every pending request whose escalation is due: from now on its `escalate_to`
@@ -104,6 +192,9 @@ pub(crate) async fn reaper(inner: Weak<Inner>, every: Duration) {
         }
         if let Err(e) = store.remind_due().await {
             tracing::warn!(error = %e, "reminding of requests failed; retrying");
+        }
+        if let Err(e) = store.warn_due().await {
+            tracing::warn!(error = %e, "warning of requests about to expire failed; retrying");
         }
         retention::purge_for(&store, every).await;
     }

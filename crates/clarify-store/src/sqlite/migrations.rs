@@ -13,7 +13,7 @@ use crate::audit;
 use crate::codec::{EVENT_COLUMNS_BEFORE_PRINCIPAL, EventParts};
 
 /// The schema version this binary writes; a database with a newer one is refused at open.
-pub(super) const SCHEMA_VERSION: i64 = 19;
+pub(super) const SCHEMA_VERSION: i64 = 20;
 
 /// Schema version 1: requests, their tags, the event log and grants.
 const SCHEMA_V1: &str = "
@@ -350,11 +350,20 @@ const SCHEMA_V19: &str = "
 ALTER TABLE requests ADD COLUMN on_call TEXT;
 ";
 
+/// Warnings before expiry: when a pending request's responders are warned (`warn_at`) and how
+/// long before its deadline (`warn_before`, seconds, kept so an extension warns again).
+const SCHEMA_V20: &str = "
+ALTER TABLE requests ADD COLUMN warn_at INTEGER;
+ALTER TABLE requests ADD COLUMN warn_before INTEGER;
+CREATE INDEX requests_warn ON requests (warn_at)
+    WHERE status = 'pending' AND warn_at IS NOT NULL;
+";
+
 /// Migrations in order; entry `i` brings the schema to version `i + 1`. Applied ones never change.
 const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
     SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16,
-    SCHEMA_V17, SCHEMA_V18, SCHEMA_V19,
+    SCHEMA_V17, SCHEMA_V18, SCHEMA_V19, SCHEMA_V20,
 ];
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 

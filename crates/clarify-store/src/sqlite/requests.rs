@@ -167,8 +167,8 @@ fn create(
     let created_ms = millis(row.created_at);
     conn.prepare_cached(
         "INSERT INTO requests (id, tenant, status, session, agent, spec, created_at, expires_at, \
-         idempotency_key, dedupe_key, remind_at, escalate_at, on_call) \
-         VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+         idempotency_key, dedupe_key, remind_at, escalate_at, on_call, warn_before, warn_at) \
+         VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?
     .execute(params![
         row.id,
@@ -183,6 +183,8 @@ fn create(
         row.remind_at.map(millis),
         row.escalate_at.map(millis),
         on_call_json(&row.on_call)?,
+        row.warn_before.and_then(|s| i64::try_from(s).ok()),
+        row.warn_at.map(millis),
     ])?;
     let seq = conn.last_insert_rowid();
     if !row.request.tags.is_empty() {

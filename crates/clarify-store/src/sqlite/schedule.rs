@@ -1,9 +1,10 @@
-//! What falls due with time: expiry at a request's deadline, reminders and escalation. Each
+//! What falls due with time: expiry at a request's deadline, reminders, warnings before expiry
+//! (and extensions, which move both) and escalation. Each
 //! pass runs in the writer's transaction, so another instance sharing the file finds the
 //! requests it handled no longer due.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteBackend;
 use super::feed::append_event;
@@ -13,7 +14,7 @@ use crate::codec::{
     due_column, millis, next_reminder_at, reaped_callback_url, reaped_outcome_urls,
 };
 use crate::error::StoreError;
-use crate::record::{Actor, EventKind};
+use crate::record::{Actor, EventKind, RequestRecord};
 
 impl SqliteBackend {
     pub(crate) async fn expire_due(
@@ -61,6 +62,49 @@ impl SqliteBackend {
             .await
     }
 
+    pub(crate) async fn warn_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.write(move |conn| fall_due(conn, EventKind::Warned, millis(now), limit))
+            .await
+    }
+
+    /// Moves a pending request's deadline from `deadline` to `to` (and its warning to
+    /// `warn_before` ahead of `to`, if that is after `now`), with an `extended` event by `by`;
+    /// `None` when the request is no longer pending with that deadline still ahead.
+    pub(crate) async fn extend(
+        &self,
+        id: &str,
+        deadline: DateTime<Utc>,
+        to: DateTime<Utc>,
+        by: &Actor,
+        now: DateTime<Utc>,
+    ) -> Result<Option<RequestRecord>, StoreError> {
+        let decoded = std::sync::Arc::clone(&self.decoded);
+        let (id, by) = (id.to_owned(), by.clone());
+        self.write(move |conn| {
+            let (now, to) = (millis(now), millis(to));
+            let tenant: Option<String> = conn
+                .prepare_cached(
+                    "UPDATE requests SET expires_at = ?3, warn_at = CASE \
+                     WHEN warn_before IS NOT NULL AND ?3 - warn_before * 1000 > ?4 \
+                     THEN ?3 - warn_before * 1000 END \
+                     WHERE id = ?1 AND status = 'pending' AND expires_at = ?2 AND expires_at > ?4 \
+                     RETURNING tenant",
+                )?
+                .query_row(params![id, millis(deadline), to, now], |r| r.get(0))
+                .optional()?;
+            let Some(tenant) = tenant else {
+                return Ok(None);
+            };
+            append_event(conn, &tenant, &id, EventKind::Extended, Some(&by), now)?;
+            get(conn, &decoded, &id)
+        })
+        .await
+    }
+
     pub(crate) async fn escalate_due(
         &self,
         now: DateTime<Utc>,
@@ -71,8 +115,8 @@ impl SqliteBackend {
     }
 }
 
-/// Reminds (`kind` `Reminded`: the next reminder a period from `now`) or escalates
-/// (`Escalated`) up to `limit` pending requests due by `now`, and announces each; returns their
+/// Reminds (`kind` `Reminded`: the next reminder a period from `now`), warns (`Warned`: once)
+/// or escalates (`Escalated`) up to `limit` pending requests due by `now`, and announces each; returns their
 /// ids. Runs in the writer's transaction, so another instance finds them no longer due.
 fn fall_due(
     conn: &Connection,
@@ -83,7 +127,10 @@ fn fall_due(
     let reminding = kind == EventKind::Reminded;
     let due = due(conn, due_column(kind), now, limit)?;
     for row in &due {
-        if reminding {
+        if kind == EventKind::Warned {
+            conn.prepare_cached("UPDATE requests SET warn_at = NULL WHERE id = ?1")?
+                .execute(params![row.0])?;
+        } else if reminding {
             let next = next_reminder_at(&row.0, &row.2, now);
             conn.prepare_cached("UPDATE requests SET remind_at = ?2 WHERE id = ?1")?
                 .execute(params![row.0, next])?;

@@ -1451,13 +1451,13 @@ async fn sqlite_v1_database_migrates_to_v2_keeping_its_requests() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("version");
     assert_eq!(
-        version, 19,
+        version, 20,
         "migrated to the current version (3: grant ids, 4: retention indexes, 5: votes, \
          reminders and escalation, 6: channel notifications, 7: announcements by message, \
          8: cursors, 9: the audit chain, 10: a leaner event table, 11: events by tenant, \
          12: bounded grants, 13: principals in the event log, 14: the insights rollup, \
          15: AG-UI runs, 16: the insights' monthly and daily rollups, 17: Web Push subscriptions, \
-         18: receipts, 19: on-call readings)"
+         18: receipts, 19: on-call readings, 20: warnings before expiry)"
     );
     let leftovers: i64 = conn
         .query_row(

@@ -392,6 +392,8 @@ async fn the_migration_fills_the_coarser_rollups_from_the_days() {
              DROP TABLE insights_compacted; DROP TABLE push_subscriptions; \
              DROP TABLE receipts_spent; ALTER TABLE requests DROP COLUMN resolved_seq; \
              ALTER TABLE requests DROP COLUMN resolved_principal; \
+             DROP INDEX requests_warn; ALTER TABLE requests DROP COLUMN warn_at; \
+             ALTER TABLE requests DROP COLUMN warn_before; \
              PRAGMA user_version = 15;",
         )
         .expect("back to schema 15");
@@ -409,7 +411,8 @@ async fn the_migration_fills_the_coarser_rollups_from_the_days() {
                  clarify_insights_compacted, clarify_push_subscriptions, \
                  clarify_receipts_spent; \
                  ALTER TABLE clarify_requests DROP COLUMN resolved_seq, \
-                 DROP COLUMN resolved_principal; \
+                 DROP COLUMN resolved_principal, DROP COLUMN warn_at, \
+                 DROP COLUMN warn_before; \
                  DELETE FROM clarify_schema WHERE version >= 15;",
             )
             .execute(&mut conn)

@@ -51,6 +51,7 @@ mod access;
 mod agui;
 mod audit;
 mod conformance;
+mod deadlines;
 mod decisions;
 mod feed;
 mod gate;

@@ -73,6 +73,9 @@ pub struct Config {
     pub forbid_self_approval: bool,
     /// `[decisions] step_up`: the risk from which answers need a passkey confirmation.
     pub step_up: Option<clarify_core::Risk>,
+    /// `[decisions] max_extension`, in seconds: how far past its first deadline a request may
+    /// be extended; `None` for the store's default.
+    pub max_extension: Option<u64>,
     pub claude_code: Option<Policy>,
     pub gate: Option<Policy>,
     /// `[[rules]]`, compiled; `None` when the file has none.
@@ -186,6 +189,13 @@ pub fn parse(
     let names: BTreeSet<&str> = channels.iter().map(|c| c.name.as_str()).collect();
     for (i, route) in raw.routes.iter().enumerate() {
         let at = format!("routes[{i}]");
+        if let Some(Err(e)) = route
+            .warn_before
+            .as_deref()
+            .map(clarify_core::text::parse_duration_seconds)
+        {
+            problems.add(fail(&format!("{at}.warn_before"), e));
+        }
         if route.channels.is_empty() {
             problems.add(fail(
                 &format!("{at}.channels"),
@@ -293,6 +303,16 @@ pub fn parse(
         .oncall
         .and_then(|o| problems.keep(o.check(env, &fail)))
         .unwrap_or_default();
+    let max_extension = match raw.decisions.max_extension.as_deref() {
+        None => None,
+        Some(text) => match clarify_core::text::parse_duration_seconds(text) {
+            Ok(seconds) => Some(seconds),
+            Err(e) => {
+                problems.add(fail("decisions.max_extension", e));
+                None
+            }
+        },
+    };
     let step_up = match raw.decisions.step_up.as_deref() {
         None => None,
         Some("high") => Some(clarify_core::Risk::High),
@@ -343,6 +363,7 @@ pub fn parse(
         oidc,
         groups: raw.groups,
         forbid_self_approval: raw.decisions.forbid_self_approval,
+        max_extension,
         step_up,
         claude_code,
         gate,

@@ -147,6 +147,11 @@ pub(crate) struct RawDecisions {
     /// answer is refused (`403 step_up_required`). Absent: no step-up.
     #[serde(default)]
     pub(super) step_up: Option<String>,
+    /// How far past its first deadline a request may be extended, in all (`POST
+    /// /v1/requests/{id}/extend`, a chat's "Extend" button, `extend 30m` by text): a duration
+    /// (`1d`, `12h`). Absent: one day. An extension beyond it is refused, not shortened.
+    #[serde(default)]
+    pub(super) max_extension: Option<String>,
 }
 
 /// Tool-name patterns: an exact name, a `prefix*` or `*`, ignoring case. Deny wins; a call

@@ -414,6 +414,16 @@ fn mistakes_are_named_on_one_line() {
             "clarify.toml: routes[0].kinds: \"aproval\" is not a question kind",
         ),
         (
+            &format!(
+                "{slack}bot_token = \"x\"\n[[routes]]\nchannels = [\"ops\"]\nwarn_before = \"soon\"\n"
+            ),
+            "routes[0].warn_before: ",
+        ),
+        (
+            "[decisions]\nmax_extension = \"2 fortnights\"\n",
+            "decisions.max_extension: unknown unit",
+        ),
+        (
             "[identities]\n\"slak:U1\" = \"alice\"\n",
             "clarify.toml: identities.\"slak:U1\": the platform must be one of",
         ),
