@@ -57,6 +57,7 @@ mod route;
 mod step_up_tests;
 mod text;
 pub mod texting;
+pub mod twilio;
 
 pub use http::RetryAfter;
 pub use layout::words::{
@@ -84,6 +85,12 @@ platforms! {
     Email("email", email::Email),
     /// A push to a topic on ntfy.sh or your own ntfy server, with one button per answer.
     Ntfy("ntfy", ntfy::Ntfy),
+    /// Text messages through Twilio, answered by a reply.
+    Sms("sms", sms::Sms),
+    /// WhatsApp messages through Twilio, answered by a reply.
+    WhatsApp("whatsapp", whatsapp::WhatsApp),
+    /// A phone call through Twilio that reads the request and takes a key press.
+    Voice("voice", voice::Voice),
 }
 
 /// A configured channel: its name (unique; used by routes) and its platform.

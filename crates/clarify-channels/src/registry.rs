@@ -174,12 +174,27 @@ mod tests {
                 "teams",
                 "google_chat",
                 "email",
-                "ntfy"
+                "ntfy",
+                "sms",
+                "whatsapp",
+                "voice"
             ]
         );
-        // ntfy is answered only through signed links: it has no people to name.
-        let people: Vec<&str> = NAMES.iter().copied().filter(|n| *n != "ntfy").collect();
-        assert_eq!(identity_prefixes(), people);
+        // ntfy is answered only through signed links: it has no people to name. The channels
+        // that text or call a number name their people by it, under one prefix.
+        assert_eq!(
+            identity_prefixes(),
+            [
+                "slack",
+                "telegram",
+                "discord",
+                "mattermost",
+                "teams",
+                "google_chat",
+                "email",
+                "phone"
+            ]
+        );
         for name in NAMES {
             let table = serde_json::json!({"type": name});
             let error = serde_json::from_value::<RawChannel>(table)

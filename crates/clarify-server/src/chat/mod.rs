@@ -14,7 +14,7 @@ pub(crate) mod desk;
 use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -34,6 +34,7 @@ pub(crate) fn routes() -> Router<AppState> {
 async fn hook(
     State(state): State<AppState>,
     Path((platform, name)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -51,6 +52,7 @@ async fn hook(
     let call = Call {
         headers: &headers,
         body: &body,
+        query: query.as_deref(),
     };
     let reply = channel
         .platform
@@ -59,6 +61,11 @@ async fn hook(
     match reply {
         HookReply::Json(value) => Json(value).into_response(),
         HookReply::Ok => StatusCode::OK.into_response(),
+        HookReply::Xml(document) => (
+            [(axum::http::header::CONTENT_TYPE, "text/xml; charset=utf-8")],
+            document,
+        )
+            .into_response(),
         HookReply::NotFound(message) => error(StatusCode::NOT_FOUND, &message),
         HookReply::Unauthorized(message) => error(StatusCode::UNAUTHORIZED, &message),
         HookReply::Malformed(message) => error(StatusCode::BAD_REQUEST, &message),

@@ -175,7 +175,7 @@ async fn announcement(state: &AppState, n: &Delivery) -> Result<Option<String>, 
 /// The platform user ids of `record`'s `escalate_to` responders that `[identities]` maps, for
 /// `channel`'s platform.
 fn mentions(state: &AppState, channel: &Channel, record: &RequestRecord) -> Vec<String> {
-    let prefix = format!("{}:", channel.platform_name());
+    let prefix = channel.identity_of("");
     state
         .config
         .identities
@@ -227,14 +227,15 @@ fn personal_links(
 }
 
 /// The platform addresses `[identities]` gives `record`'s responders (and, for an escalation,
-/// its `escalate_to`), for `channel`'s platform: whom an e-mail channel without `to` writes to.
+/// its `escalate_to`), for `channel`'s platform (by its `[identities]` prefix: `phone` for the
+/// channels that text or call a number): whom a channel without `to` writes to.
 fn recipients(
     state: &AppState,
     channel: &Channel,
     record: &RequestRecord,
     event: EventKind,
 ) -> Vec<String> {
-    let prefix = format!("{}:", channel.platform_name());
+    let prefix = channel.identity_of("");
     let request = &record.request;
     let names_them = |names: &[String], name: &String| {
         names
