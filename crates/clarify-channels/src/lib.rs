@@ -26,6 +26,9 @@
 //! - [`email`] sends a multipart message over SMTP with one signed link per option or decision
 //!   (each opens a confirmation page; only its POST answers), and replies in the same thread
 //!   for reminders, escalations, votes and the resolution;
+//! - [`sms`] and [`whatsapp`] text the person on call through Twilio (the request's short code,
+//!   numbered options) and answer their replies; [`voice`] calls them, reads the request and
+//!   takes a confirmed key press; what the three share of Twilio is [`twilio`];
 //! - what a person does in a chat is read into an [`act::Act`], which makes the same answer
 //!   body the API takes; the server's shared answer path maps the person to a responder and
 //!   resolves the request by the same rules as every other path.
@@ -57,6 +60,7 @@ mod route;
 mod step_up_tests;
 mod text;
 pub mod texting;
+pub mod twilio;
 
 pub use http::RetryAfter;
 pub use layout::words::{
@@ -87,6 +91,12 @@ platforms! {
     /// WhatsApp messages with reply buttons through Meta's Cloud API, answered by a tap or a
     /// reply.
     WhatsAppCloud("whatsapp_cloud", whatsapp_cloud::WhatsAppCloud),
+    /// Text messages through Twilio, answered by a reply.
+    Sms("sms", sms::Sms),
+    /// WhatsApp messages through Twilio, answered by a reply.
+    WhatsApp("whatsapp", whatsapp::WhatsApp),
+    /// A phone call through Twilio that reads the request and takes a key press.
+    Voice("voice", voice::Voice),
 }
 
 /// A configured channel: its name (unique; used by routes) and its platform.

@@ -25,8 +25,8 @@ pub struct Notice<'a> {
     /// `escalate_to` that `[identities]` maps.
     pub mention: Vec<String>,
     /// The platform's addresses of the people the request is for: those `[identities]` maps to
-    /// its `responders` (and, for an escalation, its `escalate_to`). Only e-mail reads them,
-    /// as the recipients of a channel without a fixed `to`.
+    /// its `responders` (and, for an escalation, its `escalate_to`). E-mail and the channels that
+    /// text or call a number read them, as the recipients of a channel without a fixed `to`.
     pub recipients: Vec<String>,
     /// The server's key for the tokens a platform carries back unsigned (Mattermost's
     /// integration context): only clarify can make them.

@@ -101,6 +101,9 @@ pub trait Platform: std::fmt::Debug + Clone + Send + Sync + Sized + 'static {
 pub struct Call<'a> {
     pub headers: &'a HeaderMap,
     pub body: &'a [u8],
+    /// The hook URL's query, as sent (`request=…&step=press`), when it has one: part of what
+    /// Twilio signs, and where a call's next step carries which request it is about.
+    pub query: Option<&'a str>,
 }
 
 impl<'a> Call<'a> {
@@ -119,6 +122,8 @@ pub enum HookReply {
     Ok,
     /// `200` with this plain text body (a webhook handshake's echoed challenge).
     Text(String),
+    /// `200` with this XML document as `text/xml` (Twilio's TwiML).
+    Xml(String),
     /// `404`: no such channel, or it takes no calls of this kind.
     NotFound(String),
     /// `401`: the call's signature, token or secret is missing, wrong or too old; nothing read.

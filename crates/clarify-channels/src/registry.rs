@@ -198,11 +198,14 @@ mod tests {
                 "google_chat",
                 "email",
                 "ntfy",
-                "whatsapp_cloud"
+                "whatsapp_cloud",
+                "sms",
+                "whatsapp",
+                "voice"
             ]
         );
-        // ntfy is answered only through signed links: it has no people to name. WhatsApp's
-        // people are phone numbers, which every platform that texts or calls shares.
+        // ntfy is answered only through signed links: it has no people to name. The channels
+        // that text or call a number name their people by it, under one prefix.
         assert_eq!(
             identity_prefixes(),
             [

@@ -73,6 +73,7 @@ async fn handshake(
 async fn hook(
     State(state): State<AppState>,
     Path((platform, name)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -82,6 +83,7 @@ async fn hook(
     let call = Call {
         headers: &headers,
         body: &body,
+        query: query.as_deref(),
     };
     let reply = channel
         .platform
@@ -96,6 +98,11 @@ fn respond(reply: HookReply) -> Response {
         HookReply::Json(value) => Json(value).into_response(),
         HookReply::Ok => StatusCode::OK.into_response(),
         HookReply::Text(text) => text.into_response(),
+        HookReply::Xml(document) => (
+            [(axum::http::header::CONTENT_TYPE, "text/xml; charset=utf-8")],
+            document,
+        )
+            .into_response(),
         HookReply::NotFound(message) => error(StatusCode::NOT_FOUND, &message),
         HookReply::Unauthorized(message) => error(StatusCode::UNAUTHORIZED, &message),
         HookReply::Malformed(message) => error(StatusCode::BAD_REQUEST, &message),

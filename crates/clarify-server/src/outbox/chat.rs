@@ -209,7 +209,7 @@ async fn announcement(state: &AppState, n: &Delivery) -> Result<Option<String>, 
 /// The platform user ids of `record`'s `escalate_to` responders (whoever is on call for an
 /// `oncall:` one) that `[identities]` maps, for `channel`'s platform.
 fn mentions(state: &AppState, channel: &Channel, record: &RequestRecord) -> Vec<String> {
-    let prefix = format!("{}:", channel.platform_name());
+    let prefix = channel.identity_of("");
     let escalated_to: Vec<String> = record
         .request
         .escalate_to
@@ -279,8 +279,8 @@ fn personal_links(
 }
 
 /// The platform addresses `[identities]` gives `record`'s responders (and, for an escalation,
-/// its `escalate_to`), under `channel`'s identity prefix (`phone:` for the channels that text a
-/// number): whom an e-mail or a texting channel without `to` writes to.
+/// its `escalate_to`), for `channel`'s platform (by its `[identities]` prefix: `phone` for the
+/// channels that text or call a number): whom a channel without `to` writes to.
 fn recipients(
     state: &AppState,
     channel: &Channel,

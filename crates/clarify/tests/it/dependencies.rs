@@ -14,8 +14,8 @@ use std::process::Command;
 const ALLOWED: &[(&str, &[&str], &str)] = &[
     // Two generations of RustCrypto: jsonwebtoken 11 (Teams', Google Chat's and VAPID's JWTs)
     // and web-push-native 0.5 are on digest 0.10; openidconnect 4.1 and webauthn-rs 0.6 are on
-    // digest 0.11. Our own hashing (sha2, hmac, ed25519-dalek 2) shares the older one with
-    // jsonwebtoken.
+    // digest 0.11. Our own hashing (sha2, hmac, ed25519-dalek 2, and sha1 for Twilio's webhook
+    // signatures) shares the older one with jsonwebtoken.
     ("aead", &["0.5.2", "0.6.1"], "RustCrypto generations"),
     ("aes", &["0.8.4", "0.9.2"], "RustCrypto generations"),
     ("aes-gcm", &["0.10.3", "0.11.1"], "RustCrypto generations"),
@@ -82,6 +82,7 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
     ("rfc6979", &["0.4.0", "0.6.0"], "RustCrypto generations"),
     ("rsa", &["0.9.10", "0.10.0-rc.19"], "RustCrypto generations"),
     ("sec1", &["0.7.3", "0.8.1"], "RustCrypto generations"),
+    ("sha1", &["0.10.7", "0.11.0"], "RustCrypto generations"),
     ("sha2", &["0.10.9", "0.11.0"], "RustCrypto generations"),
     ("signature", &["2.2.0", "3.0.0"], "RustCrypto generations"),
     ("spki", &["0.7.3", "0.8.1"], "RustCrypto generations"),
