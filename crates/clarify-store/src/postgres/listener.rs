@@ -32,7 +32,13 @@ pub(super) async fn listen(hosts: &Hosts) -> Result<PgListener, sqlx::Error> {
     let mut failed = None;
     for options in hosts.each() {
         match listen_on(options).await {
-            Ok(listener) => return Ok(listener),
+            Ok(mut listener) => {
+                // sqlx would reconnect to this same host, retrying a dead one until its
+                // timeout, before saying the connection was lost; with several hosts the lost
+                // connection is reported at once and the hosts are walked again instead.
+                listener.eager_reconnect(!hosts.several());
+                return Ok(listener);
+            }
             Err(e) => failed = Some(e),
         }
     }
@@ -105,7 +111,7 @@ pub(super) async fn run_listener(
             };
             match received {
                 Ok(Some(notification)) => wake(&waiters, notification.payload()),
-                // The connection dropped and sqlx reconnects to the same host on the next call.
+                // The connection dropped; with one host sqlx has already reconnected to it.
                 Ok(None) => {
                     waiters.notify_all();
                     lost.notify_one();
