@@ -11,7 +11,7 @@
 //! user, since PostgreSQL refuses to run as root.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -465,5 +465,5 @@ async fn a_standby_promoted_under_load_loses_nothing_clarify_acknowledged() {
         rounds,
         serving_again.as_secs_f64()
     );
-    let _ = std::fs::remove_dir_all(Path::new(&dir));
+    let _ = std::fs::remove_dir_all(&dir);
 }
