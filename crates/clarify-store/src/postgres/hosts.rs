@@ -441,7 +441,9 @@ mod tests {
             closed[0], closed[1]
         ))
         .expect("parses");
-        let error = parsed.connect().await.err().expect("nothing answers");
+        let Err(error) = parsed.connect().await else {
+            panic!("nothing listens on those ports");
+        };
         let first = error
             .find(&format!("127.0.0.1:{}", closed[0]))
             .expect("first named");
