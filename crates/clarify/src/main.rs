@@ -253,8 +253,9 @@ struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "CLARIFY_LISTEN", default_value = "127.0.0.1:7420")]
     listen: SocketAddr,
-    /// The store: sqlite://PATH (default), postgres://... to share state between instances,
-    /// or memory: (nothing persists).
+    /// The store: sqlite://PATH (default), postgres://... to share state between instances
+    /// (with a primary and standbys: postgres://HOST1,HOST2/DB?target_session_attrs=read-write,
+    /// and clarify follows a promoted standby), or memory: (nothing persists).
     #[arg(long, env = "CLARIFY_DB", default_value = "sqlite://clarify.db")]
     db: String,
     /// A file holding a key in clarify's format (from `clarify keys generate`), stored at start

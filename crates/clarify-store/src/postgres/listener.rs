@@ -1,11 +1,12 @@
 //! Wake-ups across instances: what a numbering round's `NOTIFY` says, and the listener task
 //! that turns it into wake-ups of this instance's waiters and feed followers.
 
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 
+use super::hosts::Hosts;
 use super::{CONNECT_TIMEOUT, LISTEN_BACKOFF_MAX, LISTEN_BACKOFF_MIN};
 use crate::codec::EventParts;
 use crate::feed::waiters::Waiters;
@@ -25,8 +26,26 @@ pub(super) const WAKE_CHANNEL: &str = "clarify_resolved";
 /// requests than fit wakes every waiter instead.
 const NOTIFY_PAYLOAD_MAX: usize = 7_900;
 
-/// A listener connection subscribed to [`WAKE_CHANNEL`].
-pub(super) async fn listen(options: &PgConnectOptions) -> Result<PgListener, sqlx::Error> {
+/// A listener connection subscribed to [`WAKE_CHANNEL`], on the first of `hosts` where LISTEN
+/// works (a standby refuses it: it cannot LISTEN during recovery); else the last host's error.
+pub(super) async fn listen(hosts: &Hosts) -> Result<PgListener, sqlx::Error> {
+    let mut failed = None;
+    for options in hosts.each() {
+        match listen_on(options).await {
+            Ok(mut listener) => {
+                // sqlx would reconnect to this same host, retrying a dead one until its
+                // timeout, before saying the connection was lost; with several hosts the lost
+                // connection is reported at once and the hosts are walked again instead.
+                listener.eager_reconnect(!hosts.several());
+                return Ok(listener);
+            }
+            Err(e) => failed = Some(e),
+        }
+    }
+    Err(failed.unwrap_or(sqlx::Error::PoolTimedOut))
+}
+
+async fn listen_on(options: &PgConnectOptions) -> Result<PgListener, sqlx::Error> {
     // A pool of its own, one connection, never recycled: the listener is meant to stay. A fresh
     // pool per (re)connection means a dead old connection can never hold the only slot.
     let pool = PgPoolOptions::new()
@@ -42,10 +61,13 @@ pub(super) async fn listen(options: &PgConnectOptions) -> Result<PgListener, sql
 
 /// Turns notifications into local wake-ups until the backend is dropped. While the connection is
 /// down notifications are lost, so every (re)connection wakes every waiter to re-read its request.
+/// A lost connection also tells `lost`, as the primary may have gone; with several hosts the
+/// listener then walks them again itself rather than let sqlx reconnect to the same one.
 pub(super) async fn run_listener(
-    options: PgConnectOptions,
+    hosts: Hosts,
     first: PgListener,
     waiters: Weak<Waiters>,
+    lost: Arc<Notify>,
     mut stop: oneshot::Receiver<()>,
 ) {
     let mut listener = Some(first);
@@ -56,7 +78,7 @@ pub(super) async fn run_listener(
             None => {
                 let connected = tokio::select! {
                     _ = &mut stop => return,
-                    connected = listen(&options) => connected,
+                    connected = listen(&hosts) => connected,
                 };
                 match connected {
                     Ok(l) => {
@@ -89,11 +111,18 @@ pub(super) async fn run_listener(
             };
             match received {
                 Ok(Some(notification)) => wake(&waiters, notification.payload()),
-                // The connection dropped and sqlx has already reconnected and listens again.
-                Ok(None) => waiters.notify_all(),
+                // The connection dropped; with one host sqlx has already reconnected to it.
+                Ok(None) => {
+                    waiters.notify_all();
+                    lost.notify_one();
+                    if hosts.several() {
+                        break;
+                    }
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "lost the LISTEN connection; reconnecting");
                     waiters.notify_all();
+                    lost.notify_one();
                     break;
                 }
             }
@@ -143,7 +172,6 @@ pub(super) fn wake_payload(seq: i64, events: &[EventParts]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
     use std::time::Duration;
 
     use super::*;

@@ -30,8 +30,9 @@
 //! once, without waiting for the sequencer.
 //!
 //! How it is laid out. This file holds the backend, how it opens (schema first, then the pool, the
-//! listener and the sequencer) and its error mapping; `sequencer` numbers the feed and `listener`
-//! carries its wake-ups to every instance. Every other file is one concern, named as in the SQLite
+//! listener and the sequencer) and its error mapping; `sequencer` numbers the feed, `listener`
+//! carries its wake-ups to every instance, and `hosts` reads a URL naming several hosts and keeps
+//! the pool on the one that takes writes when a standby is promoted. Every other file is one concern, named as in the SQLite
 //! backend (`sqlite/`) and as the concern is at the top of the crate, with that concern's
 //! statements and row readers: `requests` (create, read, list, resolve), `votes`, `schedule`
 //! (expiry, reminders, escalation), `retention`, `feed` (the event log: the inbox writers append
@@ -43,6 +44,7 @@
 mod agui;
 mod feed;
 mod grants;
+mod hosts;
 mod insights;
 mod keys;
 mod listener;
@@ -55,17 +57,17 @@ mod schedule;
 mod sequencer;
 mod votes;
 
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection};
 use tokio::sync::{Notify, oneshot};
 
 use crate::error::StoreError;
 use crate::feed::waiters::Waiters;
 
+use hosts::{Hosts, SessionAttrs, follow_primary};
 use listener::{listen, run_listener};
 use migrations::migrate;
 use sequencer::run_sequencer;
@@ -90,64 +92,84 @@ pub(crate) struct PgBackend {
     /// Dropping the backend drops these senders, which stop the listener and sequencer tasks.
     _stop_listener: oneshot::Sender<()>,
     _stop_sequencer: oneshot::Sender<()>,
+    /// Present when the URL names several hosts: stops the task that follows the primary.
+    _stop_follower: Option<oneshot::Sender<()>>,
 }
 
 impl PgBackend {
     pub(crate) async fn open(url: &str, waiters: Arc<Waiters>) -> Result<Self, StoreError> {
-        let mut options = PgConnectOptions::from_str(url).map_err(|e| StoreError::InvalidUrl {
+        let mut hosts = Hosts::parse(url).map_err(|reason| StoreError::InvalidUrl {
             url: redact(url),
-            reason: e.to_string(),
+            reason,
         })?;
         // Named, so an operator can tell clarify's connections apart; a URL's own name wins.
-        if options.get_application_name().is_none() {
-            options = options.application_name("clarify");
-        }
-        let target = describe(&options);
+        hosts.name_connections("clarify");
 
         // One direct connection first: the pool retries a refused connection until its timeout
         // and then reports only "timed out", while this says what is wrong, at once.
-        let mut conn = tokio::time::timeout(CONNECT_TIMEOUT, options.connect())
-            .await
-            .map_err(|_| {
-                StoreError::Unavailable(format!(
-                    "PostgreSQL at {target} did not answer within {} s",
-                    CONNECT_TIMEOUT.as_secs()
-                ))
-            })?
-            .map_err(|e| {
-                StoreError::Unavailable(format!(
-                    "PostgreSQL at {target}: {e}; check that the server runs and the URL is right"
-                ))
-            })?;
+        let (mut conn, primary) = hosts.connect().await.map_err(|e| {
+            StoreError::Unavailable(format!(
+                "{e}; check that the server runs and the URL is right"
+            ))
+        })?;
         let migrated = migrate(&mut conn).await;
         // Closing is a courtesy to the server; the connection is finished either way.
         let _ = conn.close().await;
         migrated?;
 
-        let pool = PgPoolOptions::new()
+        // Lost: the primary may have moved (the listener lost its connection, the pool reached a
+        // read-only server); the follower, when the URL names several hosts, looks for it.
+        let lost = Arc::new(Notify::new());
+        let mut pool_options = PgPoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
-            .acquire_timeout(CONNECT_TIMEOUT)
-            .connect_lazy_with(options.clone());
+            .acquire_timeout(CONNECT_TIMEOUT);
+        let attrs = hosts.attrs();
+        if attrs != SessionAttrs::Any {
+            let lost = Arc::clone(&lost);
+            pool_options = pool_options.after_connect(move |conn, _| {
+                let lost = Arc::clone(&lost);
+                Box::pin(async move {
+                    if attrs.accepts(conn).await? {
+                        return Ok(());
+                    }
+                    lost.notify_one();
+                    Err(sqlx::Error::Protocol(
+                        "the database server is read-only (a standby?)".to_owned(),
+                    ))
+                })
+            });
+        }
+        let pool = pool_options.connect_lazy_with(hosts.options(primary).clone());
 
         // Listening before `open` returns means no resolution made after it is missed.
-        let listener = listen(&options).await.map_err(|e| {
-            StoreError::Unavailable(format!("PostgreSQL at {target}: cannot LISTEN: {e}"))
+        let listener = listen(&hosts).await.map_err(|e| {
+            StoreError::Unavailable(format!(
+                "PostgreSQL at {}: cannot LISTEN: {e}",
+                hosts.describe()
+            ))
         })?;
         let (stop_listener, stopped) = oneshot::channel();
         tokio::spawn(run_listener(
-            options.clone(),
+            hosts.clone(),
             listener,
             Arc::downgrade(&waiters),
+            Arc::clone(&lost),
             stopped,
         ));
         let poke = Arc::new(Notify::new());
         let (stop_sequencer, stopped) = oneshot::channel();
-        tokio::spawn(run_sequencer(options, Arc::clone(&poke), stopped));
+        tokio::spawn(run_sequencer(hosts.clone(), Arc::clone(&poke), stopped));
+        let stop_follower = hosts.several().then(|| {
+            let (stop, stopped) = oneshot::channel();
+            tokio::spawn(follow_primary(hosts, pool.clone(), primary, lost, stopped));
+            stop
+        });
         Ok(Self {
             pool,
             poke,
             _stop_listener: stop_listener,
             _stop_sequencer: stop_sequencer,
+            _stop_follower: stop_follower,
         })
     }
 

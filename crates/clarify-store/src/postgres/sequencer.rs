@@ -9,10 +9,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgConnection};
-use sqlx::{ConnectOptions, Connection, Row};
+use sqlx::postgres::PgConnection;
+use sqlx::{Connection, Row};
 use tokio::sync::{Notify, oneshot};
 
+use super::hosts::Hosts;
 use super::listener::{WAKE_CHANNEL, wake_payload};
 use super::{LISTEN_BACKOFF_MAX, LISTEN_BACKOFF_MIN, corrupt_row, db_err};
 use crate::audit;
@@ -47,7 +48,7 @@ const STALL_AFTER: Duration = Duration::from_secs(2);
 /// the backend is dropped (see the module comment). A lost connection loses the lead with it;
 /// the task reconnects and stands by again.
 pub(super) async fn run_sequencer(
-    options: PgConnectOptions,
+    hosts: Hosts,
     poke: Arc<Notify>,
     mut stop: oneshot::Receiver<()>,
 ) {
@@ -55,10 +56,10 @@ pub(super) async fn run_sequencer(
     loop {
         let connected = tokio::select! {
             _ = &mut stop => return,
-            connected = options.connect() => connected,
+            connected = hosts.connect() => connected,
         };
         match connected {
-            Ok(mut conn) => {
+            Ok((mut conn, _)) => {
                 backoff = LISTEN_BACKOFF_MIN;
                 match sequence(&mut conn, &poke, &mut stop).await {
                     Ok(()) => {

@@ -7,6 +7,7 @@ mod config;
 mod crash;
 mod dependencies;
 mod deploying;
+mod failover;
 mod faults;
 mod figures;
 mod figures_table;

@@ -18,7 +18,7 @@ use crate::support::{Api, BIN, Server, temp_dir, unique};
 
 /// A fresh key from `clarify keys generate`, written to a file as a secret is mounted (with a
 /// trailing line break); the key and the file's path.
-fn admin_key_file(dir: &std::path::Path) -> (String, String) {
+pub(crate) fn admin_key_file(dir: &std::path::Path) -> (String, String) {
     let out = Command::new(BIN)
         .args(["keys", "generate"])
         .output()
