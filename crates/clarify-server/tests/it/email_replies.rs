@@ -45,31 +45,35 @@ async fn server_on(smtp: &FakeSmtp) -> TestServer {
 }
 
 /// Creates a request for alice and waits for its announcement's mail: the id and the mail's
-/// Message-ID.
+/// Message-ID. The announcement is the mail whose Message-ID the channel recorded for the
+/// request (not merely the newest mail: an earlier request's resolution may arrive meanwhile).
 async fn announce(s: &TestServer, smtp: &FakeSmtp, mut body: Value) -> (String, String) {
     body["responders"] = json!(["alice"]);
-    let before = smtp.received().len();
     let record = s.ask(&s.admin, body).await;
     let id = record["id"].as_str().expect("id").to_owned();
-    let mail = smtp.until(before + 1).await.pop().expect("mail");
-    let parsed = MessageParser::default()
-        .parse(mail.data.as_bytes())
-        .expect("a message");
-    let message_id = parsed
-        .header_raw("Message-ID")
-        .map(|v| v.trim().to_owned())
-        .expect("a Message-ID");
     // The reply may arrive only once the announcement's reference is recorded.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while s
-        .get(&format!("/v1/requests/{id}/notifications"), &s.admin)
-        .await
-        .1["notifications"][0]["message_ref"]
-        .is_null()
-    {
+    let message_ref = loop {
+        let notifications = s
+            .get(&format!("/v1/requests/{id}/notifications"), &s.admin)
+            .await
+            .1;
+        if let Some(r) = notifications["notifications"][0]["message_ref"].as_str() {
+            break r.to_owned();
+        }
         assert!(tokio::time::Instant::now() < deadline, "no message_ref");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+    let bare = |m: &str| m.trim().trim_matches(['<', '>']).to_owned();
+    let message_id = smtp
+        .received()
+        .iter()
+        .filter_map(|mail| {
+            let parsed = MessageParser::default().parse(mail.data.as_bytes())?;
+            parsed.header_raw("Message-ID").map(|v| v.trim().to_owned())
+        })
+        .find(|m| bare(m) == bare(&message_ref))
+        .expect("the announcement's mail, by its recorded Message-ID");
     (id, message_id)
 }
 
@@ -276,4 +280,46 @@ async fn a_forged_stale_or_replayed_post_is_refused_and_changes_nothing() {
 
 async fn approval_announced(s: &TestServer, smtp: &FakeSmtp) -> (String, String) {
     announce(s, smtp, approval()).await
+}
+
+/// Creation until the announcement's mail is accepted by the SMTP server and recorded, and a
+/// signed reply until the waiting agent wakes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement; prints figures"]
+async fn latency() {
+    let smtp = FakeSmtp::start().await;
+    let s = server_on(&smtp).await;
+    let (mut announced, mut wake) = (Vec::new(), Vec::new());
+    for _ in 0..200 {
+        let started = std::time::Instant::now();
+        let (id, message_id) = announce(&s, &smtp, approval()).await;
+        announced.push(started.elapsed());
+        let agent = {
+            let client = s.client.clone();
+            let url = format!("{}/v1/requests/{id}/wait?timeout_seconds=30", s.url);
+            let key = s.admin.clone();
+            tokio::spawn(async move {
+                let r = client.get(url).bearer_auth(key).send().await.expect("wait");
+                let woke = std::time::Instant::now();
+                let outcome: Value = r.json().await.expect("outcome");
+                (woke, outcome)
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let replied = std::time::Instant::now();
+        let status = post(&s, reply("alice@example.com", &message_id, "approve")).await;
+        assert_eq!(status, StatusCode::OK);
+        let (woke, outcome) = tokio::time::timeout(Duration::from_secs(10), agent)
+            .await
+            .expect("the agent wakes")
+            .expect("waiter");
+        assert_eq!(outcome["status"], "answered", "{outcome}");
+        wake.push(woke.duration_since(replied));
+    }
+    for (name, v) in [
+        ("email creation → mail accepted", announced),
+        ("email reply → agent wakes", wake),
+    ] {
+        crate::support::print_percentiles(name, v);
+    }
 }
