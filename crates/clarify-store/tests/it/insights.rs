@@ -394,6 +394,7 @@ async fn the_migration_fills_the_coarser_rollups_from_the_days() {
              ALTER TABLE requests DROP COLUMN resolved_principal; \
              DROP INDEX requests_warn; ALTER TABLE requests DROP COLUMN warn_at; \
              ALTER TABLE requests DROP COLUMN warn_before; \
+             ALTER TABLE requests DROP COLUMN on_call; \
              PRAGMA user_version = 15;",
         )
         .expect("back to schema 15");
@@ -412,7 +413,7 @@ async fn the_migration_fills_the_coarser_rollups_from_the_days() {
                  clarify_receipts_spent; \
                  ALTER TABLE clarify_requests DROP COLUMN resolved_seq, \
                  DROP COLUMN resolved_principal, DROP COLUMN warn_at, \
-                 DROP COLUMN warn_before; \
+                 DROP COLUMN warn_before, DROP COLUMN on_call; \
                  DELETE FROM clarify_schema WHERE version >= 15;",
             )
             .execute(&mut conn)
