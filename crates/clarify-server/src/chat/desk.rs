@@ -468,7 +468,8 @@ fn typed(record: &RequestRecord, text: &str) -> Result<Value, Refusal> {
     let request = &record.request;
     let [q] = request.questions.as_slice() else {
         return Err(refuse(
-            "This request has several questions; answer it with the message's Answer… button.",
+            "This request has several questions, which one reply cannot answer; answer it through \
+             the message's link (or its Answer… button, where it has one).",
         ));
     };
     match parse_reply(q, request.allow_skip, text) {

@@ -228,6 +228,21 @@ async fn a_request_for_someone_else_is_not_answered_by_the_newest_pending_rule()
     assert_eq!(status_of(&s, &for_bob).await["status"], "pending");
 }
 
+/// A text cannot carry several answers: the person is sent to the link, not to a button an SMS
+/// does not have, and nothing is answered.
+#[tokio::test]
+async fn a_request_of_several_questions_is_not_answered_by_a_text() {
+    let fake = FakeTwilio::start().await;
+    let s = server(&fake).await;
+    let body = json!({"responders": ["alice"], "questions": [
+        {"text": "Which region?", "kind": "single", "options": [{"label": "eu"}, {"label": "us"}]},
+        {"text": "Why?", "kind": "open"}]});
+    let (id, _) = announce(&s, &fake, body).await;
+    let (_, reply) = text(&s, "oncall", ALICE, "1").await;
+    assert!(reply.contains("through the message's link"), "{reply}");
+    assert_eq!(status_of(&s, &id).await["status"], "pending");
+}
+
 #[tokio::test]
 async fn an_unmapped_number_and_forged_or_missing_signatures_change_nothing() {
     let fake = FakeTwilio::start().await;
