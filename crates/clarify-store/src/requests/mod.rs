@@ -74,12 +74,12 @@ impl Store {
             None => self.read_on_call(&id, on_call_names(&request)).await,
             Some(_) => Vec::new(),
         };
-        let warn_before = self.warn_before(tenant, &request);
         if request.timeout().is_some() && request.warn_before_seconds.is_none() {
             // A route's period is kept with the request, as an `ask` rule's settings are, so
             // its record (and a warning's words) say it; without one the default applies.
             request.warn_before_seconds = self.routes_warn_before(tenant, &request);
         }
+        let warn_before = warn_before(&request);
         let warn_at = warning_at(expires_at, warn_before, created_at);
         let created = self
             .inner
@@ -106,19 +106,6 @@ impl Store {
             Some(rule) if created.created => self.resolve_by_rule(created, &rule).await,
             _ => Ok(created),
         }
-    }
-
-    /// How long before its deadline `request` warns its responders, in seconds (`None`: never):
-    /// its own `warn_before_seconds`, else its routes', else [`crate::DEFAULT_WARN_BEFORE`].
-    fn warn_before(&self, tenant: &str, request: &NewRequest) -> Option<u64> {
-        request.timeout()?;
-        let seconds = match request.warn_before_seconds {
-            Some(s) => s,
-            None => self
-                .routes_warn_before(tenant, request)
-                .unwrap_or(crate::DEFAULT_WARN_BEFORE),
-        };
-        (seconds > 0).then_some(seconds)
     }
 
     /// The warning period the routes give `request` of `tenant`, if any.
@@ -391,4 +378,15 @@ fn dedupe_key(request: &NewRequest) -> String {
         "allow_skip": request.allow_skip,
     });
     sha256_hex(&canonical_json(&shown))
+}
+
+/// How long before its deadline `request` warns its responders, in seconds (`None`: never): its
+/// `warn_before_seconds` (its own, or its routes' once `create` has kept them there), else
+/// [`crate::DEFAULT_WARN_BEFORE`]; never for a request that does not expire.
+fn warn_before(request: &NewRequest) -> Option<u64> {
+    request.timeout()?;
+    let seconds = request
+        .warn_before_seconds
+        .unwrap_or(crate::DEFAULT_WARN_BEFORE);
+    (seconds > 0).then_some(seconds)
 }
