@@ -294,6 +294,10 @@ pub enum EventKind {
     Warned,
     /// Someone who may answer a pending request moved its deadline (`expires_at`) later.
     Extended,
+    /// An answer that came through a channel was refused and changed nothing: its sender may
+    /// not answer the request (a stranger's e-mail reply, a chat account no one linked, someone
+    /// not among the responders). The event names the sender (`principal`) and the channel.
+    Refused,
     /// A person accepted the inbox's suggestion to always allow the action this request (the
     /// latest of its repeated `once` approvals) asked about: an `always` grant in their name.
     #[serde(rename = "grant.suggested_accepted")]
@@ -301,7 +305,7 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 11] = [
+    pub const ALL: [EventKind; 12] = [
         EventKind::Created,
         EventKind::Answered,
         EventKind::Skipped,
@@ -312,6 +316,7 @@ impl EventKind {
         EventKind::Escalated,
         EventKind::Warned,
         EventKind::Extended,
+        EventKind::Refused,
         EventKind::GrantSuggestedAccepted,
     ];
 
@@ -327,6 +332,7 @@ impl EventKind {
             Self::Escalated => "escalated",
             Self::Warned => "warned",
             Self::Extended => "extended",
+            Self::Refused => "refused",
             Self::GrantSuggestedAccepted => "grant.suggested_accepted",
         }
     }

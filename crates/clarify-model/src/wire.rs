@@ -817,6 +817,7 @@ pub fn event_name(kind: EventKind) -> &'static str {
         EventKind::Escalated => "request.escalated",
         EventKind::Warned => "request.warned",
         EventKind::Extended => "request.extended",
+        EventKind::Refused => "request.refused",
         EventKind::GrantSuggestedAccepted => "grant.suggested_accepted",
     }
 }

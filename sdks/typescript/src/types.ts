@@ -267,6 +267,7 @@ export type EventType =
   | "request.reminded"
   | "request.warned"
   | "request.extended"
+  | "request.refused"
   | "request.escalated";
 
 /** One event of the stream: its log sequence, its name, and the record as it was sent. */

@@ -10,8 +10,9 @@
 //! mapped through `[identities]` as `email:<address>`, or a linked account) by the shared
 //! typed-reply path: its first line (`approve`, `deny too risky`, `2`, an option's label, the
 //! text of an open question). Quoted text (`>` lines, "On … wrote:", a forwarded original) and
-//! the signature are left out. A reply from someone who may not answer changes nothing and is
-//! logged with the refusal, as is a reply to no announcement clarify knows.
+//! the signature are left out. A reply from someone who may not answer changes nothing: the
+//! server's desk records it as a `refused` event in the request's history (sender and channel),
+//! and the refusal is logged, as is a reply to no announcement clarify knows.
 
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};

@@ -38,7 +38,7 @@ pub struct AuditEventBody {
     /// The event's sequence number in the store's feed.
     pub seq: u64,
     /// A request's: `created`, `answered`, `skipped`, `expired`, `cancelled`, `voted`,
-    /// `reminded`, `warned`, `extended` (its deadline moved, by `actor`) or `escalated`. An admin action's: `key.created`, `key.revoked`,
+    /// `reminded`, `warned`, `extended` (its deadline moved, by `actor`), `refused` (an answer through a channel refused, nothing changed: `principal` names its sender) or `escalated`. An admin action's: `key.created`, `key.revoked`,
     /// `grant.revoked`, `grant.suggested_accepted` (a suggested grant accepted), `identity.linked`, `identity.unlinked`, `push.subscribed`,
     /// `push.unsubscribed`, `passkey.registered`, `passkey.removed` or
     /// `request.step_up_waived` (an admin key answered a high-risk request without a passkey

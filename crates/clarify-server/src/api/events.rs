@@ -203,7 +203,7 @@ fn render_event(
 #[utoipa::path(get, path = "/v1/events", tag = "events",
     params(("Last-Event-ID" = Option<u64>, Header, description = "Resume after this event id")),
     responses(
-        (status = 200, description = "`text/event-stream` of `request.created`, `request.voted`, `request.reminded`, `request.warned`, `request.extended`, `request.escalated`, `request.answered`, `request.skipped`, `request.expired`, `request.cancelled`; data is the record", content_type = "text/event-stream"),
+        (status = 200, description = "`text/event-stream` of `request.created`, `request.voted`, `request.reminded`, `request.warned`, `request.extended`, `request.refused`, `request.escalated`, `request.answered`, `request.skipped`, `request.expired`, `request.cancelled`; data is the record", content_type = "text/event-stream"),
         (status = 400, description = "Last-Event-ID is not an event id", body = ErrorBody),
         (status = 503, description = "Too many long-polls and event streams are open (`too_many_waiters`), or the store is unreachable; retry after `Retry-After` seconds", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait before retrying")))),

@@ -128,13 +128,17 @@ async fn act(
     if act == Act::LinkAccount {
         return Err(refuse(link_account(state, channel, user).await));
     }
+    // A refusal is kept in the history of a request the sender named (a message, a link, a
+    // code); a text naming none was only matched to the newest one, so a stranger's text leaves
+    // no trace on a request they did not point at.
+    let named = !matches!(target, Target::Latest { code: None, .. });
     let record = find(state, channel, target).await?;
     let form = match &act {
         Act::Submit { focus, .. } => Some(*focus),
         _ => None,
     };
     let questions = record.request.questions.clone();
-    decide(state, channel, user, record, act)
+    decide(state, channel, user, record, act, named)
         .await
         .map_err(|mut refusal| {
             // In a form, a refusal is shown beside an input: its own, or the first.
@@ -151,13 +155,31 @@ async fn decide(
     user: &str,
     record: RequestRecord,
     act: Act,
+    named: bool,
 ) -> Result<Done, Refusal> {
     let platform = channel.platform_name();
+    // Keeps a refusal by `actor` in the history of the request the sender named.
+    let refused = |actor: Actor| {
+        let record = &record;
+        async move {
+            if named {
+                record_refusal(state, record, &actor).await;
+            }
+        }
+    };
     let who = channel.identity_of(user);
     let responder = match responder_of(state, channel, &who, &record.tenant).await? {
         Some(name) => name,
         None => {
             tracing::info!(%who, channel = %channel.name, "offered an unmapped chat user a link to link their account");
+            if !record.status.is_resolved() {
+                refused(Actor {
+                    channel: platform.to_owned(),
+                    principal: Some(who.clone()),
+                    ..Actor::default()
+                })
+                .await;
+            }
             return Err(refuse(link_offer(state, channel, &who).await));
         }
     };
@@ -168,6 +190,7 @@ async fn decide(
         )));
     }
     if !record.allows_responder(&responder, &state.store.groups_of(&responder, &[])) {
+        refused(Actor::new(&responder, platform).as_principal(&who)).await;
         return Err(refuse(format!(
             "{responder} is not among the responders of this request; nothing was answered."
         )));
@@ -203,11 +226,8 @@ async fn decide(
         },
     };
     let actor = Actor::new(responder, platform).as_principal(&who);
-    match state
-        .store
-        .answer(&record.tenant, &record.id, &body, &actor)
-        .await
-    {
+    let (tenant, id) = (record.tenant.clone(), record.id.clone());
+    match state.store.answer(&tenant, &id, &body, &actor).await {
         Ok(record) => {
             state.changed(&record);
             Ok(Done::Resolved(record))
@@ -229,13 +249,28 @@ async fn decide(
             | ResolveError::SelfApproval { .. }
             | ResolveError::SelfApprovalNeedsIdentity { .. }
             | ResolveError::StepUpRequired),
-        ) => Err(refuse(format!("{e}; nothing was answered."))),
+        ) => {
+            refused(actor).await;
+            Err(refuse(format!("{e}; nothing was answered.")))
+        }
         Err(ResolveError::NotFound) => Err(refuse("This request no longer exists.")),
         Err(ResolveError::Store(e)) => {
             tracing::warn!(error = %e, "recording a chat answer failed");
             Err(refuse(
                 "clarify could not record the answer just now; please try again.",
             ))
+        }
+    }
+}
+
+/// Keeps a refused answer in `record`'s history (a `refused` event by `actor`), so that an
+/// attempt by someone who may not answer is found where the request's story is told, not only
+/// in the server's log. A failure to record it is logged: the refusal itself stands.
+async fn record_refusal(state: &AppState, record: &RequestRecord, actor: &Actor) {
+    match state.store.refused(&record.tenant, &record.id, actor).await {
+        Ok(_) => state.hub.poke(),
+        Err(e) => {
+            tracing::warn!(request = %record.id, error = %e, "recording a refused answer failed");
         }
     }
 }

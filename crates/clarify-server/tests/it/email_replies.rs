@@ -1,7 +1,8 @@
 //! Answers by e-mail reply, against the SMTP sink of `fake_smtp` and a poster shaped like
 //! Mailgun's inbound routing (`forward()`: form fields, signed with the webhook signing key):
 //! a reply to the announcement answers it and wakes the agent, its first line read and the
-//! quote left out; a stranger's reply, a forged, stale or replayed post change nothing.
+//! quote left out; a stranger's reply, a forged, stale or replayed post change nothing (the
+//! stranger's is kept as a `refused` event in the request's history).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -228,12 +229,36 @@ async fn a_stranger_or_a_responder_not_asked_changes_nothing() {
         StatusCode::OK
     );
     assert_eq!(status_of(&s, &id).await["status"], "pending");
+    // Both refusals are in the request's history, in the audit chain: who sent them, by which
+    // channel; the stranger answers as nobody, bob as himself.
+    let refused = refusals(&s, &id).await;
+    assert_eq!(
+        refused,
+        vec![
+            (Value::Null, json!("email:mallory@example.net")),
+            (json!("bob"), json!("email:bob@example.com")),
+        ],
+        "the refused replies, in order"
+    );
     // Alice's still answers.
     assert_eq!(
         post(&s, reply("alice@example.com", &message_id, "approve")).await,
         StatusCode::OK
     );
     assert_eq!(status_of(&s, &id).await["status"], "answered");
+}
+
+/// The refused replies to request `id` in the audit chain: (actor, principal) of each, all by
+/// the e-mail channel.
+async fn refusals(s: &TestServer, id: &str) -> Vec<(Value, Value)> {
+    crate::support::refusals(s, id)
+        .await
+        .into_iter()
+        .map(|e| {
+            assert_eq!(e["channel"], "email", "{e}");
+            (e["actor"].clone(), e["principal"].clone())
+        })
+        .collect()
 }
 
 #[tokio::test]
@@ -261,6 +286,11 @@ async fn a_forged_stale_or_replayed_post_is_refused_and_changes_nothing() {
         .expect("post");
     assert_eq!(unsigned.status(), StatusCode::UNAUTHORIZED);
     assert_eq!(status_of(&s, &id).await["status"], "pending");
+    assert_eq!(
+        refusals(&s, &id).await,
+        vec![],
+        "an unverified post is not read, so not recorded either"
+    );
 
     // A denial goes through once; the same post again is refused.
     let deny = reply("alice@example.com", &message_id, "deny");

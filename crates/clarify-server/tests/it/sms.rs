@@ -226,6 +226,12 @@ async fn a_request_for_someone_else_is_not_answered_by_the_newest_pending_rule()
         "{reply}"
     );
     assert_eq!(status_of(&s, &for_bob).await["status"], "pending");
+    // The coded attempt is in the request's history; the one that named nothing is not.
+    let refused = crate::support::refusals(&s, &for_bob).await;
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["actor"], "alice");
+    assert_eq!(refused[0]["principal"], format!("phone:{ALICE}"));
+    assert_eq!(refused[0]["channel"], "sms");
 }
 
 /// A text cannot carry several answers: the person is sent to the link, not to a button an SMS
@@ -255,6 +261,14 @@ async fn an_unmapped_number_and_forged_or_missing_signatures_change_nothing() {
     assert!(reply.contains(&format!("\"phone:{STRANGER}\"")), "{reply}");
     assert!(reply.contains("Nothing was answered"), "{reply}");
     assert_eq!(status_of(&s, &id).await["status"], "pending");
+    // A stranger's text that names no code is refused the same way, but is not pinned on the
+    // newest request: only the coded attempt is in its history.
+    let (_, reply) = text(&s, "oncall", STRANGER, "approve").await;
+    assert!(reply.contains("Nothing was answered"), "{reply}");
+    let refused = crate::support::refusals(&s, &id).await;
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["actor"], Value::Null);
+    assert_eq!(refused[0]["principal"], format!("phone:{STRANGER}"));
 
     let url = format!("{}/hooks/sms/oncall", s.url);
     let params = [("From", ALICE), ("To", FROM), ("Body", "1")];

@@ -191,6 +191,19 @@ impl Drop for TestServer {
 }
 
 /// A short random suffix for names that must not collide in a shared database.
+/// The `refused` events of request `id` in the audit chain, oldest first: the answers a
+/// channel refused because their sender may not answer.
+pub async fn refusals(s: &TestServer, id: &str) -> Vec<Value> {
+    let audit = s.get("/v1/audit?limit=1000", &s.admin).await.1;
+    audit["events"]
+        .as_array()
+        .expect("the audit page's events")
+        .iter()
+        .filter(|e| e["request_id"] == id && e["kind"] == "refused")
+        .cloned()
+        .collect()
+}
+
 pub fn suffix() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);

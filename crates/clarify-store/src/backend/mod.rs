@@ -146,6 +146,18 @@ impl Backend {
         dispatch!(self, b => b.extend(id, deadline, to, by, now).await)
     }
 
+    /// Appends a `refused` event by `by` to request `id` of `tenant`; `false` (nothing written)
+    /// when there is no such request.
+    pub(crate) async fn refused(
+        &self,
+        tenant: &str,
+        id: &str,
+        by: &Actor,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.refused(tenant, id, by, now).await)
+    }
+
     /// Escalates up to `limit` pending requests whose escalation is due at `now`: records when,
     /// writes an `escalated` event and queues its webhook; returns their ids. Each request
     /// escalates once.

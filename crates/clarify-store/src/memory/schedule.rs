@@ -99,6 +99,34 @@ impl MemoryBackend {
         Ok(Some(record))
     }
 
+    /// Appends a `refused` event by `by` to request `id` of `tenant`, if there is one.
+    pub(crate) async fn refused(
+        &self,
+        tenant: &str,
+        id: &str,
+        by: &Actor,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let mut s = self.state();
+        let Some(record) = s
+            .rows
+            .get(id)
+            .filter(|row| row.record.tenant == tenant)
+            .map(|row| row.record.clone())
+        else {
+            return Ok(false);
+        };
+        s.push_event(
+            &record,
+            EventKind::Refused,
+            by.name.clone(),
+            Some(by.channel.clone()),
+            by.principal.clone(),
+            now,
+        );
+        Ok(true)
+    }
+
     pub(crate) async fn escalate_due(
         &self,
         now: DateTime<Utc>,

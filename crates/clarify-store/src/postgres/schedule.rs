@@ -78,6 +78,40 @@ impl PgBackend {
         self.get(id).await
     }
 
+    /// Appends a `refused` event by `by` to request `id` of `tenant`, if there is one.
+    pub(crate) async fn refused(
+        &self,
+        tenant: &str,
+        id: &str,
+        by: &Actor,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let known: Option<i32> =
+            sqlx::query_scalar("SELECT 1 FROM clarify_requests WHERE id = $1 AND tenant = $2")
+                .bind(id)
+                .bind(tenant)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        if known.is_none() {
+            tx.rollback().await.map_err(db_err)?;
+            return Ok(false);
+        }
+        append_events(
+            &mut tx,
+            EventKind::Refused,
+            &[(tenant.to_owned(), id.to_owned())],
+            by.name.as_deref(),
+            Some(&by.channel),
+            by.principal.as_deref(),
+            millis(now),
+        )
+        .await?;
+        self.commit_events(tx).await?;
+        Ok(true)
+    }
+
     pub(crate) async fn escalate_due(
         &self,
         now: DateTime<Utc>,

@@ -247,6 +247,15 @@ impl Store {
         self.inner.backend.list(tenant, query, before).await
     }
 
+    /// Records that `actor` tried to answer request `id` of `tenant` through a channel and was
+    /// refused (a `refused` event in its history and the audit chain; nothing else changes), so
+    /// an operator finds a stranger's or a non-responder's attempt where the request's story is
+    /// told. `false` when the request does not exist in `tenant`.
+    pub async fn refused(&self, tenant: &str, id: &str, actor: &Actor) -> Result<bool, StoreError> {
+        let now = self.now();
+        self.inner.backend.refused(tenant, id, actor, now).await
+    }
+
     /// Answers (or skips) the request with a raw answer body, checked against the live request.
     ///
     /// On a quorum request (`approvals_required` above 1) an answer is the responder's vote: the

@@ -105,6 +105,36 @@ impl SqliteBackend {
         .await
     }
 
+    /// Appends a `refused` event by `by` to request `id` of `tenant`, if there is one.
+    pub(crate) async fn refused(
+        &self,
+        tenant: &str,
+        id: &str,
+        by: &Actor,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let (tenant, id, by) = (tenant.to_owned(), id.to_owned(), by.clone());
+        self.write(move |conn| {
+            let known = conn
+                .prepare_cached("SELECT 1 FROM requests WHERE id = ?1 AND tenant = ?2")?
+                .query_row(params![id, tenant], |_| Ok(()))
+                .optional()?
+                .is_some();
+            if known {
+                append_event(
+                    conn,
+                    &tenant,
+                    &id,
+                    EventKind::Refused,
+                    Some(&by),
+                    millis(now),
+                )?;
+            }
+            Ok(known)
+        })
+        .await
+    }
+
     pub(crate) async fn escalate_due(
         &self,
         now: DateTime<Utc>,

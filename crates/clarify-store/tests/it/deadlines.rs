@@ -3,7 +3,8 @@
 //! whatever the number of instances sharing the store and across a restart; a request resolved
 //! earlier, or one whose whole life is shorter than the warning period, is not warned. An
 //! extension, by someone who may answer, moves the deadline within the configured bound, is an
-//! `extended` event of the audit chain, and warns again before the new deadline.
+//! `extended` event of the audit chain, and warns again before the new deadline. An answer a
+//! channel refused is a `refused` event of its request, naming the sender, and nothing else.
 
 use chrono::TimeDelta;
 use clarify_store::{Actor, Deadlines, Event, EventKind, ExtendError, ResolveError, Store};
@@ -18,6 +19,7 @@ conformance! {
         no_warning_for_a_request_resolved_earlier_or_shorter_than_the_period,
         an_extension_moves_the_deadline_within_its_bound_and_warns_again,
         an_extension_needs_a_pending_request_with_a_deadline_and_permission,
+        a_refused_answer_is_a_refused_event_and_changes_nothing_else,
     ],
     durable: [
         a_warning_is_not_sent_again_after_a_restart,
@@ -300,4 +302,73 @@ async fn an_extension_needs_a_pending_request_with_a_deadline_and_permission(
     }
     let unchanged = store.get(t, &forever).await.expect("get").expect("exists");
     assert_eq!(unchanged.expires_at, None);
+}
+
+async fn a_refused_answer_is_a_refused_event_and_changes_nothing_else(store: Store, env: Env) {
+    let t = &env.tenant;
+    let created = store.create(t, half_hour()).await.expect("create").record;
+    let stranger = Actor {
+        channel: "email".to_owned(),
+        principal: Some("email:mallory@example.net".to_owned()),
+        ..Actor::default()
+    };
+    assert!(
+        store
+            .refused(t, &created.id, &stranger)
+            .await
+            .expect("refused")
+    );
+    let carol = carol().as_principal("slack:U0CAROL");
+    assert!(
+        store
+            .refused(t, &created.id, &carol)
+            .await
+            .expect("refused")
+    );
+    assert!(
+        !store
+            .refused("another-tenant", &created.id, &stranger)
+            .await
+            .expect("refused"),
+        "another tenant's request is not written to"
+    );
+    assert!(
+        !store
+            .refused(t, "no-such-request", &stranger)
+            .await
+            .expect("refused")
+    );
+
+    let after = store
+        .get(t, &created.id)
+        .await
+        .expect("get")
+        .expect("there");
+    assert_eq!(after.status, clarify_core::Status::Pending);
+    assert_eq!(after.expires_at, created.expires_at);
+    assert_eq!(
+        events_of(&store, &env, &created.id).await,
+        vec![EventKind::Created, EventKind::Refused, EventKind::Refused]
+    );
+    let events: Vec<Event> = store
+        .events_after(Some(t), 0, 10_000)
+        .await
+        .expect("events")
+        .into_iter()
+        .filter(|e| e.request_id == created.id && e.kind == EventKind::Refused)
+        .collect();
+    assert_eq!(events[0].actor, None);
+    assert_eq!(events[0].channel.as_deref(), Some("email"));
+    assert_eq!(
+        events[0].principal.as_deref(),
+        Some("email:mallory@example.net")
+    );
+    assert_eq!(events[1].actor.as_deref(), Some("carol"));
+    assert_eq!(events[1].principal.as_deref(), Some("slack:U0CAROL"));
+    // Still answerable by the one it is for, and the chain holds.
+    store
+        .answer(t, &created.id, &json!({"option": "yes"}), &alice())
+        .await
+        .expect("answer");
+    store.verify_audit().await.expect("verify").expect("intact");
 }
