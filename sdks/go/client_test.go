@@ -132,6 +132,36 @@ func TestOtherSkipAndTheStatusesThatAreNotAnswers(t *testing.T) {
 	}
 }
 
+func TestAResponderExtendsADeadlineWithinTheBound(t *testing.T) {
+	s := clarifytest.Start(t)
+	agent := s.Client("agent", "go-agent")
+	alice := s.Client("responder", "alice")
+	ctx := ctxFor(t, 60*time.Second)
+
+	r, err := agent.Create(ctx, clarify.Request{Questions: []clarify.Question{{Text: "Still needed?"}}, TimeoutSeconds: clarify.Seconds(600)})
+	if err != nil || r.ExpiresAt == nil {
+		t.Fatalf("create: %+v %v", r, err)
+	}
+	moved, err := alice.Extend(ctx, r.ID, 30*time.Minute)
+	if err != nil || moved.ExpiresAt == nil {
+		t.Fatalf("extend: %+v %v", moved, err)
+	}
+	if got := moved.ExpiresAt.Sub(*r.ExpiresAt); got != 30*time.Minute {
+		t.Errorf("the deadline moved by %v, not 30m", got)
+	}
+	var tooFar *clarify.Error
+	if _, err := alice.Extend(ctx, r.ID, 48*time.Hour); !errors.As(err, &tooFar) || tooFar.Code != "extension_too_long" {
+		t.Errorf("two days past a one-day bound: %v", err)
+	}
+	if _, err := agent.Cancel(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	var late *clarify.Error
+	if _, err := alice.Extend(ctx, r.ID, time.Minute); !errors.As(err, &late) || late.Code != "already_resolved" {
+		t.Errorf("extending a cancelled request: %v", err)
+	}
+}
+
 func TestErrorsCarryStatusCodeAndMessage(t *testing.T) {
 	s := clarifytest.Start(t)
 	agent := s.Client("agent", "go-agent")

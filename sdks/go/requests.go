@@ -176,6 +176,26 @@ func (c *Client) Cancel(ctx context.Context, id string) (*Record, error) {
 	return &record, nil
 }
 
+// Extend moves a pending request's deadline `by` later (sent in whole seconds, rounded up), as
+// someone who may answer it, up to the server's `[decisions] max_extension`, and returns the
+// record with its new ExpiresAt. `400 extension_too_long` or `invalid_extension` when it may not
+// move that far, `409 already_resolved` when it is no longer pending.
+func (c *Client) Extend(ctx context.Context, id string, by time.Duration) (*Record, error) {
+	seconds := int64(by / time.Second)
+	if by%time.Second > 0 {
+		seconds++
+	}
+	body := struct {
+		By int64 `json:"by"`
+	}{By: seconds}
+	var record Record
+	_, err := c.do(ctx, call{method: http.MethodPost, path: requestPath(id, "extend"), body: body, retries: -1}, &record)
+	if err != nil {
+		return nil, err
+	}
+	return &record, nil
+}
+
 // Answer answers (or, with Skip, skips) a request, for a responder or admin key. An answer that
 // does not fit is `422` and leaves the request pending; a resolved request is
 // `409 already_resolved` with the first resolution in the error's Record. On a quorum request

@@ -299,6 +299,18 @@ impl Client {
         )
     }
 
+    /// Moves a pending request's deadline `by` later (`"30m"`, `"2h"`, `"1d"`, or seconds), as
+    /// someone who may answer it; the record with its new `expires_at`.
+    pub async fn extend(&self, id: &str, by: &str) -> Result<RecordBody, ClientError> {
+        let path = format!("/v1/requests/{}/extend", segment(id));
+        let body = serde_json::json!({ "by": by });
+        read(
+            self.send(reqwest::Method::POST, &path, &[], Some(&body), None)
+                .await?
+                .1,
+        )
+    }
+
     /// One long-poll: the record once resolved, or still pending after `seconds` (at most 60).
     pub async fn wait(&self, id: &str, seconds: u64) -> Result<RecordBody, ClientError> {
         let path = format!("/v1/requests/{}/wait", segment(id));

@@ -401,3 +401,23 @@ pub async fn cancel(args: CancelArgs) -> anyhow::Result<ExitCode> {
     eprintln!("clarify: cancelled {}", args.id);
     Ok(ExitCode::SUCCESS)
 }
+
+#[derive(Debug, Args)]
+pub struct ExtendArgs {
+    /// The request's id.
+    pub id: String,
+    /// How much later its deadline moves: `30m`, `2h`, `1d`, or seconds.
+    #[arg(long, value_name = "DURATION")]
+    pub by: String,
+    #[command(flatten)]
+    pub conn: Connection,
+}
+
+/// `clarify extend`: prints the new deadline.
+pub async fn extend(args: ExtendArgs) -> anyhow::Result<ExitCode> {
+    let record = args.conn.client()?.extend(&args.id, &args.by).await?;
+    let deadline = record.expires_at.as_deref().unwrap_or("never");
+    println!("{deadline}");
+    eprintln!("clarify: {} now expires at {deadline}", args.id);
+    Ok(ExitCode::SUCCESS)
+}

@@ -98,6 +98,10 @@ enum Command {
     /// Cancel a pending request.
     #[command(after_help = "Example:\n  clarify cancel 01j9...")]
     Cancel(client::CancelArgs),
+    /// Move a pending request's deadline later, as someone who may answer it (up to the
+    /// server's `[decisions] max_extension`); prints the new deadline.
+    #[command(after_help = "Example:\n  clarify extend 01j9... --by 30m")]
+    Extend(client::ExtendArgs),
     /// Manage API keys, directly on the store (also while a server runs).
     #[command(
         after_help = "Examples:\n  clarify keys create --role agent --name ci-bot --db sqlite:///srv/clarify/clarify.db\n  clarify keys create --role admin --name me --create   (a new store here, before the first serve)\n  clarify keys list\n  clarify keys revoke ci-bot\n  clarify keys generate > admin.key   (for serve --admin-key-file; touches no store)\n\ncreate and revoke name the store they used on stderr. Use the server's store (its\n--db, or CLARIFY_DB): a SQLite file that does not exist is refused, unless keys\ncreate is given --create."
@@ -524,6 +528,7 @@ async fn run(cli: Cli, given: Vec<String>) -> anyhow::Result<ExitCode> {
         Command::List(args) => client::list(args).await,
         Command::Show(args) => client::show(args).await,
         Command::Cancel(args) => client::cancel(args).await,
+        Command::Extend(args) => client::extend(args).await,
         Command::Mcp(args) => mcp::run(args).await,
         Command::Hook { command } => hook::run(command).await,
         Command::Gate(args) => gate::run(args).await,

@@ -7,6 +7,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -103,6 +104,28 @@ def test_unanswered_statuses_carry_a_note(agent: Client, alice: Client, session:
         assert outcome.status == status
         assert outcome.note
         assert outcome.answer is None
+
+
+def test_a_responder_extends_a_deadline_within_the_bound(
+    agent: Client, alice: Client, session: str
+) -> None:
+    created = agent.create(
+        {"question": "Still needed?", "session": session, "timeout_seconds": 600}
+    )
+    assert created.expires_at is not None
+    before = datetime.fromisoformat(created.expires_at.replace("Z", "+00:00"))
+    moved = alice.extend(created.id, "30m")
+    assert moved.expires_at is not None
+    after = datetime.fromisoformat(moved.expires_at.replace("Z", "+00:00"))
+    assert (after - before).total_seconds() == 1800
+    assert alice.extend(created.id, 60).expires_at is not None
+    with pytest.raises(ClarifyError) as too_far:
+        alice.extend(created.id, "2d")
+    assert too_far.value.code == "extension_too_long"
+    assert agent.get(created.id).expires_at == alice.get(created.id).expires_at
+    agent.cancel(created.id)
+    with pytest.raises(AlreadyResolvedError):
+        alice.extend(created.id, "30m")
 
 
 def test_a_quorum_vote_comes_back_as_the_pending_record_then_the_outcome(

@@ -206,6 +206,16 @@ export class Client {
   }
 
   /**
+   * Moves a pending request's deadline `by` later (`"30m"`, `"2h"`, `"1d"`, or seconds), as
+   * someone who may answer it, up to the server's `[decisions] max_extension`; returns the record
+   * with its new `expires_at`. `400 extension_too_long` or `invalid_extension` when it may not
+   * move that far, `409 already_resolved` when it is no longer pending.
+   */
+  async extend(id: string, by: string | number, options: CallOptions = {}): Promise<RequestRecord> {
+    return this.#send("POST", `/v1/requests/${segment(id)}/extend`, { ...options, body: { by } });
+  }
+
+  /**
    * Waits until the request resolves and returns its record, long-polling (60 s a call) and
    * reconnecting while the server is unreachable. With `timeoutSeconds`, returns the record as
    * it is then, possibly still pending.

@@ -229,6 +229,23 @@ describe("cancel and wait", () => {
     assert.equal(error.code, "already_resolved");
   });
 
+  test("a responder extends a deadline within the server's bound", async () => {
+    const agent = server.agent();
+    const alice = server.alice();
+    const created = await agent.create({ question: "Still needed?", timeout_seconds: 600 });
+    const before = Date.parse(created.expires_at!);
+    const moved = await alice.extend(created.id, "30m");
+    assert.equal(Date.parse(moved.expires_at!) - before, 1_800_000);
+    const again = await alice.extend(created.id, 60);
+    assert.equal(Date.parse(again.expires_at!) - before, 1_860_000);
+    const tooFar = await rejection(alice.extend(created.id, "2d"));
+    assert.equal(tooFar.code, "extension_too_long");
+    assert.equal((await agent.get(created.id)).expires_at, again.expires_at);
+    await agent.cancel(created.id);
+    const late = await rejection(alice.extend(created.id, "30m"));
+    assert.equal(late.code, "already_resolved");
+  });
+
   test("wait with a time limit returns the request still pending", async () => {
     const agent = server.agent();
     const created = await agent.create({ question: "Nobody answers this" });

@@ -385,6 +385,57 @@ async fn answer_list_show_and_cancel() {
     assert!(stderr.contains("already cancelled"), "{stderr}");
 }
 
+#[tokio::test]
+async fn extend_moves_a_deadline_within_the_servers_bound() {
+    let (server, key) = server().await;
+    let api = Api::new(&server.url, &key);
+    let (_, created) = api
+        .post(
+            "/v1/requests",
+            json!({"question": "Ship?", "timeout_seconds": 600}),
+        )
+        .await;
+    let id = created["id"].as_str().expect("id").to_owned();
+    let before =
+        chrono::DateTime::parse_from_rfc3339(created["expires_at"].as_str().expect("deadline"))
+            .expect("RFC 3339");
+    let run = |args: &[&str]| {
+        let mut c = clarify(&server, &key);
+        c.args(args);
+        output(c)
+    };
+
+    let (code, stdout, stderr) = run(&["extend", &id, "--by", "30m"]);
+    assert_eq!(code, 0, "{stderr}");
+    let printed = chrono::DateTime::parse_from_rfc3339(stdout.trim()).expect("the new deadline");
+    assert_eq!((printed - before).num_seconds(), 1800, "{stdout}");
+    let (_, record) = api.get(&format!("/v1/requests/{id}")).await;
+    assert_eq!(
+        record["expires_at"].as_str(),
+        Some(stdout.trim()),
+        "{record}"
+    );
+    assert!(stderr.contains(&id), "{stderr}");
+
+    // Past the server's bound (a day past the first deadline, by default): refused, unmoved.
+    let (code, _, stderr) = run(&["extend", &id, "--by", "2d"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("extend by at most 23 hours 30 minutes"),
+        "says how far it may go: {stderr}"
+    );
+    let (code, _, stderr) = run(&["extend", &id, "--by", "soon"]);
+    assert_eq!(code, 1, "{stderr}");
+    let (_, again) = api.get(&format!("/v1/requests/{id}")).await;
+    assert_eq!(again["expires_at"], record["expires_at"]);
+
+    // A request that is no longer pending is not extended.
+    assert_eq!(run(&["cancel", &id]).0, 0);
+    let (code, _, stderr) = run(&["extend", &id, "--by", "30m"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("cancelled"), "{stderr}");
+}
+
 /// Drives `clarify inbox` through a pipe, one reply at a time, reading its output as it goes.
 struct Inbox {
     child: std::process::Child,

@@ -235,6 +235,14 @@ class Client(_Base):
     def cancel(self, id: str) -> Record:
         return self._run(p.cancel_flow(id))
 
+    def extend(self, id: str, by: str | int) -> Record:
+        """Moves a pending request's deadline `by` later (`"30m"`, `"2h"`, `"1d"`, or seconds),
+        as someone who may answer it, up to the server's `[decisions] max_extension`; returns
+        the record with its new `expires_at`. Raises `ClarifyError` (`extension_too_long`,
+        `invalid_extension`) when it may not move that far, `AlreadyResolvedError` when the
+        request is no longer pending."""
+        return self._run(p.extend_flow(id, by))
+
     def webhook_secret(self) -> str:
         """The secret that signs this tenant's webhooks (for `verify_webhook`)."""
         return self._run(p.webhook_secret_flow())
@@ -407,6 +415,10 @@ class AsyncClient(_Base):
 
     async def cancel(self, id: str) -> Record:
         return await self._run(p.cancel_flow(id))
+
+    async def extend(self, id: str, by: str | int) -> Record:
+        """Moves a pending request's deadline later; see `Client.extend`."""
+        return await self._run(p.extend_flow(id, by))
 
     async def webhook_secret(self) -> str:
         return await self._run(p.webhook_secret_flow())

@@ -248,6 +248,11 @@ def cancel_flow(id: str) -> Flow[Record]:
     return Record.from_json(value)
 
 
+def extend_flow(id: str, by: str | int) -> Flow[Record]:
+    value = yield Call("POST", request_path(id, "extend"), body={"by": by}, has_body=True)
+    return Record.from_json(value)
+
+
 def webhook_secret_flow() -> Flow[str]:
     value = yield Call("GET", "/v1/webhook-secret")
     if not isinstance(value, dict) or not isinstance(value.get("secret"), str):
