@@ -25,8 +25,9 @@ import { suggestedGrants } from "./suggestions.js";
 import { batchAnswers } from "./batch.js";
 import { historyView } from "./history.js";
 
-// Every event carries the request as it is now; a vote, a reminder or an escalation changes a
-// pending request (its votes, who may answer), so the list and the open view are refreshed.
+// Every event carries the request as it is now; a vote, a reminder, a warning, an extension or an
+// escalation changes a pending request (its votes, its deadline, who may answer), so the list and
+// the open view are refreshed.
 const EVENTS = [
   "request.created",
   "request.answered",
@@ -35,6 +36,8 @@ const EVENTS = [
   "request.cancelled",
   "request.voted",
   "request.reminded",
+  "request.warned",
+  "request.extended",
   "request.escalated",
 ];
 const PAGE = 100;

@@ -65,6 +65,7 @@ fn reminders_and_escalations_say_so_in_the_title() {
     };
     assert_eq!(title(EventKind::Created), "Refund order 1042?");
     assert_eq!(title(EventKind::Reminded), "Reminder: Refund order 1042?");
+    assert_eq!(title(EventKind::Warned), "Expires soon: Refund order 1042?");
     assert_eq!(
         title(EventKind::Escalated),
         "Escalated to you: Refund order 1042?"
