@@ -14,7 +14,6 @@ use clap::Args;
 use clarify_client::Client;
 use clarify_core::Limits;
 use clarify_mcp::{ClarifyMcp, Embedded, Options, Upstream};
-use clarify_store::StoreOptions;
 
 use crate::duration::parse_duration;
 
@@ -39,8 +38,10 @@ pub struct McpArgs {
     /// How often a waiting ask_human sends a progress notification.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     progress_interval: Duration,
-    /// The configuration file of the server sharing the store: its `[[routes]]` pick the
-    /// channels a request made here is announced on (that server's worker sends them).
+    /// The configuration file of the server sharing the store: a request made here gets what
+    /// that server would give it: its `[[routes]]`' channels (that server's worker sends them)
+    /// and warning period, its `[[rules]]`, and its `oncall:` responders read through
+    /// `[oncall]`.
     #[arg(long, env = "CLARIFY_CONFIG")]
     config: Option<std::path::PathBuf>,
 }
@@ -62,12 +63,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
         None => {
             let limits = Limits::new(args.max_options, Limits::DEFAULT_TIMEOUT_SECONDS)
                 .map_err(|e| anyhow::anyhow!("--max-options: {e}"))?;
-            let (announce, rules) = crate::serve::announcer(args.config.as_deref())?;
-            let options = StoreOptions {
-                announce,
-                rules,
-                ..StoreOptions::default()
-            };
+            let (options, deadlines) = crate::serve::creating(args.config.as_deref())?;
             // Made when it is not there, as `clarify serve` makes it: an MCP client starts this
             // command on its own, before or without a server; stderr says which store it is.
             let store = crate::store_arg::open(
@@ -77,6 +73,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
                 crate::store_arg::Use::Write,
             )
             .await?;
+            store.set_deadlines(deadlines);
             Upstream::Store(Embedded::new(store, args.tenant, limits))
         }
     };

@@ -101,17 +101,11 @@ pub async fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<ExitCode> 
     }
     let clock: std::sync::Arc<dyn clarify_store::Clock> =
         std::sync::Arc::new(clarify_store::SystemClock);
-    let on_call = if people.oncall.is_configured() {
-        let directory = clarify_server::state::oncall::Directory::new(
-            std::mem::take(&mut people.oncall),
-            people.identities.clone(),
-            std::sync::Arc::clone(&clock),
-        )
-        .map_err(anyhow::Error::msg)?;
-        Some(std::sync::Arc::new(directory).reader())
-    } else {
-        None
-    };
+    let on_call = on_call_reader(
+        std::mem::take(&mut people.oncall),
+        &people.identities,
+        &clock,
+    )?;
     let options = StoreOptions {
         clock,
         on_call,
@@ -271,20 +265,53 @@ fn announce_by(routes: Vec<clarify_channels::Route>) -> Option<clarify_store::An
     })
 }
 
-/// The announcer and the rules of the configuration file at `path`, for a process that creates
-/// requests in the store of a server configured by it.
-pub(crate) fn announcer(
+/// The reader of `oncall:` responders that `[oncall]` configures, naming people through
+/// `identities`; `None` when no schedule service is configured.
+fn on_call_reader(
+    oncall: clarify_server::state::oncall::OnCallConfig,
+    identities: &std::collections::BTreeMap<String, String>,
+    clock: &std::sync::Arc<dyn clarify_store::Clock>,
+) -> anyhow::Result<Option<clarify_store::OnCall>> {
+    if !oncall.is_configured() {
+        return Ok(None);
+    }
+    let directory = clarify_server::state::oncall::Directory::new(
+        oncall,
+        identities.clone(),
+        std::sync::Arc::clone(clock),
+    )
+    .map_err(anyhow::Error::msg)?;
+    Ok(Some(std::sync::Arc::new(directory).reader()))
+}
+
+/// What a request created in the store of a server configured by the file at `path` gets from
+/// that file, as the server itself would give it: the channels its routes announce it on, the
+/// rules that decide it first, its warning period (the routes' `warn_before`, `[decisions]
+/// max_extension`), and its `oncall:` responders read through `[oncall]`. For a process other
+/// than `clarify serve` that creates requests there (`clarify mcp` on the store).
+pub(crate) fn creating(
     path: Option<&std::path::Path>,
-) -> anyhow::Result<(
-    Option<clarify_store::Announce>,
-    Option<clarify_core::rules::Rules>,
-)> {
+) -> anyhow::Result<(StoreOptions, clarify_store::Deadlines)> {
     let Some(path) = path else {
-        return Ok((None, None));
+        return Ok((StoreOptions::default(), clarify_store::Deadlines::default()));
     };
     let mut file = crate::config::load(path).map_err(anyhow::Error::msg)?;
-    let rules = file.rules.take();
-    Ok((announce_by(std::mem::take(&mut file.routes)), rules))
+    let routes = std::mem::take(&mut file.routes);
+    let deadlines = deadlines_by(&routes, file.max_extension);
+    let clock: std::sync::Arc<dyn clarify_store::Clock> =
+        std::sync::Arc::new(clarify_store::SystemClock);
+    let on_call = on_call_reader(std::mem::take(&mut file.oncall), &file.identities, &clock)?;
+    let options = StoreOptions {
+        clock,
+        on_call,
+        announce: announce_by(routes),
+        rules: file.rules.take(),
+        groups: std::sync::Arc::new(std::mem::take(&mut file.groups)),
+        forbid_self_approval: file.forbid_self_approval,
+        step_up: file.step_up,
+        ..StoreOptions::default()
+    };
+    Ok((options, deadlines))
 }
 
 /// How a SQLite store makes its commits durable (`--durability`).

@@ -527,7 +527,7 @@ async fn stdout_carries_only_json_rpc_and_closing_stdin_cancels_the_wait() {
 }
 
 #[tokio::test]
-async fn a_request_asked_over_stdio_is_announced_by_the_servers_routes() {
+async fn a_request_asked_over_stdio_is_announced_and_warned_by_the_servers_routes() {
     let (ntfy, pushes) = support::fake_ntfy().await;
     let dir = support::temp_dir("mcp-announce");
     let db = support::sqlite_url(&dir);
@@ -536,13 +536,13 @@ async fn a_request_asked_over_stdio_is_announced_by_the_servers_routes() {
         &config,
         format!(
             "[[channels]]\nname = \"phone\"\ntype = \"ntfy\"\nurl = \"{ntfy}\"\ntopic = \"ops\"\n\n\
-             [[routes]]\nchannels = [\"phone\"]\n"
+             [[routes]]\nchannels = [\"phone\"]\nwarn_before = \"5m\"\n"
         ),
     )
     .expect("write");
     let config = config.display().to_string();
     // The server sends what the stdio process queues in their shared store.
-    let _server = Server::start(&db, &["--config", &config]).await;
+    let server = Server::start(&db, &["--config", &config]).await;
     let agent = start(&["--db", &db, "--config", &config], &[]).await;
     let asked = agent
         .call("ask_human_async", question("Rotate the keys?"))
@@ -562,6 +562,10 @@ async fn a_request_asked_over_stdio_is_announced_by_the_servers_routes() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // And it is warned as the server's own requests are: the route's period, not the default.
+    let api = support::Api::new(&server.url, &server.admin_key().await);
+    let (_, page) = api.get("/v1/requests?status=pending").await;
+    assert_eq!(page["requests"][0]["warn_before_seconds"], 300, "{page}");
 }
 
 /// Starts `clarify mcp --db DB` as a client declaring `declared`; also returns its pid.
