@@ -256,7 +256,9 @@ async fn the_previous_release_and_todays_serve_one_database_at_once_with_nothing
         // Keys made once, through the old release, used on both.
         let api = Api::new(&proxy.url, &admin);
         let make_key = async |name: &str, role: &str| -> String {
-            let (status, made) = api.post("/v1/keys", json!({"name": name, "role": role})).await;
+            let (status, made) = api
+                .post("/v1/keys", json!({"name": name, "role": role}))
+                .await;
             assert_eq!(status, 201, "{made}");
             made["token"].as_str().expect("the key's token").to_owned()
         };
@@ -267,19 +269,31 @@ async fn the_previous_release_and_todays_serve_one_database_at_once_with_nothing
         let mut agents = Vec::new();
         // Agents waiting on the old release alone.
         for i in 0..4 {
-            agents.push(agent(&proxy.url, &agent_key, format!("Before the upgrade {i}?"), created_tx.clone()));
+            agents.push(agent(
+                &proxy.url,
+                &agent_key,
+                format!("Before the upgrade {i}?"),
+                created_tx.clone(),
+            ));
         }
         let deadline = Instant::now() + Duration::from_secs(30);
         while metric(&old, &admin, "clarify_waiters").await < 4.0 {
-            assert!(Instant::now() < deadline, "the first agents did not all wait");
+            assert!(
+                Instant::now() < deadline,
+                "the first agents did not all wait"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        let created_before = metric(&old, &admin, "clarify_requests_created_total").await;
 
         // Today's release starts on the same database and migrates it while the old one
         // serves and its agents wait.
         let new = Server::start(&url, &extra).await;
         let new_schema = schema(&mut conn).await;
-        assert!(new_schema > old_schema, "today's migrated the schema: {old_schema} then {new_schema}");
+        assert!(
+            new_schema > old_schema,
+            "today's migrated the schema: {old_schema} then {new_schema}"
+        );
         assert!(
             metric(&old, &admin, "clarify_waiters").await >= 4.0,
             "the old instance kept its waiting agents through the migration"
@@ -289,7 +303,12 @@ async fn the_previous_release_and_todays_serve_one_database_at_once_with_nothing
         // Agents through the proxy while both serve: each one's connection goes to the next
         // instance in turn.
         for i in 0..12 {
-            agents.push(agent(&proxy.url, &agent_key, format!("During the upgrade {i}?"), created_tx.clone()));
+            agents.push(agent(
+                &proxy.url,
+                &agent_key,
+                format!("During the upgrade {i}?"),
+                created_tx.clone(),
+            ));
         }
         drop(created_tx);
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -299,10 +318,16 @@ async fn the_previous_release_and_todays_serve_one_database_at_once_with_nothing
                 metric(&new, &admin, "clarify_waiters").await,
             );
             if on_old + on_new >= 16.0 {
-                assert!(on_old >= 1.0 && on_new >= 1.0, "agents wait on both: {on_old} and {on_new}");
+                assert!(
+                    on_old >= 1.0 && on_new >= 1.0,
+                    "agents wait on both: {on_old} and {on_new}"
+                );
                 break;
             }
-            assert!(Instant::now() < deadline, "the agents did not all wait: {on_old} and {on_new}");
+            assert!(
+                Instant::now() < deadline,
+                "the agents did not all wait: {on_old} and {on_new}"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
 
@@ -333,16 +358,30 @@ async fn the_previous_release_and_todays_serve_one_database_at_once_with_nothing
             served
         };
         let ((old_created, old_answered), (new_created, new_answered)) = (served[0], served[1]);
+        // Each took one of the wake checks' creates and answers, and some of the proxy's.
+        let old_created = old_created - created_before;
         assert!(
             old_created >= 2.0 && old_answered >= 2.0 && new_created >= 2.0 && new_answered >= 2.0,
-            "both releases took creates and answers: old {old_created} and {old_answered}, new {new_created} and {new_answered}"
+            "after the migration both releases took creates and answers: the old one \
+             {old_created} and {old_answered}, today's {new_created} and {new_answered}"
         );
+        let proxied = (proxy.taken(old.addr()), proxy.taken(new.addr()));
 
         // The old instance drains as a pod is stopped; its waiting agents poll again and reach
         // today's, which answers the rest.
         let mut old = old;
+        let draining = metric(&old, &admin, "clarify_waiters").await;
+        assert!(
+            draining >= 1.0,
+            "agents wait on the old instance as it drains"
+        );
         old.terminate();
-        assert_eq!(old.wait_exit(Duration::from_secs(30)), Some(0), "{}", old.stderr());
+        assert_eq!(
+            old.wait_exit(Duration::from_secs(30)),
+            Some(0),
+            "{}",
+            old.stderr()
+        );
         let rest = pending(&proxy.url, &agent_key).await;
         assert_eq!(rest.len(), 8, "{rest:?}");
         for id in &rest {
@@ -360,6 +399,8 @@ async fn the_previous_release_and_todays_serve_one_database_at_once_with_nothing
                 .expect("the agent got its outcome");
             assert_eq!(record.status, "answered", "{record:?}");
             assert_eq!(record.answered_by.as_deref(), Some("alice"), "{record:?}");
+            let answer = record.outcome.as_ref().map(|o| &o.questions[0].answer);
+            assert_eq!(answer, Some(&json!("yes")), "{record:?}");
         }
         assert_eq!(acknowledged.len(), 16);
 
@@ -369,12 +410,21 @@ async fn the_previous_release_and_todays_serve_one_database_at_once_with_nothing
                 .fetch_all(&mut conn)
                 .await
                 .expect("the requests");
-        assert_eq!(requests.len(), 18, "16 agents' and the 2 wake checks': {requests:?}");
+        assert_eq!(
+            requests.len(),
+            18,
+            "16 agents' and the 2 wake checks': {requests:?}"
+        );
         assert!(
-            acknowledged.iter().all(|id| requests.iter().any(|(r, _)| r == id)),
+            acknowledged
+                .iter()
+                .all(|id| requests.iter().any(|(r, _)| r == id)),
             "every acknowledged request is stored"
         );
-        assert!(requests.iter().all(|(_, s)| s == "answered"), "{requests:?}");
+        assert!(
+            requests.iter().all(|(_, s)| s == "answered"),
+            "{requests:?}"
+        );
         let events: Vec<(String, String, i64)> = sqlx::query_as(
             "SELECT request_id, kind, count(*) FROM clarify_events GROUP BY request_id, kind",
         )
@@ -423,11 +473,14 @@ async fn the_previous_release_and_todays_serve_one_database_at_once_with_nothing
         );
         eprintln!(
             "two releases: schema {old_schema} ({}) beside {new_schema}; 18 requests created and \
-             answered, lost 0, doubled 0; the old one created {old_created} and answered \
-             {old_answered}, today's created {new_created} and answered {new_answered} while both \
-             served; an answer on the old woke a waiter on today's in {} ms, one on today's a \
-             waiter on the old in {} ms",
+             answered, lost 0, doubled 0; after the migration the old one created {old_created} \
+             and answered {old_answered}, today's created {new_created} and answered \
+             {new_answered} (the proxy's connections: {} and {}); {draining} agents waited on the \
+             old one as it drained; an answer on the old woke a waiter on today's in {} ms, one on \
+             today's a waiter on the old in {} ms",
             &commit[..7],
+            proxied.0,
+            proxied.1,
             old_to_new.as_millis(),
             new_to_old.as_millis()
         );
