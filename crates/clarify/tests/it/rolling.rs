@@ -452,6 +452,17 @@ async fn the_previous_release_and_todays_serve_one_database_at_once_with_nothing
             let again = read.outcome.as_ref().and_then(|o| o.receipt.clone());
             assert_eq!(again, receipt, "{id}: the receipt read again");
         }
+        // The insights count each decision once, whichever release's sequencer numbered it.
+        let day = |days: i64| {
+            (chrono::Utc::now() + chrono::Duration::days(days))
+                .format("%Y-%m-%d")
+                .to_string()
+        };
+        let (status, insights) = Api::new(&new.url, &admin)
+            .get(&format!("/v1/insights?from={}&to={}", day(-1), day(1)))
+            .await;
+        assert_eq!(status, 200, "{insights}");
+        assert_eq!(insights["by_status"]["answered"], 18, "{insights}");
         let stored_events: i64 = sqlx::query_scalar("SELECT count(*) FROM clarify_events")
             .fetch_one(&mut conn)
             .await
