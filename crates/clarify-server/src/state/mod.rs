@@ -211,7 +211,9 @@ impl AppState {
     /// `record` with its resolution's place in the audit chain, which its receipt names. On
     /// PostgreSQL the chain numbers a resolution just after its commit, so a record read at
     /// once may not have it yet: this waits for the chain to catch up (for at most
-    /// [`clarify_store::FEED_SYNC`]) and reads the record again.
+    /// [`clarify_store::FEED_SYNC`]) and reads the record again. A resolution numbered by an
+    /// instance of a release before receipts (during a rolling upgrade) has its place found in
+    /// the log and kept ([`clarify_store::Store::place_resolution`]).
     pub(crate) async fn numbered(&self, record: RequestRecord) -> RequestRecord {
         if record.resolution.as_ref().is_none_or(|r| r.seq.is_some()) {
             return record;
@@ -220,9 +222,26 @@ impl AppState {
             tracing::warn!(id = %record.id, error = %e, "waiting for the audit chain failed; the record goes without its receipt");
             return record;
         }
-        match self.store.get(&record.tenant, &record.id).await {
+        let again = match self.store.get(&record.tenant, &record.id).await {
             Ok(Some(again)) => again,
-            _ => record,
+            _ => return record,
+        };
+        if again.resolution.as_ref().is_none_or(|r| r.seq.is_some()) {
+            return again;
+        }
+        // Numbered, but its place not kept: an instance of a release before receipts numbered
+        // it (a rolling upgrade); the place is found in the log.
+        if let Err(e) = self
+            .store
+            .place_resolution(&record.tenant, &record.id)
+            .await
+        {
+            tracing::warn!(id = %record.id, error = %e, "finding the resolution in the audit chain failed; the record goes without its receipt");
+            return again;
+        }
+        match self.store.get(&record.tenant, &record.id).await {
+            Ok(Some(placed)) => placed,
+            _ => again,
         }
     }
 

@@ -264,6 +264,15 @@ impl Backend {
         }
     }
 
+    /// See [`crate::Store::place_resolution`].
+    pub(crate) async fn place_resolution(&self, tenant: &str, id: &str) -> Result<(), StoreError> {
+        match self {
+            // Their writers keep it with every resolution.
+            Backend::Memory(_) | Backend::Sqlite(_) => Ok(()),
+            Backend::Postgres(b) => b.place_resolution(tenant, id).await,
+        }
+    }
+
     /// The grants of `tenant` that `filter` lets through, oldest first.
     pub(crate) async fn grants(
         &self,

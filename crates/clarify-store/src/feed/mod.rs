@@ -111,6 +111,15 @@ impl Store {
         self.inner.backend.sync_feed(FEED_SYNC).await
     }
 
+    /// Keeps on request `id` of `tenant` the place of its resolution in the event log, found
+    /// there, when what numbered the resolution did not keep it: on PostgreSQL, the sequencer of
+    /// an instance of a release before receipts (schema 17), still serving the same database
+    /// during a rolling upgrade, numbers events without it. Nothing to do on SQLite and memory
+    /// stores, whose writer keeps it always. Call after [`Store::sync_feed`].
+    pub async fn place_resolution(&self, tenant: &str, id: &str) -> Result<(), StoreError> {
+        self.inner.backend.place_resolution(tenant, id).await
+    }
+
     /// Follows the newest event-log sequence this process has heard of from other processes
     /// (PostgreSQL's per-batch notification, the event-log poller): a hint that
     /// [`Store::events_after`] has more, which saves a follower polling. Writes of this process

@@ -111,6 +111,27 @@ impl PgBackend {
         }
     }
 
+    /// The resolution's place kept from the log, as schema 17's migration did for the requests
+    /// resolved before it: the first resolving event of the request. Only a resolved request
+    /// without it changes, so instances doing this at once agree.
+    pub(crate) async fn place_resolution(&self, tenant: &str, id: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE clarify_requests r SET resolved_seq = e.seq, resolved_principal = e.principal \
+             FROM (SELECT seq, principal FROM clarify_events \
+                   WHERE request_id = $2 AND tenant = $1 \
+                     AND kind IN ('answered', 'skipped', 'expired', 'cancelled') \
+                   ORDER BY seq LIMIT 1) e \
+             WHERE r.tenant = $1 AND r.id = $2 AND r.status <> 'pending' \
+               AND r.resolved_seq IS NULL",
+        )
+        .bind(tenant)
+        .bind(id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+
     pub(crate) async fn last_event_seq(&self) -> Result<u64, StoreError> {
         let seq: i64 = sqlx::query_scalar("SELECT coalesce(max(seq), 0) FROM clarify_events")
             .fetch_one(&self.pool)

@@ -233,3 +233,73 @@ async fn sequencer_scenario(url: &str) -> Result<(), String> {
         other => Err(format!("verifying the chain: {other:?}")),
     }
 }
+
+/// A resolution numbered without its place kept on the request, as the sequencer of a release
+/// before receipts (PostgreSQL schema 16) numbers one during a rolling upgrade: `place_resolution`
+/// finds the place in the log, so the decision has its receipt again; a pending request is left
+/// as it is.
+#[tokio::test]
+async fn postgres_a_resolution_numbered_without_its_place_has_it_found_in_the_log() {
+    let Some(url) = postgres_url() else { return };
+    let clock = Arc::new(ManualClock::new(start_time()));
+    let store = Store::open(&url, options(&clock)).await.expect("open");
+    let t = random_name("t");
+    let asked = store
+        .create(&t, yes_no("Numbered by an older release?"))
+        .await
+        .expect("create")
+        .record;
+    store
+        .answer(&t, &asked.id, &json!({"option": "yes"}), &alice())
+        .await
+        .expect("answer");
+    let pending = store
+        .create(&t, yes_no("Still open?"))
+        .await
+        .expect("create")
+        .record;
+    store.sync_feed().await.expect("sync the feed");
+    let placed = store
+        .get(&t, &asked.id)
+        .await
+        .expect("get")
+        .expect("exists");
+    let seq = placed.resolution.as_ref().and_then(|r| r.seq);
+    assert!(
+        seq.is_some(),
+        "today's sequencer keeps the place: {placed:?}"
+    );
+
+    // What the older release's sequencer leaves: the event numbered, the request without it.
+    let mut conn = PgConnection::connect(&url).await.expect("connect");
+    sqlx::query(
+        "UPDATE clarify_requests SET resolved_seq = NULL, resolved_principal = NULL WHERE id = $1",
+    )
+    .bind(&asked.id)
+    .execute(&mut conn)
+    .await
+    .expect("forget the place");
+    let unplaced = store
+        .get(&t, &asked.id)
+        .await
+        .expect("get")
+        .expect("exists");
+    assert_eq!(unplaced.resolution.as_ref().and_then(|r| r.seq), None);
+
+    store
+        .place_resolution(&t, &asked.id)
+        .await
+        .expect("place the resolution");
+    let found = store.get(&t, &asked.id).await.expect("get");
+    assert_eq!(
+        found.as_ref(),
+        Some(&placed),
+        "the place and principal found again"
+    );
+    store
+        .place_resolution(&t, &pending.id)
+        .await
+        .expect("a pending request");
+    let still = store.get(&t, &pending.id).await.expect("get");
+    assert_eq!(still, Some(pending), "a pending request is left as it is");
+}

@@ -22,6 +22,7 @@ mod modules;
 mod operating;
 mod paths;
 mod replicas;
+mod rolling;
 mod seen;
 mod serve;
 mod store_commands;

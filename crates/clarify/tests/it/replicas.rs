@@ -2,10 +2,7 @@
 //! started at the same moment on an empty database, and restarted one after the other behind a
 //! round-robin proxy while agents wait.
 
-use std::net::SocketAddr;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use clarify_client::Client;
@@ -14,7 +11,7 @@ use futures_util::future::join_all;
 use serde_json::{Value, json};
 use sqlx::Connection;
 
-use crate::support::{Api, BIN, Server, temp_dir, unique};
+use crate::support::{Api, BIN, RoundRobin, Server, temp_dir, unique};
 
 /// A fresh key from `clarify keys generate`, written to a file as a secret is mounted (with a
 /// trailing line break); the key and the file's path.
@@ -28,37 +25,6 @@ pub(crate) fn admin_key_file(dir: &std::path::Path) -> (String, String) {
     let path = dir.join("admin.key");
     std::fs::write(&path, format!("{key}\n")).expect("write the key");
     (key, path.display().to_string())
-}
-
-/// A round-robin TCP proxy on loopback in front of `backends`: each new connection goes to the
-/// next backend that accepts one, as a load balancer does once a stopped instance is out of its
-/// endpoints. Hand-written: it is a dozen lines, and what the test needs is exactly this.
-async fn round_robin(backends: Vec<SocketAddr>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let next = Arc::new(AtomicUsize::new(0));
-    tokio::spawn(async move {
-        while let Ok((mut inbound, _)) = listener.accept().await {
-            let first = next.fetch_add(1, Ordering::Relaxed);
-            let backends = backends.clone();
-            tokio::spawn(async move {
-                for i in 0..backends.len() {
-                    let backend = backends[(first + i) % backends.len()];
-                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(backend).await {
-                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    format!("http://{addr}")
-}
-
-fn addr(server: &Server) -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], server.port))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -156,7 +122,7 @@ async fn a_rolling_restart_behind_a_proxy_leaves_no_waiting_agent_without_its_an
         let extra = ["--admin-key-file", key_file.as_str()];
         let mut first = Server::start(&url, &extra).await;
         let second = Server::start(&url, &extra).await;
-        let proxy = round_robin(vec![addr(&first), addr(&second)]).await;
+        let proxy = RoundRobin::start(vec![first.addr(), second.addr()]).await.url;
 
         // Agents through the proxy: `clarify ask` processes, with their key from a file, and
         // Rust agents on the project's client.

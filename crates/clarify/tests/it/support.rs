@@ -2,9 +2,12 @@
 
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -33,7 +36,19 @@ impl Server {
     /// Starts `clarify serve --listen LISTEN`, where LISTEN is reached on loopback at `port`
     /// (0.0.0.0:PORT or 127.0.0.1:PORT).
     pub async fn start_listening(listen: &str, port: u16, db: &str, extra: &[&str]) -> Self {
-        let mut child = Command::new(BIN)
+        Self::spawn(BIN, listen, port, db, extra).await
+    }
+
+    /// Starts `binary serve` (another build of `clarify`, such as the previous release's) on a
+    /// free port and waits until it answers `/healthz`.
+    pub async fn start_binary(binary: &Path, db: &str, extra: &[&str]) -> Self {
+        let port = free_port();
+        let binary = binary.to_str().expect("the binary's path is UTF-8");
+        Self::spawn(binary, &format!("127.0.0.1:{port}"), port, db, extra).await
+    }
+
+    async fn spawn(binary: &str, listen: &str, port: u16, db: &str, extra: &[&str]) -> Self {
+        let mut child = Command::new(binary)
             .args(["serve", "--listen", listen, "--db", db])
             .args(extra)
             .env("NO_COLOR", "1")
@@ -42,7 +57,7 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("clarify serve starts");
+            .unwrap_or_else(|e| panic!("{binary} serve does not start: {e}"));
         let stderr = Arc::new(Mutex::new(String::new()));
         if let Some(pipe) = child.stderr.take() {
             let sink = Arc::clone(&stderr);
@@ -158,6 +173,82 @@ impl Drop for Server {
 }
 
 /// A port nothing listens on right now.
+/// A round-robin TCP proxy on loopback: each new connection goes to the next backend that
+/// accepts one, as a load balancer does once a stopped instance is out of its endpoints.
+/// Backends join while it runs (a new instance becoming ready), and it counts the connections
+/// each one took. Hand-written: it is a dozen lines, and what the tests need is exactly this.
+pub struct RoundRobin {
+    pub url: String,
+    backends: Arc<Mutex<Vec<SocketAddr>>>,
+    taken: Arc<Mutex<HashMap<SocketAddr, usize>>>,
+}
+
+impl RoundRobin {
+    pub async fn start(backends: Vec<SocketAddr>) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let backends = Arc::new(Mutex::new(backends));
+        let taken = Arc::new(Mutex::new(HashMap::new()));
+        let next = Arc::new(AtomicUsize::new(0));
+        let (list, counts) = (Arc::clone(&backends), Arc::clone(&taken));
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let first = next.fetch_add(1, Ordering::Relaxed);
+                let backends: Vec<SocketAddr> =
+                    list.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                let counts = Arc::clone(&counts);
+                tokio::spawn(async move {
+                    for i in 0..backends.len() {
+                        let backend = backends[(first + i) % backends.len()];
+                        if let Ok(mut outbound) = tokio::net::TcpStream::connect(backend).await {
+                            *counts
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .entry(backend)
+                                .or_insert(0) += 1;
+                            let _ =
+                                tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Self {
+            url: format!("http://{addr}"),
+            backends,
+            taken,
+        }
+    }
+
+    /// Sends new connections to `backend` too, in turn with the others.
+    pub fn add(&self, backend: SocketAddr) {
+        self.backends
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(backend);
+    }
+
+    /// How many connections `backend` took.
+    pub fn taken(&self, backend: SocketAddr) -> usize {
+        self.taken
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&backend)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+impl Server {
+    /// Where the proxy reaches this instance.
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+}
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
