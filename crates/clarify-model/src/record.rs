@@ -302,6 +302,9 @@ pub enum EventKind {
     /// latest of its repeated `once` approvals) asked about: an `always` grant in their name.
     #[serde(rename = "grant.suggested_accepted")]
     GrantSuggestedAccepted,
+    /// An event of a kind this release does not know, which a newer release sharing the
+    /// database wrote (during a rolling upgrade): read past, never shown. Not in [`Self::ALL`].
+    Unknown,
 }
 
 impl EventKind {
@@ -334,6 +337,7 @@ impl EventKind {
             Self::Extended => "extended",
             Self::Refused => "refused",
             Self::GrantSuggestedAccepted => "grant.suggested_accepted",
+            Self::Unknown => "unknown",
         }
     }
 
@@ -346,6 +350,8 @@ impl EventKind {
         )
     }
 
+    /// The kind called `s`; `None` for a name this release does not know (see
+    /// [`Self::Unknown`]).
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.as_str() == s)
     }

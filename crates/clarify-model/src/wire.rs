@@ -819,5 +819,6 @@ pub fn event_name(kind: EventKind) -> &'static str {
         EventKind::Extended => "request.extended",
         EventKind::Refused => "request.refused",
         EventKind::GrantSuggestedAccepted => "grant.suggested_accepted",
+        EventKind::Unknown => "unknown",
     }
 }

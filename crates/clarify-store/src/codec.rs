@@ -239,8 +239,9 @@ impl EventParts {
         let corrupt = |what: String| StoreError::Corrupt(format!("event {seq}: {what}"));
         Ok(Event {
             seq: u64::try_from(seq).map_err(|_| corrupt("negative sequence".to_owned()))?,
-            kind: EventKind::parse(&self.kind)
-                .ok_or_else(|| corrupt(format!("{:?} is not an event kind", self.kind)))?,
+            // A kind a newer release added, written by one of its instances sharing the
+            // database during a rolling upgrade: readers step past it rather than stop there.
+            kind: EventKind::parse(&self.kind).unwrap_or(EventKind::Unknown),
             at: from_millis(self.at)
                 .ok_or_else(|| corrupt(format!("time {} out of range", self.at)))?,
             tenant: self.tenant,

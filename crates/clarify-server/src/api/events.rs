@@ -142,7 +142,13 @@ async fn fill(state: &AppState, seq: u64) -> u64 {
             }
         };
         for event in batch {
-            let frame = match state.store.get(&event.tenant, &event.request_id).await {
+            let record = if event.kind == clarify_store::EventKind::Unknown {
+                // A newer release's kind (a rolling upgrade): nothing this one can show.
+                Ok(None)
+            } else {
+                state.store.get(&event.tenant, &event.request_id).await
+            };
+            let frame = match record {
                 Ok(Some(record)) => {
                     let with = render_event(state, true, &event, &record);
                     let without = render_event(state, false, &event, &record);
@@ -158,7 +164,8 @@ async fn fill(state: &AppState, seq: u64) -> u64 {
                         without_link: without,
                     }
                 }
-                // Forgotten by a memory store: nothing to show, but the ring moves past it.
+                // Forgotten by a memory store, or of a kind a newer release added: nothing to
+                // show, but the ring moves past it.
                 Ok(None) => Frame {
                     seq: event.seq,
                     tenant: String::new(),
@@ -334,6 +341,9 @@ impl Cursor {
             return Ok(false);
         };
         for event in &batch {
+            if event.kind == clarify_store::EventKind::Unknown {
+                continue;
+            }
             match self.state.store.get(&tenant, &event.request_id).await {
                 Ok(Some(record)) => {
                     self.pending

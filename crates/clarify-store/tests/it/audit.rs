@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use clarify_store::{Actor, AdminEvent, AdminKind, ApiKey, AuditEvent, Role, Store};
+use clarify_store::{Actor, AdminEvent, AdminKind, ApiKey, AuditEvent, EventKind, Role, Store};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use sqlx::Connection;
@@ -24,6 +24,7 @@ conformance! {
     durable: [
         changing_removing_or_reordering_an_event_is_named,
         a_changed_admin_event_is_named,
+        an_event_of_a_kind_a_newer_release_added_is_read_past,
     ],
 }
 
@@ -451,5 +452,54 @@ async fn verify_a_million_events() {
     println!(
         "verified {checked} events in {took:.2?} ({:.0} events/s)",
         checked as f64 / took.as_secs_f64()
+    );
+}
+
+/// During a rolling upgrade a newer release's instance writes event kinds this one does not
+/// know; reading the feed steps past them (as `Unknown`) instead of failing, so this release's
+/// event streams, AG-UI emitter and metrics go on.
+async fn an_event_of_a_kind_a_newer_release_added_is_read_past(store: Store, env: Env) {
+    let _clock = env.exclusive_clock().await;
+    let t = &env.tenant;
+    let first = store
+        .create(t, request(json!({"question": "First?"})))
+        .await
+        .expect("create")
+        .record
+        .id;
+    store.sync_feed().await.expect("sync the feed");
+    let created = store
+        .events_after(Some(t), 0, 100)
+        .await
+        .expect("events")
+        .into_iter()
+        .find(|e| e.request_id == first)
+        .expect("its created event")
+        .seq;
+    let mut raw = Raw::open(&env).await;
+    raw.run(&format!(
+        "UPDATE events SET kind = 'teleported' WHERE seq = {created}"
+    ))
+    .await;
+    let second = store
+        .create(t, request(json!({"question": "Second?"})))
+        .await
+        .expect("create")
+        .record
+        .id;
+    store.sync_feed().await.expect("sync the feed");
+    let read = store.events_after(Some(t), 0, 100).await;
+    raw.run(&format!(
+        "UPDATE events SET kind = 'created' WHERE seq = {created}"
+    ))
+    .await;
+    let kinds: Vec<(String, EventKind)> = read
+        .expect("the feed reads past a kind it does not know")
+        .into_iter()
+        .map(|e| (e.request_id, e.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![(first, EventKind::Unknown), (second, EventKind::Created)]
     );
 }

@@ -87,6 +87,9 @@ impl Emitter {
                 },
             };
             for (id, kind) in picked {
+                if kind == clarify_store::EventKind::Unknown {
+                    continue;
+                }
                 if let Some(event) = self.event(state, &id, kind).await {
                     out.push(event);
                 }
