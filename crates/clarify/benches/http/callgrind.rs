@@ -36,6 +36,10 @@ pub struct Count {
     pub answer: u64,
     /// Instructions per second the server spent with no request at all (its clock work).
     pub idle_per_second: u64,
+    /// [`Count::create`] and [`Count::answer`] less the clock's work their windows held (the
+    /// idle rate times each window's length): what a loaded machine, which makes the windows
+    /// longer, does not move.
+    pub less_clock: (u64, u64),
     /// The callgrind dumps of the creates' and the round trips' windows, for
     /// `callgrind_annotate`.
     pub profiles: (PathBuf, PathBuf),
@@ -103,7 +107,13 @@ pub async fn count(bin: &str, dir: &Path, warmup: usize, n: usize) -> Result<Cou
             "--dump-instr=no",
         ])
         .arg(bin)
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--db", &db])
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--db",
+            &db,
+        ])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -165,27 +175,40 @@ pub async fn count(bin: &str, dir: &Path, warmup: usize, n: usize) -> Result<Cou
     let settle = Duration::from_millis(500);
     tokio::time::sleep(settle).await;
     control(pid, "-z")?;
+    let started = Instant::now();
     for _ in 0..n {
         created_id(&send(create_url.clone(), ASK).await?)?;
     }
     tokio::time::sleep(settle).await;
     control(pid, "-d")?;
+    let creates_took = started.elapsed();
+    let started = Instant::now();
     for _ in 0..n {
         let id = created_id(&send(create_url.clone(), ASK).await?)?;
         send(answer_url(&id), ANSWER).await?;
     }
     tokio::time::sleep(settle).await;
     control(pid, "-d")?;
+    let trips_took = started.elapsed();
     let idle = Duration::from_secs(2);
     tokio::time::sleep(idle).await;
     control(pid, "-d")?;
     let dump = |k: u32| PathBuf::from(format!("{}.{k}", out.display()));
     let (creates, trips, idle_total) = (total(&dump(1))?, total(&dump(2))?, total(&dump(3))?);
-    let create = creates / n as u64;
+    let n = n as u64;
+    let create = creates / n;
+    let idle_per_second = (idle_total as f64 / idle.as_secs_f64()) as u64;
+    let clock = |took: Duration| (idle_per_second as f64 * took.as_secs_f64()) as u64;
+    let create_less_clock = creates.saturating_sub(clock(creates_took)) / n;
+    let trip_less_clock = trips.saturating_sub(clock(trips_took)) / n;
     Ok(Count {
         create,
-        answer: (trips / n as u64).saturating_sub(create),
-        idle_per_second: (idle_total as f64 / idle.as_secs_f64()) as u64,
+        answer: (trips / n).saturating_sub(create),
+        idle_per_second,
+        less_clock: (
+            create_less_clock,
+            trip_less_clock.saturating_sub(create_less_clock),
+        ),
         profiles: (dump(1), dump(2)),
     })
 }

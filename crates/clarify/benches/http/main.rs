@@ -664,11 +664,13 @@ async fn instructions() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     match callgrind::count(&bin, &dir, 50, n).await {
         Ok(c) => println!(
-            "instructions ({bin}, SQLite, {n} creates and {n} round trips): {} per HTTP create, {} per HTTP answer, {} per round trip; idle, {} per second; profiles {} and {}",
+            "instructions ({bin}, SQLite, {n} creates and {n} round trips): {} per HTTP create, {} per HTTP answer, {} per round trip; idle, {} per second; less the clock's work, {} per create and {} per answer; profiles {} and {}",
             c.create,
             c.answer,
             c.round_trip(),
             c.idle_per_second,
+            c.less_clock.0,
+            c.less_clock.1,
             c.profiles.0.display(),
             c.profiles.1.display()
         ),
