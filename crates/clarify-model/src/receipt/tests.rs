@@ -58,6 +58,33 @@ fn arguments_are_hashed_in_their_rfc_8785_canonical_form() {
     );
 }
 
+/// Signing by hand with the key kept ready gives exactly what `jsonwebtoken::encode` gives
+/// (Ed25519 is deterministic), so receipts did not change when it stopped being called.
+#[test]
+fn a_receipt_is_byte_for_byte_what_jsonwebtoken_encodes() {
+    use ed25519_dalek::pkcs8::EncodePrivateKey;
+    let seed = [7u8; 32];
+    let key = ReceiptKey::from_seed(&seed, Utc::now(), None).expect("key");
+    let der = ed25519_dalek::SigningKey::from_bytes(&seed)
+        .to_pkcs8_der()
+        .expect("der");
+    let mut header = jsonwebtoken::Header::new(Algorithm::EdDSA);
+    header.kid = Some(key.kid().to_owned());
+    for (decision, arguments) in [
+        ("approve", json!({"amount": 100, "to": "bob"})),
+        ("deny", json!({"note": "é \" \n"})),
+    ] {
+        let claims = claims(decision, &arguments);
+        let expected = jsonwebtoken::encode(
+            &header,
+            &claims,
+            &jsonwebtoken::EncodingKey::from_ed_der(der.as_bytes()),
+        )
+        .expect("encode");
+        assert_eq!(key.sign(&claims).expect("sign"), expected);
+    }
+}
+
 #[test]
 fn a_signed_receipt_verifies_against_its_key_and_names_it() {
     let key = key(1);

@@ -7,28 +7,41 @@
 //! `info` says how it finished (status, latency). How lines are written (text or JSON, colour or
 //! not) is the binary's choice.
 
-use axum::Router;
 use axum::extract::{MatchedPath, Request};
+use tower::ServiceBuilder;
+use tower::layer::util::{Identity, Stack};
 use tower_http::LatencyUnit;
+use tower_http::classify::{ServerErrorsAsFailures, SharedClassifier};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
-use tracing::Level;
+use tracing::{Level, Span};
 
-/// Wraps `router` so each request is logged with its id and route.
-pub(crate) fn layer<S: Clone + Send + Sync + 'static>(router: Router<S>) -> Router<S> {
-    router
-        .layer(
-            TraceLayer::new_for_http().make_span_with(span).on_response(
-                DefaultOnResponse::new()
-                    .level(Level::INFO)
-                    .latency_unit(LatencyUnit::Millis),
-            ),
-        )
-        .layer(PropagateRequestIdLayer::x_request_id())
+/// The stack that gives each request its id (outermost), sends it back, and runs the request in
+/// its span, logging how it finished.
+pub(crate) type Logs = ServiceBuilder<
+    Stack<
+        TraceLayer<SharedClassifier<ServerErrorsAsFailures>, fn(&Request) -> Span>,
+        Stack<PropagateRequestIdLayer, Stack<SetRequestIdLayer<MakeRequestUuid>, Identity>>,
+    >,
+>;
+
+/// The layers that log each request with its id and route, as one stack (see [`Logs`]).
+pub(crate) fn layer() -> Logs {
+    ServiceBuilder::new()
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(span as fn(&Request) -> Span)
+                .on_response(
+                    DefaultOnResponse::new()
+                        .level(Level::INFO)
+                        .latency_unit(LatencyUnit::Millis),
+                ),
+        )
 }
 
-fn span(request: &Request) -> tracing::Span {
+fn span(request: &Request) -> Span {
     let route = request
         .extensions()
         .get::<MatchedPath>()

@@ -15,9 +15,12 @@
 //! - `idle`: a fresh server's RSS 3 s after it answered its first health check (SQLite), its
 //!   binary first dropped from the page cache;
 //! - `fleet`: what one waiting long-poll adds to the server's RSS, with
-//!   `CLARIFY_BENCH_COMPARE_FLEET` (5,000) of them waiting at once on SQLite.
+//!   `CLARIFY_BENCH_COMPARE_FLEET` (5,000) of them waiting at once on SQLite;
+//! - `instructions` (first round only: the count does not move with the machine's load): the
+//!   server's instructions per HTTP create, per answer and per round trip on SQLite, under
+//!   callgrind (`callgrind.rs`; skipped, saying why, where valgrind is not installed).
 //!
-//! `CLARIFY_BENCH_COMPARE` names a subset (`pg,sqlite,wake,idle,fleet`). The end prints every
+//! `CLARIFY_BENCH_COMPARE` names a subset (`pg,sqlite,wake,idle,fleet,instructions`). The end prints every
 //! figure's range for each binary and head/base (with a middle one also middle/base and
 //! head/middle): the ratio of the means and the spread of the per-round ratios.
 
@@ -158,6 +161,22 @@ pub(crate) async fn compare(dir: &std::path::Path, base: &str) {
     let mut idle = Figure::new("fresh server, idle RSS after 3 s", "MiB", false, n);
     let mut idle_anon = Figure::new("  of which anonymous", "MiB", false, n);
     let mut fleet_kib = Figure::new("a waiting long-poll's RSS (fleet)", "KiB", false, n);
+    let mut per_trip = Figure::new(
+        "server instructions per SQLite round trip",
+        "instructions",
+        false,
+        n,
+    );
+    let mut per_create = Figure::new("  per HTTP create", "instructions", false, n);
+    let mut per_answer = Figure::new("  per HTTP answer", "instructions", false, n);
+    let count_instructions = wanted("instructions")
+        && match crate::callgrind::unavailable() {
+            None => true,
+            Some(why) => {
+                println!("compare: instructions skipped: {why}");
+                false
+            }
+        };
     for (label, path) in bins.labels.iter().zip(&bins.paths) {
         println!("compare: {label} {path}");
     }
@@ -203,6 +222,22 @@ pub(crate) async fn compare(dir: &std::path::Path, base: &str) {
                 println!("  {who} fleet {fleet_n}: {kib:.1} KiB per waiting long-poll");
                 fleet_kib.push(which, kib);
             }
+            if count_instructions && round == 0 {
+                match crate::callgrind::count(bin, dir, 50, 200).await {
+                    Ok(c) => {
+                        println!(
+                            "  {who} instructions: {} per create, {} per answer, {} per round trip",
+                            c.create,
+                            c.answer,
+                            c.round_trip()
+                        );
+                        per_trip.push(which, c.round_trip() as f64);
+                        per_create.push(which, c.create as f64);
+                        per_answer.push(which, c.answer as f64);
+                    }
+                    Err(e) => println!("  {who} instructions: failed: {e}"),
+                }
+            }
         }
     }
     println!("compare: after the rounds, load average {}", loadavg());
@@ -214,12 +249,15 @@ pub(crate) async fn compare(dir: &std::path::Path, base: &str) {
         &share,
         &sqlite,
         &sqlite_cpu,
+        &per_trip,
+        &per_create,
+        &per_answer,
         &wake,
         &idle,
         &idle_anon,
         &fleet_kib,
     ] {
-        if !figure.readings[0].is_empty() {
+        if figure.readings.iter().all(|r| !r.is_empty()) {
             println!("{}", figure.summary(&bins.labels, &pairs));
         }
     }

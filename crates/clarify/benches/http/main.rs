@@ -43,6 +43,12 @@
 //! - `compare` (only when named): this build (or `CLARIFY_BENCH_BIN_A`) against the binary at
 //!   `CLARIFY_BENCH_BIN_B`, figure by figure in alternating rounds, each printed as head/base
 //!   with its spread; `scripts/bench-compare` builds both commits and runs it. See `compare.rs`.
+//! - `instructions` (only when named): instructions per HTTP create and per HTTP answer, server
+//!   side, counted under `valgrind --tool=callgrind` over 200 creates and 200 round trips after
+//!   50 round trips of warm-up on a fresh SQLite file (`CLARIFY_BENCH_INSTRUCTIONS=N` for
+//!   another N), with the
+//!   callgrind dumps of both windows left for `callgrind_annotate`; of `CLARIFY_BENCH_BIN_A`
+//!   when set, else of this build. See `callgrind.rs`.
 //! - `rules` (only when named): 32 clients creating an approval and answering it, on SQLite,
 //!   against a server with 100 `[[rules]]` (none matching, ten conditions evaluated per create)
 //!   and against one without rules, alternating three times each; prints both and the ratio.
@@ -54,6 +60,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod callgrind;
 mod compare;
 mod display;
 mod fleet;
@@ -641,6 +648,36 @@ async fn pg_wake() {
     report("wake postgres, two processes", &samples);
 }
 
+/// The `instructions` mode: see the module's documentation.
+async fn instructions() {
+    if let Some(why) = callgrind::unavailable() {
+        println!("instructions: skipped: {why}");
+        return;
+    }
+    let bin = std::env::var("CLARIFY_BENCH_BIN_A").unwrap_or_else(|_| BIN.to_owned());
+    let n = std::env::var("CLARIFY_BENCH_INSTRUCTIONS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(200);
+    // Kept after the run, for callgrind_annotate.
+    let dir = std::env::temp_dir().join(format!("clarify-instructions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    match callgrind::count(&bin, &dir, 50, n).await {
+        Ok(c) => println!(
+            "instructions ({bin}, SQLite, {n} creates and {n} round trips): {} per HTTP create, {} per HTTP answer, {} per round trip; idle, {} per second; less the clock's work, {} per create and {} per answer; profiles {} and {}",
+            c.create,
+            c.answer,
+            c.round_trip(),
+            c.idle_per_second,
+            c.less_clock.0,
+            c.less_clock.1,
+            c.profiles.0.display(),
+            c.profiles.1.display()
+        ),
+        Err(e) => println!("instructions: failed: {e}"),
+    }
+}
+
 /// A `/proc/PID/status` field in KiB (0 when unreadable).
 fn status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -691,6 +728,9 @@ async fn main() {
     }
     if args.iter().any(|a| a == "display") {
         display::display(&dir).await;
+    }
+    if args.iter().any(|a| a == "instructions") {
+        instructions().await;
     }
     if args.iter().any(|a| a == "rules") {
         rules(&dir).await;

@@ -16,6 +16,7 @@ mod gate;
 mod handbook;
 mod hooks;
 mod insights;
+mod instructions;
 mod mcp;
 mod mcp_remote;
 mod modules;
