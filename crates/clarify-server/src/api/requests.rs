@@ -110,6 +110,14 @@ pub async fn show(
         .get(caller.tenant(), &id)
         .await?
         .ok_or_else(ApiError::not_found)?;
+    // A resolved request carries its receipt here too, once the audit chain has numbered it
+    // (at once, but for a decision just made on PostgreSQL, or one an instance of a release
+    // before receipts numbered during a rolling upgrade).
+    let record = if record.status.is_resolved() {
+        state.numbered(record).await
+    } else {
+        record
+    };
     Ok(Json(render(&state, &caller, &record)))
 }
 

@@ -440,17 +440,17 @@ async fn the_previous_release_and_todays_serve_one_database_at_once_with_nothing
                 assert_eq!(n, 1, "{id}: {kind} events: {events:?}");
             }
         }
-        // Each decision waited on through today's instance carries its signed receipt, whichever
-        // release took the answer and whichever numbered it in the chain; read again, it has it
-        // still.
+        // Each decision read through today's instance carries its signed receipt, whichever
+        // release took the answer and whichever numbered it in the chain: read first (GET), then
+        // waited on, it has the same.
         let reader = Client::new(&new.url, Some(agent_key.clone())).expect("a client");
         for (id, _) in &requests {
-            let waited = reader.wait(id, 1).await.expect("the request");
-            let receipt = waited.outcome.as_ref().and_then(|o| o.receipt.clone());
-            assert!(receipt.is_some(), "{id} has no receipt: {waited:?}");
             let read = reader.get(id).await.expect("the request");
-            let again = read.outcome.as_ref().and_then(|o| o.receipt.clone());
-            assert_eq!(again, receipt, "{id}: the receipt read again");
+            let receipt = read.outcome.as_ref().and_then(|o| o.receipt.clone());
+            assert!(receipt.is_some(), "{id} has no receipt: {read:?}");
+            let waited = reader.wait(id, 1).await.expect("the request");
+            let again = waited.outcome.as_ref().and_then(|o| o.receipt.clone());
+            assert_eq!(again, receipt, "{id}: the receipt waited on");
         }
         // The insights count each decision once, whichever release's sequencer numbered it.
         let day = |days: i64| {
