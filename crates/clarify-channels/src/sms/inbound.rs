@@ -31,6 +31,13 @@ pub(crate) async fn hook<D: Desk>(
             line.platform()
         ));
     };
+    if line == Line::WhatsApp {
+        // The person wrote: WhatsApp takes free-form messages to them for 24 hours.
+        let key = crate::whatsapp::window_key(sms, &number);
+        if let Err(e) = desk.keep(&key, desk.now().to_rfc3339().into_bytes()).await {
+            tracing::warn!(%channel, error = %e, "keeping a WhatsApp number's last message failed");
+        }
+    }
     let text = param(&params, "Body").unwrap_or("").trim();
     if text.is_empty() {
         return HookReply::Xml(message_reply(

@@ -85,7 +85,7 @@ impl Platform for Sms {
     const IDENTITY: Option<&'static str> = Some("phone");
 
     async fn send(&self, client: &reqwest::Client, notice: &Notice<'_>) -> Result<Sent, SendError> {
-        self.send_on(Line::Sms, client, notice).await
+        self.send_on(Line::Sms, client, notice, &|_| Form::Text).await
     }
 
     async fn hook<D: Desk>(&self, desk: &D, channel: &str, call: Call<'_>) -> HookReply {
@@ -105,24 +105,51 @@ pub(crate) fn unknown_number(who: &str) -> String {
     )
 }
 
+/// How a message goes to one number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form<'a> {
+    /// The message's text (`Body`).
+    Text,
+    /// An approved WhatsApp template (`ContentSid`), with the request's headline and short code
+    /// as its variables `1` and `2`: what WhatsApp delivers outside a number's 24-hour window.
+    Template(&'a str),
+    /// Nothing: not worth sending to this number.
+    Skip,
+}
+
 impl Sms {
-    /// Texts `notice` on `line` to each recipient: the reference is the first message's SID.
-    pub(crate) async fn send_on(
+    /// The numbers `notice` goes to: the channel's `to`, or the responders' numbers.
+    pub(crate) fn numbers<'a>(&'a self, notice: &'a Notice<'_>) -> &'a [String] {
+        if self.to.is_empty() {
+            &notice.recipients
+        } else {
+            &self.to
+        }
+    }
+
+    /// The number (or Messaging Service) this channel sends from, as the key of what is kept
+    /// per sender.
+    pub(crate) fn sender_key(&self) -> &str {
+        match &self.from {
+            Sender::Number(n) | Sender::Service(n) => n,
+        }
+    }
+
+    /// Texts `notice` on `line` to each recipient, in the form `form` gives each number: the
+    /// reference is the first message's SID.
+    pub(crate) async fn send_on<'f>(
         &self,
         line: Line,
         client: &reqwest::Client,
         notice: &Notice<'_>,
+        form: &(dyn Fn(&str) -> Form<'f> + Sync),
     ) -> Result<Sent, SendError> {
         if notice.event == EventKind::Voted {
             return Ok(Sent::Skipped {
                 why: "a vote is not texted; the resolution is",
             });
         }
-        let numbers = if self.to.is_empty() {
-            &notice.recipients
-        } else {
-            &self.to
-        };
+        let numbers = self.numbers(notice);
         if numbers.is_empty() {
             return Ok(Sent::Skipped {
                 why: "no number to text: the channel has no `to`, and [identities] maps no \
@@ -132,16 +159,35 @@ impl Sms {
         let body = render::body(notice);
         let mut first = None;
         for number in numbers {
-            let mut form = vec![("To", line.address(number)), ("Body", body.clone())];
+            let mut params = vec![("To", line.address(number))];
+            match form(number) {
+                Form::Text => params.push(("Body", body.clone())),
+                Form::Template(content_sid) => {
+                    let variables = serde_json::json!({
+                        "1": crate::whatsapp_cloud::render::parameter(
+                            &crate::layout::words::headline(notice.record)
+                        ),
+                        "2": clarify_model::short_code(&notice.record.id),
+                    });
+                    params.push(("ContentSid", content_sid.to_owned()));
+                    params.push(("ContentVariables", variables.to_string()));
+                }
+                Form::Skip => continue,
+            }
             match &self.from {
-                Sender::Number(n) => form.push(("From", line.address(n))),
-                Sender::Service(sid) => form.push(("MessagingServiceSid", sid.clone())),
+                Sender::Number(n) => params.push(("From", line.address(n))),
+                Sender::Service(sid) => params.push(("MessagingServiceSid", sid.clone())),
             }
             let sid = self
                 .account
-                .create(client, line.platform(), "Messages", &form)
+                .create(client, line.platform(), "Messages", &params)
                 .await?;
             first.get_or_insert(sid);
+        }
+        if first.is_none() {
+            return Ok(Sent::Skipped {
+                why: "nobody to tell: every recipient is outside WhatsApp's 24-hour window",
+            });
         }
         Ok(Sent::Posted { message_ref: first })
     }

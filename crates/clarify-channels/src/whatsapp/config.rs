@@ -41,6 +41,11 @@ pub struct RawWhatsApp {
     /// Where Twilio's REST API is; a proxy or a test may stand in for it.
     #[schemars(extend("default" = API_URL))]
     api_url: Option<String>,
+    /// An approved WhatsApp template of Twilio's Content API (`HX…`), sent to a number that has
+    /// not written to the sender in the last 24 hours (WhatsApp delivers only a template then):
+    /// its variables `{{1}}` and `{{2}}` are the request's headline and short code. Without it,
+    /// such a message is sent free-form and Twilio fails it (error 63016).
+    content_sid: Option<String>,
 }
 
 impl PlatformTable for RawWhatsApp {
@@ -56,6 +61,19 @@ impl PlatformTable for RawWhatsApp {
 
     fn check(self, secrets: &SecretReader<'_>) -> Result<Self::Platform, Invalid> {
         let bare = |n: &String| n.strip_prefix("whatsapp:").unwrap_or(n).to_owned();
+        let content_sid = match self.content_sid.map(|s| s.trim().to_owned()) {
+            Some(sid)
+                if sid.len() != 34
+                    || !sid.starts_with("HX")
+                    || !sid[2..].chars().all(|c| c.is_ascii_hexdigit()) =>
+            {
+                return Err(Invalid::new(
+                    "content_sid",
+                    format!("{sid:?} is not a Twilio Content SID (HX and 32 hex digits)"),
+                ));
+            }
+            sid => sid,
+        };
         let sms = RawSms {
             name: self.name,
             allow_unmapped: self.allow_unmapped,
@@ -68,6 +86,7 @@ impl PlatformTable for RawWhatsApp {
             to: self.to.iter().map(bare).collect(),
             api_url: self.api_url,
         };
-        sms.check(secrets).map(WhatsApp)
+        sms.check(secrets)
+            .map(|sms| WhatsApp { sms, content_sid })
     }
 }

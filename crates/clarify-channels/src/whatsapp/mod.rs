@@ -7,34 +7,88 @@
 //! SMS, WhatsApp and voice channels.
 //!
 //! WhatsApp delivers a free-form message only within 24 hours of the person's last message to
-//! the number; outside that window Twilio refuses it (error 63016) and the handbook's page says
-//! how to keep the window open or use the Cloud API channel's templates instead.
+//! the number. Each reply that reaches the channel's webhook is kept as that number's last
+//! message; with `content_sid` (an approved template of Twilio's Content API), a number outside
+//! its window gets the template instead, its variables `1` and `2` the request's headline and
+//! short code, and a resolution is not sent to it (not worth a paid template). Without
+//! `content_sid` every message is free-form, and Twilio fails one outside the window (error
+//! 63016), as the handbook's page says.
 pub mod config;
 #[cfg(test)]
 mod tests;
 
 use crate::notice::{Notice, SendError, Sent};
 use crate::platform::{Call, Desk, HookReply, Platform};
-use crate::sms::{Line, Sms};
+use crate::sms::{Form, Line, Sms};
+use crate::whatsapp_cloud::{in_window, read_time};
 
 /// A WhatsApp channel through Twilio: an SMS channel's account, sender and recipients, written
-/// as WhatsApp addresses when sent.
+/// as WhatsApp addresses when sent, and the template for numbers outside their window.
 #[derive(Debug, Clone)]
-pub struct WhatsApp(pub Sms);
+pub struct WhatsApp {
+    pub sms: Sms,
+    /// An approved template (Twilio Content API, `HX…`) for a number outside its 24-hour
+    /// window; its variables `1` and `2` are the request's headline and short code.
+    pub content_sid: Option<String>,
+}
 
 impl Platform for WhatsApp {
     type Table = config::RawWhatsApp;
     const IDENTITY: Option<&'static str> = Some("phone");
 
+    /// Without what the channel keeps, every message is free-form.
     async fn send(&self, client: &reqwest::Client, notice: &Notice<'_>) -> Result<Sent, SendError> {
-        self.0.send_on(Line::WhatsApp, client, notice).await
+        self.sms
+            .send_on(Line::WhatsApp, client, notice, &|_| Form::Text)
+            .await
+    }
+
+    async fn deliver<D: Desk>(
+        &self,
+        desk: &D,
+        client: &reqwest::Client,
+        notice: &Notice<'_>,
+    ) -> Result<Sent, SendError> {
+        let Some(content_sid) = self.content_sid.as_deref() else {
+            return self.send(client, notice).await;
+        };
+        let now = desk.now();
+        let mut open = Vec::new();
+        for number in self.sms.numbers(notice) {
+            let last = match desk.kept(&window_key(&self.sms, number)).await {
+                Ok(kept) => kept.and_then(|b| read_time(&b)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading a WhatsApp number's last message failed");
+                    None
+                }
+            };
+            if in_window(last, now) {
+                open.push(number.clone());
+            }
+        }
+        let news = notice.resolves();
+        let form = |number: &str| {
+            if open.iter().any(|o| o == number) {
+                Form::Text
+            } else if news {
+                Form::Skip
+            } else {
+                Form::Template(content_sid)
+            }
+        };
+        self.sms.send_on(Line::WhatsApp, client, notice, &form).await
     }
 
     async fn hook<D: Desk>(&self, desk: &D, channel: &str, call: Call<'_>) -> HookReply {
-        crate::sms::inbound::hook(&self.0, Line::WhatsApp, desk, channel, call).await
+        crate::sms::inbound::hook(&self.sms, Line::WhatsApp, desk, channel, call).await
     }
 
     fn unknown_person(&self, who: &str) -> Option<String> {
         Some(crate::sms::unknown_number(who))
     }
+}
+
+/// The key under which the time of `number`'s last message to the channel's sender is kept.
+pub(crate) fn window_key(sms: &Sms, number: &str) -> String {
+    format!("whatsapp:last_inbound:{}:{number}", sms.sender_key())
 }

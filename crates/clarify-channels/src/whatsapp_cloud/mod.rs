@@ -346,7 +346,7 @@ impl WhatsAppCloud {
 }
 
 /// A kept time, as RFC 3339 text.
-fn read_time(bytes: &[u8]) -> Option<DateTime<Utc>> {
+pub(crate) fn read_time(bytes: &[u8]) -> Option<DateTime<Utc>> {
     let text = std::str::from_utf8(bytes).ok()?;
     DateTime::parse_from_rfc3339(text)
         .ok()

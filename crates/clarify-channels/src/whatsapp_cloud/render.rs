@@ -254,7 +254,7 @@ pub fn text(to: &str, body: &str) -> Value {
 }
 
 /// A template parameter: no line breaks, tabs or runs of spaces (the API refuses them), cut.
-fn parameter(text: &str) -> String {
+pub(crate) fn parameter(text: &str) -> String {
     cut(&text.split_whitespace().collect::<Vec<_>>().join(" "), MAX_PARAMETER)
 }
 

@@ -185,7 +185,33 @@ async fn create(
                     "A 'From' phone number is required.",
                 );
             }
-            if text("Body").is_empty() || text("Body").chars().count() > 1_600 {
+            // A template (Content API) instead of a body: its SID, and its variables as a JSON
+            // object of strings.
+            let content = text("ContentSid");
+            if !content.is_empty() {
+                let sid_ok = content.len() == 34
+                    && content.starts_with("HX")
+                    && content[2..].chars().all(|c| c.is_ascii_hexdigit());
+                let variables_ok = serde_json::from_str::<Map<String, Value>>(
+                    form.get("ContentVariables")
+                        .and_then(Value::as_str)
+                        .unwrap_or("{}"),
+                )
+                .is_ok_and(|v| v.values().all(Value::is_string));
+                if !sid_ok || !variables_ok || !text("Body").is_empty() {
+                    return error(
+                        StatusCode::BAD_REQUEST,
+                        21656,
+                        "The ContentSid or ContentVariables parameter is invalid.",
+                    );
+                }
+            } else if text("Body").is_empty() {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    21619,
+                    "A text message body or media urls must be specified.",
+                );
+            } else if text("Body").chars().count() > 1_600 {
                 return error(
                     StatusCode::BAD_REQUEST,
                     21617,
