@@ -127,12 +127,14 @@ impl Sms {
         }
     }
 
-    /// The number (or Messaging Service) this channel sends from, as the key of what is kept
-    /// per sender.
-    pub(crate) fn sender_key(&self) -> &str {
-        match &self.from {
+    /// The key under which the time of `number`'s last WhatsApp message to this channel's
+    /// sender (its number or Messaging Service) is kept: WhatsApp takes free-form messages to
+    /// the number for 24 hours after it ([`crate::whatsapp`]).
+    pub(crate) fn window_key(&self, number: &str) -> String {
+        let sender = match &self.from {
             Sender::Number(n) | Sender::Service(n) => n,
-        }
+        };
+        format!("whatsapp:last_inbound:{sender}:{number}")
     }
 
     /// Texts `notice` on `line` to each recipient, in the form `form` gives each number: the

@@ -55,7 +55,7 @@ impl Platform for WhatsApp {
         let now = desk.now();
         let mut open = Vec::new();
         for number in self.sms.numbers(notice) {
-            let last = match desk.kept(&window_key(&self.sms, number)).await {
+            let last = match desk.kept(&self.sms.window_key(number)).await {
                 Ok(kept) => kept.and_then(|b| read_time(&b)),
                 Err(e) => {
                     tracing::warn!(error = %e, "reading a WhatsApp number's last message failed");
@@ -86,9 +86,4 @@ impl Platform for WhatsApp {
     fn unknown_person(&self, who: &str) -> Option<String> {
         Some(crate::sms::unknown_number(who))
     }
-}
-
-/// The key under which the time of `number`'s last message to the channel's sender is kept.
-pub(crate) fn window_key(sms: &Sms, number: &str) -> String {
-    format!("whatsapp:last_inbound:{}:{number}", sms.sender_key())
 }
