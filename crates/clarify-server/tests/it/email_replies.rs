@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 
 use crate::fake_smtp::FakeSmtp;
-use crate::support::TestServer;
+use crate::support::{TestServer, status_of, timed_wait, waiting};
 
 const SIGNING_KEY: &str = "key-3ax6xnjp29jd6fds4gc373sgvjxteol0";
 
@@ -140,21 +140,6 @@ async fn post(s: &TestServer, fields: Vec<(String, String)>) -> StatusCode {
         &token,
     )
     .await
-}
-
-async fn status_of(s: &TestServer, id: &str) -> Value {
-    s.get(&format!("/v1/requests/{id}"), &s.admin).await.1
-}
-
-/// An agent waiting on `id`; its outcome once it wakes.
-fn waiting(s: &TestServer, id: &str) -> tokio::task::JoinHandle<Value> {
-    let client = s.client.clone();
-    let url = format!("{}/v1/requests/{id}/wait?timeout_seconds=30", s.url);
-    let key = s.admin.clone();
-    tokio::spawn(async move {
-        let r = client.get(url).bearer_auth(key).send().await.expect("wait");
-        r.json::<Value>().await.expect("outcome")
-    })
 }
 
 fn approval() -> Value {
@@ -324,25 +309,14 @@ async fn latency() {
         let started = std::time::Instant::now();
         let (id, message_id) = announce(&s, &smtp, approval()).await;
         announced.push(started.elapsed());
-        let agent = {
-            let client = s.client.clone();
-            let url = format!("{}/v1/requests/{id}/wait?timeout_seconds=30", s.url);
-            let key = s.admin.clone();
-            tokio::spawn(async move {
-                let r = client.get(url).bearer_auth(key).send().await.expect("wait");
-                let woke = std::time::Instant::now();
-                let outcome: Value = r.json().await.expect("outcome");
-                (woke, outcome)
-            })
-        };
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        let replied = std::time::Instant::now();
+        let (agent, replied) = timed_wait(&s, &id).await;
         let status = post(&s, reply("alice@example.com", &message_id, "approve")).await;
         assert_eq!(status, StatusCode::OK);
-        let (woke, outcome) = tokio::time::timeout(Duration::from_secs(10), agent)
+        let woke = tokio::time::timeout(Duration::from_secs(10), agent)
             .await
             .expect("the agent wakes")
             .expect("waiter");
+        let outcome = status_of(&s, &id).await;
         assert_eq!(outcome["status"], "answered", "{outcome}");
         wake.push(woke.duration_since(replied));
     }

@@ -15,7 +15,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::fake_twilio::{self, ACCOUNT_SID, AUTH_TOKEN, FROM, FakeTwilio, Signed};
-use crate::support::TestServer;
+use crate::support::{TestServer, status_of, timed_wait, waiting};
 
 pub const ALICE: &str = "+4930123456";
 pub const BOB: &str = "+4930654321";
@@ -55,10 +55,6 @@ async fn server(fake: &FakeTwilio) -> TestServer {
     server_on(fake, crate::support::announcing(&["oncall"])).await
 }
 
-pub async fn status_of(s: &TestServer, id: &str) -> Value {
-    s.get(&format!("/v1/requests/{id}"), &s.admin).await.1
-}
-
 /// Creates a request and waits until the fake got its message: the id and the message's form.
 async fn announce(s: &TestServer, fake: &FakeTwilio, body: Value) -> (String, Value) {
     let before = fake.created("Messages").len();
@@ -81,18 +77,6 @@ pub async fn text(s: &TestServer, channel: &str, from: &str, body: &str) -> (Sta
     ];
     let (status, twiml) = fake_twilio::call(&s.client, &url, &params, Signed::ByTwilio).await;
     (status, fake_twilio::message_text(&twiml))
-}
-
-/// A long-poll on `id`, started now: what it returns.
-pub fn waiting(s: &TestServer, id: &str) -> tokio::task::JoinHandle<Value> {
-    let client = s.client.clone();
-    let url = format!("{}/v1/requests/{id}/wait?timeout_seconds=30", s.url);
-    let key = s.admin.clone();
-    tokio::spawn(async move {
-        let r = client.get(url).bearer_auth(key).send().await.expect("wait");
-        assert!(r.status().is_success());
-        r.json().await.expect("json")
-    })
 }
 
 fn approval(responders: &[&str]) -> Value {
@@ -306,28 +290,6 @@ async fn a_request_that_needs_a_passkey_is_texted_as_its_link_and_a_reply_does_n
     let (_, reply) = text(&s, "oncall", ALICE, "1").await;
     assert!(reply.contains("nothing was answered"), "{reply}");
     assert_eq!(status_of(&s, &id).await["status"], "pending");
-}
-
-/// A long-poll on `id`, started and given a moment to wait: when it returns, and when the
-/// moment was over (what a reply is timed from).
-pub async fn timed_wait(
-    s: &TestServer,
-    id: &str,
-) -> (
-    tokio::task::JoinHandle<std::time::Instant>,
-    std::time::Instant,
-) {
-    let client = s.client.clone();
-    let url = format!("{}/v1/requests/{id}/wait?timeout_seconds=30", s.url);
-    let key = s.admin.clone();
-    let agent = tokio::spawn(async move {
-        let r = client.get(url).bearer_auth(key).send().await.expect("wait");
-        let woke = std::time::Instant::now();
-        assert!(r.status().is_success());
-        woke
-    });
-    tokio::time::sleep(Duration::from_millis(5)).await;
-    (agent, std::time::Instant::now())
 }
 
 #[tokio::test]

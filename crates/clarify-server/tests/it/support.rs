@@ -191,6 +191,45 @@ impl Drop for TestServer {
 }
 
 /// A short random suffix for names that must not collide in a shared database.
+/// Request `id` as the admin reads it.
+pub async fn status_of(s: &TestServer, id: &str) -> Value {
+    s.get(&format!("/v1/requests/{id}"), &s.admin).await.1
+}
+
+/// An agent long-polling on `id`; its outcome once it wakes.
+pub fn waiting(s: &TestServer, id: &str) -> tokio::task::JoinHandle<Value> {
+    let client = s.client.clone();
+    let url = format!("{}/v1/requests/{id}/wait?timeout_seconds=30", s.url);
+    let key = s.admin.clone();
+    tokio::spawn(async move {
+        let r = client.get(url).bearer_auth(key).send().await.expect("wait");
+        assert!(r.status().is_success());
+        r.json().await.expect("json")
+    })
+}
+
+/// An agent long-polling on `id`, for a latency figure: when it woke, and the moment (a few
+/// milliseconds after it began waiting) from which to count.
+pub async fn timed_wait(
+    s: &TestServer,
+    id: &str,
+) -> (
+    tokio::task::JoinHandle<std::time::Instant>,
+    std::time::Instant,
+) {
+    let client = s.client.clone();
+    let url = format!("{}/v1/requests/{id}/wait?timeout_seconds=30", s.url);
+    let key = s.admin.clone();
+    let agent = tokio::spawn(async move {
+        let r = client.get(url).bearer_auth(key).send().await.expect("wait");
+        let woke = std::time::Instant::now();
+        assert!(r.status().is_success());
+        woke
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    (agent, std::time::Instant::now())
+}
+
 /// The `refused` events of request `id` in the audit chain, oldest first: the answers a
 /// channel refused because their sender may not answer.
 pub async fn refusals(s: &TestServer, id: &str) -> Vec<Value> {

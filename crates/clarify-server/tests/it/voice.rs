@@ -13,8 +13,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::fake_twilio::{self, FROM, FakeTwilio, Signed};
-use crate::sms::{ALICE, account, status_of, waiting};
-use crate::support::TestServer;
+use crate::sms::{ALICE, account};
+use crate::support::{TestServer, status_of, waiting};
 
 async fn server_on(fake: &FakeTwilio, options: StoreOptions) -> TestServer {
     let channel = Channel {
@@ -266,7 +266,7 @@ async fn latency() {
             s.url
         );
         assert!(call["Url"].is_string());
-        let (agent, pressed) = crate::sms::timed_wait(&s, &id).await;
+        let (agent, pressed) = crate::support::timed_wait(&s, &id).await;
         let (status, _) = callback(&s, &confirm, &[("Digits", "1")], Signed::ByTwilio).await;
         assert_eq!(status, StatusCode::OK);
         wake.push(agent.await.expect("agent").duration_since(pressed));

@@ -11,8 +11,8 @@ use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::fake_twilio::{self, AUTH_TOKEN, FakeTwilio, Signed};
-use crate::sms::{ALICE, account, status_of, waiting};
-use crate::support::TestServer;
+use crate::sms::{ALICE, account};
+use crate::support::{TestServer, status_of, waiting};
 
 /// Twilio's WhatsApp sandbox number.
 const SANDBOX: &str = "+14155238886";
@@ -229,7 +229,7 @@ async fn latency() {
         // Each round adds the announcement and the resolution.
         fake.wait_for("Messages", 2 * n + 1).await;
         announced.push(started.elapsed());
-        let (agent, replied) = crate::sms::timed_wait(&s, &id).await;
+        let (agent, replied) = crate::support::timed_wait(&s, &id).await;
         let (status, _) = reply(&s, &from, "1", Signed::ByTwilio).await;
         assert_eq!(status, StatusCode::OK);
         wake.push(agent.await.expect("agent").duration_since(replied));

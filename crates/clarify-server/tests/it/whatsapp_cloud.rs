@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::fake_whatsapp_cloud::{
     ACCESS_TOKEN, APP_SECRET, FakeWhatsAppCloud, PHONE_NUMBER_ID, VERSION, notification, post,
 };
-use crate::support::TestServer;
+use crate::support::{TestServer, status_of, timed_wait, waiting};
 
 const ALICE: &str = "+4930111111";
 const STRANGER: &str = "+4930999999";
@@ -76,10 +76,6 @@ async fn say_hello(s: &TestServer, fake: &FakeWhatsAppCloud, from: &str) {
     assert_eq!(told["type"], "text");
 }
 
-async fn status_of(s: &TestServer, id: &str) -> Value {
-    s.get(&format!("/v1/requests/{id}"), &s.admin).await.1
-}
-
 /// Creates a request for alice and waits for its announcement: the record and the message.
 async fn announce(s: &TestServer, fake: &FakeWhatsAppCloud, mut body: Value) -> (String, Value) {
     body["responders"] = json!(["alice"]);
@@ -98,17 +94,6 @@ async fn announce(s: &TestServer, fake: &FakeWhatsAppCloud, mut body: Value) -> 
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     (id, message)
-}
-
-/// An agent waiting on `id`; its outcome once it wakes.
-fn waiting(s: &TestServer, id: &str) -> tokio::task::JoinHandle<Value> {
-    let client = s.client.clone();
-    let url = format!("{}/v1/requests/{id}/wait?timeout_seconds=30", s.url);
-    let key = s.admin.clone();
-    tokio::spawn(async move {
-        let r = client.get(url).bearer_auth(key).send().await.expect("wait");
-        r.json::<Value>().await.expect("outcome")
-    })
 }
 
 fn short_code(id: &str) -> String {
@@ -367,23 +352,11 @@ async fn latency() {
         )
         .await;
         announced.push(started.elapsed());
-        let agent = {
-            let client = s.client.clone();
-            let url = format!("{}/v1/requests/{id}/wait?timeout_seconds=30", s.url);
-            let key = s.admin.clone();
-            tokio::spawn(async move {
-                let r = client.get(url).bearer_auth(key).send().await.expect("wait");
-                let woke = std::time::Instant::now();
-                assert!(r.status().is_success());
-                woke
-            })
-        };
-        tokio::time::sleep(Duration::from_millis(5)).await;
         let yes = message["interactive"]["action"]["buttons"][0]["reply"]["id"]
             .as_str()
             .expect("id")
             .to_owned();
-        let tapped = std::time::Instant::now();
+        let (agent, tapped) = timed_wait(&s, &id).await;
         send(&s, ALICE, tap(&yes)).await;
         let woke = agent.await.expect("waiter");
         wake.push(woke.duration_since(tapped));
