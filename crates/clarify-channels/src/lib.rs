@@ -61,6 +61,7 @@ mod step_up_tests;
 mod text;
 pub mod texting;
 pub mod twilio;
+pub mod window;
 
 pub use http::RetryAfter;
 pub use layout::words::{

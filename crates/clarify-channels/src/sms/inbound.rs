@@ -33,10 +33,7 @@ pub(crate) async fn hook<D: Desk>(
     };
     if line == Line::WhatsApp {
         // The person wrote: WhatsApp takes free-form messages to them for 24 hours.
-        let key = sms.window_key(&number);
-        if let Err(e) = desk.keep(&key, desk.now().to_rfc3339().into_bytes()).await {
-            tracing::warn!(%channel, error = %e, "keeping a WhatsApp number's last message failed");
-        }
+        crate::window::wrote(desk, channel, &sms.window_key(&number)).await;
     }
     let text = param(&params, "Body").unwrap_or("").trim();
     if text.is_empty() {

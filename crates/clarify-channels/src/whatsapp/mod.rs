@@ -20,7 +20,6 @@ mod tests;
 use crate::notice::{Notice, SendError, Sent};
 use crate::platform::{Call, Desk, HookReply, Platform};
 use crate::sms::{Form, Line, Sms};
-use crate::whatsapp_cloud::{in_window, read_time};
 
 /// A WhatsApp channel through Twilio: an SMS channel's account, sender and recipients, written
 /// as WhatsApp addresses when sent, and the template for numbers outside their window.
@@ -52,20 +51,8 @@ impl Platform for WhatsApp {
         let Some(content_sid) = self.content_sid.as_deref() else {
             return self.send(client, notice).await;
         };
-        let now = desk.now();
-        let mut open = Vec::new();
-        for number in self.sms.numbers(notice) {
-            let last = match desk.kept(&self.sms.window_key(number)).await {
-                Ok(kept) => kept.and_then(|b| read_time(&b)),
-                Err(e) => {
-                    tracing::warn!(error = %e, "reading a WhatsApp number's last message failed");
-                    None
-                }
-            };
-            if in_window(last, now) {
-                open.push(number.clone());
-            }
-        }
+        let open =
+            crate::window::open(desk, self.sms.numbers(notice), |n| self.sms.window_key(n)).await;
         let news = notice.resolves();
         let form = |number: &str| {
             if open.iter().any(|o| o == number) {

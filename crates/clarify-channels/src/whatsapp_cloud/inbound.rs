@@ -201,10 +201,7 @@ pub(crate) async fn hook<D: Desk>(
     };
     for m in messages {
         if let Some(from) = m.from() {
-            let key = super::window_key(&w.phone_number_id, from);
-            if let Err(e) = desk.keep(&key, desk.now().to_rfc3339().into_bytes()).await {
-                tracing::warn!(%channel, error = %e, "keeping a WhatsApp number's last message failed");
-            }
+            crate::window::wrote(desk, channel, &super::window_key(&w.phone_number_id, from)).await;
         }
         handle(w, desk, channel, m).await;
     }

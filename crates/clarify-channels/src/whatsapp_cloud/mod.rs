@@ -29,7 +29,6 @@ pub mod render;
 #[cfg(test)]
 mod tests;
 
-use chrono::{DateTime, TimeDelta, Utc};
 use clarify_model::EventKind;
 use serde_json::Value;
 
@@ -41,9 +40,6 @@ const PLATFORM: &str = "whatsapp_cloud";
 
 /// The Cloud API's error code for a free-form message to a number outside its 24-hour window.
 pub const REENGAGEMENT: i64 = 131_047;
-
-/// How long after a person's last message free-form messages reach them.
-const WINDOW: TimeDelta = TimeDelta::hours(24);
 
 /// An approved message template: its name and language code.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,11 +92,6 @@ pub fn number(text: &str) -> Option<String> {
         .then(|| format!("+{digits}"))
 }
 
-/// Whether a number whose last message arrived at `last` is inside its window at `now`.
-pub fn in_window(last: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
-    last.is_some_and(|at| now - at < WINDOW)
-}
-
 /// The key under which the time of `number`'s last message to business number `phone` is kept.
 pub(crate) fn window_key(phone_number_id: &str, number: &str) -> String {
     format!("whatsapp_cloud:last_inbound:{phone_number_id}:{number}")
@@ -134,20 +125,10 @@ impl Platform for WhatsAppCloud {
         client: &reqwest::Client,
         notice: &Notice<'_>,
     ) -> Result<Sent, SendError> {
-        let now = desk.now();
-        let mut open = Vec::new();
-        for n in self.recipients(notice) {
-            let last = match desk.kept(&window_key(&self.phone_number_id, &n)).await {
-                Ok(v) => v.and_then(|b| read_time(&b)),
-                Err(e) => {
-                    tracing::warn!(error = %e, "reading a WhatsApp number's last message failed");
-                    None
-                }
-            };
-            if in_window(last, now) {
-                open.push(n);
-            }
-        }
+        let open = crate::window::open(desk, &self.recipients(notice), |n| {
+            window_key(&self.phone_number_id, n)
+        })
+        .await;
         self.post_all(client, notice, |n| open.iter().any(|o| o == n))
             .await
     }
@@ -343,12 +324,4 @@ impl WhatsAppCloud {
             code,
         })
     }
-}
-
-/// A kept time, as RFC 3339 text.
-pub(crate) fn read_time(bytes: &[u8]) -> Option<DateTime<Utc>> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    DateTime::parse_from_rfc3339(text)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
 }

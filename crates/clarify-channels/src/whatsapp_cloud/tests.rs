@@ -1,6 +1,7 @@
 //! WhatsApp Cloud API: buttons, lists and text by the request's shape, the template's
 //! parameters, the signature and the webhook check, and what a notification is read as.
 
+use chrono::TimeDelta;
 use clarify_model::{EventKind, RequestRecord, short_code};
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
@@ -229,7 +230,7 @@ fn numbers_are_read_in_international_form_and_the_window_is_a_day() {
     assert_eq!(number("030 1234567"), None);
     assert_eq!(number("+12"), None);
     let now = chrono::Utc::now();
-    assert!(in_window(Some(now - TimeDelta::hours(23)), now));
-    assert!(!in_window(Some(now - TimeDelta::hours(25)), now));
-    assert!(!in_window(None, now));
+    assert!(crate::window::in_window(Some(now - TimeDelta::hours(23)), now));
+    assert!(!crate::window::in_window(Some(now - TimeDelta::hours(25)), now));
+    assert!(!crate::window::in_window(None, now));
 }
