@@ -265,6 +265,8 @@ async fn an_extension_needs_a_pending_request_with_a_deadline_and_permission(
     store: Store,
     env: Env,
 ) {
+    // A half-hour request: another test's clock passing its deadline would expire it.
+    let _clock = env.exclusive_clock().await;
     let t = &env.tenant;
     let id = store
         .create(t, half_hour())
@@ -305,6 +307,7 @@ async fn an_extension_needs_a_pending_request_with_a_deadline_and_permission(
 }
 
 async fn a_refused_answer_is_a_refused_event_and_changes_nothing_else(store: Store, env: Env) {
+    let _clock = env.exclusive_clock().await;
     let t = &env.tenant;
     let created = store.create(t, half_hour()).await.expect("create").record;
     let stranger = Actor {
