@@ -27,9 +27,27 @@ fn quantiles_are_exact_on_bucket_bounds_and_interpolated_between() {
 #[test]
 fn a_histogram_round_trips_through_its_text() {
     let h = hist(&[0.2, 3.0, 3.0, 9e6]);
-    assert_eq!(Histogram::from_text(&h.to_text()), Some(h));
+    assert_eq!(Histogram::from_text(&h.to_text()), Some(h.clone()));
     assert_eq!(Histogram::from_text("1,2"), None);
     assert_eq!(Histogram::from_text("x"), None);
+    // Spaces around a count are read (PostgreSQL's array output has none, a hand edit may);
+    // a missing, extra, signed, fractional or overflowing count is not a histogram.
+    let spaced = h.to_text().replace(',', " , ");
+    assert_eq!(Histogram::from_text(&spaced), Some(h.clone()));
+    let text = h.to_text();
+    for bad in [
+        format!("{text},0"),
+        text.replacen("0,", ",", 1),
+        text.replacen('0', "-0", 1),
+        text.replacen('0', "0.0", 1),
+        text.replacen('0', "18446744073709551616", 1),
+        format!("{text},"),
+    ] {
+        assert_eq!(Histogram::from_text(&bad), None, "{bad}");
+    }
+    let mut big = Histogram::default();
+    big.0[0] = u64::MAX;
+    assert_eq!(Histogram::from_text(&big.to_text()), Some(big));
 }
 
 #[test]

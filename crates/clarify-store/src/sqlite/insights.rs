@@ -176,11 +176,15 @@ pub(super) fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
             let read = |i: usize| -> rusqlite::Result<Histogram> {
                 let text = ctx
                     .get_raw(i)
-                    .as_str()
+                    .as_bytes()
                     .map_err(|e| rusqlite::Error::UserFunctionError(Box::new(e)))?;
-                Histogram::from_text(text).ok_or_else(|| {
+                Histogram::from_bytes(text).ok_or_else(|| {
                     rusqlite::Error::UserFunctionError(
-                        format!("insights times {text:?} is not a histogram").into(),
+                        format!(
+                            "insights times {:?} is not a histogram",
+                            String::from_utf8_lossy(text)
+                        )
+                        .into(),
                     )
                 })
             };
