@@ -11,6 +11,9 @@ use base64::engine::general_purpose::{URL_SAFE, URL_SAFE_NO_PAD};
 /// platforms' signature checks reach too.
 pub use clarify_model::sign::hmac_sha256 as mac;
 
+/// The link secret, keyed once (every created request's record carries two MACs under it).
+pub use clarify_model::sign::MacKey;
+
 /// Constant-time equality, for comparing secrets.
 pub fn equal(a: &[u8], b: &[u8]) -> bool {
     use subtle::ConstantTimeEq;
@@ -44,8 +47,8 @@ pub fn signature(secret: &str, t: i64, body: &[u8]) -> String {
 
 /// The token of request `id`'s answer link (`/a/<token>`): `<id>.<signature>`, the signature an
 /// HMAC-SHA256 of the id under the server's link secret, in URL-safe base64.
-pub fn link_token(secret: &[u8], id: &str) -> String {
-    let signature = mac(secret, format!("link:{id}").as_bytes());
+pub fn link_token(secret: &MacKey, id: &str) -> String {
+    let signature = secret.mac(format!("link:{id}").as_bytes());
     format!("{id}.{}", URL_SAFE_NO_PAD.encode(signature))
 }
 
@@ -53,15 +56,12 @@ pub fn link_token(secret: &[u8], id: &str) -> String {
 /// (`POST /v1/requests/{id}/client-answer`): an HMAC-SHA256 of both under the link secret, in
 /// URL-safe base64. Handed out only in the response that created the request, so only the key
 /// that created it holds one, and nothing needs storing.
-pub fn client_answer_token(secret: &[u8], key_id: &str, id: &str) -> String {
-    URL_SAFE_NO_PAD.encode(mac(
-        secret,
-        format!("client-answer:{key_id}:{id}").as_bytes(),
-    ))
+pub fn client_answer_token(secret: &MacKey, key_id: &str, id: &str) -> String {
+    URL_SAFE_NO_PAD.encode(secret.mac(format!("client-answer:{key_id}:{id}").as_bytes()))
 }
 
 /// The request id of a genuine link token; `None` when its signature does not match.
-pub fn link_request<'a>(secret: &[u8], token: &'a str) -> Option<&'a str> {
+pub fn link_request<'a>(secret: &MacKey, token: &'a str) -> Option<&'a str> {
     let (id, _) = token.split_once('.')?;
     let expected = link_token(secret, id);
     equal(token.as_bytes(), expected.as_bytes()).then_some(id)
@@ -70,8 +70,8 @@ pub fn link_request<'a>(secret: &[u8], token: &'a str) -> Option<&'a str> {
 /// The token of `name`'s personal link to request `id`: `<id>~<name>.<signature>`, the name in
 /// URL-safe base64 and the signature an HMAC-SHA256 of both under the link secret, so the link
 /// answers as that person and no other.
-pub fn personal_token(secret: &[u8], id: &str, name: &str) -> String {
-    let signature = mac(secret, format!("personal:{id}:{name}").as_bytes());
+pub fn personal_token(secret: &MacKey, id: &str, name: &str) -> String {
+    let signature = secret.mac(format!("personal:{id}:{name}").as_bytes());
     format!(
         "{id}~{}.{}",
         URL_SAFE_NO_PAD.encode(name),
@@ -83,11 +83,8 @@ pub fn personal_token(secret: &[u8], id: &str, name: &str) -> String {
 /// `<id>~<name>~<subscription>.<signature>`, the signature an HMAC-SHA256 of all three under the
 /// link secret. It answers as that person through that subscription (`answered_via` `push`),
 /// and no longer once the subscription is removed.
-pub fn push_token(secret: &[u8], id: &str, name: &str, subscription: &str) -> String {
-    let signature = mac(
-        secret,
-        format!("push:{id}:{name}:{subscription}").as_bytes(),
-    );
+pub fn push_token(secret: &MacKey, id: &str, name: &str, subscription: &str) -> String {
+    let signature = secret.mac(format!("push:{id}:{name}:{subscription}").as_bytes());
     format!(
         "{id}~{}~{subscription}.{}",
         URL_SAFE_NO_PAD.encode(name),
@@ -107,7 +104,7 @@ pub struct LinkTarget<'a> {
 
 /// What a genuine link token names: the request, and for a personal link the person (and for a
 /// push link the subscription); `None` when its signature does not match.
-pub fn link_target<'a>(secret: &[u8], token: &'a str) -> Option<LinkTarget<'a>> {
+pub fn link_target<'a>(secret: &MacKey, token: &'a str) -> Option<LinkTarget<'a>> {
     let (head, _) = token.split_once('.')?;
     let Some((id, who)) = head.split_once('~') else {
         return link_request(secret, token).map(|id| LinkTarget {
@@ -138,7 +135,7 @@ mod tests {
 
     #[test]
     fn each_kind_of_link_names_what_it_was_signed_for_and_nothing_else() {
-        let secret = b"link secret";
+        let secret = &MacKey::new(b"link secret");
         let anonymous = link_token(secret, "r1");
         let personal = personal_token(secret, "r1", "alice");
         let push = push_token(secret, "r1", "alice", "s1");
@@ -175,6 +172,6 @@ mod tests {
         assert_eq!(link_target(secret, &format!("{other}.{signature}")), None);
         let bare = head.trim_end_matches("~s1");
         assert_eq!(link_target(secret, &format!("{bare}.{signature}")), None);
-        assert_eq!(link_target(b"another secret", &push), None);
+        assert_eq!(link_target(&MacKey::new(b"another secret"), &push), None);
     }
 }

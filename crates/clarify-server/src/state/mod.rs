@@ -74,7 +74,8 @@ pub struct Shared {
 /// Server secrets, read from the store at start so every instance shares them.
 #[derive(Clone)]
 pub struct ServerSecrets {
-    pub link: Vec<u8>,
+    /// Signs the answer links and the client answer tokens.
+    pub link: crate::shared::sign::MacKey,
     pub csrf: Vec<u8>,
     pub webhook: Vec<u8>,
     /// Signs the tokens chat platforms carry back unsigned (Mattermost's buttons and dialogs).
@@ -98,7 +99,7 @@ impl AppState {
     /// Reads the server secrets from the store (creating them on first start).
     pub async fn new(store: Store, config: Config) -> Result<Self, clarify_store::StoreError> {
         let secrets = ServerSecrets {
-            link: store.secret("link").await?,
+            link: crate::shared::sign::MacKey::new(&store.secret("link").await?),
             csrf: store.secret("csrf").await?,
             webhook: store.secret("webhook").await?,
             chat: store.secret("chat").await?,
