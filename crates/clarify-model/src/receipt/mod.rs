@@ -18,10 +18,10 @@
 use std::fmt;
 use std::sync::Arc;
 
+use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair};
 use chrono::{DateTime, Utc};
 use clarify_core::text::hex;
 use clarify_core::{Decision, QuestionKind, Status};
-use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair};
 use jsonwebtoken::jwk::{
     AlgorithmParameters, CommonParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm,
     OctetKeyPairParameters, OctetKeyPairType, PublicKeyUse, ThumbprintHash,
