@@ -162,23 +162,22 @@ pub fn normalize(raw: &Value) -> Result<Value, ValidationError> {
         (Some(_), Some(shorthand)) => return Err(ValidationError::AmbiguousShape { shorthand }),
         (Some(questions), None) => normalize_questions(questions)?,
         (None, Some(_)) => {
-            let mut q = Map::new();
-            for key in SHORTHAND_KEYS.into_iter().chain(SHORTHAND_QUESTION_FIELDS) {
-                if let Some(v) = top.get(key) {
-                    q.insert(key.to_owned(), v.clone());
-                }
-            }
+            // The request's own keys, read once (see `pass_through`).
+            let q: Map<String, Value> = top
+                .iter()
+                .filter(|(k, _)| {
+                    SHORTHAND_KEYS.contains(&k.as_str())
+                        || SHORTHAND_QUESTION_FIELDS.contains(&k.as_str())
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
             Value::Array(vec![normalize_question(&Value::Object(q), 0)?])
         }
         (None, None) => Value::Array(Vec::new()),
     };
     out.insert("questions".to_owned(), questions);
 
-    for key in REQUEST_FIELDS {
-        if let Some(v) = top.get(key) {
-            out.insert(key.to_owned(), v.clone());
-        }
-    }
+    pass_through(&top, &REQUEST_FIELDS, &mut out);
     if let Some(v) = top.get("responders") {
         out.insert("responders".to_owned(), one_as_list(v));
     }
@@ -224,20 +223,20 @@ fn normalize_question(item: &Value, index: usize) -> Result<Value, ValidationErr
         .chain(["text"]);
     refuse_unknown(&q, &path, question_keys)?;
     let mut out = Map::new();
-    for key in [
-        "id",
-        "header",
-        "allow_other",
-        "recommended",
-        "action",
-        "scopes",
-        "allow_edit",
-        "fields",
-    ] {
-        if let Some(v) = q.get(key) {
-            out.insert(key.to_owned(), v.clone());
-        }
-    }
+    pass_through(
+        &q,
+        &[
+            "id",
+            "header",
+            "allow_other",
+            "recommended",
+            "action",
+            "scopes",
+            "allow_edit",
+            "fields",
+        ],
+        &mut out,
+    );
     if let Some(text) = ["text", "question", "prompt"]
         .iter()
         .find_map(|k| q.get(*k))
@@ -438,6 +437,25 @@ fn one_as_list(v: &Value) -> Value {
     match v {
         Value::String(_) => Value::Array(vec![v.clone()]),
         other => other.clone(),
+    }
+}
+
+/// Copies the entries of `from` named in `names` into `into`, in the order of `names`. Walks
+/// `from`'s few keys once: a lookup per name hashed each of the two dozen names a request may
+/// carry, for the two or three it does (a tenth of coercing a plain question).
+fn pass_through(from: &Map<String, Value>, names: &[&str], into: &mut Map<String, Value>) {
+    let mut passed: Vec<(usize, &String, &Value)> = from
+        .iter()
+        .filter_map(|(k, v)| {
+            names
+                .iter()
+                .position(|n| *n == k.as_str())
+                .map(|i| (i, k, v))
+        })
+        .collect();
+    passed.sort_unstable_by_key(|(i, _, _)| *i);
+    for (_, key, v) in passed {
+        into.insert(key.clone(), v.clone());
     }
 }
 
