@@ -35,10 +35,7 @@ impl std::fmt::Debug for MacKey {
 
 /// HMAC-SHA256 of `message` under `key` (any length: HMAC hashes a long key and pads a short one).
 pub fn hmac_sha256(key: &[u8], message: &[u8]) -> Vec<u8> {
-    #[allow(clippy::expect_used)]
-    let mut m = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes keys of any length");
-    m.update(message);
-    m.finalize().into_bytes().to_vec()
+    MacKey::new(key).mac(message)
 }
 
 #[cfg(test)]
