@@ -156,7 +156,7 @@ impl SqliteBackend {
         };
         let result = f(&conn);
         drop(conn);
-        self.lead();
+        self.writer.lead();
         result
     }
 
