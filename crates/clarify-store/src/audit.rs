@@ -23,7 +23,6 @@
 //! whole chain.
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::Store;
 use crate::codec::EventParts;
@@ -181,10 +180,10 @@ pub(crate) fn canonical(event: &EventParts) -> String {
 
 /// The hash of an event whose canonical JSON is `canonical`, after the event hashed `previous`.
 pub(crate) fn link(previous: &str, canonical: &str) -> String {
-    let mut digest = Sha256::new();
-    digest.update(previous.as_bytes());
-    digest.update(canonical.as_bytes());
-    crate::codec::hex(&digest.finalize())
+    crate::codec::hex(&clarify_model::sign::sha256(&[
+        previous.as_bytes(),
+        canonical.as_bytes(),
+    ]))
 }
 
 /// The hashes of the events (all of them, in feed order) that have none, linked as the chain

@@ -388,6 +388,5 @@ pub(crate) use clarify_core::text::hex;
 
 /// Lowercase hex of the SHA-256 digest of `text`.
 pub(crate) fn sha256_hex(text: &str) -> String {
-    use sha2::{Digest, Sha256};
-    hex(&Sha256::digest(text.as_bytes()))
+    hex(&clarify_model::sign::sha256(&[text.as_bytes()]))
 }

@@ -29,7 +29,6 @@ use jsonwebtoken::jwk::{
 use jsonwebtoken::{Algorithm, DecodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::record::RequestRecord;
 
@@ -202,7 +201,7 @@ pub enum Mismatch {
 pub fn args_sha256(arguments: &Value) -> String {
     // A `serde_json::Value` always serializes; the canonical form cannot fail on one.
     let canonical = serde_json_canonicalizer::to_vec(arguments).unwrap_or_default();
-    hex(&Sha256::digest(&canonical))
+    hex(&crate::sign::sha256(&[&canonical]))
 }
 
 /// An Ed25519 signing key with its published form.

@@ -1,6 +1,7 @@
 use chrono::Utc;
 use jsonwebtoken::jwk::JwkSet;
 use serde_json::json;
+use sha2::{Digest, Sha256};
 
 use super::*;
 

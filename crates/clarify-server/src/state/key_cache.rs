@@ -26,7 +26,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use clarify_store::{ApiKey, Store, StoreError};
-use sha2::{Digest, Sha256};
 
 /// How long a verified key is trusted without asking the store again: half of the second a
 /// revocation may take to reach every instance, leaving the rest for the request in flight.
@@ -73,7 +72,7 @@ impl KeyCache {
         let Some(id) = key_id(token) else {
             return store.authenticate(token).await;
         };
-        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let digest = clarify_model::sign::sha256(&[token.as_bytes()]);
         let (started, revocations) = {
             let inner = self.lock();
             if let Some(entry) = inner.entries.get(id)
