@@ -387,6 +387,16 @@ pub(crate) fn from_millis(ms: i64) -> Option<DateTime<Utc>> {
 pub(crate) use clarify_core::text::hex;
 
 /// Lowercase hex of the SHA-256 digest of `text`.
+/// The stored names of the event kinds that resolve a request, quoted for SQL's `IN (...)`.
+pub(crate) fn resolving_kinds() -> String {
+    EventKind::ALL
+        .into_iter()
+        .filter(|k| k.resolves())
+        .map(|k| format!("'{}'", k.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub(crate) fn sha256_hex(text: &str) -> String {
     hex(&clarify_model::sign::sha256(&[text.as_bytes()]))
 }

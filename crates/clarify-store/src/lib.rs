@@ -82,7 +82,7 @@ pub use audit::{AdminEvent, AdminKind, AuditEvent, ChainBreak, KeyNamed};
 pub use backup::{BackupError, BackupReport, backup};
 pub use clock::{Clock, IdGenerator, ManualClock, RandomIds, SequentialIds, SystemClock};
 pub use error::{AskError, ExtendError, ResolveError, StoreError};
-pub use feed::{FEED_SYNC, WAIT_RETRY};
+pub use feed::{FEED_SYNC, Tally, WAIT_RETRY};
 pub use grants::StoredGrant;
 pub use grants::suggest::{SCAN_LIMIT, Suggest, Suggestion};
 pub use insights::{

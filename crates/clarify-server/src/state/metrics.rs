@@ -106,15 +106,15 @@ fn latency_histogram() -> Histogram {
 }
 
 impl Metrics {
-    /// Brings `clarify_requests_pending` up to the event log: the events after the last one
-    /// counted (the first time, a count in one snapshot with the log's position).
+    /// Brings `clarify_requests_pending` up to the event log: what the events after the last
+    /// one counted created and resolved, counted by the store (the first time, a count in one
+    /// snapshot with the log's position).
     pub(crate) async fn count_pending(
         &self,
         store: &clarify_store::Store,
     ) -> Result<(), clarify_store::StoreError> {
-        const PAGE: usize = 1_000;
         let mut at = self.pending_seq.lock().await;
-        let mut seq = match *at {
+        let seq = match *at {
             Some(seq) => seq,
             None => {
                 let (pending, seq) = store.pending_at().await?;
@@ -122,21 +122,13 @@ impl Metrics {
                 seq
             }
         };
-        loop {
-            let events = store.events_after(None, seq, PAGE).await?;
-            for event in &events {
-                if event.kind == clarify_store::EventKind::Created {
-                    self.pending.inc();
-                } else if event.kind.resolves() {
-                    self.pending.dec();
-                }
-                seq = event.seq;
-            }
-            *at = Some(seq);
-            if events.len() < PAGE {
-                return Ok(());
-            }
-        }
+        let tally = store.tally_after(seq).await?;
+        let change = i64::try_from(tally.created)
+            .unwrap_or(i64::MAX)
+            .saturating_sub(i64::try_from(tally.resolved).unwrap_or(i64::MAX));
+        self.pending.inc_by(change);
+        *at = Some(tally.last.max(seq));
+        Ok(())
     }
 
     pub fn new() -> Self {

@@ -254,6 +254,10 @@ impl Backend {
         dispatch!(self, b => b.last_event_seq().await)
     }
 
+    pub(crate) async fn tally_after(&self, after: u64) -> Result<crate::Tally, StoreError> {
+        dispatch!(self, b => b.tally_after(after).await)
+    }
+
     /// Waits until every event committed before the call is numbered (see
     /// [`crate::Store::sync_feed`]).
     pub(crate) async fn sync_feed(&self, within: std::time::Duration) -> Result<(), StoreError> {

@@ -92,6 +92,14 @@ impl Store {
         }
     }
 
+    /// What the events after sequence `after` (every tenant's) did to the number of pending
+    /// requests, counted by the database rather than read event by event: how many created a
+    /// request, how many resolved one, and the newest event's sequence (`after` when there is
+    /// none). The pending gauge catches up with it.
+    pub async fn tally_after(&self, after: u64) -> Result<Tally, StoreError> {
+        self.inner.backend.tally_after(after).await
+    }
+
     /// Events of `tenant` (or of every tenant) after sequence `after`, oldest first.
     pub async fn events_after(
         &self,
@@ -134,13 +142,40 @@ impl Store {
     }
 }
 
+/// What [`Store::tally_after`] counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Tally {
+    /// Events that created a request.
+    pub created: u64,
+    /// Events that resolved one (answered, skipped, expired, cancelled).
+    pub resolved: u64,
+    /// The newest event's sequence.
+    pub last: u64,
+}
+
 /// Watches the event log for resolutions made by other processes and wakes local waiters.
+///
+/// When nothing in this process waits, it only keeps its place: the log's end is read first,
+/// then the waiters are looked at, and a waiter registering after that reads the store itself
+/// (see [`waiters`]), so it finds every resolution up to the place kept.
 pub(crate) async fn poller(inner: Weak<Inner>, every: Duration, mut after: u64) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
         let Some(inner) = inner.upgrade() else { return };
+        let last = match inner.backend.last_event_seq().await {
+            Ok(last) => last,
+            Err(e) => {
+                tracing::warn!(error = %e, "polling the event log failed; retrying");
+                continue;
+            }
+        };
+        if last <= after || inner.waiters.len() == 0 {
+            after = after.max(last);
+            inner.waiters.feed_reached(after);
+            continue;
+        }
         match inner.backend.events_after(None, after, 1_000).await {
             Ok(events) => {
                 for event in &events {

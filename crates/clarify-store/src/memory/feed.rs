@@ -51,6 +51,23 @@ impl MemoryBackend {
         Ok(self.state().next_event)
     }
 
+    pub(crate) async fn tally_after(&self, after: u64) -> Result<crate::Tally, StoreError> {
+        let s = self.state();
+        let start = s.events.partition_point(|e| e.seq <= after);
+        let mut tally = crate::Tally {
+            last: after.max(s.next_event),
+            ..crate::Tally::default()
+        };
+        for event in s.events.range(start..) {
+            if event.kind == EventKind::Created {
+                tally.created += 1;
+            } else if event.kind.resolves() {
+                tally.resolved += 1;
+            }
+        }
+        Ok(tally)
+    }
+
     pub(crate) async fn pending_at(&self) -> Result<(u64, u64), StoreError> {
         let s = self.state();
         Ok(((s.rows.len() - s.resolved_order.len()) as u64, s.next_event))

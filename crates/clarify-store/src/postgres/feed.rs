@@ -140,6 +140,28 @@ impl PgBackend {
         to_u64(seq)
     }
 
+    pub(crate) async fn tally_after(&self, after: u64) -> Result<crate::Tally, StoreError> {
+        static TALLY: LazyLock<String> = LazyLock::new(|| {
+            format!(
+                "SELECT count(*) FILTER (WHERE kind = 'created'), \
+                 count(*) FILTER (WHERE kind IN ({})), coalesce(max(seq), $1) \
+                 FROM clarify_events WHERE seq > $1",
+                crate::codec::resolving_kinds()
+            )
+        });
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let (created, resolved, last): (i64, i64, i64) = sqlx::query_as(&TALLY)
+            .bind(after)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(crate::Tally {
+            created: to_u64(created)?,
+            resolved: to_u64(resolved)?,
+            last: to_u64(last)?,
+        })
+    }
+
     pub(crate) async fn pending_at(&self) -> Result<(u64, u64), StoreError> {
         // One snapshot for all: an event is committed with the change it records, in the inbox
         // or, once numbered, in the log.

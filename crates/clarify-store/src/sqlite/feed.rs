@@ -75,9 +75,24 @@ impl SqliteBackend {
 
     pub(crate) async fn last_event_seq(&self) -> Result<u64, StoreError> {
         self.read(|conn| {
-            let seq: i64 =
-                conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0))?;
+            let seq: i64 = conn
+                .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM events")?
+                .query_row([], |r| r.get(0))?;
             Ok(u64::try_from(seq).unwrap_or(0))
+        })
+    }
+
+    pub(crate) async fn tally_after(&self, after: u64) -> Result<crate::Tally, StoreError> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        self.read(|conn| {
+            let (created, resolved, last): (i64, i64, i64) = conn
+                .prepare_cached(&TALLY)?
+                .query_row(params![after], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            Ok(crate::Tally {
+                created: u64::try_from(created).unwrap_or(0),
+                resolved: u64::try_from(resolved).unwrap_or(0),
+                last: u64::try_from(last).unwrap_or(0),
+            })
         })
     }
 
@@ -223,6 +238,16 @@ pub(super) fn event_parts(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventParts>
 /// The statement reading `log` after `?1` (every tenant's), or after `?2` (tenant `?1`'s only).
 /// A tenant's reading goes through `events_tenant` (schema 11), so it reads that tenant's events
 /// only; every tenant's goes by the primary key from the cursor.
+/// What [`SqliteBackend::tally_after`] asks: a count of the events after `?1` that create a
+/// request and of those that resolve one, and the newest event's sequence.
+static TALLY: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT COUNT(*) FILTER (WHERE kind = 'created'), \
+         COUNT(*) FILTER (WHERE kind IN ({})), COALESCE(MAX(seq), ?1) FROM events WHERE seq > ?1",
+        crate::codec::resolving_kinds()
+    )
+});
+
 fn statement(log: Log, one_tenant: bool) -> &'static str {
     static FEED: LazyLock<String> = LazyLock::new(|| {
         format!(

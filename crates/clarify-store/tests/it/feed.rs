@@ -19,10 +19,64 @@ use crate::support::{
 };
 
 conformance! {
-    every: [],
+    every: [
+        the_tally_counts_what_the_events_after_a_place_did,
+    ],
     durable: [
         readers_on_every_instance_miss_nothing,
     ],
+}
+
+/// The tally the pending gauge catches up with counts exactly what the feed's events after a
+/// place created and resolved, up to the newest event it names (other cases write to the same
+/// PostgreSQL database meanwhile: the expected counts are read from the feed up to that event),
+/// and names the place itself when nothing came after it.
+async fn the_tally_counts_what_the_events_after_a_place_did(store: Store, env: Env) {
+    store.sync_feed().await.expect("sync the feed");
+    let start = store.last_event_seq().await.expect("seq");
+    let t = &env.tenant;
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let req = yes_no(&format!("Tally {i}?"));
+        ids.push(store.create(t, req).await.expect("create").record.id);
+    }
+    store
+        .answer(t, &ids[0], &json!({"option": "yes"}), &alice())
+        .await
+        .expect("answer");
+    store.cancel(t, &ids[1], &alice()).await.expect("cancel");
+    store.sync_feed().await.expect("sync the feed");
+
+    let tally = store.tally_after(start).await.expect("tally");
+    let events = store
+        .events_after(None, start, 100_000)
+        .await
+        .expect("events");
+    let counted: Vec<&Event> = events.iter().filter(|e| e.seq <= tally.last).collect();
+    let created = counted
+        .iter()
+        .filter(|e| e.kind == EventKind::Created)
+        .count();
+    let resolved = counted.iter().filter(|e| e.kind.resolves()).count();
+    assert_eq!(
+        (tally.created, tally.resolved),
+        (created as u64, resolved as u64),
+        "the tally after {start} up to {}",
+        tally.last
+    );
+    assert!(
+        tally.created >= 3 && tally.resolved >= 2,
+        "this case's three creations and two resolutions are in it: {tally:?}"
+    );
+    let last = store.last_event_seq().await.expect("seq");
+    let after_all = store.tally_after(last).await.expect("tally");
+    assert_eq!(
+        after_all.last, last,
+        "nothing after the newest event names it"
+    );
+    if env.kind != crate::support::Kind::Postgres {
+        assert_eq!((after_all.created, after_all.resolved), (0, 0));
+    }
 }
 
 /// The session-level advisory lock the leading sequencer holds (`SEQUENCER_LOCK` in the
