@@ -128,7 +128,32 @@ pub(super) fn append_event(
     at: i64,
 ) -> Result<u64, StoreError> {
     // The writer's transaction holds the database, so the head read here is the chain's.
-    let (last, previous) = chain_head(conn)?;
+    let seq = append_after(conn, chain_head(conn)?, tenant, request_id, kind, by, at)?;
+    if kind.resolves() {
+        conn.prepare_cached(
+            "UPDATE requests SET resolved_seq = ?2, resolved_principal = ?3 WHERE id = ?1",
+        )?
+        .execute(params![
+            request_id,
+            seq,
+            by.and_then(|a| a.principal.as_deref())
+        ])?;
+    }
+    Ok(u64::try_from(seq).unwrap_or(0))
+}
+
+/// Appends an event as [`append_event`] does, after `head` ([`chain_head`], read in this
+/// transaction), keeping nothing on its request: for a resolution that kept its place in the
+/// statement that resolved it. Returns its `seq`.
+pub(super) fn append_after(
+    conn: &Connection,
+    (last, previous): (i64, Option<String>),
+    tenant: &str,
+    request_id: &str,
+    kind: EventKind,
+    by: Option<&Actor>,
+    at: i64,
+) -> Result<i64, StoreError> {
     let event = EventParts {
         seq: last + 1,
         tenant: tenant.to_owned(),
@@ -141,15 +166,8 @@ pub(super) fn append_event(
         hash: None,
     };
     let seq = event.seq;
-    let principal = event.principal.clone();
     insert_linked(conn, event, previous.as_deref())?;
-    if kind.resolves() {
-        conn.prepare_cached(
-            "UPDATE requests SET resolved_seq = ?2, resolved_principal = ?3 WHERE id = ?1",
-        )?
-        .execute(params![request_id, seq, principal])?;
-    }
-    Ok(u64::try_from(seq).unwrap_or(0))
+    Ok(seq)
 }
 
 /// Appends an admin event, hashed onto the chain, in the writer's transaction.

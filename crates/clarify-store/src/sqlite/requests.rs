@@ -8,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteBackend;
 use super::decoded::{Decoded, row_parts};
-use super::feed::append_event;
+use super::feed::{append_after, append_event, chain_head};
 use super::grants::insert_grants;
 use super::outbox::{follow_up, queue_delivery};
 use crate::backend::writes::{NewRow, Resolved};
@@ -248,6 +248,9 @@ pub(super) fn resolve(
     let status = res.resolution.status();
     let at = millis(res.resolved_at);
     let expiring = status == Status::Expired;
+    // The writer's transaction holds the database and nothing below appends to the chain
+    // before the resolution does, so its place is known now and kept by the same statement.
+    let head = chain_head(conn)?;
     let updated = conn
         .prepare_cached(&RESOLVE_REQUEST)?
         .query_row(
@@ -258,7 +261,9 @@ pub(super) fn resolve(
                 res.actor.name,
                 res.actor.channel,
                 answers.as_deref(),
-                expiring
+                expiring,
+                head.0 + 1,
+                res.actor.principal,
             ],
             row_parts,
         )
@@ -282,8 +287,9 @@ pub(super) fn resolve(
             if announced {
                 follow_up(conn, id, EventKind::for_status(status), at)?;
             }
-            let seq = append_event(
+            let seq = append_after(
                 conn,
+                head,
                 &record.tenant,
                 id,
                 EventKind::for_status(status),
@@ -292,7 +298,7 @@ pub(super) fn resolve(
             )?;
             let mut record = record;
             if let Some(resolution) = record.resolution.as_mut() {
-                resolution.seq = Some(seq);
+                resolution.seq = u64::try_from(seq).ok();
                 resolution.actor.principal.clone_from(&res.actor.principal);
             }
             Ok(Resolved::Won(record))
@@ -308,11 +314,13 @@ pub(super) fn resolve(
 static GET_REQUEST: LazyLock<String> =
     LazyLock::new(|| format!("SELECT {COLUMNS} FROM requests WHERE id = ?1"));
 
-/// Resolves a pending request, if its deadline allows (`?7`: expiring it), and returns its row.
+/// Resolves a pending request, if its deadline allows (`?7`: expiring it), with its resolution's
+/// place in the event log (`?8`) and principal (`?9`), and returns its row.
 static RESOLVE_REQUEST: LazyLock<String> = LazyLock::new(|| {
     format!(
         "UPDATE requests SET status = ?2, resolved_at = ?3, answered_by = ?4, channel = ?5, \
-         answers = ?6, remind_at = NULL, escalate_at = NULL WHERE id = ?1 AND status = 'pending' \
+         answers = ?6, remind_at = NULL, escalate_at = NULL, resolved_seq = ?8, \
+         resolved_principal = ?9 WHERE id = ?1 AND status = 'pending' \
          AND CASE WHEN ?7 THEN expires_at IS NOT NULL AND expires_at <= ?3 \
          ELSE expires_at IS NULL OR expires_at > ?3 END RETURNING {COLUMNS}"
     )
