@@ -7,7 +7,6 @@
 //! had on its own. Only the batch itself can be refused as a whole: not a list of items, or more
 //! than [`MAX_ITEMS`].
 
-use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -18,6 +17,7 @@ use crate::api::requests::answer_one;
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::JsonBody;
+use crate::shared::json::Json;
 use crate::state::AppState;
 
 /// The most items one batch answers.

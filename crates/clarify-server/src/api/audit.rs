@@ -5,7 +5,6 @@
 //! own events and their hashes, and the whole chain is recomputed on the store with `clarify
 //! audit verify`.
 
-use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use clarify_model::wire::time;
@@ -16,6 +15,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::query;
+use crate::shared::json::Json;
 use crate::state::AppState;
 
 const DEFAULT_LIMIT: usize = 100;

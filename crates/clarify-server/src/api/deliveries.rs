@@ -1,7 +1,6 @@
 //! What was sent about a request: `/v1/requests/{id}/deliveries` (webhooks) and
 //! `/v1/requests/{id}/notifications` (announcements on channels), each with its attempts.
 
-use axum::Json;
 use axum::extract::{Path, State};
 use clarify_model::wire::{event_name, time};
 use clarify_store::{Attempt, Delivery};
@@ -10,6 +9,7 @@ use utoipa::ToSchema;
 
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
+use crate::shared::json::Json;
 use crate::state::AppState;
 
 /// The webhook deliveries of a request, with every attempt.

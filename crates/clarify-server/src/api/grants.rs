@@ -5,7 +5,6 @@
 //! giving it. Listing is open to every role of the tenant, checking to the roles that ask
 //! (agent, admin), revoking to the roles that answer (responder, admin).
 
-use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use clarify_core::Action;
@@ -18,6 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::{Drained, JsonBody, query};
+use crate::shared::json::Json;
 use crate::state::AppState;
 
 /// A grant: a human approved `tool` with `arguments` for `session` (scope `session`) or for the

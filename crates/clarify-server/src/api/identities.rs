@@ -2,7 +2,6 @@
 //! (admins): listed, and removed. `[identities]` in the configuration is not listed here; it
 //! wins over a link.
 
-use axum::Json;
 use axum::extract::{Path, State};
 use clarify_model::wire::time;
 use clarify_store::LinkedIdentity;
@@ -12,6 +11,7 @@ use utoipa::ToSchema;
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::Drained;
+use crate::shared::json::Json;
 use crate::state::AppState;
 
 /// A chat account linked to a person.

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use chrono::{DateTime, NaiveDate};
@@ -18,6 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::query;
+use crate::shared::json::Json;
 use crate::state::AppState;
 
 /// The filters, as the address carries them (the inbox's Insights page uses the same names).

@@ -1,6 +1,5 @@
 //! `/v1/keys`: list, create and revoke the API keys of the caller's tenant (admins).
 
-use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -12,6 +11,7 @@ use utoipa::ToSchema;
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::{Drained, JsonBody};
+use crate::shared::json::Json;
 use crate::state::AppState;
 
 /// The keys of the caller's tenant (admins).

@@ -10,7 +10,7 @@
 //! remembering to. schemathesis checks the result against a served instance
 //! (`scripts/schemathesis`).
 
-use axum::Json;
+use crate::shared::json::Json;
 use utoipa::openapi::path::{Operation, ParameterIn};
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};

@@ -8,7 +8,6 @@
 //! `state::passkeys`). A step-up ends in a `proof`, which the answer carries in
 //! `X-Clarify-Step-Up`: good once, for that request and that person, for 5 minutes.
 
-use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -23,6 +22,7 @@ use webauthn_rs_proto::ResidentKeyRequirement;
 use crate::middleware::auth::{Caller, Holder, holder_signs_in, start_session};
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::{Drained, JsonBody};
+use crate::shared::json::Json;
 use crate::state::AppState;
 use crate::state::passkeys::{
     Ceremony, ceremony_gone, credential_key, parse, refused, relying_party, step_up_refused,

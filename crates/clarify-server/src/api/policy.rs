@@ -5,7 +5,6 @@
 //! path is decided by the same rules in the store (`Store::create`), so what this route says is
 //! what creating the approval would do. Open to the roles that ask (agent, admin).
 
-use axum::Json;
 use axum::extract::State;
 use clarify_core::Action;
 use clarify_core::rules::{Call, Decide, Matched};
@@ -16,6 +15,7 @@ use utoipa::ToSchema;
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::JsonBody;
+use crate::shared::json::Json;
 use crate::state::AppState;
 
 /// The body of `POST /v1/policy/check`: the call as an approval would carry it.

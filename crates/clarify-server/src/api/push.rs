@@ -10,7 +10,6 @@
 //! invalid_subscription` naming the field. A person holds at most
 //! [`MAX_SUBSCRIPTIONS_PER_PERSON`].
 
-use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use clarify_model::wire::time;
@@ -22,6 +21,7 @@ use utoipa::ToSchema;
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::{Drained, JsonBody};
+use crate::shared::json::Json;
 use crate::shared::sign::base64url as decode;
 use crate::state::AppState;
 

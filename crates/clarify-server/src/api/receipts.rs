@@ -3,7 +3,6 @@
 //! Each resolved request carries its receipt (`receipt` on the record and the outcome);
 //! `state::receipts` signs them.
 
-use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -14,6 +13,7 @@ use utoipa::ToSchema;
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::JsonBody;
+use crate::shared::json::Json;
 use crate::state::AppState;
 
 /// The published keys (RFC 7517): Ed25519 public keys (`kty` `OKP`, `crv` `Ed25519`, `x`),

@@ -6,7 +6,6 @@
 
 use std::time::Duration;
 
-use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -22,6 +21,7 @@ use crate::api::render;
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody, extend_error, resolve_error};
 use crate::shared::extract::{Drained, JsonBody, query};
+use crate::shared::json::Json;
 use crate::state::AppState;
 
 /// The longest a long-poll waits.

@@ -2,7 +2,6 @@
 //! (a one-time login link and an OpenID Connect sign-in open one too, in the web room). The cookie and its CSRF token are
 //! made and checked by the `auth` middleware.
 
-use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -14,6 +13,7 @@ use crate::middleware::auth::{
 };
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::{Drained, JsonBody};
+use crate::shared::json::Json;
 use crate::state::AppState;
 
 /// The body of `POST /v1/login`.

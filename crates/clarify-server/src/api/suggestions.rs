@@ -5,7 +5,6 @@
 //! the suggestions and a person's click accepts one, recorded as a grant in their name with a
 //! `grant.suggested_accepted` event.
 
-use axum::Json;
 use axum::extract::State;
 use serde::Deserialize;
 use serde_json::Value;
@@ -15,6 +14,7 @@ use crate::api::grants::GrantBody;
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
 use crate::shared::extract::JsonBody;
+use crate::shared::json::Json;
 use crate::state::AppState;
 
 /// An action offered as an `always` grant.

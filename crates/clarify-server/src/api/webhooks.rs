@@ -1,12 +1,12 @@
 //! The webhook secret of the caller's tenant (`GET /v1/webhook-secret`), which webhooks are
 //! signed with. The deliveries themselves are the outbox's (`outbox::webhooks`).
 
-use axum::Json;
 use axum::extract::State;
 use utoipa::ToSchema;
 
 use crate::middleware::auth::Caller;
 use crate::shared::error::{ApiError, ErrorBody};
+use crate::shared::json::Json;
 use crate::shared::sign::tenant_secret;
 use crate::state::AppState;
 

@@ -12,7 +12,6 @@
 
 pub(crate) mod desk;
 
-use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
@@ -22,6 +21,7 @@ use axum::routing::post;
 use clarify_channels::platform::{Call, HookReply};
 use serde_json::json;
 
+use crate::shared::json::Json;
 use crate::state::AppState;
 use desk::ChatDesk;
 

@@ -6,7 +6,7 @@
 //! (`store_unavailable`, or `disk_full` when the database's disk has no room): the request may
 //! be retried; nothing was half-written.
 
-use axum::Json;
+use crate::shared::json::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use clarify_core::{AnswerError, ValidationError};

@@ -14,6 +14,7 @@
 pub mod a2a;
 pub mod error;
 pub mod extract;
+pub mod json;
 pub mod media;
 pub mod outbound;
 pub mod sign;

@@ -36,7 +36,6 @@
 //! `{"answers": {"<question id>": {"option": ..} | {"decision": .., "scope": ..}}}`; anything
 //! else is a `400` page.
 
-use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -49,6 +48,7 @@ use serde_json::{Map, Value, json};
 
 use crate::shared::error::{ApiError, resolve_error};
 use crate::shared::extract::{Drained, JsonBody, RawBody, parse_json};
+use crate::shared::json::Json;
 use crate::shared::sign::link_target;
 use crate::state::AppState;
 use crate::state::passkeys::{

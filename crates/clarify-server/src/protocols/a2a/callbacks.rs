@@ -13,12 +13,12 @@
 //! notification; a request's `callback_url` is fixed when it is created, so another URL is
 //! refused.
 
-use axum::Json;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::{Call, RpcError, kind, result, string};
 use crate::shared::a2a::{self, PushConfig, Version};
+use crate::shared::json::Json;
 
 /// The id of a configuration given without one.
 const DEFAULT_ID: &str = "default";

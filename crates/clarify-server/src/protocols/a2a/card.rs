@@ -2,12 +2,12 @@
 //! discovery needs; it names the JSON-RPC endpoint in both versions, the two skills, and the
 //! bearer key every call needs.
 
-use axum::Json;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use serde_json::{Value, json};
 
+use crate::shared::json::Json;
 use crate::state::AppState;
 
 /// The agent card of this instance.

@@ -338,13 +338,13 @@ async fn rpc(State(state): State<AppState>, request: Request) -> Response {
                 "PARSE_ERROR",
                 format!("the body is not JSON: {e}"),
             );
-            return axum::Json(error.body(&Value::Null)).into_response();
+            return crate::shared::json::Json(error.body(&Value::Null)).into_response();
         }
     };
     let id = envelope.get("id").cloned().unwrap_or(Value::Null);
     match call(state, caller, version, envelope).await {
         Ok(response) => response,
-        Err(e) => axum::Json(e.body(&id)).into_response(),
+        Err(e) => crate::shared::json::Json(e.body(&id)).into_response(),
     }
 }
 

@@ -13,7 +13,6 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::Json;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use clarify_store::{RequestRecord, ResolveError, StoreError};
@@ -26,6 +25,7 @@ use super::{
     CONTENT_TYPE_NOT_SUPPORTED, Call, RpcError, TASK_NOT_CANCELABLE, kind, result, string,
 };
 use crate::shared::a2a::{self, TaskState, Version};
+use crate::shared::json::Json;
 use crate::state::AppState;
 
 /// One long wait of the store, repeated until the request is resolved.
