@@ -386,7 +386,6 @@ pub(crate) fn from_millis(ms: i64) -> Option<DateTime<Utc>> {
 /// Lowercase hex, by the one rule every crate writes it with.
 pub(crate) use clarify_core::text::hex;
 
-/// Lowercase hex of the SHA-256 digest of `text`.
 /// The stored names of the event kinds that resolve a request, quoted for SQL's `IN (...)`.
 pub(crate) fn resolving_kinds() -> String {
     EventKind::ALL
@@ -397,6 +396,7 @@ pub(crate) fn resolving_kinds() -> String {
         .join(", ")
 }
 
+/// Lowercase hex of the SHA-256 digest of `text`.
 pub(crate) fn sha256_hex(text: &str) -> String {
     hex(&clarify_model::sign::sha256(&[text.as_bytes()]))
 }

@@ -253,9 +253,6 @@ pub(super) fn event_parts(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventParts>
     })
 }
 
-/// The statement reading `log` after `?1` (every tenant's), or after `?2` (tenant `?1`'s only).
-/// A tenant's reading goes through `events_tenant` (schema 11), so it reads that tenant's events
-/// only; every tenant's goes by the primary key from the cursor.
 /// What [`SqliteBackend::tally_after`] asks: a count of the events after `?1` that create a
 /// request and of those that resolve one, and the newest event's sequence.
 static TALLY: LazyLock<String> = LazyLock::new(|| {
@@ -266,6 +263,9 @@ static TALLY: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// The statement reading `log` after `?1` (every tenant's), or after `?2` (tenant `?1`'s only).
+/// A tenant's reading goes through `events_tenant` (schema 11), so it reads that tenant's events
+/// only; every tenant's goes by the primary key from the cursor.
 fn statement(log: Log, one_tenant: bool) -> &'static str {
     static FEED: LazyLock<String> = LazyLock::new(|| {
         format!(

@@ -287,7 +287,8 @@ pub(super) fn resolve(
             if announced {
                 follow_up(conn, id, EventKind::for_status(status), at)?;
             }
-            let seq = append_after(
+            // The row returned above already names this event's place and principal.
+            append_after(
                 conn,
                 head,
                 &record.tenant,
@@ -296,11 +297,6 @@ pub(super) fn resolve(
                 Some(&res.actor),
                 at,
             )?;
-            let mut record = record;
-            if let Some(resolution) = record.resolution.as_mut() {
-                resolution.seq = u64::try_from(seq).ok();
-                resolution.actor.principal.clone_from(&res.actor.principal);
-            }
             Ok(Resolved::Won(record))
         }
         None => Ok(match get(conn, decoded, id)? {

@@ -3,8 +3,9 @@
 //! Every write is a closure queued for the writing connection; whoever finds the connection free
 //! leads, running the queued writes in one transaction (each in a savepoint unless it is alone)
 //! and committing once. The checkpoint thread copies the WAL into the database in the
-//! background and asks the writer to start the WAL over when writes never pause long enough for
-//! it to do so itself.
+//! background; when the writer is idle it finishes the copy holding the writing connection, so
+//! the next write starts the WAL over, and it asks the writer to do so when writes never pause
+//! long enough.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
