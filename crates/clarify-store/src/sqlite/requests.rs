@@ -251,23 +251,27 @@ pub(super) fn resolve(
     // The writer's transaction holds the database and nothing below appends to the chain
     // before the resolution does, so its place is known now and kept by the same statement.
     let head = chain_head(conn)?;
-    let updated = conn
-        .prepare_cached(&RESOLVE_REQUEST)?
-        .query_row(
-            params![
-                id,
-                status.as_str(),
-                at,
-                res.actor.name,
-                res.actor.channel,
-                answers.as_deref(),
-                expiring,
-                head.0 + 1,
-                res.actor.principal,
-            ],
-            row_parts,
-        )
-        .optional()?;
+    let won = conn.prepare_cached(RESOLVE_REQUEST)?.execute(params![
+        id,
+        status.as_str(),
+        at,
+        res.actor.name,
+        res.actor.channel,
+        answers.as_deref(),
+        expiring,
+        head.0 + 1,
+        res.actor.principal,
+    ])? == 1;
+    // The row as resolved, read back in the same transaction. (`RETURNING` would hand it back
+    // from the statement itself, but SQLite gathers a `RETURNING` statement's rows in a
+    // temporary table first, which cost more than reading one row by its key again.)
+    let updated = if won {
+        conn.prepare_cached(&GET_REQUEST)?
+            .query_row(params![id], row_parts)
+            .optional()?
+    } else {
+        None
+    };
     match updated {
         Some(parts) => {
             let announced = !decoded.unannounced(&parts.id, &parts.spec);
@@ -311,16 +315,12 @@ static GET_REQUEST: LazyLock<String> =
     LazyLock::new(|| format!("SELECT {COLUMNS} FROM requests WHERE id = ?1"));
 
 /// Resolves a pending request, if its deadline allows (`?7`: expiring it), with its resolution's
-/// place in the event log (`?8`) and principal (`?9`), and returns its row.
-static RESOLVE_REQUEST: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "UPDATE requests SET status = ?2, resolved_at = ?3, answered_by = ?4, channel = ?5, \
-         answers = ?6, remind_at = NULL, escalate_at = NULL, resolved_seq = ?8, \
-         resolved_principal = ?9 WHERE id = ?1 AND status = 'pending' \
-         AND CASE WHEN ?7 THEN expires_at IS NOT NULL AND expires_at <= ?3 \
-         ELSE expires_at IS NULL OR expires_at > ?3 END RETURNING {COLUMNS}"
-    )
-});
+/// place in the event log (`?8`) and principal (`?9`).
+const RESOLVE_REQUEST: &str = "UPDATE requests SET status = ?2, resolved_at = ?3, \
+     answered_by = ?4, channel = ?5, answers = ?6, remind_at = NULL, escalate_at = NULL, \
+     resolved_seq = ?8, resolved_principal = ?9 WHERE id = ?1 AND status = 'pending' \
+     AND CASE WHEN ?7 THEN expires_at IS NOT NULL AND expires_at <= ?3 \
+     ELSE expires_at IS NULL OR expires_at > ?3 END";
 
 #[cfg(test)]
 mod tests {
