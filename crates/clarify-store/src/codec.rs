@@ -388,12 +388,18 @@ pub(crate) use clarify_core::text::hex;
 
 /// The stored names of the event kinds that resolve a request, quoted for SQL's `IN (...)`.
 pub(crate) fn resolving_kinds() -> String {
+    resolving_kind_names()
+        .map(|k| format!("'{k}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The stored names of the event kinds that resolve a request.
+pub(crate) fn resolving_kind_names() -> impl Iterator<Item = &'static str> {
     EventKind::ALL
         .into_iter()
         .filter(|k| k.resolves())
-        .map(|k| format!("'{}'", k.as_str()))
-        .collect::<Vec<_>>()
-        .join(", ")
+        .map(|k| k.as_str())
 }
 
 /// Lowercase hex of the SHA-256 digest of `text`.
