@@ -96,6 +96,77 @@ impl Histogram {
         self.0[bucket] += 1;
     }
 
+    /// The bucket of the one time this histogram holds; `Ok(None)` when it holds none, `Err`
+    /// when it holds more.
+    pub(crate) fn only_bucket(&self) -> Result<Option<usize>, ()> {
+        match self.total() {
+            0 => Ok(None),
+            1 => Ok(self.0.iter().position(|c| *c == 1)),
+            _ => Err(()),
+        }
+    }
+
+    /// [`Histogram::to_text`] of a histogram holding one time in `bucket` (`None`: no time),
+    /// made once: a resolution writes one.
+    pub(crate) fn single_text(bucket: Option<usize>) -> &'static str {
+        static TEXTS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+            (0..=BUCKETS)
+                .map(|i| {
+                    let mut h = Histogram::default();
+                    if let Some(slot) = h.0.get_mut(i) {
+                        *slot = 1;
+                    }
+                    h.to_text()
+                })
+                .collect()
+        });
+        // Index BUCKETS is the empty histogram.
+        let i = bucket.filter(|b| *b < BUCKETS).unwrap_or(BUCKETS);
+        TEXTS.get(i).map_or("", String::as_str)
+    }
+
+    /// `text`, a histogram as [`Histogram::to_text`] writes it, with one more time in `bucket`:
+    /// that count's digits replaced, the text around them copied whole, so counting a resolution
+    /// into a stored histogram neither parses nor writes the other counts. `None` for text that
+    /// is not [`BUCKETS`] counts of digits separated by commas (spaces around a count allowed,
+    /// as [`Histogram::from_bytes`] allows them), or a bucket out of range.
+    pub(crate) fn bump_text(text: &[u8], bucket: usize) -> Option<String> {
+        // One pass over the bytes: every count is digits with spaces around, and the place of
+        // the one to bump is noted.
+        let (mut field, mut start, mut end) = (0, None, 0);
+        let (mut digits, mut after_digits) = (false, false);
+        for (i, b) in text.iter().enumerate() {
+            match b {
+                b'0'..=b'9' if !after_digits => {
+                    if field == bucket && !digits {
+                        start = Some(i);
+                    }
+                    digits = true;
+                    if field == bucket {
+                        end = i + 1;
+                    }
+                }
+                b' ' => after_digits = digits,
+                b',' if digits => {
+                    (field, digits, after_digits) = (field + 1, false, false);
+                }
+                _ => return None,
+            }
+        }
+        let start = start?;
+        if !digits || field + 1 != BUCKETS {
+            return None;
+        }
+        let number = std::str::from_utf8(&text[start..end]).ok()?;
+        let bumped = number.parse::<u64>().ok()?.checked_add(1)?;
+        let mut out = String::with_capacity(text.len() + 1);
+        // The bytes checked above are ASCII.
+        out.push_str(std::str::from_utf8(&text[..start]).ok()?);
+        out.push_str(itoa::Buffer::new().format(bumped));
+        out.push_str(std::str::from_utf8(&text[end..]).ok()?);
+        Some(out)
+    }
+
     pub(crate) fn add(&mut self, other: &Histogram) {
         for (a, b) in self.0.iter_mut().zip(other.0.iter()) {
             *a += b;

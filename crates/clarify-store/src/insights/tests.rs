@@ -51,6 +51,54 @@ fn a_histogram_round_trips_through_its_text() {
 }
 
 #[test]
+fn one_more_time_bumps_its_bucket_in_the_stored_text_and_nothing_else() {
+    let h = hist(&[0.2, 3.0, 3.0, 9e6]);
+    for seconds in [0.5, 3.0, 100.0, 9e6] {
+        let mut want = h.clone();
+        want.record(seconds);
+        let bucket = hist(&[seconds]).only_bucket().ok().flatten().expect("one time");
+        let bumped = Histogram::bump_text(h.to_text().as_bytes(), bucket).expect("a histogram");
+        assert_eq!(bumped, want.to_text(), "{seconds} s");
+        // The stored text may have spaces around its counts (a hand edit): still bumped, the
+        // rest kept as it was.
+        let spaced = h.to_text().replace(',', " , ");
+        let bumped = Histogram::bump_text(spaced.as_bytes(), bucket).expect("a histogram");
+        assert_eq!(Histogram::from_text(&bumped), Some(want.clone()), "{bumped}");
+    }
+    // What `from_bytes` refuses, and a bucket past the last, are refused.
+    let text = h.to_text();
+    for bad in [
+        format!("{text},0"),
+        text.replacen("0,", ",", 1),
+        text.replacen('0', "-0", 1),
+        text.replacen('0', "0.0", 1),
+        text.replacen('0', "0 0", 1),
+        format!("{text},"),
+        format!(",{text}"),
+        "1,2".to_owned(),
+        String::new(),
+    ] {
+        assert_eq!(Histogram::bump_text(bad.as_bytes(), 0), None, "{bad}");
+    }
+    assert_eq!(Histogram::bump_text(text.as_bytes(), BUCKETS), None);
+    let mut full = Histogram::default();
+    full.0[3] = u64::MAX;
+    assert_eq!(Histogram::bump_text(full.to_text().as_bytes(), 3), None);
+}
+
+#[test]
+fn a_single_time_texts_as_its_histogram_does() {
+    assert_eq!(Histogram::single_text(None), Histogram::default().to_text());
+    for seconds in [0.0, 1.5, 700.0, 1e7] {
+        let one = hist(&[seconds]);
+        let bucket = one.only_bucket().ok().flatten();
+        assert_eq!(Histogram::single_text(bucket), one.to_text());
+    }
+    assert_eq!(hist(&[]).only_bucket(), Ok(None));
+    assert!(hist(&[1.0, 2.0]).only_bucket().is_err());
+}
+
+#[test]
 fn fast_approvals_count_up_to_the_bound() {
     assert_eq!(hist(&[1.0, 9.9, 10.0, 10.1, 400.0]).at_most(10.0), 3);
 }

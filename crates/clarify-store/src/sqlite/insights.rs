@@ -124,13 +124,57 @@ impl SqliteBackend {
 }
 
 /// Counts a request that just resolved into the rollup; runs in the resolving transaction (the
-/// single writer's, so reading a row and writing it back races with nothing).
+/// single writer's, so reading a row and writing it back races with nothing). Each of its rows
+/// counts one request with at most one time, so it is written by [`bump`]; a row that folded
+/// more (a tag named twice) by [`add`].
 pub(super) fn count(conn: &Connection, record: &RequestRecord) -> Result<(), StoreError> {
     if let Some(rows) = rows_of(record) {
+        // A request without tags counts into one row: nothing to fold.
+        if let [(key, cell)] = rows.as_slice()
+            && cell.n == 1
+            && let Ok(bucket) = cell.times.only_bucket()
+        {
+            return bump(conn, key, bucket);
+        }
         let mut one = HashMap::new();
         fold(&mut one, rows);
-        add(conn, Grain::Day, one)?;
+        let mut several = HashMap::new();
+        for (key, cell) in one {
+            match (cell.n, cell.times.only_bucket()) {
+                (1, Ok(bucket)) => bump(conn, &key, bucket)?,
+                _ => {
+                    several.insert(key, cell);
+                }
+            }
+        }
+        if !several.is_empty() {
+            add(conn, Grain::Day, several)?;
+        }
     }
+    Ok(())
+}
+
+/// Counts one request (and its time in `bucket`, when a person decided) into the day rollup's
+/// row of `key`: inserted holding just that, or its count and the time's bucket bumped by
+/// [`register_functions`]' `clarify_histogram_bump`, which changes one count of the stored text
+/// in place instead of reading every count of two histograms and writing them all again.
+fn bump(conn: &Connection, key: &Key, bucket: Option<usize>) -> Result<(), StoreError> {
+    const BUMP: &str = "INSERT INTO insights (tenant, tag, day, agent, tool, surface, responder, \
+         ending, n, times) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9) \
+         ON CONFLICT (tenant, tag, day, agent, tool, surface, responder, ending) \
+         DO UPDATE SET n = n + 1, times = clarify_histogram_bump(times, ?10)";
+    conn.prepare_cached(BUMP)?.execute(params![
+        key.tenant,
+        key.tag,
+        key.day,
+        key.agent,
+        key.tool,
+        key.surface,
+        key.responder,
+        key.ending.as_str(),
+        Histogram::single_text(bucket),
+        bucket.and_then(|b| i64::try_from(b).ok()),
+    ])?;
     Ok(())
 }
 
@@ -191,6 +235,36 @@ pub(super) fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
             let mut sum = read(0)?;
             sum.add(&read(1)?);
             Ok(sum.to_text())
+        },
+    )?;
+    // `clarify_histogram_bump(h, bucket)`: `h` with one more time in `bucket`, or `h` as it is
+    // for a NULL bucket. Deterministic; text that is not a histogram, or a bucket out of range,
+    // fails the statement, as for `clarify_histogram_add`.
+    conn.create_scalar_function(
+        "clarify_histogram_bump",
+        2,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            let text = ctx
+                .get_raw(0)
+                .as_bytes()
+                .map_err(|e| rusqlite::Error::UserFunctionError(Box::new(e)))?;
+            let bucket: Option<i64> = ctx.get(1)?;
+            let Some(bucket) = bucket else {
+                return Ok(String::from_utf8_lossy(text).into_owned());
+            };
+            usize::try_from(bucket)
+                .ok()
+                .and_then(|b| Histogram::bump_text(text, b))
+                .ok_or_else(|| {
+                    rusqlite::Error::UserFunctionError(
+                        format!(
+                            "insights times {:?} is not a histogram with a bucket {bucket}",
+                            String::from_utf8_lossy(text)
+                        )
+                        .into(),
+                    )
+                })
         },
     )
 }
