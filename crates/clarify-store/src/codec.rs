@@ -20,7 +20,7 @@ use crate::error::StoreError;
 use crate::record::{Actor, Event, EventKind, OnCallShift, RequestRecord, StoredResolution};
 
 /// A request row as read from SQL.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct RowParts {
     pub id: String,
     pub tenant: String,

@@ -91,6 +91,32 @@ impl Backend {
         dispatch!(self, b => b.resolve(id, resolution, grants).await)
     }
 
+    /// Reads request `id` of `tenant`, has `decide` decide an answer on it and resolves it as
+    /// decided. SQLite does all three in the writer's transaction (one read of the row, which
+    /// then stands for the row as resolved); the others read, then resolve as
+    /// [`Backend::resolve`] does, whose conditional update refuses a request resolved meanwhile.
+    pub(crate) async fn resolve_decided(
+        &self,
+        tenant: &str,
+        id: &str,
+        decide: writes::Decide,
+    ) -> Result<writes::Decided, StoreError> {
+        use writes::{Decided, Decision};
+        if let Backend::Sqlite(b) = self {
+            return b.resolve_decided(tenant, id, decide).await;
+        }
+        let Some(record) = self.get(id).await?.filter(|r| r.tenant == tenant) else {
+            return Ok(Decided::Refused(crate::error::ResolveError::NotFound));
+        };
+        Ok(match decide(&record) {
+            Err(e) => Decided::Refused(e),
+            Ok(Decision::Vote(answers)) => Decided::Vote(Box::new(record), answers),
+            Ok(Decision::Resolve(stored, grants)) => {
+                Decided::Resolved(self.resolve(id, stored, &grants).await?)
+            }
+        })
+    }
+
     /// Expires up to `limit` pending requests whose deadline is at or before `now`; returns
     /// their ids.
     pub(crate) async fn expire_due(

@@ -10,7 +10,7 @@ use clarify_core::quorum::{Vote, decide};
 use clarify_core::{Answers, NewRequest};
 
 use crate::grants::StoredGrant;
-use crate::record::RequestRecord;
+use crate::record::{RequestRecord, StoredResolution};
 
 /// A request about to be inserted.
 #[derive(Debug, Clone)]
@@ -153,4 +153,26 @@ pub(crate) enum Resolved {
     /// the caller expires it).
     Lost(RequestRecord),
     NotFound,
+}
+
+/// What an answer comes to on the request as the resolving transaction reads it (see
+/// [`Store::answer`](crate::Store::answer)).
+pub(crate) enum Decision {
+    /// Resolve it so, with these grants.
+    Resolve(StoredResolution, Vec<StoredGrant>),
+    /// A vote on a quorum request, cast by the caller with these answers.
+    Vote(Answers),
+}
+
+/// Decides an answer on the pending request as read in the transaction that resolves it; an
+/// error refuses the answer and nothing is written.
+pub(crate) type Decide =
+    Box<dyn FnOnce(&RequestRecord) -> Result<Decision, crate::error::ResolveError> + Send>;
+
+/// What [`Decide`] and the resolution it asked for came to.
+pub(crate) enum Decided {
+    Resolved(Resolved),
+    Refused(crate::error::ResolveError),
+    /// A vote for the caller to cast on the request as read.
+    Vote(Box<RequestRecord>, Answers),
 }

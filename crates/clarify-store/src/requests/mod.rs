@@ -5,7 +5,8 @@
 //! Each answer is checked first by who may answer ([`who_may_answer`]), then against the live
 //! request, then written as one conditional update (or, on a quorum request, one vote in a
 //! transaction that locks the request) together with the grants it gives, so exactly one writer
-//! resolves a request. A resolution past the request's deadline loses to its expiry. Each
+//! resolves a request. On SQLite an answer is checked on the request as the writer's
+//! transaction that resolves it reads it, and that one read stands for the row as resolved. A resolution past the request's deadline loses to its expiry. Each
 //! backend keeps the same concerns in its `requests.rs` and `votes.rs`.
 
 mod on_call;
@@ -18,7 +19,9 @@ use clarify_core::{NewRequest, Resolution, Status, Submission, parse_submission}
 use serde_json::Value;
 
 use crate::Store;
-use crate::backend::writes::{NewRow, Resolved, after_seconds, next_reminder, warning_at};
+use crate::backend::writes::{
+    Decide, Decided, Decision, NewRow, Resolved, after_seconds, next_reminder, warning_at,
+};
 use crate::codec::sha256_hex;
 use crate::error::{ResolveError, StoreError};
 use crate::grants::StoredGrant;
@@ -269,9 +272,20 @@ impl Store {
         body: &Value,
         actor: &Actor,
     ) -> Result<RequestRecord, ResolveError> {
-        let record = self.pending(tenant, id, actor).await?;
-        let submission = parse_submission(&record.request, body)?;
-        self.resolve_answer(&record, submission, actor).await
+        // Who may answer, and whether the answer fits, are decided on the request as the
+        // transaction that resolves it reads it (on SQLite, where that costs one read of the row
+        // instead of a read before and one after).
+        let (store, body, by) = (self.clone(), body.clone(), actor.clone());
+        let decide: Decide = Box::new(move |record| {
+            store.may_answer(record, &by)?;
+            let submission = parse_submission(&record.request, &body)?;
+            Ok(store.decide(record, submission, &by))
+        });
+        match self.inner.backend.resolve_decided(tenant, id, decide).await? {
+            Decided::Resolved(resolved) => self.settle(id, resolved).await,
+            Decided::Refused(e) => Err(e),
+            Decided::Vote(record, answers) => self.vote(&record, answers, actor).await,
+        }
     }
 
     /// Resolves the request with an already-checked submission.
@@ -324,8 +338,19 @@ impl Store {
         submission: Submission,
         actor: &Actor,
     ) -> Result<RequestRecord, ResolveError> {
+        match self.decide(record, submission, actor) {
+            Decision::Vote(answers) => self.vote(record, answers, actor).await,
+            Decision::Resolve(stored, grants) => {
+                self.resolve_stored(&record.id, stored, &grants).await
+            }
+        }
+    }
+
+    /// What a checked submission on the pending `record` comes to: on a quorum request an
+    /// answer is a vote; otherwise the resolution, with the grants the answer gives.
+    fn decide(&self, record: &RequestRecord, submission: Submission, actor: &Actor) -> Decision {
         if let (true, Submission::Answered(answers)) = (record.request.is_quorum(), &submission) {
-            return self.vote(record, answers.clone(), actor).await;
+            return Decision::Vote(answers.clone());
         }
         let resolved_at = self.now();
         let grants = match &submission {
@@ -333,7 +358,7 @@ impl Store {
             Submission::Skipped => Vec::new(),
         };
         let stored = StoredResolution::new(resolution_of(submission), actor.clone(), resolved_at);
-        self.resolve_stored(&record.id, stored, &grants).await
+        Decision::Resolve(stored, grants)
     }
 
     async fn resolve(
@@ -352,7 +377,14 @@ impl Store {
         stored: StoredResolution,
         grants: &[StoredGrant],
     ) -> Result<RequestRecord, ResolveError> {
-        match self.inner.backend.resolve(id, stored, grants).await? {
+        let resolved = self.inner.backend.resolve(id, stored, grants).await?;
+        self.settle(id, resolved).await
+    }
+
+    /// What a resolution of request `id` came to, for the caller: the record it won, or why
+    /// not (a request past its deadline is expired rather than resolved late).
+    async fn settle(&self, id: &str, resolved: Resolved) -> Result<RequestRecord, ResolveError> {
+        match resolved {
             Resolved::Won(record) => {
                 self.inner.waiters.resolved(&record);
                 self.observed(|o| o.resolved(&record));

@@ -1,8 +1,9 @@
 //! Who may answer a request: the rule people ask about first, so it has a file of its own.
 //!
 //! Every path that answers, votes on or skips a request (HTTP, MCP, chat, e-mail, the Rust API)
-//! goes through [`Store::pending`] before anything is written, so the rule is the same on all
-//! of them. In the order it is checked:
+//! goes through [`Store::may_answer`] before anything is written (through [`Store::pending`],
+//! or for an answer in the transaction that resolves it), so the rule is the same on all of
+//! them. In the order it is checked:
 //! - step-up (`[decisions] step_up`): a request of that risk or above takes a fresh passkey
 //!   confirmation for this very request, or an admin key;
 //! - responders: a request that names its responders (people, or `group:NAME` with the groups
@@ -27,8 +28,19 @@ impl Store {
         actor: &Actor,
     ) -> Result<RequestRecord, ResolveError> {
         let record = self.get(tenant, id).await?.ok_or(ResolveError::NotFound)?;
+        self.may_answer(&record, actor)?;
+        Ok(record)
+    }
+
+    /// Whether `actor` may answer `record` now: [`Store::pending`]'s checks on a request
+    /// already read (in the transaction that resolves it, for [`Store::answer`]).
+    pub(crate) fn may_answer(
+        &self,
+        record: &RequestRecord,
+        actor: &Actor,
+    ) -> Result<(), ResolveError> {
         if record.status.is_resolved() {
-            return Err(ResolveError::AlreadyResolved(Box::new(record)));
+            return Err(ResolveError::AlreadyResolved(Box::new(record.clone())));
         }
         if self.needs_step_up(&record.request) {
             let vouched = match &actor.step_up {
@@ -64,7 +76,7 @@ impl Store {
                 }
             }
         }
-        Ok(record)
+        Ok(())
     }
 
     /// The groups `name` is in: those the identity provider gave (`claimed`) and those the

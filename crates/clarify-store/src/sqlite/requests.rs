@@ -11,9 +11,11 @@ use super::decoded::{Decoded, row_parts};
 use super::feed::{append_after, append_event, chain_head};
 use super::grants::insert_grants;
 use super::outbox::{follow_up, queue_delivery};
-use crate::backend::writes::{NewRow, Resolved};
-use crate::codec::{COLUMNS, answers_json, millis, on_call_json, qualified, spec_json};
-use crate::error::StoreError;
+use crate::backend::writes::{Decide, Decided, Decision, NewRow, Resolved};
+use crate::codec::{
+    COLUMNS, RowParts, answers_json, millis, on_call_json, qualified, spec_json,
+};
+use crate::error::{ResolveError, StoreError};
 use crate::grants::StoredGrant;
 use crate::record::{
     Created, EventKind, ListQuery, OnCallShift, Page, RequestRecord, StoredResolution,
@@ -124,8 +126,40 @@ impl SqliteBackend {
         let answers = answers_json(&res.resolution)?;
         let grants = grants.to_vec();
         let decoded = Arc::clone(&self.decoded);
-        self.write(move |conn| resolve(conn, &decoded, &id, &res, answers, &grants))
+        self.write(move |conn| resolve(conn, &decoded, &id, &res, answers, &grants, None))
             .await
+    }
+
+    /// [`Backend::resolve_decided`](crate::backend::Backend::resolve_decided): the row read,
+    /// the answer decided and the request resolved in one writer's transaction.
+    pub(crate) async fn resolve_decided(
+        &self,
+        tenant: &str,
+        id: &str,
+        decide: Decide,
+    ) -> Result<Decided, StoreError> {
+        let (tenant, id) = (tenant.to_owned(), id.to_owned());
+        let decoded = Arc::clone(&self.decoded);
+        self.write(move |conn| {
+            let parts = conn
+                .prepare_cached(&GET_REQUEST)?
+                .query_row(params![id], row_parts)
+                .optional()?;
+            let Some(parts) = parts.filter(|p| p.tenant == tenant) else {
+                return Ok(Decided::Refused(ResolveError::NotFound));
+            };
+            let record = decoded.decode(parts.clone(), None)?;
+            match decide(&record) {
+                Err(e) => Ok(Decided::Refused(e)),
+                Ok(Decision::Vote(answers)) => Ok(Decided::Vote(Box::new(record), answers)),
+                Ok(Decision::Resolve(res, grants)) => {
+                    let answers = answers_json(&res.resolution)?;
+                    resolve(conn, &decoded, &id, &res, answers, &grants, Some(parts))
+                        .map(Decided::Resolved)
+                }
+            }
+        })
+        .await
     }
 }
 
@@ -237,6 +271,9 @@ pub(super) fn get(
         .transpose()
 }
 
+/// Resolves request `id` as `res` says, if it is still pending and its deadline allows. `before`
+/// is its row as read earlier in this transaction, if it was: the row as resolved is then that
+/// one with what the update set, not read again.
 pub(super) fn resolve(
     conn: &Connection,
     decoded: &Decoded,
@@ -244,6 +281,7 @@ pub(super) fn resolve(
     res: &StoredResolution,
     answers: Option<String>,
     grants: &[StoredGrant],
+    before: Option<RowParts>,
 ) -> Result<Resolved, StoreError> {
     let status = res.resolution.status();
     let at = millis(res.resolved_at);
@@ -262,15 +300,27 @@ pub(super) fn resolve(
         head.0 + 1,
         res.actor.principal,
     ])? == 1;
-    // The row as resolved, read back in the same transaction. (`RETURNING` would hand it back
-    // from the statement itself, but SQLite gathers a `RETURNING` statement's rows in a
-    // temporary table first, which cost more than reading one row by its key again.)
-    let updated = if won {
-        conn.prepare_cached(&GET_REQUEST)?
+    // The row as resolved: the one read before in this transaction with the columns
+    // RESOLVE_REQUEST sets, or else read back. (`RETURNING` would hand it back from the
+    // statement itself, but SQLite gathers a `RETURNING` statement's rows in a temporary table
+    // first, which cost more than reading one row by its key again.)
+    let updated = match (won, before) {
+        (false, _) => None,
+        (true, Some(mut parts)) => {
+            parts.status = status.as_str().to_owned();
+            parts.resolved_at = Some(at);
+            parts.answered_by.clone_from(&res.actor.name);
+            parts.channel = Some(res.actor.channel.clone());
+            parts.answers.clone_from(&answers);
+            parts.remind_at = None;
+            parts.resolved_seq = Some(head.0 + 1);
+            parts.resolved_principal.clone_from(&res.actor.principal);
+            Some(parts)
+        }
+        (true, None) => conn
+            .prepare_cached(&GET_REQUEST)?
             .query_row(params![id], row_parts)
-            .optional()?
-    } else {
-        None
+            .optional()?,
     };
     match updated {
         Some(parts) => {

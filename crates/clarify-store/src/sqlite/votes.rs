@@ -65,7 +65,7 @@ fn vote(
     let resolution = StoredResolution::new(Resolution::Answered(answers), actor, vote.at);
     let body = answers_json(&resolution.resolution)?;
     Ok(
-        match resolve(conn, decoded, id, &resolution, body, &made)? {
+        match resolve(conn, decoded, id, &resolution, body, &made, None)? {
             Resolved::Won(record) => Cast::Counted(record),
             Resolved::Lost(record) => Cast::Lost(record),
             Resolved::NotFound => Cast::NotFound,

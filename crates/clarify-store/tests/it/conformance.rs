@@ -36,6 +36,7 @@ conformance! {
     every: [
         create_and_get_round_trip,
         answers_of_every_kind_read_back_unchanged,
+        an_answered_request_reads_back_as_its_answer_returned_it,
         forms_and_defaults_read_back_unchanged,
         idempotency_key_returns_the_original,
         idempotency_key_race_stores_once,
@@ -139,6 +140,47 @@ async fn create_and_get_round_trip(store: Store, env: Env) {
         "tenants are isolated"
     );
     assert_eq!(store.get(t, "no-such-request").await.expect("get"), None);
+}
+
+/// What an answer returns is the request as stored, for a request whose reminder, escalation
+/// and warning were set and had already run once (SQLite builds the returned record from the
+/// row it read before resolving, so this checks it against a later read).
+async fn an_answered_request_reads_back_as_its_answer_returned_it(store: Store, env: Env) {
+    let t = &env.tenant;
+    let req = request(json!({"question": "Still there?", "options": ["yes", "no"],
+        "responders": ["alice", "carol"], "remind_every_seconds": 60,
+        "escalate_after_seconds": 90, "escalate_to": ["carol"], "warn_before_seconds": 120}));
+    let id = store.create(t, req).await.expect("create").record.id;
+    env.advance(60);
+    store.remind_due().await.expect("remind");
+    env.advance(30);
+    store.escalate_due().await.expect("escalate");
+    let before = store.get(t, &id).await.expect("get").expect("exists");
+    assert!(before.remind_at.is_some(), "the next reminder is set while pending");
+    let mut carol = Actor::new("carol", "inbox");
+    carol.principal = Some("key:carol".to_owned());
+    let answered = store
+        .answer(t, &id, &json!({"option": "no"}), &carol)
+        .await
+        .expect("answer");
+    store.sync_feed().await.expect("numbered");
+    let stored = store.get(t, &id).await.expect("get").expect("exists");
+    let (mut answered, mut expected) = (answered, stored.clone());
+    if answered.resolution.as_ref().is_some_and(|r| r.seq.is_none()) {
+        // PostgreSQL numbers a resolution (its place, and the principal with it) in its
+        // sequencer's rounds, which may come before or after the answer returns.
+        for record in [&mut answered, &mut expected] {
+            if let Some(r) = record.resolution.as_mut() {
+                r.seq = None;
+                r.actor.principal = None;
+            }
+        }
+    }
+    assert_eq!(answered, expected, "the answer returned the request as stored");
+    assert_eq!(stored.remind_at, None, "no reminder once answered");
+    assert_eq!(stored.escalated_at, before.escalated_at);
+    let resolution = stored.resolution.as_ref().expect("resolved");
+    assert_eq!(resolution.actor.principal.as_deref(), Some("key:carol"));
 }
 
 async fn answers_of_every_kind_read_back_unchanged(store: Store, env: Env) {
