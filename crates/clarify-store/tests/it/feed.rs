@@ -70,11 +70,14 @@ async fn the_tally_counts_what_the_events_after_a_place_did(store: Store, env: E
     );
     let last = store.last_event_seq().await.expect("seq");
     let after_all = store.tally_after(last).await.expect("tally");
-    assert_eq!(
-        after_all.last, last,
-        "nothing after the newest event names it"
-    );
-    if env.kind != crate::support::Kind::Postgres {
+    // PostgreSQL's cases share one database, whose other cases may write meanwhile.
+    if env.kind == crate::support::Kind::Postgres {
+        assert!(after_all.last >= last, "the tally never goes back: {after_all:?}");
+    } else {
+        assert_eq!(
+            after_all.last, last,
+            "nothing after the newest event names it"
+        );
         assert_eq!((after_all.created, after_all.resolved), (0, 0));
     }
 }
