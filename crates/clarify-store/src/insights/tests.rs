@@ -56,14 +56,22 @@ fn one_more_time_bumps_its_bucket_in_the_stored_text_and_nothing_else() {
     for seconds in [0.5, 3.0, 100.0, 9e6] {
         let mut want = h.clone();
         want.record(seconds);
-        let bucket = hist(&[seconds]).only_bucket().ok().flatten().expect("one time");
+        let bucket = hist(&[seconds])
+            .only_bucket()
+            .ok()
+            .flatten()
+            .expect("one time");
         let bumped = Histogram::bump_text(h.to_text().as_bytes(), bucket).expect("a histogram");
         assert_eq!(bumped, want.to_text(), "{seconds} s");
         // The stored text may have spaces around its counts (a hand edit): still bumped, the
         // rest kept as it was.
         let spaced = h.to_text().replace(',', " , ");
         let bumped = Histogram::bump_text(spaced.as_bytes(), bucket).expect("a histogram");
-        assert_eq!(Histogram::from_text(&bumped), Some(want.clone()), "{bumped}");
+        assert_eq!(
+            Histogram::from_text(&bumped),
+            Some(want.clone()),
+            "{bumped}"
+        );
     }
     // What `from_bytes` refuses, and a bucket past the last, are refused.
     let text = h.to_text();

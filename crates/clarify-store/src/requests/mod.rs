@@ -281,7 +281,12 @@ impl Store {
             let submission = parse_submission(&record.request, &body)?;
             Ok(store.decide(record, submission, &by))
         });
-        match self.inner.backend.resolve_decided(tenant, id, decide).await? {
+        match self
+            .inner
+            .backend
+            .resolve_decided(tenant, id, decide)
+            .await?
+        {
             Decided::Resolved(resolved) => self.settle(id, resolved).await,
             Decided::Refused(e) => Err(e),
             Decided::Vote(record, answers) => self.vote(&record, answers, actor).await,

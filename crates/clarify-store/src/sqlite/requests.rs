@@ -12,9 +12,7 @@ use super::feed::{append_after, append_event, chain_head};
 use super::grants::insert_grants;
 use super::outbox::{follow_up, queue_delivery};
 use crate::backend::writes::{Decide, Decided, Decision, NewRow, Resolved};
-use crate::codec::{
-    COLUMNS, RowParts, answers_json, millis, on_call_json, qualified, spec_json,
-};
+use crate::codec::{COLUMNS, RowParts, answers_json, millis, on_call_json, qualified, spec_json};
 use crate::error::{ResolveError, StoreError};
 use crate::grants::StoredGrant;
 use crate::record::{

@@ -156,7 +156,10 @@ async fn an_answered_request_reads_back_as_its_answer_returned_it(store: Store, 
     env.advance(30);
     store.escalate_due().await.expect("escalate");
     let before = store.get(t, &id).await.expect("get").expect("exists");
-    assert!(before.remind_at.is_some(), "the next reminder is set while pending");
+    assert!(
+        before.remind_at.is_some(),
+        "the next reminder is set while pending"
+    );
     let mut carol = Actor::new("carol", "inbox");
     carol.principal = Some("key:carol".to_owned());
     let answered = store
@@ -166,7 +169,11 @@ async fn an_answered_request_reads_back_as_its_answer_returned_it(store: Store, 
     store.sync_feed().await.expect("numbered");
     let stored = store.get(t, &id).await.expect("get").expect("exists");
     let (mut answered, mut expected) = (answered, stored.clone());
-    if answered.resolution.as_ref().is_some_and(|r| r.seq.is_none()) {
+    if answered
+        .resolution
+        .as_ref()
+        .is_some_and(|r| r.seq.is_none())
+    {
         // PostgreSQL numbers a resolution (its place, and the principal with it) in its
         // sequencer's rounds, which may come before or after the answer returns.
         for record in [&mut answered, &mut expected] {
@@ -176,7 +183,10 @@ async fn an_answered_request_reads_back_as_its_answer_returned_it(store: Store, 
             }
         }
     }
-    assert_eq!(answered, expected, "the answer returned the request as stored");
+    assert_eq!(
+        answered, expected,
+        "the answer returned the request as stored"
+    );
     assert_eq!(stored.remind_at, None, "no reminder once answered");
     assert_eq!(stored.escalated_at, before.escalated_at);
     let resolution = stored.resolution.as_ref().expect("resolved");

@@ -72,7 +72,10 @@ async fn the_tally_counts_what_the_events_after_a_place_did(store: Store, env: E
     let after_all = store.tally_after(last).await.expect("tally");
     // PostgreSQL's cases share one database, whose other cases may write meanwhile.
     if env.kind == crate::support::Kind::Postgres {
-        assert!(after_all.last >= last, "the tally never goes back: {after_all:?}");
+        assert!(
+            after_all.last >= last,
+            "the tally never goes back: {after_all:?}"
+        );
     } else {
         assert_eq!(
             after_all.last, last,
