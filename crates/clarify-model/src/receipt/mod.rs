@@ -21,7 +21,7 @@ use std::sync::Arc;
 use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair};
 use chrono::{DateTime, Utc};
 use clarify_core::text::hex;
-use clarify_core::{Decision, QuestionKind, Status};
+use clarify_core::{Decision, Outcome, QuestionKind, Status};
 use jsonwebtoken::jwk::{
     AlgorithmParameters, CommonParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm,
     OctetKeyPairParameters, OctetKeyPairType, PublicKeyUse, ThumbprintHash,
@@ -75,9 +75,13 @@ impl ReceiptClaims {
     /// The claims of `record`'s resolution, issued by `iss`; `None` while it is pending or
     /// before its resolution has a place in the audit chain.
     pub fn of(record: &RequestRecord, iss: &str) -> Option<Self> {
+        Self::of_outcome(record, &record.outcome()?, iss)
+    }
+
+    /// [`ReceiptClaims::of`], given `record`'s outcome where the caller has it already.
+    pub fn of_outcome(record: &RequestRecord, outcome: &Outcome, iss: &str) -> Option<Self> {
         let resolution = record.resolution.as_ref()?;
         let seq = resolution.seq?;
-        let outcome = record.outcome()?;
         let mut approvals = Vec::new();
         for question in &record.request.questions {
             let QuestionKind::Approval(approval) = &question.kind else {

@@ -258,7 +258,7 @@ impl AppState {
                 "the request was resolved but its outcome could not be read; read the request again",
             )
         })?;
-        Ok(OutcomeBody::from(&outcome).with_receipt(self.receipts.sign(record)))
+        Ok(OutcomeBody::from(&outcome).with_receipt(self.receipts.sign_outcome(record, &outcome)))
     }
 
     /// The signed link that answers request `id` (`/a/<token>`, served by the web room).

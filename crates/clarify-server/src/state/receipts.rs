@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
+use clarify_core::Outcome;
 use clarify_model::receipt::{ReceiptClaims, ReceiptError, ReceiptKey, verify};
 use clarify_store::{RequestRecord, Store, StoreError};
 use jsonwebtoken::jwk::JwkSet;
@@ -139,7 +140,12 @@ impl Receipts {
     /// `record`'s receipt: `None` while it is pending or before the audit chain has numbered
     /// its resolution.
     pub fn sign(&self, record: &RequestRecord) -> Option<String> {
-        let claims = ReceiptClaims::of(record, &self.issuer)?;
+        self.sign_outcome(record, &record.outcome()?)
+    }
+
+    /// [`Receipts::sign`], given `record`'s outcome where the caller has it already.
+    pub fn sign_outcome(&self, record: &RequestRecord, outcome: &Outcome) -> Option<String> {
+        let claims = ReceiptClaims::of_outcome(record, outcome, &self.issuer)?;
         let keys = self.keys();
         let key = (claims.jti.clone(), keys.signing.kid().to_owned());
         let remembered = self
