@@ -112,7 +112,7 @@ impl Backend {
             Err(e) => Decided::Refused(e),
             Ok(Decision::Vote(answers)) => Decided::Vote(Box::new(record), answers),
             Ok(Decision::Resolve(stored, grants)) => {
-                Decided::Resolved(self.resolve(id, stored, &grants).await?)
+                Decided::Resolved(Box::new(self.resolve(id, stored, &grants).await?))
             }
         })
     }

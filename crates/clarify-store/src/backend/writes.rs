@@ -171,7 +171,7 @@ pub(crate) type Decide =
 
 /// What [`Decide`] and the resolution it asked for came to.
 pub(crate) enum Decided {
-    Resolved(Resolved),
+    Resolved(Box<Resolved>),
     Refused(crate::error::ResolveError),
     /// A vote for the caller to cast on the request as read.
     Vote(Box<RequestRecord>, Answers),

@@ -24,25 +24,33 @@ fn quantiles_are_exact_on_bucket_bounds_and_interpolated_between() {
     assert_eq!(hist(&[1e7]).quantile(0.5), Some(604_800.0));
 }
 
-#[test]
-fn a_histogram_round_trips_through_its_text() {
-    let h = hist(&[0.2, 3.0, 3.0, 9e6]);
-    assert_eq!(Histogram::from_text(&h.to_text()), Some(h.clone()));
-    assert_eq!(Histogram::from_text("1,2"), None);
-    assert_eq!(Histogram::from_text("x"), None);
-    // Spaces around a count are read (PostgreSQL's array output has none, a hand edit may);
-    // a missing, extra, signed, fractional or overflowing count is not a histogram.
-    let spaced = h.to_text().replace(',', " , ");
-    assert_eq!(Histogram::from_text(&spaced), Some(h.clone()));
-    let text = h.to_text();
-    for bad in [
+/// Texts near `text` (a histogram's) that are not histograms: a count missing, extra, signed,
+/// fractional, overflowing or split by a space, a stray comma, too few counts, none.
+fn not_histograms(text: &str) -> Vec<String> {
+    vec![
         format!("{text},0"),
         text.replacen("0,", ",", 1),
         text.replacen('0', "-0", 1),
         text.replacen('0', "0.0", 1),
         text.replacen('0', "18446744073709551616", 1),
+        text.replacen('0', "0 0", 1),
         format!("{text},"),
-    ] {
+        format!(",{text}"),
+        "1,2".to_owned(),
+        "x".to_owned(),
+        String::new(),
+    ]
+}
+
+#[test]
+fn a_histogram_round_trips_through_its_text() {
+    let h = hist(&[0.2, 3.0, 3.0, 9e6]);
+    assert_eq!(Histogram::from_text(&h.to_text()), Some(h.clone()));
+    // Spaces around a count are read (PostgreSQL's array output has none, a hand edit may);
+    // a missing, extra, signed, fractional or overflowing count is not a histogram.
+    let spaced = h.to_text().replace(',', " , ");
+    assert_eq!(Histogram::from_text(&spaced), Some(h.clone()));
+    for bad in not_histograms(&h.to_text()) {
         assert_eq!(Histogram::from_text(&bad), None, "{bad}");
     }
     let mut big = Histogram::default();
@@ -75,17 +83,7 @@ fn one_more_time_bumps_its_bucket_in_the_stored_text_and_nothing_else() {
     }
     // What `from_bytes` refuses, and a bucket past the last, are refused.
     let text = h.to_text();
-    for bad in [
-        format!("{text},0"),
-        text.replacen("0,", ",", 1),
-        text.replacen('0', "-0", 1),
-        text.replacen('0', "0.0", 1),
-        text.replacen('0', "0 0", 1),
-        format!("{text},"),
-        format!(",{text}"),
-        "1,2".to_owned(),
-        String::new(),
-    ] {
+    for bad in not_histograms(&text) {
         assert_eq!(Histogram::bump_text(bad.as_bytes(), 0), None, "{bad}");
     }
     assert_eq!(Histogram::bump_text(text.as_bytes(), BUCKETS), None);

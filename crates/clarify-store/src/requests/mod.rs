@@ -287,7 +287,7 @@ impl Store {
             .resolve_decided(tenant, id, decide)
             .await?
         {
-            Decided::Resolved(resolved) => self.settle(id, resolved).await,
+            Decided::Resolved(resolved) => self.settle(id, *resolved).await,
             Decided::Refused(e) => Err(e),
             Decided::Vote(record, answers) => self.vote(&record, answers, actor).await,
         }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, ToSql, params, params_from_iter};
 
 use super::SqliteBackend;
 use super::decoded::row_parts;
@@ -163,19 +163,29 @@ fn bump(conn: &Connection, key: &Key, bucket: Option<usize>) -> Result<(), Store
          ending, n, times) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9) \
          ON CONFLICT (tenant, tag, day, agent, tool, surface, responder, ending) \
          DO UPDATE SET n = n + 1, times = clarify_histogram_bump(times, ?10)";
-    conn.prepare_cached(BUMP)?.execute(params![
-        key.tenant,
-        key.tag,
-        key.day,
-        key.agent,
-        key.tool,
-        key.surface,
-        key.responder,
+    let (ending, times, bucket) = (
         key.ending.as_str(),
         Histogram::single_text(bucket),
         bucket.and_then(|b| i64::try_from(b).ok()),
-    ])?;
+    );
+    let cell: [&dyn ToSql; 3] = [&ending, &times, &bucket];
+    conn.prepare_cached(BUMP)?
+        .execute(params_from_iter(key_params(key).into_iter().chain(cell)))?;
     Ok(())
+}
+
+/// A rollup row's key but its ending, as the statements' `?1` to `?7` (the order of its primary
+/// key; the ending is `?8`).
+fn key_params(key: &Key) -> [&dyn ToSql; 7] {
+    [
+        &key.tenant,
+        &key.tag,
+        &key.day,
+        &key.agent,
+        &key.tool,
+        &key.surface,
+        &key.responder,
+    ]
 }
 
 /// Adds rollup rows of `grain` to the stored ones: one upsert a row, the histograms added by
@@ -190,18 +200,13 @@ fn add(conn: &Connection, grain: Grain, rows: HashMap<Key, Cell>) -> Result<(), 
          DO UPDATE SET n = n + excluded.n, times = clarify_histogram_add(times, excluded.times)"
     ))?;
     for (key, cell) in rows {
-        write.execute(params![
-            key.tenant,
-            key.tag,
-            key.day,
-            key.agent,
-            key.tool,
-            key.surface,
-            key.responder,
+        let (ending, n, times) = (
             key.ending.as_str(),
             i64::try_from(cell.n).unwrap_or(i64::MAX),
             cell.times.to_text(),
-        ])?;
+        );
+        let cell: [&dyn ToSql; 3] = [&ending, &n, &times];
+        write.execute(params_from_iter(key_params(&key).into_iter().chain(cell)))?;
     }
     Ok(())
 }

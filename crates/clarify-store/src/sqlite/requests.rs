@@ -153,7 +153,7 @@ impl SqliteBackend {
                 Ok(Decision::Resolve(res, grants)) => {
                     let answers = answers_json(&res.resolution)?;
                     resolve(conn, &decoded, &id, &res, answers, &grants, Some(parts))
-                        .map(Decided::Resolved)
+                        .map(|r| Decided::Resolved(Box::new(r)))
                 }
             }
         })
