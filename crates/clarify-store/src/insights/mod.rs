@@ -131,30 +131,41 @@ impl Histogram {
     /// is not [`BUCKETS`] counts of digits separated by commas (spaces around a count allowed,
     /// as [`Histogram::from_bytes`] allows them), or a bucket out of range.
     pub(crate) fn bump_text(text: &[u8], bucket: usize) -> Option<String> {
-        // One pass over the bytes: every count is digits with spaces around, and the place of
-        // the one to bump is noted.
+        // One pass over the bytes: every count is digits with spaces around that fit a u64,
+        // and the place of the one to bump is noted.
+        let fits =
+            |digits: &[u8]| digits.len() < 20 || digits <= b"18446744073709551615".as_slice();
         let (mut field, mut start, mut end) = (0, None, 0);
-        let (mut digits, mut after_digits) = (false, false);
+        let (mut first, mut last) = (None, 0);
+        let mut after_digits = false;
         for (i, b) in text.iter().enumerate() {
             match b {
                 b'0'..=b'9' if !after_digits => {
-                    if field == bucket && !digits {
-                        start = Some(i);
+                    if first.is_none() {
+                        first = Some(i);
+                        if field == bucket {
+                            start = Some(i);
+                        }
                     }
-                    digits = true;
+                    last = i + 1;
                     if field == bucket {
                         end = i + 1;
                     }
                 }
-                b' ' => after_digits = digits,
-                b',' if digits => {
-                    (field, digits, after_digits) = (field + 1, false, false);
+                b' ' => after_digits = first.is_some(),
+                b',' => {
+                    let digits = &text[first?..last];
+                    if digits.len() > 20 || !fits(digits) {
+                        return None;
+                    }
+                    (field, first, after_digits) = (field + 1, None, false);
                 }
                 _ => return None,
             }
         }
         let start = start?;
-        if !digits || field + 1 != BUCKETS {
+        let digits = &text[first?..last];
+        if digits.len() > 20 || !fits(digits) || field + 1 != BUCKETS {
             return None;
         }
         let number = std::str::from_utf8(&text[start..end]).ok()?;
