@@ -274,7 +274,9 @@ impl Store {
     ) -> Result<RequestRecord, ResolveError> {
         // Who may answer, and whether the answer fits, are decided on the request as the
         // transaction that resolves it reads it (on SQLite, where that costs one read of the row
-        // instead of a read before and one after).
+        // instead of a read before and one after). The closure holds a handle to the store; were
+        // it the last one (an answer cancelled at shutdown), dropping it on the thread that runs
+        // the writer's queue would join no thread and wait on nothing.
         let (store, body, by) = (self.clone(), body.clone(), actor.clone());
         let decide: Decide = Box::new(move |record| {
             store.may_answer(record, &by)?;

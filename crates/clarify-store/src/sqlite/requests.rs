@@ -339,7 +339,7 @@ pub(super) fn resolve(
             if announced {
                 follow_up(conn, id, EventKind::for_status(status), at)?;
             }
-            // The row returned above already names this event's place and principal.
+            // The update above already kept this event's place and principal on the request.
             append_after(
                 conn,
                 head,
