@@ -7,12 +7,13 @@
 //! agent thus pays no hand-off to another thread, and many concurrent agents share one commit. A
 //! failing write rolls back only its own savepoint (alone, its transaction); a failed commit
 //! fails every write of the batch, so nothing is half-written. WAL checkpoints run on a
-//! background thread, so no write waits for one. When the writer is idle after a checkpoint, the
-//! thread copies what was committed meanwhile holding the writing connection, so the next write
-//! starts the WAL over and SQLite's WAL index stays short; only when the WAL has grown past
-//! [`WAL_RESTART_BYTES`] (writes that never pause keep a passive checkpoint from ever letting it
-//! start over) does the writer, between two group commits, finish the checkpoint and start the
-//! WAL over, so the WAL stays bounded.
+//! background thread, so no write waits for one. Once the writer is idle after a checkpoint (it
+//! looks for a pause for up to a quarter of the period), the thread copies what was committed
+//! meanwhile holding the writing connection, so the next write starts the WAL over and SQLite's
+//! WAL index stays short; only when the WAL has grown past [`WAL_RESTART_BYTES`] (writes that
+//! never pause keep a passive checkpoint from ever letting it start over) does the writer,
+//! between two group commits, finish the checkpoint and start the WAL over, so the WAL stays
+//! bounded.
 //!
 //! Everything that must happen once is a write, so the single writer settles it: a login token is
 //! used up by one `DELETE ... RETURNING`, a delivery claim chooses and leases in one `UPDATE`, and

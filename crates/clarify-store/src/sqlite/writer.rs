@@ -19,6 +19,9 @@ use crate::error::StoreError;
 /// The most writes grouped into one commit.
 const MAX_BATCH: usize = 512;
 
+/// How often the checkpoint thread looks for the writer to be idle after its copy.
+const SETTLE_POLL: std::time::Duration = std::time::Duration::from_micros(500);
+
 /// How long a checkpoint that restarts the WAL waits for readers to leave it.
 const RESTART_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
@@ -201,10 +204,17 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>) {
 /// A long WAL costs every write: SQLite's WAL index is a hash table per 4,096 frames, probed
 /// linearly, so a page written at every commit (a table's last leaf, the root pages) makes a
 /// run its next entry and every lookup of it walk, and each checkpoint sorts the whole current
-/// block. So when the writer is idle after the copy, this thread takes its connection for a
+/// block. So once the writer is idle after the copy, this thread takes its connection for a
 /// second pass, which copies only what was committed during the first (usually nothing: no
 /// sync then) while no write of this process can commit: the next write finds the WAL copied
-/// and starts it over. A busy writer is not waited for: the pass is skipped.
+/// and starts it over. A busy writer is not waited on: this thread looks again every
+/// [`SETTLE_POLL`] for up to a quarter of the period (a write takes well under a millisecond),
+/// and skips the pass if the writer never pauses that long. The pass then copies what the
+/// writer committed while it was looked for, a few frames and one sync of the database file,
+/// with this process's writes held off meanwhile: at most once a period. Looking once only, a
+/// writer busy at that moment skipped the pass for the whole period: on a loaded machine (a CI
+/// run, the instruction count under valgrind) that happened often enough for the WAL to grow
+/// to a third of what was written.
 pub(super) fn run_checkpoints(
     path: &str,
     stop: &std::sync::mpsc::Receiver<()>,
@@ -237,7 +247,7 @@ pub(super) fn run_checkpoints(
             }
             Ok(0) => {}
             Ok(_) => {
-                if let Some(idle) = writer.try_conn() {
+                if let Some(idle) = idle_writer(&writer, period / 4) {
                     let settled = checkpoint();
                     drop(idle);
                     // Writes queued while the connection was held are committed here.
@@ -249,6 +259,26 @@ pub(super) fn run_checkpoints(
             }
             Err(e) => tracing::warn!(%path, error = %e, "WAL checkpoint failed"),
         }
+    }
+}
+
+/// The writing connection once no write runs on it, looked for every [`SETTLE_POLL`] for up
+/// to `within`. Polled rather than locked: under writes that never pause the leader keeps the
+/// connection from batch to batch, and a blocking lock would hold this thread, and the restart
+/// it must ask for, until they stop.
+fn idle_writer(
+    writer: &Writer,
+    within: std::time::Duration,
+) -> Option<std::sync::MutexGuard<'_, Connection>> {
+    let until = std::time::Instant::now() + within;
+    loop {
+        if let Some(conn) = writer.try_conn() {
+            return Some(conn);
+        }
+        if std::time::Instant::now() >= until {
+            return None;
+        }
+        std::thread::sleep(SETTLE_POLL);
     }
 }
 
