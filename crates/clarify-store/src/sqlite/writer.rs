@@ -205,16 +205,15 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>) {
 /// linearly, so a page written at every commit (a table's last leaf, the root pages) makes a
 /// run its next entry and every lookup of it walk, and each checkpoint sorts the whole current
 /// block. So once the writer is idle after the copy, this thread takes its connection for a
-/// second pass, which copies only what was committed during the first (usually nothing: no
-/// sync then) while no write of this process can commit: the next write finds the WAL copied
-/// and starts it over. A busy writer is not waited on: this thread looks again every
-/// [`SETTLE_POLL`] for up to a quarter of the period (a write takes well under a millisecond),
-/// and skips the pass if the writer never pauses that long. The pass then copies what the
-/// writer committed while it was looked for, a few frames and one sync of the database file,
-/// with this process's writes held off meanwhile: at most once a period. Looking once only, a
-/// writer busy at that moment skipped the pass for the whole period: on a loaded machine (a CI
-/// run, the instruction count under valgrind) that happened often enough for the WAL to grow
-/// to a third of what was written.
+/// second pass, which copies only what was committed during the first and while this thread
+/// looked for the pause (often nothing, and then no sync; else a few frames and one sync of the
+/// database file, at most once a period) while no write of this process can commit: the next
+/// write finds the WAL copied and starts it over. A busy writer is not waited on: this thread
+/// looks again every [`SETTLE_POLL`] for up to a quarter of the period (a write takes well
+/// under a millisecond), and skips the pass if the writer never pauses that long. Looking once
+/// only, a writer busy at that moment skipped the pass for the whole period: on a loaded
+/// machine (a CI run, the instruction count under valgrind) that happened often enough for the
+/// WAL to grow to a third of what was written.
 pub(super) fn run_checkpoints(
     path: &str,
     stop: &std::sync::mpsc::Receiver<()>,
@@ -317,7 +316,8 @@ mod tests {
     /// Held by each test of the WAL's size for its whole run. What the WAL grows to depends on
     /// when the checkpoint thread gets a core, and the constant-load test's writers and readers
     /// keep both cores busy: beside it, the moderate-load test's writer was seldom idle when a
-    /// checkpoint finished, and its WAL grew to a third of what it wrote (seen once in CI).
+    /// checkpoint finished, and (before the checkpoint thread looked again for a pause) its WAL
+    /// grew to a third of what it wrote.
     static WAL_TESTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
     /// Writes that never pause, with readers always in the WAL: a passive checkpoint alone
@@ -415,10 +415,11 @@ mod tests {
         let wal = std::fs::metadata(format!("{path}-wal")).map_or(0, |m| m.len());
         drop(backend);
         // Without restarts the WAL would hold all of it (its restart size here is 64 MiB); with
-        // them, a few checkpoint periods' worth (about 160 KiB each), more on a loaded machine.
+        // them, a few checkpoint periods' worth (about 160 KiB each; 0.4 to 1.0 MB measured,
+        // also with two busy loops on the two cores).
         let written = writes * 2 * 4096;
         assert!(
-            wal < written / 4,
+            wal < written / 8,
             "the WAL grew to {wal} bytes of the {written} written: it did not start over"
         );
     }
